@@ -1,0 +1,264 @@
+"""CUDA source + defines -> cubin through NVRTC, with the ptxas resource report; no GPU needed."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import hashlib
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autotune.families.base import KernelPlan
+from autotune.records import Resources
+from autotune.space import Value
+
+DEFAULT_OPTIONS = ("-std=c++17", "-Xptxas=-v", "--fmad=true")
+
+
+class CompileError(RuntimeError):
+    """NVRTC refused the source; the message holds its log."""
+
+
+class CompilerUnavailable(RuntimeError):
+    """No NVRTC library could be loaded."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledKernel:
+    cubin: bytes
+    arch: str
+    resources: dict[str, Resources]  # per entry name
+    log: str
+    compile_s: float
+    key: str
+    cached: bool = False
+
+    @property
+    def max_registers(self) -> int:
+        return max((r.registers for r in self.resources.values()), default=0)
+
+    @property
+    def max_smem_bytes(self) -> int:
+        return max((r.smem_bytes for r in self.resources.values()), default=0)
+
+    @property
+    def spills(self) -> int:
+        return sum(r.spill_stores + r.spill_loads for r in self.resources.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# NVRTC through ctypes (the library from PyPI's nvidia-cuda-nvrtc, or the system toolkit)
+
+
+_lib: ctypes.CDLL | None = None
+_lib_lock = threading.Lock()
+
+
+def _load_nvrtc() -> ctypes.CDLL:
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        errors = []
+        try:
+            from cuda.pathfinder import load_nvidia_dynamic_lib
+
+            _lib = ctypes.CDLL(load_nvidia_dynamic_lib("nvrtc").abs_path)
+            return _lib
+        except Exception as err:  # pathfinder missing, or no nvrtc where it looks
+            errors.append(str(err))
+
+        for name in (ctypes.util.find_library("nvrtc"), "libnvrtc.so.13", "libnvrtc.so"):
+            if not name:
+                continue
+            try:
+                _lib = ctypes.CDLL(name)
+                return _lib
+            except OSError as err:
+                errors.append(str(err))
+        raise CompilerUnavailable("cannot load NVRTC: " + "; ".join(errors))
+
+
+def nvrtc_version() -> str:
+    lib = _load_nvrtc()
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    return f"{major.value}.{minor.value}"
+
+
+def _check(lib: ctypes.CDLL, code: int, what: str) -> None:
+    if code != 0:
+        lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+        raise CompileError(f"{what}: {lib.nvrtcGetErrorString(code).decode()}")
+
+
+def _nvrtc_compile(source: str, name: str, options: list[str]) -> tuple[bytes, str]:
+    lib = _load_nvrtc()
+    prog = ctypes.c_void_p()
+    _check(
+        lib,
+        lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None),
+        "nvrtcCreateProgram",
+    )
+    try:
+        opts = [o.encode() for o in options]
+        status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        log = buf.value.decode(errors="replace")
+        if status != 0:
+            raise CompileError(log.strip() or f"NVRTC status {status}")
+        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        cubin = ctypes.create_string_buffer(size.value)
+        _check(lib, lib.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+        return cubin.raw, log
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+# ---------------------------------------------------------------------------------------------
+# ptxas report
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"Function properties for (\S+)")
+_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
+
+
+def parse_resources(log: str) -> dict[str, Resources]:
+    """Per-entry registers, static shared memory and spills from ptxas -v output."""
+    found: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            current = m.group(1)
+            found.setdefault(current, {})
+            continue
+        if m := _PROPS.search(line):
+            current = m.group(1)
+            found.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        entry = found[current]
+        if m := _STACK.search(line):
+            entry["stack_bytes"], entry["spill_stores"], entry["spill_loads"] = map(int, m.groups())
+        if m := _USED.search(line):
+            entry["registers"] = int(m.group(1))
+            if s := _SMEM.search(line):
+                entry["smem_bytes"] = int(s.group(1))
+            if c := _CMEM.search(line):
+                entry["cmem_bytes"] = int(c.group(1))
+    return {name: Resources(**values) for name, values in found.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiler
+
+
+def _define_flag(name: str, value: Value) -> str:
+    if isinstance(value, bool):
+        value = int(value)
+    return f"-D{name}={value}"
+
+
+@dataclass
+class Compiler:
+    """Compiles kernel plans for one arch; caches cubins on disk under everything that can change
+    the binary (source text, defines, arch, options, NVRTC version)."""
+
+    arch: str = "sm_90"
+    cache_dir: Path | None = None
+    options: tuple[str, ...] = DEFAULT_OPTIONS
+    _version: str = field(default="", init=False)
+
+    @property
+    def version(self) -> str:
+        if not self._version:
+            self._version = nvrtc_version()
+        return self._version
+
+    def _flags(self, defines: tuple[tuple[str, Value], ...]) -> list[str]:
+        return [f"-arch={self.arch}", *self.options, *(_define_flag(k, v) for k, v in defines)]
+
+    def cache_key(self, source_text: str, defines: tuple[tuple[str, Value], ...]) -> str:
+        material = json.dumps(
+            {
+                "source": hashlib.sha256(source_text.encode()).hexdigest(),
+                "flags": self._flags(tuple(sorted(defines))),
+                "nvrtc": self.version,
+            },
+            sort_keys=True,
+        )
+        return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+    def compile(self, plan: KernelPlan) -> CompiledKernel:
+        return self.compile_source(plan.source, plan.defines)
+
+    def compile_source(
+        self, source: Path, defines: tuple[tuple[str, Value], ...]
+    ) -> CompiledKernel:
+        text = Path(source).read_text()
+        key = self.cache_key(text, defines)
+        cached = self._read_cache(key)
+        if cached is not None:
+            return cached
+        start = time.perf_counter()
+        cubin, log = _nvrtc_compile(text, Path(source).name, self._flags(defines))
+        compiled = CompiledKernel(
+            cubin=cubin,
+            arch=self.arch,
+            resources=parse_resources(log),
+            log=log,
+            compile_s=time.perf_counter() - start,
+            key=key,
+        )
+        self._write_cache(compiled)
+        return compiled
+
+    def _read_cache(self, key: str) -> CompiledKernel | None:
+        if self.cache_dir is None:
+            return None
+        cubin_path = self.cache_dir / f"{key}.cubin"
+        meta_path = self.cache_dir / f"{key}.json"
+        try:
+            meta = json.loads(meta_path.read_text())
+            cubin = cubin_path.read_bytes()
+        except (OSError, ValueError):
+            return None
+        return CompiledKernel(
+            cubin=cubin,
+            arch=meta["arch"],
+            resources={k: Resources(**v) for k, v in meta["resources"].items()},
+            log=meta["log"],
+            compile_s=meta["compile_s"],
+            key=key,
+            cached=True,
+        )
+
+    def _write_cache(self, compiled: CompiledKernel) -> None:
+        if self.cache_dir is None:
+            return
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        meta = {
+            "arch": compiled.arch,
+            "log": compiled.log,
+            "compile_s": compiled.compile_s,
+            "resources": {
+                k: {f: getattr(r, f) for f in r.__slots__} for k, r in compiled.resources.items()
+            },
+        }
+        # Write to temporaries and rename, so a reader in another process never sees half a file.
+        for suffix, data in ((".cubin", compiled.cubin), (".json", json.dumps(meta).encode())):
+            final = self.cache_dir / f"{compiled.key}{suffix}"
+            tmp = final.with_suffix(suffix + f".{threading.get_ident()}.tmp")
+            tmp.write_bytes(data)
+            tmp.replace(final)

@@ -1,0 +1,82 @@
+"""Values that cross rooms: evaluation status, measurements and the device description."""
+
+from __future__ import annotations
+
+import enum
+import statistics
+from dataclasses import asdict, dataclass, field
+
+
+class Status(enum.Enum):
+    OK = "OK"
+    COMPILE_ERROR = "COMPILE_ERROR"
+    RESOURCES = "RESOURCES"
+    LAUNCH_ERROR = "LAUNCH_ERROR"
+    WRONG_RESULT = "WRONG_RESULT"
+    TIMEOUT = "TIMEOUT"
+    CRASH = "CRASH"
+
+    @property
+    def ok(self) -> bool:
+        return self is Status.OK
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """What ptxas reported for one kernel entry."""
+
+    registers: int = 0
+    smem_bytes: int = 0  # static shared memory
+    spill_stores: int = 0
+    spill_loads: int = 0
+    stack_bytes: int = 0
+    cmem_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """The outcome of evaluating one configuration on one problem."""
+
+    status: Status
+    time_ms: float | None = None  # median of samples
+    samples_ms: tuple[float, ...] = ()
+    error: str = ""
+    rel_error: float | None = None
+    compile_s: float | None = None
+    registers: int | None = None
+    smem_bytes: int | None = None
+    spills: int | None = None
+
+    @classmethod
+    def from_samples(cls, samples_ms: list[float], **extra: object) -> Measurement:
+        return cls(
+            Status.OK,
+            time_ms=statistics.median(samples_ms),
+            samples_ms=tuple(samples_ms),
+            **extra,  # type: ignore[arg-type]
+        )
+
+    def gflops(self, flops: int) -> float | None:
+        if self.status is not Status.OK or not self.time_ms:
+            return None
+        return flops / (self.time_ms * 1e-3) / 1e9
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceInfo:
+    name: str
+    compute_capability: str  # "9.0"
+    sm_count: int
+    driver_version: str = ""
+    runtime_version: str = ""
+    nvrtc_version: str = ""
+    clock_mhz: int = 0
+    memory_bytes: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def arch(self) -> str:
+        return "sm_" + self.compute_capability.replace(".", "")
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)

@@ -1,0 +1,104 @@
+"""Shape sets: named sets kept as data, shapes from the command line, CSV and TOML files."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import sys
+from pathlib import Path
+
+from autotune.problem import ConvProblem, ProblemError, parse_shape, problem_from_dict
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SHAPE_SETS_FILE = Path(__file__).with_name("data") / "shape_sets.toml"
+
+
+def _load_sets() -> dict[str, dict]:
+    with SHAPE_SETS_FILE.open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def shape_set_names() -> list[str]:
+    return list(_load_sets())
+
+
+def describe_shape_sets() -> dict[str, str]:
+    return {name: spec.get("description", "") for name, spec in _load_sets().items()}
+
+
+def _expand(spec: dict, origin: str) -> list[ConvProblem]:
+    if "grid" in spec:
+        grid = dict(spec["grid"])
+        tied = grid.pop("CF", None)  # C = F, as in Chen et al.'s general-case sweep
+        names = list(grid)
+        problems = []
+        for combo in itertools.product(*(grid[n] for n in names)):
+            values = dict(zip(names, combo, strict=True))
+            for cf in tied or [None]:
+                if cf is not None:
+                    values = {**values, "C": cf, "F": cf}
+                problems.append(problem_from_dict(values))
+        return problems
+    if "layers" in spec:
+        return [
+            problem_from_dict({k: v for k, v in layer.items() if k != "name"})
+            for layer in spec["layers"]
+        ]
+    raise ProblemError(f"{origin}: a shape set needs 'grid' or 'layers'")
+
+
+def named_shapes(name: str) -> list[ConvProblem]:
+    sets = _load_sets()
+    if name not in sets:
+        raise ProblemError(f"unknown shape set {name!r} (known: {', '.join(sets)})")
+    return _expand(sets[name], name)
+
+
+def shapes_from_file(path: str | Path) -> list[ConvProblem]:
+    """Read shapes from a CSV (header with N,K,C,F[,B,stride]) or TOML file (a 'shapes' list,
+    a 'grid' table or a 'layers' list)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ProblemError(f"shape file {str(path)!r} does not exist")
+    if path.suffix.lower() == ".csv":
+        with path.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        if not rows:
+            raise ProblemError(f"shape file {str(path)!r} has no rows")
+        try:
+            return [
+                problem_from_dict({k.strip(): v for k, v in row.items() if k and k != "name"})
+                for row in rows
+            ]
+        except ProblemError as err:
+            raise ProblemError(f"{path}: {err}") from None
+    if path.suffix.lower() == ".toml":
+        try:
+            data = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as err:
+            raise ProblemError(f"{path}: malformed TOML ({err})") from None
+        if "shapes" in data:
+            data = {"layers": data["shapes"]}
+        try:
+            return _expand(data, str(path))
+        except ProblemError as err:
+            raise ProblemError(f"{path}: {err}") from None
+    raise ProblemError(f"shape file {str(path)!r} must end in .csv or .toml")
+
+
+def collect_shapes(
+    sets: tuple[str, ...] = (), shapes: tuple[str, ...] = (), files: tuple[str, ...] = ()
+) -> list[ConvProblem]:
+    """Union of shapes from named sets, --shape strings and files, first occurrence kept."""
+    found: list[ConvProblem] = []
+    for name in sets:
+        found.extend(named_shapes(name))
+    for text in shapes:
+        found.append(parse_shape(text))
+    for path in files:
+        found.extend(shapes_from_file(path))
+    return list(dict.fromkeys(found))
