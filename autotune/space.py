@@ -359,7 +359,8 @@ class BoundSpace:
             names = list(self._columns)
             cols = [self._columns[n].tolist() for n in names]
             self._configs = [
-                Config(tuple(sorted(zip(names, row, strict=True)))) for row in zip(*cols)
+                Config(tuple(sorted(zip(names, row, strict=True))))
+                for row in zip(*cols, strict=True)
             ]
         return self._configs
 

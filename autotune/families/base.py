@@ -2,61 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from autotune import KERNELS_DIR, SPACES_DIR
+from autotune.families import conv2d
+from autotune.families.plan import Arg, Buffers, KernelPlan, Launch, cdiv
 from autotune.problem import ConvProblem
-from autotune.space import Config, SearchSpace, Value
+from autotune.space import Config, SearchSpace
 
-Arg = str | int  # a buffer name, or an int passed by value as a 32-bit integer
-
-
-@dataclass(frozen=True, slots=True)
-class Launch:
-    kernel: str  # extern "C" entry name
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    args: tuple[Arg, ...]
-    smem_bytes: int = 0  # dynamic shared memory
-
-    @property
-    def threads(self) -> int:
-        return self.block[0] * self.block[1] * self.block[2]
-
-
-@dataclass(frozen=True, slots=True)
-class KernelPlan:
-    """One compile unit and the launches that make up one timed run of it.
-
-    `constants` copy a buffer into a __constant__ symbol before timing (filters that are
-    static weights). Buffers named in args are the problem's inputs and outputs.
-    """
-
-    source: Path
-    defines: tuple[tuple[str, Value], ...]
-    launches: tuple[Launch, ...]
-    constants: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def entries(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(launch.kernel for launch in self.launches))
-
-
-@dataclass(frozen=True, slots=True)
-class Buffers:
-    """FP32 device buffers of a problem: inputs get fresh random values, outputs are checked."""
-
-    inputs: tuple[tuple[str, tuple[int, ...]], ...]
-    outputs: tuple[tuple[str, tuple[int, ...]], ...]
+__all__ = ["Arg", "Buffers", "Family", "KernelPlan", "Launch", "UnsupportedProblem", "cdiv"]
 
 
 class UnsupportedProblem(ValueError):
     """A problem this family cannot compute (e.g. C != 1 for a C = 1 family)."""
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 class Family:
@@ -92,3 +50,11 @@ class Family:
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         raise NotImplementedError
+
+    def buffers(self, problem: ConvProblem) -> Buffers:
+        """The problem's inputs (filled with fresh random values) and outputs (checked)."""
+        return conv2d.buffers(problem)
+
+    def reference_plan(self, problem: ConvProblem) -> KernelPlan:
+        """A float64 kernel writing '<output>_ref' for every output, to check against."""
+        return conv2d.reference_plan(problem)

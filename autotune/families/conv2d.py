@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from autotune import KERNELS_DIR
-from autotune.families.base import Buffers, KernelPlan, Launch, cdiv
+from autotune.families.plan import Buffers, KernelPlan, Launch, cdiv
 from autotune.problem import ConvProblem
 
 REFERENCE_SOURCE = KERNELS_DIR / "reference_conv2d.cu"

@@ -1,0 +1,431 @@
+"""The command line: click commands that wire the rooms together, nothing more."""
+
+from __future__ import annotations
+
+import functools
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from autotune import __version__
+from autotune.compiler import Compiler, CompilerUnavailable
+from autotune.device import TimingPolicy
+from autotune.families import FAMILIES, UnknownFamily, UnsupportedProblem, get_family
+from autotune.problem import ProblemError, parse_shape
+from autotune.shapes import collect_shapes, describe_shape_sets, named_shapes
+from autotune.space import ARCH_LIMITS, SpaceError
+from autotune.strategies import DEFAULT_STRATEGY, STRATEGIES, StrategyUnavailable, UnknownStrategy
+
+DEFAULT_STORAGE = "results/autotune.db"
+DEFAULT_BUDGET = 12
+DEFAULT_CACHE = Path.home() / ".cache" / "autotune" / "cubins"
+
+# Errors that describe bad input: one line, exit 2. Everything here is expected, never a traceback.
+USAGE_ERRORS = (ProblemError, SpaceError, UnknownFamily, UnknownStrategy, UnsupportedProblem)
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"autotune: {message}", err=True)
+    sys.exit(code)
+
+
+def friendly_errors(fn):
+    """Turn the package's expected errors into one-line messages with the right exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from autotune.device import NoGpu
+        from autotune.report import ReportError
+        from autotune.store import StoreError
+
+        try:
+            return fn(*args, **kwargs)
+        except USAGE_ERRORS as err:
+            _fail(str(err).splitlines()[0] if str(err) else type(err).__name__, 2)
+        except NoGpu as err:
+            _fail(f"no usable CUDA GPU: {str(err).splitlines()[0]}", 1)
+        except (StoreError, ReportError, CompilerUnavailable, StrategyUnavailable) as err:
+            _fail(str(err).splitlines()[0], 1)
+
+    return wrapper
+
+
+storage_option = click.option(
+    "--storage",
+    default=DEFAULT_STORAGE,
+    show_default=True,
+    help="Results database: a SQLite file path or any SQLAlchemy URL.",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="autotune")
+def main() -> None:
+    """Autotune GPU convolution kernels: search tile and block parameters per kernel family and
+    problem shape, verify every candidate against a float64 reference, time it on the GPU and
+    keep every measurement in a results database."""
+
+
+# ---------------------------------------------------------------------------------------------
+# run
+
+
+def _format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "--"
+    seconds = int(seconds)
+    return (
+        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+        if seconds >= 3600
+        else (f"{seconds // 60}m{seconds % 60:02d}s")
+    )
+
+
+class ProgressPrinter:
+    """One status line on a terminal; a line per finished study (and every 15 s) otherwise."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.last_print = 0.0
+        self.width = 0
+
+    def __call__(self, p) -> None:
+        best = f"{p.best_gflops:,.1f} GFlop/s" if p.best_gflops else "--"
+        line = (
+            f"{p.study}: {p.done}/{p.planned} evals, {p.failures} failed, best {best} | "
+            f"run {p.campaign_done}/{p.campaign_planned}, elapsed "
+            f"{_format_duration(p.elapsed_s)}, ETA {_format_duration(p.eta_s)}"
+        )
+        if self.tty:
+            pad = max(0, self.width - len(line))
+            self.stream.write("\r" + line + " " * pad)
+            self.width = len(line)
+            if p.event == "end":
+                self.stream.write("\n")
+                self.width = 0
+            self.stream.flush()
+            return
+        now = time.monotonic()
+        if p.event == "end" or now - self.last_print >= 15:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+            self.last_print = now
+
+
+@main.command()
+@click.option(
+    "--family",
+    "families",
+    multiple=True,
+    metavar="NAME",
+    help="Kernel family to tune (repeatable). Default: every registered family.",
+)
+@click.option(
+    "--shapes",
+    "shape_sets",
+    multiple=True,
+    metavar="SET",
+    help="Named shape set (repeatable): special, general, alexnet, overfeat, smoke. "
+    "Default: each family's own set.",
+)
+@click.option(
+    "--shape",
+    "shapes",
+    multiple=True,
+    metavar="N=..,K=..,C=..,F=..[,B=..,stride=..]",
+    help="One problem shape (repeatable).",
+)
+@click.option(
+    "--shape-file",
+    "shape_files",
+    multiple=True,
+    type=click.Path(),
+    help="CSV (columns N,K,C,F[,B,stride]) or TOML file of shapes (repeatable).",
+)
+@click.option(
+    "--strategy",
+    default=DEFAULT_STRATEGY,
+    show_default=True,
+    type=click.Choice(sorted(STRATEGIES)),
+    help="Search strategy.",
+)
+@click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    help="Evaluations per (family, shape), earlier runs included: rerunning resumes.",
+)
+@click.option("--exhaustive", is_flag=True, help="Evaluate every valid configuration (no budget).")
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="SECONDS",
+    help="Stop the whole run after this many seconds.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the strategy and inputs."
+)
+@click.option(
+    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_CACHE,
+    show_default=True,
+    help="Cubin cache shared between runs.",
+)
+@click.option(
+    "--quick-timing",
+    is_flag=True,
+    help="Fewer timing samples (3 warm-up, 5 samples, 20 ms): for smoke runs.",
+)
+@storage_option
+@friendly_errors
+def run(
+    families,
+    shape_sets,
+    shapes,
+    shape_files,
+    strategy,
+    budget,
+    exhaustive,
+    time_limit,
+    seed,
+    gpu,
+    cache_dir,
+    quick_timing,
+    storage,
+) -> None:
+    """Tune kernel families on problem shapes and store every measurement.
+
+    With no options: every family on its own default shape set, a budget of 12 evaluations per
+    (family, shape), which takes a few minutes on an H100. Interrupt with Ctrl-C at any time; the
+    same command resumes without evaluating anything again.
+    """
+    from autotune.evaluator import GpuEvaluator
+    from autotune.report import best_table, format_table
+    from autotune.store import Store
+    from autotune.tuner import Tuner, plan_studies
+
+    chosen = [get_family(name) for name in families] or list(FAMILIES.values())
+    explicit = collect_shapes(shape_sets, shapes, shape_files)
+    pairs = [
+        (family, problem)
+        for family in chosen
+        for problem in (explicit or named_shapes(family.default_shape_set))
+    ]
+    store = Store(storage)  # opened before the GPU so a bad URL fails fast
+    click.echo("autotune: starting the GPU worker ...", err=True)
+    evaluator = GpuEvaluator(gpu)
+    try:
+        info = evaluator.device
+        compiler = Compiler(arch=info.arch, cache_dir=cache_dir)
+        studies, skipped = plan_studies(pairs, evaluator.limits)
+        for s in skipped:
+            click.echo(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}", err=True)
+        if not studies:
+            raise click.UsageError("nothing to tune: no (family, shape) pair can run")
+        click.echo(
+            f"autotune: {info.name} (sm_{info.compute_capability.replace('.', '')}, "
+            f"{info.sm_count} SMs, driver {info.driver_version}, NVRTC {compiler.version}); "
+            f"{len(studies)} studies, strategy {strategy}, "
+            f"budget {'exhaustive' if exhaustive else budget} per study; storage {storage}",
+            err=True,
+        )
+        versions = {
+            "autotune": __version__,
+            "nvrtc": compiler.version,
+            "driver": info.driver_version,
+            "cuda_runtime": info.runtime_version,
+            "cupy": str(info.extra.get("cupy", "")),
+            "python": platform.python_version(),
+        }
+        timing = (
+            TimingPolicy(warmup=3, min_repeats=5, min_time_s=0.02)
+            if quick_timing
+            else (TimingPolicy())
+        )
+        tuner = Tuner(
+            compiler,
+            evaluator,
+            store,
+            strategy=strategy,
+            seed=seed,
+            timing=timing,
+            command=shlex.join(["autotune", *sys.argv[1:]]),
+            versions=versions,
+            on_progress=ProgressPrinter(),
+        )
+        outcome = tuner.run(studies, None if exhaustive else budget, time_limit, skipped)
+    finally:
+        evaluator.close()
+    failures = sum(s.failures for s in outcome.studies)
+    click.echo(
+        f"autotune: {outcome.evaluated} new evaluations in {_format_duration(outcome.elapsed_s)}"
+        f" ({failures} failed in total across the studies)"
+        + ("; interrupted: run the same command to resume" if outcome.interrupted else ""),
+        err=True,
+    )
+    table = best_table(store, device=info.name, family=None)
+    tuned = {(s.study.family.name, s.study.problem.key) for s in outcome.studies}
+    table = table[[(f, k) in tuned for f, k in zip(table["family"], table["shape"], strict=True)]]
+    if len(table):
+        click.echo(format_table(table, "markdown"))
+    if outcome.interrupted:
+        sys.exit(130)
+
+
+# ---------------------------------------------------------------------------------------------
+# best, plot
+
+
+@main.command()
+@click.option(
+    "--format", "fmt", type=click.Choice(["markdown", "csv"]), default="markdown", show_default=True
+)
+@click.option("--family", default=None, help="Only this family.")
+@click.option("--device", default=None, help="Only this device (name as stored).")
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to this file instead of standard output.",
+)
+@storage_option
+@friendly_errors
+def best(fmt, family, device, output, storage) -> None:
+    """Best verified configuration per (device, family, shape)."""
+    from autotune.report import best_table, format_table
+    from autotune.store import Store
+
+    if family is not None:
+        get_family(family)
+    table = best_table(Store(storage, create=False), device=device, family=family)
+    if not len(table):
+        _fail(f"no successful evaluations stored in {storage}", 1)
+    text = format_table(table, fmt)
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text)
+        click.echo(f"autotune: wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+@main.command()
+@click.option("--family", default=None, help="Only this family.")
+@click.option("--device", default=None, help="Only this device (name as stored).")
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("results/gflops"),
+    show_default=True,
+    help="Path without suffix; a .png and a .svg are written.",
+)
+@storage_option
+@friendly_errors
+def plot(family, device, output, storage) -> None:
+    """Plot GFlop/s of the best configuration against problem shape."""
+    from autotune.report import plot_gflops
+    from autotune.store import Store
+
+    if family is not None:
+        get_family(family)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    for path in plot_gflops(Store(storage, create=False), output, device=device, family=family):
+        click.echo(f"autotune: wrote {path}", err=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# families, shapes, space
+
+
+@main.command()
+def families() -> None:
+    """List the kernel families with their sources and tunables."""
+    for family in FAMILIES.values():
+        space = family.load_space()
+        click.echo(f"{family.name}: {family.description}")
+        click.echo(f"    paper: {family.paper}; default shapes: {family.default_shape_set}")
+        click.echo(f"    layout: {family.layout}; precision: {family.precision}")
+        tunables = ", ".join(f"{p.name} {list(p.values)}" for p in space.parameters)
+        click.echo(f"    tunables: {tunables}")
+
+
+@main.command()
+@click.argument("name", required=False)
+@friendly_errors
+def shapes(name) -> None:
+    """List the named shape sets, or the shapes of one set."""
+    if name is None:
+        for set_name, description in describe_shape_sets().items():
+            click.echo(f"{set_name}: {len(named_shapes(set_name))} shapes; {description}")
+        return
+    for problem in named_shapes(name):
+        click.echo(f"{problem.key}  ({problem.flops / 1e9:,.2f} GFLOP)")
+
+
+@main.command()
+@click.argument("family_name", metavar="FAMILY")
+@click.option(
+    "--shape",
+    "shape_text",
+    required=True,
+    metavar="N=..,K=..,C=..,F=..",
+    help="The problem the space is bound to.",
+)
+@click.option(
+    "--arch",
+    default="sm_90",
+    show_default=True,
+    type=click.Choice(sorted(ARCH_LIMITS)),
+    help="Device limits to bind against (no GPU needed).",
+)
+@click.option(
+    "--samples",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="How many valid configurations to show.",
+)
+@click.option(
+    "--compile",
+    "do_compile",
+    is_flag=True,
+    help="Compile the samples with NVRTC and show their resource usage.",
+)
+@friendly_errors
+def space(family_name, shape_text, arch, samples, do_compile) -> None:
+    """Size of a family's valid space for one shape, with sample configurations."""
+    import random
+
+    family = get_family(family_name)
+    problem = parse_shape(shape_text)
+    family.check(problem)
+    search_space = family.load_space()
+    start = time.perf_counter()
+    bound = search_space.bind(problem.fields(), ARCH_LIMITS[arch])
+    took = time.perf_counter() - start
+    click.echo(
+        f"{family.name} {problem.key} on {arch}: {len(bound)} valid of "
+        f"{search_space.cartesian_size} configurations (enumerated in {took * 1e3:.1f} ms)"
+    )
+    picks = random.Random(0).sample(bound.configs, min(samples, len(bound)))
+    compiler = Compiler(arch=arch) if do_compile else None
+    for config in picks:
+        line = f"  {config}"
+        if compiler is not None:
+            compiled = compiler.compile(family.plan(problem, config))
+            line += (
+                f"  -> {compiled.max_registers} registers, {compiled.max_smem_bytes} B smem, "
+                f"{compiled.spills} B spilled, {compiled.compile_s:.2f} s"
+            )
+        click.echo(line)

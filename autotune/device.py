@@ -1,0 +1,299 @@
+"""The GPU side: load cubins, fill buffers, launch, verify and time (the only CuPy importer).
+
+Runs inside the evaluator's worker process; nothing else in the package imports CuPy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from autotune.families.plan import Buffers, KernelPlan, Launch
+from autotune.records import DeviceInfo, Measurement, Status
+from autotune.space import DeviceLimits
+
+try:
+    import cupy as cp
+except ImportError:  # pragma: no cover - cupy is a dependency; without it there is no GPU path
+    cp = None
+
+
+class NoGpu(RuntimeError):
+    """No usable CUDA device (no driver, no device, or CuPy missing)."""
+
+
+# CUDA errors after which the context is unusable: the worker must be replaced.
+STICKY_ERRORS = (
+    "ILLEGAL_ADDRESS",
+    "LAUNCH_FAILED",
+    "MISALIGNED",
+    "ILLEGAL_INSTRUCTION",
+    "HARDWARE_STACK_ERROR",
+    "ASSERT",
+    "INVALID_PC",
+    "LAUNCH_TIMEOUT",
+    "ECC",
+)
+
+
+class StickyCudaError(RuntimeError):
+    """A fault that poisons the CUDA context (recorded as CRASH)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TimingPolicy:
+    """DESIGN section 2: warm-up launches, then samples until both minimums are met."""
+
+    warmup: int = 3
+    min_repeats: int = 10
+    min_time_s: float = 0.05
+    max_repeats: int = 500
+    max_time_s: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """Everything the worker needs to check and time one configuration."""
+
+    label: str
+    plan: KernelPlan
+    cubin: bytes
+    buffers: Buffers
+    reference_plan: KernelPlan
+    reference_cubin: bytes
+    reference_key: str
+    tolerance: float
+    timing: TimingPolicy
+    seed: int
+
+
+def _err_text(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}".strip()
+
+
+def _is_sticky(err: BaseException) -> bool:
+    text = str(err).upper()
+    return any(tag in text for tag in STICKY_ERRORS)
+
+
+_SQDIFF = None
+_SQUARE = None
+
+
+def _reductions():
+    global _SQDIFF, _SQUARE
+    if _SQDIFF is None:
+        # Fused, so huge outputs need no float64 temporaries: NaN/Inf in y make the sum non-finite.
+        _SQDIFF = cp.ReductionKernel(
+            "float32 y, float64 r",
+            "float64 s",
+            "((double)y - r) * ((double)y - r)",
+            "a + b",
+            "s = a",
+            "0",
+            "autotune_sqdiff",
+        )
+        _SQUARE = cp.ReductionKernel(
+            "float64 r", "float64 s", "r * r", "a + b", "s = a", "0", "autotune_square"
+        )
+    return _SQDIFF, _SQUARE
+
+
+class GpuSession:
+    """One CUDA device, held by one worker process."""
+
+    def __init__(self, device_index: int = 0) -> None:
+        if cp is None:
+            raise NoGpu("CuPy is not installed")
+        try:
+            count = cp.cuda.runtime.getDeviceCount()
+        except Exception as err:
+            raise NoGpu(_err_text(err)) from None
+        if count == 0:
+            raise NoGpu("no CUDA device found")
+        if device_index >= count:
+            raise NoGpu(f"GPU {device_index} requested but only {count} present")
+        self.device = cp.cuda.Device(device_index)
+        self.device.use()
+        self._reference_modules: dict[str, object] = {}
+        self._tmp = tempfile.TemporaryDirectory(prefix="autotune-cubins-")
+
+    # -- description -----------------------------------------------------------------------
+
+    def info(self) -> DeviceInfo:
+        props = cp.cuda.runtime.getDeviceProperties(self.device.id)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        driver = cp.cuda.runtime.driverGetVersion()
+        runtime = cp.cuda.runtime.runtimeGetVersion()
+        clock_khz = props.get("clockRate", 0) or self._attribute("ClockRate")
+        return DeviceInfo(
+            name=name,
+            compute_capability=f"{props['major']}.{props['minor']}",
+            sm_count=int(props["multiProcessorCount"]),
+            driver_version=f"{driver // 1000}.{driver % 1000 // 10}",
+            runtime_version=f"{runtime // 1000}.{runtime % 1000 // 10}",
+            clock_mhz=int(clock_khz) // 1000,
+            memory_bytes=int(props["totalGlobalMem"]),
+            extra={"cupy": cp.__version__},
+        )
+
+    def _attribute(self, name: str) -> int:
+        try:
+            return int(self.device.attributes.get(name, 0))
+        except Exception:
+            return 0
+
+    def limits(self) -> DeviceLimits:
+        props = cp.cuda.runtime.getDeviceProperties(self.device.id)
+        return DeviceLimits(
+            MAX_THREADS=int(props["maxThreadsPerBlock"]),
+            SMEM_PER_BLOCK=int(props["sharedMemPerBlock"]),
+            SMEM_PER_BLOCK_OPTIN=int(
+                props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"])
+            ),
+            CONST_BYTES=int(props["totalConstMem"]),
+            REGS_PER_BLOCK=int(props["regsPerBlock"]),
+            WARP_SIZE=int(props["warpSize"]),
+            SM_COUNT=int(props["multiProcessorCount"]),
+        )
+
+    # -- one configuration -----------------------------------------------------------------
+
+    def evaluate(self, job: Job) -> Measurement:
+        """Check, then time. Sticky faults raise StickyCudaError: the worker must be replaced."""
+        try:
+            return self._evaluate(job)
+        except StickyCudaError:
+            raise
+        except Exception as err:
+            if _is_sticky(err):
+                raise StickyCudaError(_err_text(err)) from None
+            status = (
+                Status.RESOURCES
+                if "OUT_OF_RESOURCES" in str(err).upper()
+                else (Status.LAUNCH_ERROR)
+            )
+            return Measurement(status, error=_err_text(err))
+        finally:
+            # Release this job's buffers; the pool would otherwise pin the peak of every shape.
+            cp.get_default_memory_pool().free_all_blocks()
+
+    def _evaluate(self, job: Job) -> Measurement:
+        module, functions = _load_module(job.cubin, job.plan.entries, self._tmp.name, keep=False)
+        for launch in job.plan.launches:
+            if launch.smem_bytes > 48 * 1024:
+                functions[launch.kernel].max_dynamic_shared_size_bytes = launch.smem_bytes
+
+        arrays = self._fresh_inputs(job.buffers, job.seed)
+        for name, shape in job.buffers.outputs:
+            arrays[name] = cp.full(shape, np.nan, dtype=cp.float32)  # poisoned: unwritten shows
+        for symbol, buffer in job.plan.constants:
+            target = module.get_global(symbol)
+            source = arrays[buffer]
+            target.copy_from_device(source.data, source.nbytes)
+
+        run = self._runner(job.plan.launches, functions, arrays)
+        run()
+        self._sync()
+
+        rel_error = self._check(job, arrays)
+        if not np.isfinite(rel_error) or rel_error > job.tolerance:
+            return Measurement(
+                Status.WRONG_RESULT,
+                rel_error=float(rel_error),
+                error=f"relative L2 error {rel_error:.3e} > tolerance {job.tolerance:.0e}",
+            )
+        samples = self._time(run, job.timing)
+        return Measurement.from_samples(samples, rel_error=float(rel_error))
+
+    def _fresh_inputs(self, buffers: Buffers, seed: int) -> dict[str, object]:
+        rng = cp.random.default_rng(seed)
+        arrays = {}
+        for name, shape in buffers.inputs:
+            # Uniform in [-1, 1): never all zeros, signs mixed so cancellation errors show.
+            arrays[name] = rng.random(shape, dtype=cp.float32) * 2 - 1
+        return arrays
+
+    def _runner(self, launches: tuple[Launch, ...], functions, arrays):
+        calls = []
+        for launch in launches:
+            args = tuple(arrays[a] if isinstance(a, str) else np.int32(a) for a in launch.args)
+            calls.append(
+                (functions[launch.kernel], launch.grid, launch.block, args, launch.smem_bytes)
+            )
+
+        def run() -> None:
+            for fn, grid, block, args, smem in calls:
+                fn(grid, block, args, shared_mem=smem)
+
+        return run
+
+    def _sync(self) -> None:
+        try:
+            self.device.synchronize()
+        except Exception as err:
+            if _is_sticky(err):
+                raise StickyCudaError(_err_text(err)) from None
+            raise
+
+    def _check(self, job: Job, arrays: dict[str, object]) -> float:
+        loaded = self._reference_modules.get(job.reference_key)
+        if loaded is None:
+            loaded = _load_module(
+                job.reference_cubin, job.reference_plan.entries, self._tmp.name, keep=True
+            )
+            self._reference_modules[job.reference_key] = loaded
+        functions = loaded[1]
+        ref_arrays = {name: arrays[name] for name, _ in job.buffers.inputs}
+        for name, shape in job.buffers.outputs:
+            ref_arrays[f"{name}_ref"] = cp.empty(shape, dtype=cp.float64)
+        self._runner(job.reference_plan.launches, functions, ref_arrays)()
+        self._sync()
+        sqdiff, square = _reductions()
+        num = den = 0.0
+        for name, _ in job.buffers.outputs:
+            num += float(sqdiff(arrays[name], ref_arrays[f"{name}_ref"]))
+            den += float(square(ref_arrays[f"{name}_ref"]))
+        del ref_arrays
+        if den == 0.0:
+            return 0.0 if num == 0.0 else float("inf")
+        return float(np.sqrt(num / den))
+
+    def _time(self, run, policy: TimingPolicy) -> list[float]:
+        for _ in range(policy.warmup):
+            run()
+        self._sync()
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        samples: list[float] = []
+        began = time.perf_counter()
+        while True:
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            samples.append(cp.cuda.get_elapsed_time(start, end))
+            spent = time.perf_counter() - began
+            enough = len(samples) >= policy.min_repeats and spent >= policy.min_time_s
+            if enough or len(samples) >= policy.max_repeats or spent >= policy.max_time_s:
+                break
+        self._sync()
+        return samples
+
+
+def _load_module(cubin: bytes, entries: tuple[str, ...], directory: str, keep: bool):
+    """Load a cubin; returns the module and its entry functions. RawModule loads from a path,
+    lazily, so the file goes only after the functions are fetched (unless kept for reuse)."""
+    path = os.path.join(directory, hashlib.sha256(cubin).hexdigest()[:24] + ".cubin")
+    if not os.path.exists(path):
+        with open(path, "wb") as fh:
+            fh.write(cubin)
+    module = cp.RawModule(path=path)
+    functions = {name: module.get_function(name) for name in entries}
+    if not keep:
+        os.unlink(path)
+    return module, functions

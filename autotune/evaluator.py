@@ -1,0 +1,135 @@
+"""The evaluator: a supervised GPU worker process behind a narrow evaluate(job) interface."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from typing import Protocol
+
+from autotune.device import Job, NoGpu
+from autotune.records import DeviceInfo, Measurement, Status
+from autotune.space import DeviceLimits
+
+__all__ = ["Evaluator", "GpuEvaluator", "Job", "NoGpu"]
+
+
+class Evaluator(Protocol):
+    device: DeviceInfo
+    limits: DeviceLimits
+
+    def evaluate(self, job: Job, timeout_s: float) -> Measurement: ...
+
+    def close(self) -> None: ...
+
+
+def _worker_main(conn, device_index: int) -> None:
+    # Imported here so the parent process never loads CuPy's runtime.
+    from autotune.device import GpuSession, StickyCudaError
+
+    try:
+        session = GpuSession(device_index)
+        conn.send(("ready", session.info(), session.limits()))
+    except NoGpu as err:
+        conn.send(("nogpu", str(err)))
+        return
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, KeyboardInterrupt):
+            return
+        if job is None:
+            return
+        try:
+            conn.send(("done", session.evaluate(job)))
+        except StickyCudaError as err:
+            conn.send(("sticky", str(err)))
+            return  # the context is poisoned; the parent starts a fresh worker
+        except Exception as err:  # anything unforeseen is recorded, never fatal to the run
+            conn.send(("done", Measurement(Status.CRASH, error=f"{type(err).__name__}: {err}")))
+
+
+class GpuEvaluator:
+    """Owns one worker process per GPU; replaces it after a timeout, a crash or a sticky error."""
+
+    def __init__(self, device_index: int = 0, start_timeout_s: float = 180.0) -> None:
+        self.device_index = device_index
+        self.start_timeout_s = start_timeout_s
+        self._ctx = mp.get_context("spawn")
+        self._proc = None
+        self._conn = None
+        self.restarts = 0
+        self.device, self.limits = self._start()
+
+    def _start(self) -> tuple[DeviceInfo, DeviceLimits]:
+        parent, child = self._ctx.Pipe()
+        proc = self._ctx.Process(
+            target=_worker_main,
+            args=(child, self.device_index),
+            daemon=True,
+            name=f"autotune-gpu{self.device_index}",
+        )
+        proc.start()
+        child.close()
+        self._proc, self._conn = proc, parent
+        if not parent.poll(self.start_timeout_s):
+            self._kill()
+            raise NoGpu(f"GPU worker did not start within {self.start_timeout_s:.0f} s")
+        try:
+            message = parent.recv()
+        except EOFError:
+            self._kill()
+            raise NoGpu(f"GPU worker exited while starting (exit code {proc.exitcode})") from None
+        if message[0] == "nogpu":
+            self._kill()
+            raise NoGpu(message[1])
+        _, info, limits = message
+        return info, limits
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.is_alive():
+            self._proc.kill()
+        if self._proc is not None:
+            self._proc.join(timeout=10)
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+
+    def _restart(self) -> None:
+        self._kill()
+        self.restarts += 1
+        self._start()
+
+    def evaluate(self, job: Job, timeout_s: float) -> Measurement:
+        if self._proc is None:
+            self._restart()
+        self._conn.send(job)
+        if not self._conn.poll(timeout_s):
+            self._restart()
+            return Measurement(
+                Status.TIMEOUT, error=f"no answer within {timeout_s:.0f} s; GPU worker replaced"
+            )
+        try:
+            kind, payload = self._conn.recv()
+        except (EOFError, ConnectionError):
+            code = self._proc.exitcode if self._proc else None
+            self._restart()
+            return Measurement(Status.CRASH, error=f"GPU worker died (exit code {code})")
+        if kind == "sticky":
+            self._restart()
+            return Measurement(Status.CRASH, error=payload)
+        return payload
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.send(None)
+            except (OSError, BrokenPipeError):
+                pass
+        if self._proc is not None:
+            self._proc.join(timeout=10)
+        self._kill()
+
+    def __enter__(self) -> GpuEvaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,503 @@
+"""The results database: schema, one transaction per write, queries (best per shape, history)."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+
+from autotune.problem import ConvProblem
+from autotune.records import DeviceInfo, Measurement, Status
+from autotune.space import Config
+
+SCHEMA_VERSION = 1
+SQLITE_BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's transaction
+CREATE_ATTEMPTS = 5  # two processes creating the same tables at once: the loser retries
+
+
+class StoreError(RuntimeError):
+    """A results database that cannot be opened, has another schema, or refused a write."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvaluation:
+    """One stored evaluation of a study, as a resuming tuner needs it."""
+
+    config: Config
+    status: Status
+    time_ms: float | None
+    gflops: float | None
+    error: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema
+
+METADATA = sa.MetaData()
+
+meta_table = sa.Table(
+    "meta",
+    METADATA,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+devices_table = sa.Table(
+    "devices",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("compute_capability", sa.String(16), nullable=False),
+    sa.Column("sm_count", sa.Integer, nullable=False),
+    sa.Column("driver_version", sa.String(64), nullable=False),
+    sa.Column("runtime_version", sa.String(64), nullable=False),
+    sa.Column("nvrtc_version", sa.String(64), nullable=False),
+    sa.Column("clock_mhz", sa.Integer, nullable=False),
+    sa.Column("memory_bytes", sa.BigInteger, nullable=False),
+    sa.Column("extra", sa.JSON, nullable=False),  # measured peaks and anything else
+    sa.UniqueConstraint(
+        "name", "compute_capability", "sm_count", "driver_version", name="uq_devices_identity"
+    ),
+)
+
+runs_table = sa.Table(
+    "runs",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+    sa.Column("command", sa.Text, nullable=False),
+    sa.Column("versions", sa.JSON, nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+)
+
+evaluations_table = sa.Table(
+    "evaluations",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("family", sa.String(100), nullable=False),
+    sa.Column("problem_key", sa.String(200), nullable=False),
+    sa.Column("B", sa.Integer, nullable=False),
+    sa.Column("N", sa.Integer, nullable=False),
+    sa.Column("K", sa.Integer, nullable=False),
+    sa.Column("C", sa.Integer, nullable=False),
+    sa.Column("F", sa.Integer, nullable=False),
+    sa.Column("stride", sa.Integer, nullable=False),
+    sa.Column("config", sa.Text, nullable=False),  # Config.to_json(): canonical, so comparable
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("rel_error", sa.Float),
+    sa.Column("compile_s", sa.Float),
+    sa.Column("time_ms", sa.Float),  # median of samples_ms
+    sa.Column("samples_ms", sa.JSON, nullable=False),
+    sa.Column("gflops", sa.Float),
+    sa.Column("registers", sa.Integer),
+    sa.Column("smem_bytes", sa.Integer),
+    sa.Column("spills", sa.Integer),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    # One row per finished evaluation; the index also serves the per-study queries.
+    sa.UniqueConstraint("device_id", "family", "problem_key", "config", name="uq_evaluations"),
+)
+
+SHAPE_COLUMNS = ("B", "N", "K", "C", "F", "stride")
+FAILURE_STATUSES = tuple(s for s in Status if not s.ok)
+
+
+# ---------------------------------------------------------------------------------------------
+# Opening
+
+
+def default_url(path: str | Path) -> str:
+    """SQLAlchemy URL of a SQLite file, creating its directory."""
+    file = Path(path).expanduser().resolve()
+    file.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{file}"
+
+
+def _one_line(err: BaseException) -> str:
+    # SQLAlchemy appends the statement and a documentation link; the driver's message says it.
+    cause = err.orig if isinstance(err, DBAPIError) and err.orig is not None else err
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # WAL lets readers run beside one writer; the busy timeout makes a second writer (another
+    # process on the same file) wait instead of failing with "database is locked".
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+class Store:
+    """The results database behind a SQLAlchemy URL (or a SQLite file path)."""
+
+    def __init__(self, url: str | Path, create: bool = True) -> None:
+        """Open (and, unless create=False, create) the results database at url or path."""
+        text = str(url)
+        self.url = text
+        if not create and "://" not in text and not Path(text).expanduser().is_file():
+            raise StoreError(f"no results database at {text}")
+        try:
+            if "://" not in text:
+                text = default_url(text)
+            parsed = make_url(text)
+            self.url = parsed.render_as_string(hide_password=True)
+            file = _sqlite_file(parsed)
+            if file is not None and not create and not file.is_file():
+                raise StoreError(f"no results database at {file}")
+            if file is not None:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            self._engine: Engine = sa.create_engine(parsed)
+        except (SQLAlchemyError, OSError, ImportError) as err:
+            raise StoreError(
+                f"cannot open results database ({self.url}): {_one_line(err)}"
+            ) from None
+        if parsed.get_backend_name() == "sqlite":
+            sa.event.listen(self._engine, "connect", _on_sqlite_connect)
+        try:
+            self._create()
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    def _create(self) -> None:
+        with self._errors("cannot open results database"):
+            for attempt in range(CREATE_ATTEMPTS):
+                try:
+                    METADATA.create_all(self._engine)
+                    break
+                except sa.exc.OperationalError:
+                    # Another process created a table between our check and our CREATE.
+                    if attempt == CREATE_ATTEMPTS - 1:
+                        raise
+            version = self._schema_version()
+            if version is None:
+                try:
+                    with self._engine.begin() as conn:
+                        conn.execute(
+                            meta_table.insert().values(
+                                key="schema_version", value=str(SCHEMA_VERSION)
+                            )
+                        )
+                except IntegrityError:
+                    pass  # another process wrote it first; read back what it wrote
+                version = self._schema_version()
+        if version != str(SCHEMA_VERSION):
+            raise StoreError(
+                f"results database {self.url} has schema version {version}, "
+                f"this autotune uses schema version {SCHEMA_VERSION}"
+            )
+
+    def _schema_version(self) -> str | None:
+        with self._engine.connect() as conn:
+            return conn.execute(
+                sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+            ).scalar_one_or_none()
+
+    @contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        """Database failures leave the public methods as one-line StoreErrors."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except (SQLAlchemyError, sqlite3.Error, OSError) as err:
+            raise StoreError(f"{doing} ({self.url}): {_one_line(err)}") from None
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r})"
+
+    # -----------------------------------------------------------------------------------------
+    # Writes (each in its own transaction)
+
+    def register_device(self, info: DeviceInfo) -> int:
+        """Id of the device, inserting it the first time it is seen."""
+        d = devices_table.c
+        identity = sa.and_(
+            d.name == info.name,
+            d.compute_capability == info.compute_capability,
+            d.sm_count == info.sm_count,
+            d.driver_version == info.driver_version,
+        )
+        with self._errors("cannot register device"):
+            with self._engine.connect() as conn:
+                found = conn.execute(sa.select(d.id).where(identity)).scalar_one_or_none()
+            if found is not None:
+                return int(found)
+            try:
+                with self._engine.begin() as conn:
+                    result = conn.execute(devices_table.insert().values(**info.as_dict()))
+                    return int(result.inserted_primary_key[0])
+            except IntegrityError:
+                pass  # registered by another process since we looked
+            with self._engine.connect() as conn:
+                return int(conn.execute(sa.select(d.id).where(identity)).scalar_one())
+
+    def start_run(self, device_id: int, command: str, versions: dict[str, Any]) -> int:
+        with self._errors("cannot start run"):
+            with self._engine.begin() as conn:
+                result = conn.execute(
+                    runs_table.insert().values(
+                        device_id=device_id,
+                        started_at=_now(),
+                        command=command,
+                        versions=dict(versions),
+                        host=socket.gethostname(),
+                    )
+                )
+                return int(result.inserted_primary_key[0])
+
+    def finish_run(self, run_id: int) -> None:
+        with self._errors("cannot finish run"):
+            with self._engine.begin() as conn:
+                result = conn.execute(
+                    runs_table.update().where(runs_table.c.id == run_id).values(finished_at=_now())
+                )
+        if result.rowcount == 0:
+            raise StoreError(f"no run {run_id} in {self.url}")
+
+    def record(
+        self,
+        run_id: int,
+        device_id: int,
+        family: str,
+        problem: ConvProblem,
+        config: Config,
+        m: Measurement,
+        flops: int,
+    ) -> bool:
+        """Store one finished evaluation; False (nothing changed) if the study already has it."""
+        gflops = m.gflops(flops)
+        row = {
+            "run_id": run_id,
+            "device_id": device_id,
+            "family": family,
+            "problem_key": problem.key,
+            **{name: getattr(problem, name) for name in SHAPE_COLUMNS},
+            "config": config.to_json(),
+            "status": m.status.value,
+            "error": m.error,
+            "rel_error": _float(m.rel_error),
+            "compile_s": _float(m.compile_s),
+            "time_ms": _float(m.time_ms),
+            "samples_ms": [float(s) for s in m.samples_ms],
+            "gflops": _float(gflops),
+            "registers": m.registers,
+            "smem_bytes": m.smem_bytes,
+            "spills": m.spills,
+            "created_at": _now(),
+        }
+        with self._errors("cannot record evaluation"):
+            try:
+                with self._engine.begin() as conn:
+                    conn.execute(evaluations_table.insert().values(**row))
+                return True
+            except IntegrityError as err:
+                # The same error comes from the UNIQUE constraint and from a foreign key.
+                if self._has(device_id, family, problem.key, row["config"]):
+                    return False
+                raise StoreError(
+                    f"cannot record evaluation ({self.url}): {_one_line(err)}"
+                ) from None
+
+    def _has(self, device_id: int, family: str, problem_key: str, config_json: str) -> bool:
+        e = evaluations_table.c
+        with self._engine.connect() as conn:
+            found = conn.execute(
+                sa.select(e.id).where(
+                    e.device_id == device_id,
+                    e.family == family,
+                    e.problem_key == problem_key,
+                    e.config == config_json,
+                )
+            ).first()
+        return found is not None
+
+    # -----------------------------------------------------------------------------------------
+    # Queries
+
+    def evaluations(
+        self, device_id: int, family: str, problem: ConvProblem
+    ) -> list[StoredEvaluation]:
+        """Everything stored for one study, in insertion order (to resume it)."""
+        e = evaluations_table.c
+        query = (
+            sa.select(e.config, e.status, e.time_ms, e.gflops, e.error)
+            .where(e.device_id == device_id, e.family == family, e.problem_key == problem.key)
+            .order_by(e.id)
+        )
+        with self._errors("cannot read evaluations"), self._engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [
+            StoredEvaluation(
+                Config.from_json(r.config), Status(r.status), r.time_ms, r.gflops, r.error
+            )
+            for r in rows
+        ]
+
+    def best(self, device: str | None = None, family: str | None = None) -> pd.DataFrame:
+        """Fastest OK evaluation per (device, family, problem); studies with none are left out.
+
+        A device is its name: measurements on one GPU model under several drivers are one study.
+        """
+        e, d = evaluations_table.c, devices_table.c
+        study = (d.name, e.family, e.problem_key)
+        where = self._filters(device, family)
+        counts = (
+            sa.select(
+                *study,
+                sa.func.count().label("evaluations"),
+                sa.func.sum(sa.case((e.status != Status.OK.value, 1), else_=0)).label("failures"),
+            )
+            .select_from(evaluations_table.join(devices_table))
+            .where(*where)
+            .group_by(*study)
+            .subquery("counts")
+        )
+        ranked = (
+            sa.select(
+                d.name.label("device"),
+                e.family,
+                e.problem_key,
+                *(e[name] for name in SHAPE_COLUMNS),
+                e.config,
+                e.time_ms,
+                e.gflops,
+                e.registers,
+                e.smem_bytes,
+                sa.func.row_number()
+                .over(partition_by=study, order_by=(e.time_ms, e.id))
+                .label("place"),
+            )
+            .select_from(evaluations_table.join(devices_table))
+            .where(*where, e.status == Status.OK.value, e.time_ms.is_not(None))
+            .subquery("ranked")
+        )
+        r, c = ranked.c, counts.c
+        query = (
+            sa.select(
+                r.device,
+                r.family,
+                *(r[name] for name in SHAPE_COLUMNS),
+                r.config,
+                r.time_ms,
+                r.gflops,
+                r.registers,
+                r.smem_bytes,
+                c.evaluations,
+                c.failures,
+                r.problem_key,
+            )
+            .select_from(
+                ranked.join(
+                    counts,
+                    sa.and_(
+                        r.device == c.name,
+                        r.family == c.family,
+                        r.problem_key == c.problem_key,
+                    ),
+                )
+            )
+            .where(r.place == 1)
+            .order_by(r.device, r.family, r.N, r.K, r.C, r.F, r.B, r.stride)
+        )
+        return self._frame(query, "cannot read best configurations")
+
+    def history(self, device: str | None = None, family: str | None = None) -> pd.DataFrame:
+        """Every stored evaluation with its device name, in insertion order."""
+        e, d = evaluations_table.c, devices_table.c
+        columns = [c for c in evaluations_table.c if c.name != "id"]
+        query = (
+            sa.select(e.id, d.name.label("device"), *columns)
+            .select_from(evaluations_table.join(devices_table))
+            .where(*self._filters(device, family))
+            .order_by(e.id)
+        )
+        return self._frame(query, "cannot read history")
+
+    def devices(self) -> pd.DataFrame:
+        query = sa.select(devices_table).order_by(devices_table.c.id)
+        return self._frame(query, "cannot read devices")
+
+    def summary(self) -> pd.DataFrame:
+        """Per device and family: studies, evaluations, OK ones and failures by status."""
+        e, d = evaluations_table.c, devices_table.c
+        by_status = [
+            sa.func.sum(sa.case((e.status == s.value, 1), else_=0)).label(s.value.lower())
+            for s in Status
+        ]
+        query = (
+            sa.select(
+                d.name.label("device"),
+                e.family,
+                sa.func.count(sa.distinct(e.problem_key)).label("studies"),
+                sa.func.count().label("evaluations"),
+                sa.func.sum(sa.case((e.status != Status.OK.value, 1), else_=0)).label("failures"),
+                *by_status,
+            )
+            .select_from(evaluations_table.join(devices_table))
+            .group_by(d.name, e.family)
+            .order_by(d.name, e.family)
+        )
+        return self._frame(query, "cannot read summary")
+
+    def _filters(self, device: str | None, family: str | None) -> list[sa.ColumnElement[bool]]:
+        where: list[sa.ColumnElement[bool]] = []
+        if device is not None:
+            where.append(devices_table.c.name == device)
+        if family is not None:
+            where.append(evaluations_table.c.family == family)
+        return where
+
+    def _frame(self, query: sa.Select[Any], doing: str) -> pd.DataFrame:
+        # Built from rows rather than pd.read_sql, so an empty result still has its columns.
+        with self._errors(doing), self._engine.connect() as conn:
+            result = conn.execute(query)
+            columns = list(result.keys())
+            rows = [tuple(row) for row in result]
+        return pd.DataFrame(rows, columns=columns)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _float(value: float | None) -> float | None:
+    # NumPy scalars would reach the driver as objects it may not adapt.
+    return None if value is None else float(value)

@@ -1,0 +1,324 @@
+"""The tuning loop: ask -> compile -> evaluate -> record -> tell, with budgets, resume and dedup."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from autotune.compiler import CompiledKernel, CompileError, Compiler
+from autotune.device import Job, TimingPolicy
+from autotune.evaluator import Evaluator
+from autotune.families import Family, UnsupportedProblem
+from autotune.problem import ConvProblem
+from autotune.records import Measurement, Status
+from autotune.space import BoundSpace, Config, DeviceLimits, SpaceError
+from autotune.store import Store
+from autotune.strategies import make_strategy
+
+# A job may take this long beyond its own timing budget (module load, reference, first-use
+# compilation of CuPy's reduction kernels) before the worker is declared hung.
+JOB_TIMEOUT_FLOOR_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Study:
+    """One (family, problem) pair to tune, with its valid configurations on this device."""
+
+    family: Family
+    problem: ConvProblem
+    space: BoundSpace
+
+    @property
+    def label(self) -> str:
+        return f"{self.family.name} {self.problem.key}"
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    family: str
+    problem: ConvProblem
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Emitted after every evaluation (and at each study's start and end)."""
+
+    study: str
+    event: str  # "start", "eval", "end"
+    done: int  # evaluations stored for this study, earlier runs included
+    planned: int  # the study's target (budget capped by the space)
+    failures: int
+    best_gflops: float | None
+    campaign_done: int  # new evaluations this run
+    campaign_planned: int
+    elapsed_s: float
+    eta_s: float | None
+    last: Measurement | None = None
+    config: Config | None = None
+
+
+@dataclass
+class StudyOutcome:
+    study: Study
+    evaluated: int = 0  # new this run
+    stored: int = 0  # total for the study
+    failures: int = 0
+    best: tuple[Config, Measurement] | None = None
+    stopped: str = ""  # why it ended early, if it did
+
+
+@dataclass
+class CampaignOutcome:
+    studies: list[StudyOutcome] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    interrupted: bool = False
+    elapsed_s: float = 0.0
+
+    @property
+    def evaluated(self) -> int:
+        return sum(s.evaluated for s in self.studies)
+
+
+def plan_studies(
+    pairs: Iterable[tuple[Family, ConvProblem]], limits: DeviceLimits
+) -> tuple[list[Study], list[Skipped]]:
+    """Bind every (family, problem) space to the device; skip the ones that cannot run."""
+    studies, skipped = [], []
+    for family, problem in pairs:
+        try:
+            family.check(problem)
+        except UnsupportedProblem as err:
+            skipped.append(Skipped(family.name, problem, str(err)))
+            continue
+        space = family.load_space().bind(problem.fields(), limits)
+        if len(space) == 0:
+            skipped.append(Skipped(family.name, problem, "no valid configuration on this device"))
+            continue
+        studies.append(Study(family, problem, space))
+    return studies, skipped
+
+
+def resource_problem(compiled: CompiledKernel, plan_launches, limits: DeviceLimits) -> str | None:
+    """Why a compiled plan cannot launch on this device, or None. Checked before launching."""
+    for launch in plan_launches:
+        res = compiled.resources.get(launch.kernel)
+        if res is None:
+            continue
+        # Registers are allocated per warp in units of 256 (8 per thread).
+        regs = -(-res.registers // 8) * 8 * -(-launch.threads // 32) * 32
+        if regs > limits.REGS_PER_BLOCK:
+            return (
+                f"{launch.kernel}: {res.registers} registers x {launch.threads} threads "
+                f"> {limits.REGS_PER_BLOCK} per block"
+            )
+        smem = res.smem_bytes + launch.smem_bytes
+        if smem > limits.SMEM_PER_BLOCK_OPTIN:
+            return f"{launch.kernel}: {smem} bytes of shared memory > {limits.SMEM_PER_BLOCK_OPTIN}"
+        if launch.threads > limits.MAX_THREADS:
+            return f"{launch.kernel}: {launch.threads} threads > {limits.MAX_THREADS} per block"
+    return None
+
+
+class Tuner:
+    """Runs studies against one evaluator and one store. Budgets count stored evaluations of a
+    study (earlier runs included), so running the same command again resumes, never repeats."""
+
+    def __init__(
+        self,
+        compiler: Compiler,
+        evaluator: Evaluator,
+        store: Store,
+        *,
+        strategy: str = "tpe",
+        seed: int = 0,
+        timing: TimingPolicy | None = None,
+        command: str = "",
+        versions: dict[str, str] | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        self.compiler = compiler
+        self.evaluator = evaluator
+        self.store = store
+        self.strategy = strategy
+        self.seed = seed
+        self.timing = timing or TimingPolicy()
+        self.on_progress = on_progress or (lambda p: None)
+        self.device_id = store.register_device(evaluator.device)
+        self.run_id = store.start_run(self.device_id, command, versions or {})
+        self._references: dict[str, tuple] = {}
+
+    # -- campaign ------------------------------------------------------------------------------
+
+    def run(
+        self,
+        studies: list[Study],
+        budget: int | None,
+        time_limit_s: float | None = None,
+        skipped: list[Skipped] | None = None,
+    ) -> CampaignOutcome:
+        outcome = CampaignOutcome(skipped=list(skipped or []))
+        start = time.monotonic()
+        deadline = start + time_limit_s if time_limit_s else None
+        histories = {
+            id(s): self.store.evaluations(self.device_id, s.family.name, s.problem) for s in studies
+        }
+        targets = {id(s): _target(budget, len(s.space)) for s in studies}
+        campaign_planned = sum(
+            max(0, targets[id(s)] - _valid_count(histories[id(s)], s.space)) for s in studies
+        )
+        counters = {"done": 0, "planned": campaign_planned, "start": start}
+        try:
+            for study in studies:
+                result = StudyOutcome(study)
+                outcome.studies.append(result)
+                self._tune(
+                    study, histories[id(study)], targets[id(study)], deadline, result, counters
+                )
+                if result.stopped == "time limit":
+                    break
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+        finally:
+            outcome.elapsed_s = time.monotonic() - start
+            self.store.finish_run(self.run_id)
+        return outcome
+
+    # -- one study -----------------------------------------------------------------------------
+
+    def _tune(self, study, history, target, deadline, result: StudyOutcome, counters) -> None:
+        strategy = make_strategy(self.strategy, study.space, self.seed)
+        seen: set[Config] = set()
+        for h in history:
+            if h.config in seen or not study.space.is_valid(h.config):
+                continue  # the space changed since: that point no longer belongs to it
+            seen.add(h.config)
+            strategy.tell(h.config, h.time_ms if h.status is Status.OK else None)
+            result.stored += 1
+            result.failures += h.status is not Status.OK
+            if h.status is Status.OK and (
+                result.best is None or h.time_ms < result.best[1].time_ms
+            ):
+                result.best = (h.config, Measurement(Status.OK, time_ms=h.time_ms))
+        self._emit(study, "start", result, target, counters)
+        while result.stored < target:
+            if deadline is not None and time.monotonic() >= deadline:
+                result.stopped = "time limit"
+                break
+            config = strategy.ask()
+            if config is None:
+                result.stopped = "space exhausted"
+                break
+            if config in seen:  # a strategy must not repeat itself; the tuner makes sure
+                continue
+            seen.add(config)
+            m = self.evaluate(study, config)
+            self.store.record(
+                self.run_id,
+                self.device_id,
+                study.family.name,
+                study.problem,
+                config,
+                m,
+                study.problem.flops,
+            )
+            strategy.tell(config, m.time_ms if m.status is Status.OK else None)
+            result.stored += 1
+            result.evaluated += 1
+            counters["done"] += 1
+            if m.status is not Status.OK:
+                result.failures += 1
+            elif result.best is None or m.time_ms < result.best[1].time_ms:
+                result.best = (config, m)
+            self._emit(study, "eval", result, target, counters, m, config)
+        self._emit(study, "end", result, target, counters)
+
+    def _emit(self, study, event, result, target, counters, m=None, config=None) -> None:
+        elapsed = time.monotonic() - counters["start"]
+        done = counters["done"]
+        eta = elapsed / done * (counters["planned"] - done) if done else None
+        best = result.best[1].gflops(study.problem.flops) if result.best else None
+        self.on_progress(
+            Progress(
+                study.label,
+                event,
+                result.stored,
+                target,
+                result.failures,
+                best,
+                done,
+                counters["planned"],
+                elapsed,
+                eta,
+                m,
+                config,
+            )
+        )
+
+    # -- one configuration ---------------------------------------------------------------------
+
+    def evaluate(self, study: Study, config: Config) -> Measurement:
+        """Compile, check resources, then hand the job to the evaluator. Never raises for a
+        failing configuration: every outcome becomes a Measurement with its status."""
+        family, problem = study.family, study.problem
+        plan = family.plan(problem, config)
+        try:
+            compiled = self.compiler.compile(plan)
+        except CompileError as err:
+            return Measurement(Status.COMPILE_ERROR, error=str(err)[-4000:])
+        extra = {
+            "compile_s": 0.0 if compiled.cached else compiled.compile_s,
+            "registers": compiled.max_registers,
+            "smem_bytes": compiled.max_smem_bytes
+            + max(launch.smem_bytes for launch in plan.launches),
+            "spills": compiled.spills,
+        }
+        why = resource_problem(compiled, plan.launches, self.evaluator.limits)
+        if why:
+            return Measurement(Status.RESOURCES, error=why, **extra)
+        ref_plan, ref_compiled = self._reference(family, problem)
+        job = Job(
+            label=f"{study.label} {config}",
+            plan=plan,
+            cubin=compiled.cubin,
+            buffers=family.buffers(problem),
+            reference_plan=ref_plan,
+            reference_cubin=ref_compiled.cubin,
+            reference_key=ref_compiled.key,
+            tolerance=family.tolerance,
+            timing=self.timing,
+            seed=zlib.crc32(f"{self.seed}|{study.label}|{config.to_json()}".encode()),
+        )
+        timeout = JOB_TIMEOUT_FLOOR_S + 2 * self.timing.max_time_s
+        m = self.evaluator.evaluate(job, timeout)
+        return dataclasses.replace(m, **extra)
+
+    def _reference(self, family: Family, problem: ConvProblem):
+        plan = family.reference_plan(problem)
+        if plan not in self._references:
+            self._references[plan] = (plan, self.compiler.compile(plan))
+        return self._references[plan]
+
+
+def _target(budget: int | None, space_size: int) -> int:
+    return space_size if budget is None else min(budget, space_size)
+
+
+def _valid_count(history, space: BoundSpace) -> int:
+    return len({h.config for h in history if space.is_valid(h.config)})
+
+
+__all__ = [
+    "CampaignOutcome",
+    "Progress",
+    "Skipped",
+    "SpaceError",
+    "Study",
+    "StudyOutcome",
+    "Tuner",
+    "plan_studies",
+    "resource_problem",
+]

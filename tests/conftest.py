@@ -1,0 +1,66 @@
+"""Shared fixtures: GPU detection for tests marked gpu, and a synthetic evaluator."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from autotune.records import DeviceInfo, Measurement, Status
+from autotune.space import DeviceLimits
+
+
+@functools.cache
+def gpu_unavailable_reason() -> str | None:
+    try:
+        import cupy
+
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return None
+        return "no CUDA device"
+    except Exception as err:  # no driver, no CuPy
+        return f"no usable CUDA GPU ({type(err).__name__}: {str(err).splitlines()[0]})"
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:
+        return
+    reason = gpu_unavailable_reason()
+    if reason:
+        skip = pytest.mark.skip(reason=reason)
+        for item in gpu_items:
+            item.add_marker(skip)
+
+
+class SyntheticEvaluator:
+    """Answers like the GPU worker, from a cost function of the config's defines; no GPU.
+
+    `cost(defines) -> float | Status` gives a time in ms, or the status of a failure.
+    """
+
+    def __init__(self, cost, name: str = "Synthetic GPU") -> None:
+        self.device = DeviceInfo(name=name, compute_capability="9.0", sm_count=132)
+        self.limits = DeviceLimits()
+        self.cost = cost
+        self.jobs = []
+
+    def evaluate(self, job, timeout_s: float) -> Measurement:
+        self.jobs.append(job)
+        result = self.cost(dict(job.plan.defines))
+        if isinstance(result, Status):
+            return Measurement(result, error=f"synthetic {result.value}")
+        return Measurement.from_samples([result, result * 1.01, result * 0.99])
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def synthetic_evaluator():
+    def cost(d):
+        if d["BLOCK_X"] * d["BLOCK_Y"] == 512:
+            return Status.WRONG_RESULT
+        return 1.0 + abs(d["BLOCK_X"] - 32) / 32 + abs(d["BLOCK_Y"] - 4) / 4 + d["FILTER_IN_CONST"]
+
+    return SyntheticEvaluator(cost)

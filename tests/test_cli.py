@@ -1,0 +1,171 @@
+"""The command line through click's runner: output, one-line errors and exit codes."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from conftest import SyntheticEvaluator
+
+import autotune.evaluator
+from autotune.cli import main
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def _one_line_error(result, code):
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output
+    lines = [
+        ln
+        for ln in result.output.splitlines()
+        if ln.startswith("autotune:") or ln.startswith("Error:")
+    ]
+    assert len(lines) >= 1
+    return result.output
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    def cost(defines):
+        return 1.0 + defines.get("BLOCK_X", 1) / 64 + defines.get("BLOCK_Y", 1) / 8
+
+    made = []
+
+    def factory(index=0):
+        ev = SyntheticEvaluator(cost)
+        made.append(ev)
+        return ev
+
+    monkeypatch.setattr(autotune.evaluator, "GpuEvaluator", factory)
+    return made
+
+
+def test_help_explains_every_command(runner):
+    result = runner.invoke(main, ["--help"])
+    assert result.exit_code == 0
+    for command in ("run", "best", "plot", "families", "space", "shapes"):
+        assert command in result.output
+    run_help = runner.invoke(main, ["run", "--help"]).output
+    assert "--budget" in run_help and "resume" in run_help
+
+
+def test_families_lists_each_family_with_tunables(runner):
+    result = runner.invoke(main, ["families"])
+    assert result.exit_code == 0
+    assert "direct_naive" in result.output and "BLOCK_X" in result.output
+
+
+def test_shapes_lists_sets_and_a_set(runner):
+    assert "special: 18 shapes" in runner.invoke(main, ["shapes"]).output
+    out = runner.invoke(main, ["shapes", "alexnet"]).output
+    assert "N=55,K=11,C=3,F=64,B=128,stride=4" in out
+
+
+def test_space_reports_size_and_samples(runner):
+    result = runner.invoke(
+        main,
+        ["space", "direct_naive", "--shape", "N=29,K=5,C=7,F=9", "--samples", "2", "--compile"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "valid of 72 configurations" in result.output
+    assert result.output.count("registers") == 2
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["space", "nope", "--shape", "N=8,K=3,C=1,F=1"], 2, "unknown family 'nope'"),
+        (["space", "direct_naive", "--shape", "N=0,K=3,C=1,F=1"], 2, "N must be at least 1"),
+        (["space", "direct_naive", "--shape", "N=8,K=3"], 2, "lacks C, F"),
+        (["run", "--family", "nope"], 2, "unknown family"),
+        (["run", "--shapes", "nope"], 2, "unknown shape set"),
+        (["run", "--shape", "N=8,K=3,C=1,F=-1"], 2, "F must be at least 1"),
+        (["run", "--shape-file", "/no/such.csv"], 2, "does not exist"),
+        (["run", "--budget", "0"], 2, "budget"),
+        (["best", "--storage", "/no/such/dir/x.db"], 1, "no results database"),
+        (["plot", "--storage", "/no/such/dir/x.db"], 1, "no results database"),
+    ],
+)
+def test_bad_input_gets_a_one_line_error(runner, args, code, message):
+    result = runner.invoke(main, args)
+    assert message in _one_line_error(result, code)
+
+
+def test_run_without_a_gpu_exits_1_with_one_line(runner, tmp_path):
+    result = runner.invoke(
+        main, ["run", "--shape", "N=16,K=3,C=1,F=1", "--storage", str(tmp_path / "r.db")]
+    )
+    if result.exit_code == 0:
+        pytest.skip("this machine has a GPU")
+    assert "no usable CUDA GPU" in _one_line_error(result, 1)
+
+
+def test_run_refuses_a_corrupt_database_and_leaves_it_alone(runner, tmp_path, fake_gpu):
+    db = tmp_path / "bad.db"
+    db.write_bytes(b"not a database at all" * 100)
+    before = db.read_bytes()
+    result = runner.invoke(main, ["run", "--shape", "N=16,K=3,C=1,F=1", "--storage", str(db)])
+    assert "results database" in _one_line_error(result, 1)
+    assert db.read_bytes() == before
+
+
+def test_run_best_plot_end_to_end_on_a_synthetic_gpu(runner, tmp_path, fake_gpu):
+    db = str(tmp_path / "r.db")
+    args = [
+        "run",
+        "--family",
+        "direct_naive",
+        "--shape",
+        "N=29,K=5,C=7,F=9",
+        "--shape",
+        "N=16,K=3,C=2,F=4",
+        "--budget",
+        "5",
+        "--storage",
+        db,
+        "--cache-dir",
+        str(tmp_path / "cubins"),
+    ]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "10 new evaluations" in result.output
+    assert "| direct_naive" in result.output
+    again = runner.invoke(main, args)
+    assert "0 new evaluations" in again.output
+
+    csv = runner.invoke(main, ["best", "--format", "csv", "--storage", db])
+    assert csv.exit_code == 0
+    header, *rows = csv.output.strip().splitlines()
+    assert header.startswith("device,family,B,N,K,C,F,stride,config,time_ms,gflops")
+    assert len(rows) == 2 and all("Synthetic GPU,direct_naive" in r for r in rows)
+
+    md = runner.invoke(main, ["best", "--storage", db, "--output", str(tmp_path / "best.md")])
+    assert md.exit_code == 0 and (tmp_path / "best.md").read_text().startswith("|")
+
+    plot = runner.invoke(main, ["plot", "--storage", db, "--output", str(tmp_path / "g")])
+    assert plot.exit_code == 0, plot.output
+    assert (tmp_path / "g.png").stat().st_size > 1000 and (tmp_path / "g.svg").is_file()
+
+
+def test_run_skips_shapes_a_family_cannot_compute(runner, tmp_path, fake_gpu):
+    from autotune.families import FAMILIES
+
+    if "chen_special" not in FAMILIES:
+        pytest.skip("chen_special not registered")
+    result = runner.invoke(
+        main,
+        [
+            "run",
+            "--family",
+            "chen_special",
+            "--shape",
+            "N=16,K=3,C=2,F=1",
+            "--storage",
+            str(tmp_path / "r.db"),
+        ],
+    )
+    assert "skipping chen_special" in _one_line_error(result, 2)
+    assert "nothing to tune" in result.output

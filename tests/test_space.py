@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import itertools
+import time
+
+import numpy as np
+import pytest
+
+from autotune.space import Config, DeviceLimits, Expression, SearchSpace, SpaceError
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "__import__('os').system('x')",
+        "open('/etc/passwd')",
+        "A.__class__",
+        "(lambda: 1)()",
+        "[x for x in range(10**9)]",
+        "A[0]",
+        "getattr(A, 'real')",
+        "min",
+        "max(*A)",
+        "min(A, key=B)",
+        "2 ** 999999",
+        "A; B",
+        "x := 3",
+        "'a' * 10",  # string arithmetic is fine at parse time, only runs on strings
+    ][:-1],
+)
+def test_hostile_constraints_are_refused(hostile):
+    with pytest.raises(SpaceError):
+        Expression(hostile)
+
+
+def test_overlong_or_deep_constraints_are_refused():
+    with pytest.raises(SpaceError, match="longer"):
+        Expression("A + " * 200 + "A")
+    with pytest.raises(SpaceError, match="too complex"):
+        Expression("+".join(["A"] * 120))
+
+
+def test_syntax_errors_name_the_constraint():
+    with pytest.raises(SpaceError, match="'A <'"):
+        Expression("A <")
+
+
+def test_expression_semantics_on_scalars_and_arrays():
+    e = Expression("A * 2 <= max(B, 3) and not (A % 2 == 1) or A == 7")
+    for a, b in itertools.product(range(10), range(6)):
+        expected = (a * 2 <= max(b, 3) and not (a % 2 == 1)) or a == 7
+        assert bool(e({"A": a, "B": b})) == expected
+    a, b = np.meshgrid(np.arange(10), np.arange(6))
+    vector = e({"A": a.ravel(), "B": b.ravel()})
+    scalar = [bool(e({"A": x, "B": y})) for x, y in zip(a.ravel(), b.ravel(), strict=True)]
+    assert list(vector) == scalar
+
+
+def test_chained_comparison_and_conditional():
+    e = Expression("1 < A <= 4 if B else A == 0")
+    assert [bool(e({"A": a, "B": 1})) for a in range(6)] == [False, False, True, True, True, False]
+    assert [bool(e({"A": a, "B": 0})) for a in range(3)] == [True, False, False]
+
+
+def test_unknown_names_are_reported_when_binding():
+    space = SearchSpace.from_dict("t", {"parameters": {"A": [1, 2]}, "constraints": ["A < Q"]})
+    with pytest.raises(SpaceError, match="unknown Q"):
+        space.bind({"N": 4}, DeviceLimits())
+
+
+def _brute_force(params, constraints, context):
+    names = list(params)
+    valid = []
+    for combo in itertools.product(*(params[n] for n in names)):
+        env = {**context, **dict(zip(names, combo, strict=True))}
+        if all(bool(Expression(c)(env)) for c in constraints):
+            valid.append(Config.of(dict(zip(names, combo, strict=True))))
+    return valid
+
+
+@pytest.mark.parametrize(
+    "params, constraints",
+    [
+        ({"A": [1, 2, 4, 8], "B": [1, 3, 5], "C": [0, 1]}, ["A * B <= N", "C == 0 or A > 2"]),
+        ({"X": [16, 32, 64, 128], "Y": [1, 2, 4, 8, 16]}, ["X * Y <= MAX_THREADS", "X * Y >= 32"]),
+        ({"P": [1, 2, 3], "Q": [True, False], "R": [7, 9]}, ["not Q or P + R > 9", "R // P >= 3"]),
+        ({"A": [1, 2]}, []),
+        ({"A": [1, 2], "B": [1]}, ["A > 5"]),
+    ],
+)
+def test_enumeration_equals_brute_force_itertools(params, constraints):
+    space = SearchSpace.from_dict("t", {"parameters": params, "constraints": constraints})
+    bound = space.bind({"N": 12, "MAX_THREADS": 256}, DeviceLimits())
+    expected = _brute_force(
+        params, constraints, {"N": 12, **DeviceLimits().as_dict(), "MAX_THREADS": 256}
+    )
+    assert sorted(bound.configs, key=str) == sorted(expected, key=str)
+    assert len(bound) == len(expected)
+    assert all(bound.is_valid(c) for c in expected)
+
+
+def test_million_point_product_enumerates_quickly():
+    params = {"A": list(range(100)), "B": list(range(100)), "C": list(range(100))}
+    space = SearchSpace.from_dict(
+        "big", {"parameters": params, "constraints": ["A * B <= N", "(A + C) % 3 == 0"]}
+    )
+    start = time.perf_counter()
+    bound = space.bind({"N": 2500}, DeviceLimits())
+    assert time.perf_counter() - start < 5.0
+    pairs = sum(1 for a in range(100) for b in range(100) if a * b <= 2500)
+    assert len(bound) > 0 and len(bound) <= pairs * 34
+
+
+def test_is_valid_rejects_foreign_values_and_names():
+    space = SearchSpace.from_dict("t", {"parameters": {"A": [1, 2]}, "constraints": ["A < 2"]})
+    bound = space.bind({}, DeviceLimits())
+    assert bound.is_valid(Config.of({"A": 1}))
+    assert not bound.is_valid(Config.of({"A": 2}))
+    assert not bound.is_valid(Config.of({"A": 3}))
+    assert not bound.is_valid(Config.of({"A": 1, "B": 1}))
+
+
+def test_config_is_hashable_ordered_and_round_trips_json():
+    a = Config.of({"B": 2, "A": np.int64(1), "C": True})
+    b = Config.of({"C": True, "A": 1, "B": 2})
+    assert a == b and hash(a) == hash(b)
+    assert Config.from_json(a.to_json()) == a
+    assert isinstance(a["A"], int)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[parameters", "malformed TOML"),
+        ("constraints = []", "non-empty \\[parameters\\]"),
+        ("[parameters]\nlower = [1]", "UPPER_SNAKE"),
+        ("[parameters]\nA = []", "non-empty list"),
+        ("[parameters]\nA = [1, 1]", "repeats"),
+        ("constraints = ['A <']\n[parameters]\nA = [1]", "not valid"),
+        ("extra = 1\n[parameters]\nA = [1]", "unknown section"),
+    ],
+)
+def test_bad_space_files_get_one_line_errors(tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(SpaceError, match=message):
+        SearchSpace.from_toml(path)

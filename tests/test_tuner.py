@@ -1,0 +1,174 @@
+"""The tuning loop against a synthetic evaluator: budgets, dedup, resume, failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autotune.compiler import Compiler
+from autotune.families.direct_naive import DirectNaive
+from autotune.problem import ConvProblem
+from autotune.records import Status
+from autotune.space import DeviceLimits
+from autotune.store import Store
+from autotune.tuner import Tuner, plan_studies
+
+PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
+
+
+@pytest.fixture
+def compiler(tmp_path):
+    return Compiler(cache_dir=tmp_path / "cubins")
+
+
+@pytest.fixture
+def store(tmp_path):
+    return Store(str(tmp_path / "t.db"))
+
+
+def _studies(family=None, problems=(PROBLEM,)):
+    studies, skipped = plan_studies(
+        [(family or DirectNaive(), p) for p in problems], DeviceLimits()
+    )
+    return studies
+
+
+def _configs(evaluator):
+    return [tuple(sorted(j.plan.defines)) for j in evaluator.jobs]
+
+
+def test_budget_counts_stored_evaluations_and_a_rerun_resumes(compiler, store, synthetic_evaluator):
+    studies = _studies()
+    first = Tuner(compiler, synthetic_evaluator, store, strategy="random").run(studies, budget=10)
+    assert first.evaluated == 10
+    again = Tuner(compiler, synthetic_evaluator, store, strategy="random").run(studies, budget=10)
+    assert again.evaluated == 0
+    more = Tuner(compiler, synthetic_evaluator, store, strategy="tpe").run(studies, budget=15)
+    assert more.evaluated == 5
+    assert len(set(_configs(synthetic_evaluator))) == len(synthetic_evaluator.jobs) == 15
+    device_id = store.register_device(synthetic_evaluator.device)
+    assert len(store.evaluations(device_id, "direct_naive", PROBLEM)) == 15
+
+
+def test_budget_is_capped_by_the_space_and_brute_force_covers_it(
+    compiler, store, synthetic_evaluator
+):
+    study = _studies()[0]
+    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="brute_force").run(
+        [study], budget=10_000
+    )
+    assert outcome.evaluated == len(study.space)
+    result = outcome.studies[0]
+    # The synthetic optimum (32 x 4 threads, filters in global memory) is found and is OK.
+    assert result.best[0].as_dict() == {"BLOCK_X": 32, "BLOCK_Y": 4, "FILTER_IN_CONST": 0}
+
+
+def test_failures_are_stored_with_status_and_never_best(compiler, store, synthetic_evaluator):
+    study = _studies()[0]
+    Tuner(compiler, synthetic_evaluator, store, strategy="brute_force").run([study], None)
+    device_id = store.register_device(synthetic_evaluator.device)
+    stored = store.evaluations(device_id, "direct_naive", PROBLEM)
+    wrong = [e for e in stored if e.status is Status.WRONG_RESULT]
+    assert wrong and all(e.config["BLOCK_X"] * e.config["BLOCK_Y"] == 512 for e in wrong)
+    best = store.best()
+    assert len(best) == 1
+    assert '"BLOCK_X":32' in best.iloc[0]["config"]
+
+
+def test_compile_errors_are_recorded_and_the_run_goes_on(
+    tmp_path, compiler, store, synthetic_evaluator
+):
+    source = tmp_path / "direct_naive.cu"
+    source.write_text(
+        "#if BLOCK_X == 32\n#error no 32-wide blocks here\n#endif\n"
+        + DirectNaive().source_path.read_text()
+    )
+
+    class Broken(DirectNaive):
+        @property
+        def source_path(self) -> Path:
+            return source
+
+    study = _studies(Broken())[0]
+    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="brute_force").run([study], None)
+    device_id = store.register_device(synthetic_evaluator.device)
+    stored = store.evaluations(device_id, "direct_naive", PROBLEM)
+    errors = [e for e in stored if e.status is Status.COMPILE_ERROR]
+    assert errors and all(e.config["BLOCK_X"] == 32 for e in errors)
+    assert all("no 32-wide blocks" in e.error for e in errors)
+    assert outcome.evaluated == len(study.space)
+    assert len(synthetic_evaluator.jobs) == len(study.space) - len(errors)
+
+
+def test_resource_limits_are_checked_before_launch(compiler, store, synthetic_evaluator):
+    synthetic_evaluator.limits = DeviceLimits(REGS_PER_BLOCK=4096)
+    study = _studies()[0]
+    Tuner(compiler, synthetic_evaluator, store, strategy="brute_force").run([study], None)
+    device_id = store.register_device(synthetic_evaluator.device)
+    stored = store.evaluations(device_id, "direct_naive", PROBLEM)
+    over = [e for e in stored if e.status is Status.RESOURCES]
+    assert over and all(e.config["BLOCK_X"] * e.config["BLOCK_Y"] >= 128 for e in over)
+    launched = {tuple(sorted(j.plan.defines)) for j in synthetic_evaluator.jobs}
+    assert len(launched) == len(stored) - len(over)
+
+
+def test_time_limit_stops_the_run(compiler, store, synthetic_evaluator):
+    import time
+
+    def slow(defines):
+        time.sleep(0.3)
+        return 1.0
+
+    synthetic_evaluator.cost = slow
+    outcome = Tuner(compiler, synthetic_evaluator, store).run(
+        _studies(), budget=50, time_limit_s=1.0
+    )
+    assert 1 <= outcome.evaluated <= 5
+    assert outcome.studies[0].stopped == "time limit"
+
+
+def test_interrupt_keeps_finished_work_and_the_rerun_completes(
+    compiler, store, synthetic_evaluator
+):
+    calls = {"n": 0}
+    base = synthetic_evaluator.cost
+
+    def interrupt_third(defines):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return base(defines)
+
+    synthetic_evaluator.cost = interrupt_third
+    outcome = Tuner(compiler, synthetic_evaluator, store).run(_studies(), budget=8)
+    assert outcome.interrupted and outcome.evaluated == 2
+    synthetic_evaluator.cost = base
+    resumed = Tuner(compiler, synthetic_evaluator, store).run(_studies(), budget=8)
+    assert resumed.evaluated == 6
+    device_id = store.register_device(synthetic_evaluator.device)
+    stored = store.evaluations(device_id, "direct_naive", PROBLEM)
+    assert len(stored) == len({e.config for e in stored}) == 8
+    # Only the job in flight was lost: 2 before the interrupt, 1 lost, 6 after.
+    assert len(synthetic_evaluator.jobs) == 9
+
+
+def test_progress_events_report_counts_and_eta(compiler, store, synthetic_evaluator):
+    events = []
+    Tuner(compiler, synthetic_evaluator, store, on_progress=events.append).run(_studies(), 6)
+    evals = [e for e in events if e.event == "eval"]
+    assert [e.done for e in evals] == [1, 2, 3, 4, 5, 6]
+    assert evals[-1].campaign_done == 6 == evals[-1].campaign_planned
+    assert all(e.eta_s is not None for e in evals)
+    assert events[0].event == "start" and events[-1].event == "end"
+
+
+def test_unsupported_or_empty_studies_are_skipped_with_a_reason():
+    from autotune.families import FAMILIES
+
+    pairs = [(f, ConvProblem(N=16, K=3, C=4, F=4)) for f in FAMILIES.values()]
+    studies, skipped = plan_studies(pairs, DeviceLimits())
+    names = {s.family.name for s in studies}
+    assert "direct_naive" in names
+    if "chen_special" in FAMILIES:
+        assert any(s.family == "chen_special" and "C" in s.reason for s in skipped)
