@@ -1,0 +1,47 @@
+"""Registry of search strategies, one module each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from autotune.space import BoundSpace
+from autotune.strategies.base import Strategy, StrategyUnavailable
+from autotune.strategies.brute_force import BruteForce
+from autotune.strategies.optuna_sampler import OptunaStrategy, cmaes, gp, tpe
+from autotune.strategies.random_sampling import RandomSampling
+
+STRATEGIES: dict[str, Callable[[BoundSpace, int | None], Strategy]] = {
+    "brute_force": BruteForce,
+    "random": RandomSampling,
+    "tpe": tpe,
+    "gp": gp,
+    "cmaes": cmaes,
+}
+DEFAULT_STRATEGY = "tpe"
+
+
+class UnknownStrategy(KeyError):
+    def __str__(self) -> str:
+        return f"unknown strategy {self.args[0]!r} (known: {', '.join(STRATEGIES)})"
+
+
+def make_strategy(name: str, space: BoundSpace, seed: int | None = None) -> Strategy:
+    """A fresh strategy over `space`; StrategyUnavailable if its optional dependency is missing."""
+    try:
+        factory = STRATEGIES[name]
+    except KeyError:
+        raise UnknownStrategy(name) from None
+    return factory(space, seed)
+
+
+__all__ = [
+    "DEFAULT_STRATEGY",
+    "STRATEGIES",
+    "BruteForce",
+    "OptunaStrategy",
+    "RandomSampling",
+    "Strategy",
+    "StrategyUnavailable",
+    "UnknownStrategy",
+    "make_strategy",
+]

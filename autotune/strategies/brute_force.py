@@ -1,0 +1,30 @@
+"""Brute force: every valid config in enumeration order."""
+
+from __future__ import annotations
+
+from autotune.space import BoundSpace, Config
+
+
+class BruteForce:
+    name = "brute_force"
+
+    def __init__(self, space: BoundSpace, seed: int | None = None) -> None:
+        self._order = self._ordered(space.configs, seed)
+        self._next = 0
+        self._seen: set[Config] = set()
+
+    def _ordered(self, configs: list[Config], seed: int | None) -> list[Config]:
+        return list(configs)
+
+    def ask(self) -> Config | None:
+        while self._next < len(self._order):
+            config = self._order[self._next]
+            self._next += 1
+            if config not in self._seen:
+                self._seen.add(config)
+                return config
+        return None
+
+    def tell(self, config: Config, time_ms: float | None) -> None:
+        # History told before (or between) asks is skipped when the walk reaches it.
+        self._seen.add(config)
