@@ -183,6 +183,12 @@ class ProgressPrinter:
     help="Cubin cache shared between runs.",
 )
 @click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Compile threads working ahead of the GPU. Default: one per CPU core.",
+)
+@click.option(
     "--quick-timing",
     is_flag=True,
     help="Fewer timing samples (3 warm-up, 5 samples, 20 ms): for smoke runs.",
@@ -201,6 +207,7 @@ def run(
     seed,
     gpu,
     cache_dir,
+    jobs,
     quick_timing,
     storage,
 ) -> None:
@@ -263,6 +270,7 @@ def run(
             command=shlex.join(["autotune", *sys.argv[1:]]),
             versions=versions,
             on_progress=ProgressPrinter(),
+            jobs=jobs,
         )
         outcome = tuner.run(studies, None if exhaustive else budget, time_limit, skipped)
     finally:

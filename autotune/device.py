@@ -27,17 +27,19 @@ class NoGpu(RuntimeError):
     """No usable CUDA device (no driver, no device, or CuPy missing)."""
 
 
-# CUDA errors after which the context is unusable: the worker must be replaced.
+# CUDA errors after which the context is unusable: the worker must be replaced. Matched without
+# underscores or case, since the driver says CUDA_ERROR_ILLEGAL_ADDRESS and the runtime
+# cudaErrorIllegalAddress.
 STICKY_ERRORS = (
-    "ILLEGAL_ADDRESS",
-    "LAUNCH_FAILED",
+    "ILLEGALADDRESS",
+    "LAUNCHFAIL",
     "MISALIGNED",
-    "ILLEGAL_INSTRUCTION",
-    "HARDWARE_STACK_ERROR",
+    "ILLEGALINSTRUCTION",
+    "HARDWARESTACKERROR",
     "ASSERT",
-    "INVALID_PC",
-    "LAUNCH_TIMEOUT",
-    "ECC",
+    "INVALIDPC",
+    "LAUNCHTIMEOUT",
+    "ECCUNCORRECTABLE",
 )
 
 
@@ -77,7 +79,7 @@ def _err_text(err: BaseException) -> str:
 
 
 def _is_sticky(err: BaseException) -> bool:
-    text = str(err).upper()
+    text = str(err).upper().replace("_", "")
     return any(tag in text for tag in STICKY_ERRORS)
 
 
@@ -173,15 +175,16 @@ class GpuSession:
         except Exception as err:
             if _is_sticky(err):
                 raise StickyCudaError(_err_text(err)) from None
-            status = (
-                Status.RESOURCES
-                if "OUT_OF_RESOURCES" in str(err).upper()
-                else (Status.LAUNCH_ERROR)
-            )
+            resources = "OUTOFRESOURCES" in str(err).upper().replace("_", "")
+            status = Status.RESOURCES if resources else Status.LAUNCH_ERROR
             return Measurement(status, error=_err_text(err))
         finally:
             # Release this job's buffers; the pool would otherwise pin the peak of every shape.
-            cp.get_default_memory_pool().free_all_blocks()
+            # After a sticky fault this fails too, and must not hide that fault.
+            try:
+                cp.get_default_memory_pool().free_all_blocks()
+            except Exception:
+                pass
 
     def _evaluate(self, job: Job) -> Measurement:
         module, functions = _load_module(job.cubin, job.plan.entries, self._tmp.name, keep=False)

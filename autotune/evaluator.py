@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 from typing import Protocol
 
 from autotune.device import Job, NoGpu
@@ -42,7 +43,10 @@ def _worker_main(conn, device_index: int) -> None:
             conn.send(("done", session.evaluate(job)))
         except StickyCudaError as err:
             conn.send(("sticky", str(err)))
-            return  # the context is poisoned; the parent starts a fresh worker
+            conn.close()
+            # The context is poisoned: leave at once (CuPy's cleanup would only fail noisily);
+            # the parent starts a fresh worker.
+            os._exit(3)
         except Exception as err:  # anything unforeseen is recorded, never fatal to the run
             conn.send(("done", Measurement(Status.CRASH, error=f"{type(err).__name__}: {err}")))
 

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 import zlib
+from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from autotune.compiler import CompiledKernel, CompileError, Compiler
 from autotune.device import Job, TimingPolicy
 from autotune.evaluator import Evaluator
 from autotune.families import Family, UnsupportedProblem
+from autotune.families.plan import KernelPlan
 from autotune.problem import ConvProblem
 from autotune.records import Measurement, Status
 from autotune.space import BoundSpace, Config, DeviceLimits, SpaceError
@@ -139,6 +143,7 @@ class Tuner:
         command: str = "",
         versions: dict[str, str] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        jobs: int | None = None,
     ) -> None:
         self.compiler = compiler
         self.evaluator = evaluator
@@ -149,7 +154,9 @@ class Tuner:
         self.on_progress = on_progress or (lambda p: None)
         self.device_id = store.register_device(evaluator.device)
         self.run_id = store.start_run(self.device_id, command, versions or {})
-        self._references: dict[str, tuple] = {}
+        self._references: dict[KernelPlan, tuple] = {}
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self._pool: ThreadPoolExecutor | None = None
 
     # -- campaign ------------------------------------------------------------------------------
 
@@ -171,6 +178,7 @@ class Tuner:
             max(0, targets[id(s)] - _valid_count(histories[id(s)], s.space)) for s in studies
         )
         counters = {"done": 0, "planned": campaign_planned, "start": start}
+        self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="autotune-compile")
         try:
             for study in studies:
                 result = StudyOutcome(study)
@@ -185,6 +193,8 @@ class Tuner:
         finally:
             outcome.elapsed_s = time.monotonic() - start
             self.store.finish_run(self.run_id)
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
         return outcome
 
     # -- one study -----------------------------------------------------------------------------
@@ -204,36 +214,55 @@ class Tuner:
             ):
                 result.best = (h.config, Measurement(Status.OK, time_ms=h.time_ms))
         self._emit(study, "start", result, target, counters)
-        while result.stored < target:
-            if deadline is not None and time.monotonic() >= deadline:
-                result.stopped = "time limit"
-                break
-            config = strategy.ask()
-            if config is None:
-                result.stopped = "space exhausted"
-                break
-            if config in seen:  # a strategy must not repeat itself; the tuner makes sure
-                continue
-            seen.add(config)
-            m = self.evaluate(study, config)
-            self.store.record(
-                self.run_id,
-                self.device_id,
-                study.family.name,
-                study.problem,
-                config,
-                m,
-                study.problem.flops,
-            )
-            strategy.tell(config, m.time_ms if m.status is Status.OK else None)
-            result.stored += 1
-            result.evaluated += 1
-            counters["done"] += 1
-            if m.status is not Status.OK:
-                result.failures += 1
-            elif result.best is None or m.time_ms < result.best[1].time_ms:
-                result.best = (config, m)
-            self._emit(study, "eval", result, target, counters, m, config)
+        # Compile ahead: keep up to `jobs` asked configs compiling on threads (NVRTC is
+        # thread-safe and ctypes releases the GIL) while the GPU evaluates them in ask order.
+        pending: deque[tuple[Config, Future]] = deque()
+        try:
+            while True:
+                timed_out = deadline is not None and time.monotonic() >= deadline
+                while (
+                    not timed_out
+                    and not result.stopped
+                    and len(pending) < self.jobs
+                    and result.stored + len(pending) < target
+                ):
+                    config = strategy.ask()
+                    if config is None:
+                        result.stopped = "space exhausted"
+                        break
+                    if config in seen:  # a strategy must not repeat itself; the tuner makes sure
+                        continue
+                    seen.add(config)
+                    pending.append((config, self._pool.submit(self._compile, study, config)))
+                if timed_out:
+                    result.stopped = "time limit"
+                if not pending or timed_out:
+                    break
+                config, future = pending.popleft()
+                m = self._launch(study, config, *future.result())
+                self.store.record(
+                    self.run_id,
+                    self.device_id,
+                    study.family.name,
+                    study.problem,
+                    config,
+                    m,
+                    study.problem.flops,
+                )
+                strategy.tell(config, m.time_ms if m.status is Status.OK else None)
+                result.stored += 1
+                result.evaluated += 1
+                counters["done"] += 1
+                if m.status is not Status.OK:
+                    result.failures += 1
+                elif result.best is None or m.time_ms < result.best[1].time_ms:
+                    result.best = (config, m)
+                self._emit(study, "eval", result, target, counters, m, config)
+        finally:
+            for _, future in pending:
+                future.cancel()  # unevaluated configs are simply asked again next time
+        if result.stopped == "space exhausted" and result.stored >= target:
+            result.stopped = ""
         self._emit(study, "end", result, target, counters)
 
     def _emit(self, study, event, result, target, counters, m=None, config=None) -> None:
@@ -263,12 +292,16 @@ class Tuner:
     def evaluate(self, study: Study, config: Config) -> Measurement:
         """Compile, check resources, then hand the job to the evaluator. Never raises for a
         failing configuration: every outcome becomes a Measurement with its status."""
-        family, problem = study.family, study.problem
-        plan = family.plan(problem, config)
+        return self._launch(study, config, *self._compile(study, config))
+
+    def _compile(self, study: Study, config: Config):
+        """The CPU half of an evaluation (runs on the compile threads): plan and cubin, or the
+        Measurement of a configuration that fails before reaching the GPU."""
+        plan = study.family.plan(study.problem, config)
         try:
             compiled = self.compiler.compile(plan)
         except CompileError as err:
-            return Measurement(Status.COMPILE_ERROR, error=str(err)[-4000:])
+            return plan, None, Measurement(Status.COMPILE_ERROR, error=str(err)[-4000:])
         extra = {
             "compile_s": 0.0 if compiled.cached else compiled.compile_s,
             "registers": compiled.max_registers,
@@ -278,7 +311,14 @@ class Tuner:
         }
         why = resource_problem(compiled, plan.launches, self.evaluator.limits)
         if why:
-            return Measurement(Status.RESOURCES, error=why, **extra)
+            return plan, None, Measurement(Status.RESOURCES, error=why, **extra)
+        return plan, compiled, Measurement(Status.OK, **extra)
+
+    def _launch(self, study: Study, config: Config, plan, compiled, early: Measurement):
+        """The GPU half: check and time a compiled plan; passes early failures through."""
+        if compiled is None:
+            return early
+        family, problem = study.family, study.problem
         ref_plan, ref_compiled = self._reference(family, problem)
         job = Job(
             label=f"{study.label} {config}",
@@ -294,7 +334,13 @@ class Tuner:
         )
         timeout = JOB_TIMEOUT_FLOOR_S + 2 * self.timing.max_time_s
         m = self.evaluator.evaluate(job, timeout)
-        return dataclasses.replace(m, **extra)
+        return dataclasses.replace(
+            m,
+            compile_s=early.compile_s,
+            registers=early.registers,
+            smem_bytes=early.smem_bytes,
+            spills=early.spills,
+        )
 
     def _reference(self, family: Family, problem: ConvProblem):
         plan = family.reference_plan(problem)
