@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from autotune.families.base import Family, UnsupportedProblem
+from autotune.families.chen_special import ChenSpecial
 from autotune.families.direct_naive import DirectNaive
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (DirectNaive(),)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (DirectNaive(), ChenSpecial())}
 
 
 class UnknownFamily(KeyError):
