@@ -242,7 +242,7 @@ def run(
             raise click.UsageError("nothing to tune: no (family, shape) pair can run")
         click.echo(
             f"autotune: {info.name} (sm_{info.compute_capability.replace('.', '')}, "
-            f"{info.sm_count} SMs, driver {info.driver_version}, NVRTC {compiler.version}); "
+            f"{info.sm_count} SMs, CUDA driver {info.driver_version}, NVRTC {compiler.version}); "
             f"{len(studies)} studies, strategy {strategy}, "
             f"budget {'exhaustive' if exhaustive else budget} per study; storage {storage}",
             err=True,

@@ -152,7 +152,9 @@ class Tuner:
         self.seed = seed
         self.timing = timing or TimingPolicy()
         self.on_progress = on_progress or (lambda p: None)
-        self.device_id = store.register_device(evaluator.device)
+        # The worker describes the GPU; the compiler that built the cubins is known here.
+        device = dataclasses.replace(evaluator.device, nvrtc_version=compiler.version)
+        self.device_id = store.register_device(device)
         self.run_id = store.start_run(self.device_id, command, versions or {})
         self._references: dict[KernelPlan, tuple] = {}
         self.jobs = max(1, jobs or os.cpu_count() or 1)
