@@ -20,7 +20,9 @@ from autotune.problem import ConvProblem
 from autotune.records import DeviceInfo, Measurement, Status
 from autotune.space import Config
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Versions this one can open by adding what it lacks: 1 had no ceilings and no baselines tables.
+UPGRADABLE_FROM = ("1",)
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's transaction
 CREATE_ATTEMPTS = 5  # two processes creating the same tables at once: the loser retries
 
@@ -110,6 +112,43 @@ evaluations_table = sa.Table(
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     # One row per finished evaluation; the index also serves the per-study queries.
     sa.UniqueConstraint("device_id", "family", "problem_key", "config", name="uq_evaluations"),
+)
+
+ceilings_table = sa.Table(
+    "ceilings",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("name", sa.String(64), nullable=False),  # fma_peak, copy_bandwidth, sgemm
+    sa.Column("value", sa.Float, nullable=False),
+    sa.Column("unit", sa.String(32), nullable=False),  # GFlop/s, GB/s
+    sa.Column("detail", sa.Text, nullable=False),  # how it was measured
+    sa.Column("samples_ms", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)
+
+baselines_table = sa.Table(
+    "baselines",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("library", sa.String(64), nullable=False),  # cudnn, cublas
+    sa.Column("problem_key", sa.String(200), nullable=False),
+    sa.Column("B", sa.Integer, nullable=False),
+    sa.Column("N", sa.Integer, nullable=False),
+    sa.Column("K", sa.Integer, nullable=False),
+    sa.Column("C", sa.Integer, nullable=False),
+    sa.Column("F", sa.Integer, nullable=False),
+    sa.Column("stride", sa.Integer, nullable=False),
+    sa.Column("algorithm", sa.Text, nullable=False),  # what the library chose
+    sa.Column("version", sa.String(64), nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("time_ms", sa.Float),
+    sa.Column("samples_ms", sa.JSON, nullable=False),
+    sa.Column("gflops", sa.Float),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.UniqueConstraint("device_id", "library", "problem_key", name="uq_baselines"),
 )
 
 SHAPE_COLUMNS = ("B", "N", "K", "C", "F", "stride")
@@ -209,6 +248,15 @@ class Store:
                 except IntegrityError:
                     pass  # another process wrote it first; read back what it wrote
                 version = self._schema_version()
+            if version in UPGRADABLE_FROM:
+                # create_all above already added the tables the older version lacked.
+                with self._engine.begin() as conn:
+                    conn.execute(
+                        meta_table.update()
+                        .where(meta_table.c.key == "schema_version")
+                        .values(value=str(SCHEMA_VERSION))
+                    )
+                version = str(SCHEMA_VERSION)
         if version != str(SCHEMA_VERSION):
             raise StoreError(
                 f"results database {self.url} has schema version {version}, "
@@ -336,6 +384,75 @@ class Store:
                     f"cannot record evaluation ({self.url}): {_one_line(err)}"
                 ) from None
 
+    def record_ceiling(
+        self,
+        device_id: int,
+        name: str,
+        value: float,
+        unit: str,
+        detail: str,
+        samples_ms: list[float] | tuple[float, ...] = (),
+    ) -> None:
+        """Store a measured device ceiling (the newest one of a name is the one in use)."""
+        row = {
+            "device_id": device_id,
+            "name": name,
+            "value": float(value),
+            "unit": unit,
+            "detail": detail,
+            "samples_ms": [float(s) for s in samples_ms],
+            "created_at": _now(),
+        }
+        with self._errors("cannot record ceiling"), self._engine.begin() as conn:
+            conn.execute(ceilings_table.insert().values(**row))
+
+    def record_baseline(
+        self,
+        device_id: int,
+        library: str,
+        problem: ConvProblem,
+        algorithm: str,
+        version: str,
+        m: Measurement,
+        flops: int,
+    ) -> None:
+        """Store (or replace) a library's measurement of one shape on one device."""
+        row = {
+            "device_id": device_id,
+            "library": library,
+            "problem_key": problem.key,
+            **{name: getattr(problem, name) for name in SHAPE_COLUMNS},
+            "algorithm": algorithm,
+            "version": version,
+            "status": m.status.value,
+            "error": m.error,
+            "time_ms": _float(m.time_ms),
+            "samples_ms": [float(s) for s in m.samples_ms],
+            "gflops": _float(m.gflops(flops)),
+            "created_at": _now(),
+        }
+        b = baselines_table.c
+        with self._errors("cannot record baseline"), self._engine.begin() as conn:
+            conn.execute(
+                baselines_table.delete().where(
+                    b.device_id == device_id,
+                    b.library == library,
+                    b.problem_key == problem.key,
+                )
+            )
+            conn.execute(baselines_table.insert().values(**row))
+
+    def has_baseline(self, device_id: int, library: str, problem: ConvProblem) -> bool:
+        b = baselines_table.c
+        query = sa.select(b.id).where(
+            b.device_id == device_id,
+            b.library == library,
+            b.problem_key == problem.key,
+            b.status == Status.OK.value,
+        )
+        with self._errors("cannot read baselines"), self._engine.connect() as conn:
+            return conn.execute(query).first() is not None
+
     def _has(self, device_id: int, family: str, problem_key: str, config_json: str) -> bool:
         e = evaluations_table.c
         with self._engine.connect() as conn:
@@ -450,6 +567,46 @@ class Store:
             .order_by(e.id)
         )
         return self._frame(query, "cannot read history")
+
+    def ceilings(self, device: str | None = None) -> pd.DataFrame:
+        """The newest measurement of each ceiling per device: device, name, value, unit, detail."""
+        c, d = ceilings_table.c, devices_table.c
+        newest = sa.select(sa.func.max(c.id)).group_by(c.device_id, c.name).scalar_subquery()
+        query = (
+            sa.select(d.name.label("device"), c.name, c.value, c.unit, c.detail, c.created_at)
+            .select_from(ceilings_table.join(devices_table))
+            .where(c.id.in_(newest), *([d.name == device] if device is not None else []))
+            .order_by(d.name, c.name)
+        )
+        return self._frame(query, "cannot read ceilings")
+
+    def baselines(self, device: str | None = None, library: str | None = None) -> pd.DataFrame:
+        """Library measurements: device, library, shape columns, problem_key, algorithm, version,
+        status, error, time_ms, gflops."""
+        b, d = baselines_table.c, devices_table.c
+        where = []
+        if device is not None:
+            where.append(d.name == device)
+        if library is not None:
+            where.append(b.library == library)
+        query = (
+            sa.select(
+                d.name.label("device"),
+                b.library,
+                *(b[n] for n in SHAPE_COLUMNS),
+                b.problem_key,
+                b.algorithm,
+                b.version,
+                b.status,
+                b.error,
+                b.time_ms,
+                b.gflops,
+            )
+            .select_from(baselines_table.join(devices_table))
+            .where(*where)
+            .order_by(d.name, b.library, b.N, b.K, b.C, b.F)
+        )
+        return self._frame(query, "cannot read baselines")
 
     def devices(self) -> pd.DataFrame:
         query = sa.select(devices_table).order_by(devices_table.c.id)

@@ -248,3 +248,51 @@ def test_two_processes_share_one_file(db: Path, store: Store) -> None:
         )
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_version_1_database_is_upgraded_in_place_keeping_its_rows(db: Path, store: Store) -> None:
+    run_id, device_id = setup_run(store)
+    store.record(run_id, device_id, FAMILY, PROBLEM, cfg(8), ok(1.0), PROBLEM.flops)
+    store.close()
+    with sqlite3.connect(db) as conn:  # what a version-1 database looked like
+        conn.execute("DROP TABLE ceilings")
+        conn.execute("DROP TABLE baselines")
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    upgraded = Store(db)
+    assert len(upgraded.evaluations(device_id, FAMILY, PROBLEM)) == 1
+    assert upgraded.ceilings().empty and upgraded.baselines().empty
+    with sqlite3.connect(db) as conn:
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == (str(SCHEMA_VERSION),)
+    upgraded.close()
+
+
+def test_ceilings_keep_the_newest_measurement(store: Store) -> None:
+    _, device_id = setup_run(store)
+    store.record_ceiling(device_id, "fma_peak", 60000.0, "GFlop/s", "first", [1.0])
+    store.record_ceiling(device_id, "fma_peak", 64700.0, "GFlop/s", "second", [0.9])
+    store.record_ceiling(device_id, "copy_bandwidth", 2990.0, "GB/s", "copy")
+    frame = store.ceilings()
+    assert dict(zip(frame["name"], frame["value"], strict=True)) == {
+        "copy_bandwidth": 2990.0,
+        "fma_peak": 64700.0,
+    }
+    assert store.ceilings(device="other GPU").empty
+
+
+def test_baselines_replace_per_shape_and_report_gflops(store: Store) -> None:
+    _, device_id = setup_run(store)
+    assert not store.has_baseline(device_id, "cudnn", PROBLEM)
+    failed = Measurement(Status.LAUNCH_ERROR, error="not supported")
+    store.record_baseline(device_id, "cudnn", PROBLEM, "", "9.19", failed, PROBLEM.flops)
+    assert not store.has_baseline(device_id, "cudnn", PROBLEM)
+    store.record_baseline(
+        device_id, "cudnn", PROBLEM, "IMPLICIT_GEMM", "9.19", ok(0.5), PROBLEM.flops
+    )
+    assert store.has_baseline(device_id, "cudnn", PROBLEM)
+    frame = store.baselines()
+    assert len(frame) == 1
+    row = frame.iloc[0]
+    assert row["algorithm"] == "IMPLICIT_GEMM" and row["status"] == "OK"
+    assert row["gflops"] == pytest.approx(PROBLEM.flops / 0.5e-3 / 1e9)
+    assert row["problem_key"] == PROBLEM.key
