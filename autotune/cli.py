@@ -183,6 +183,12 @@ class ProgressPrinter:
     help="Cubin cache shared between runs.",
 )
 @click.option(
+    "--no-baseline",
+    is_flag=True,
+    help="Do not measure the device ceilings and cuDNN on the tuned shapes (they are measured "
+    "once per device and shape, then reused).",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
@@ -207,6 +213,7 @@ def run(
     seed,
     gpu,
     cache_dir,
+    no_baseline,
     jobs,
     quick_timing,
     storage,
@@ -217,9 +224,7 @@ def run(
     (family, shape), which takes a few minutes on an H100. Interrupt with Ctrl-C at any time; the
     same command resumes without evaluating anything again.
     """
-    from autotune.evaluator import GpuEvaluator
     from autotune.report import best_table, format_table
-    from autotune.store import Store
     from autotune.tuner import Tuner, plan_studies
 
     chosen = [get_family(name) for name in families] or list(FAMILIES.values())
@@ -229,12 +234,9 @@ def run(
         for family in chosen
         for problem in (explicit or named_shapes(family.default_shape_set))
     ]
-    store = Store(storage)  # opened before the GPU so a bad URL fails fast
-    click.echo("autotune: starting the GPU worker ...", err=True)
-    evaluator = GpuEvaluator(gpu)
+    store, evaluator, compiler, _ = _start_gpu(gpu, storage, cache_dir)
     try:
         info = evaluator.device
-        compiler = Compiler(arch=info.arch, cache_dir=cache_dir)
         studies, skipped = plan_studies(pairs, evaluator.limits)
         for s in skipped:
             click.echo(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}", err=True)
@@ -272,6 +274,10 @@ def run(
             on_progress=ProgressPrinter(),
             jobs=jobs,
         )
+        if not no_baseline:
+            _ceilings_and_baselines(
+                evaluator, compiler, store, tuner.device_id, [s.problem for s in studies]
+            )
         outcome = tuner.run(studies, None if exhaustive else budget, time_limit, skipped)
     finally:
         evaluator.close()
@@ -289,6 +295,154 @@ def run(
         click.echo(format_table(table, "markdown"))
     if outcome.interrupted:
         sys.exit(130)
+
+
+def _ceilings_and_baselines(evaluator, compiler, store, device_id, problems) -> None:
+    """Measure what this device lacks: its ceilings once, cuDNN once per shape."""
+    from autotune.campaign import ensure_ceilings, library_missing, measure_baselines
+
+    ceilings = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy())
+    if ceilings is not None and not isinstance(ceilings, list):
+        click.echo(f"autotune: ceilings not measured: {ceilings.error}", err=True)
+    elif ceilings:
+        click.echo("autotune: measured " + _ceiling_text(ceilings), err=True)
+
+    def report(problem, result) -> None:
+        if result is None or not result.available:
+            return
+        m = result.measurement
+        if m.status.ok:
+            text = f"{m.gflops(problem.flops):,.1f} GFlop/s"
+        else:
+            text = f"{m.status.value}: {m.error.splitlines()[0] if m.error else ''}"
+        click.echo(f"autotune: cuDNN {problem.key}: {text}", err=True)
+
+    results = measure_baselines(
+        evaluator, compiler, store, device_id, problems, TimingPolicy(), on_result=report
+    )
+    missing = library_missing(results)
+    if missing:
+        click.echo(f"autotune: no cuDNN baseline ({missing}); going on without", err=True)
+
+
+def _ceiling_text(ceilings) -> str:
+    return ", ".join(f"{c.name} {c.value:,.0f} {c.unit}" for c in ceilings)
+
+
+def _start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE):
+    """Open the store, start the GPU worker and register the device: (store, evaluator,
+    compiler, device_id)."""
+    import dataclasses
+
+    from autotune.evaluator import GpuEvaluator
+    from autotune.store import Store
+
+    store = Store(storage)  # opened before the GPU so a bad URL fails fast
+    click.echo("autotune: starting the GPU worker ...", err=True)
+    evaluator = GpuEvaluator(gpu)
+    compiler = Compiler(arch=evaluator.device.arch, cache_dir=cache_dir)
+    device = dataclasses.replace(evaluator.device, nvrtc_version=compiler.version)
+    return store, evaluator, compiler, store.register_device(device)
+
+
+@main.command()
+@click.option(
+    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
+)
+@click.option("--remeasure", is_flag=True, help="Measure again even if stored.")
+@storage_option
+@friendly_errors
+def device(gpu, remeasure, storage) -> None:
+    """Measure (once) and print the device's ceilings: FP32 FMA peak, device-to-device copy
+    bandwidth (bytes read plus written) and cuBLAS SGEMM at 8192^3."""
+    from autotune.campaign import ensure_ceilings
+
+    store, evaluator, compiler, device_id = _start_gpu(gpu, storage)
+    try:
+        info = evaluator.device
+        result = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy(), remeasure)
+    finally:
+        evaluator.close()
+    if result is not None and not isinstance(result, list):
+        _fail(f"ceilings not measured: {result.error}", 1)
+    click.echo(
+        f"{info.name}: compute capability {info.compute_capability}, {info.sm_count} SMs, "
+        f"{info.clock_mhz} MHz, {info.memory_bytes / 2**30:.0f} GiB, CUDA driver "
+        f"{info.driver_version}, NVRTC {compiler.version}"
+    )
+    for _, row in store.ceilings(device=info.name).iterrows():
+        click.echo(f"  {row['name']:<15} {row['value']:>12,.1f} {row['unit']:<8} {row['detail']}")
+
+
+@main.command()
+@click.option(
+    "--shapes", "shape_sets", multiple=True, metavar="SET", help="Named shape set (repeatable)."
+)
+@click.option(
+    "--shape",
+    "shapes",
+    multiple=True,
+    metavar="N=..,K=..,C=..,F=..",
+    help="One problem shape (repeatable).",
+)
+@click.option(
+    "--shape-file",
+    "shape_files",
+    multiple=True,
+    type=click.Path(),
+    help="CSV or TOML file of shapes (repeatable).",
+)
+@click.option("--remeasure", is_flag=True, help="Measure again shapes that are stored.")
+@click.option(
+    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
+)
+@storage_option
+@friendly_errors
+def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
+    """Measure cuDNN (through PyTorch, TF32 off, algorithm from cuDNN's own search) on shapes,
+    under the same timing protocol as the tuned kernels, and the device ceilings if missing."""
+    from autotune.campaign import ensure_ceilings, library_missing, measure_baselines
+
+    problems = collect_shapes(shape_sets, shapes, shape_files)
+    if not problems:
+        raise click.UsageError("name the shapes: --shapes SET, --shape ... or --shape-file F")
+    store, evaluator, compiler, device_id = _start_gpu(gpu, storage)
+    measured = 0
+    try:
+        ceilings = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy())
+        if isinstance(ceilings, list):
+            click.echo("autotune: measured " + _ceiling_text(ceilings), err=True)
+
+        def report(problem, result) -> None:
+            nonlocal measured
+            if result is None:
+                click.echo(f"{problem.key}: stored already", err=True)
+            elif result.available:
+                measured += 1
+                m = result.measurement
+                text = (
+                    f"{m.time_ms:.4g} ms, {m.gflops(problem.flops):,.1f} GFlop/s"
+                    if m.status.ok
+                    else f"{m.status.value}: {m.error[:200]}"
+                )
+                click.echo(f"{problem.key}: {text}  [{result.algorithm[:80]}]", err=True)
+
+        results = measure_baselines(
+            evaluator,
+            compiler,
+            store,
+            device_id,
+            problems,
+            TimingPolicy(),
+            remeasure,
+            on_result=report,
+        )
+    finally:
+        evaluator.close()
+    missing = library_missing(results)
+    if missing:
+        _fail(f"no cuDNN baseline: {missing}", 1)
+    click.echo(f"autotune: {measured} cuDNN baselines measured", err=True)
 
 
 # ---------------------------------------------------------------------------------------------

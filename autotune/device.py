@@ -9,6 +9,7 @@ import hashlib
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,6 +73,9 @@ class Job:
     tolerance: float
     timing: TimingPolicy
     seed: int
+
+    def run(self, session: GpuSession) -> Measurement:
+        return session.evaluate(self)
 
 
 def _err_text(err: BaseException) -> str:
@@ -168,8 +172,12 @@ class GpuSession:
 
     def evaluate(self, job: Job) -> Measurement:
         """Check, then time. Sticky faults raise StickyCudaError: the worker must be replaced."""
+        return self.guarded(lambda: self._evaluate(job))
+
+    def guarded(self, measure: Callable[[], Measurement]) -> Measurement:
+        """Run a measurement; CUDA failures become a Measurement's status, sticky ones raise."""
         try:
-            return self._evaluate(job)
+            return measure()
         except StickyCudaError:
             raise
         except Exception as err:
@@ -192,7 +200,7 @@ class GpuSession:
             if launch.smem_bytes > 48 * 1024:
                 functions[launch.kernel].max_dynamic_shared_size_bytes = launch.smem_bytes
 
-        arrays = self._fresh_inputs(job.buffers, job.seed)
+        arrays = self.fresh_inputs(job.buffers, job.seed)
         for name, shape in job.buffers.outputs:
             arrays[name] = cp.full(shape, np.nan, dtype=cp.float32)  # poisoned: unwritten shows
         for symbol, buffer in job.plan.constants:
@@ -200,21 +208,26 @@ class GpuSession:
             source = arrays[buffer]
             target.copy_from_device(source.data, source.nbytes)
 
-        run = self._runner(job.plan.launches, functions, arrays)
+        run = self.runner(job.plan.launches, functions, arrays)
         run()
-        self._sync()
+        self.sync()
 
-        rel_error = self._check(job, arrays)
+        rel_error = self.check_outputs(job, arrays)
         if not np.isfinite(rel_error) or rel_error > job.tolerance:
             return Measurement(
                 Status.WRONG_RESULT,
                 rel_error=float(rel_error),
                 error=f"relative L2 error {rel_error:.3e} > tolerance {job.tolerance:.0e}",
             )
-        samples = self._time(run, job.timing)
+        samples = self.time_runs(run, job.timing)
         return Measurement.from_samples(samples, rel_error=float(rel_error))
 
-    def _fresh_inputs(self, buffers: Buffers, seed: int) -> dict[str, object]:
+    def load(self, cubin: bytes, entries: tuple[str, ...]) -> dict[str, object]:
+        """Entry functions of a cubin (kept loaded until the next load)."""
+        self._loaded = _load_module(cubin, entries, self._tmp.name, keep=False)
+        return self._loaded[1]
+
+    def fresh_inputs(self, buffers: Buffers, seed: int) -> dict[str, object]:
         rng = cp.random.default_rng(seed)
         arrays = {}
         for name, shape in buffers.inputs:
@@ -222,7 +235,7 @@ class GpuSession:
             arrays[name] = rng.random(shape, dtype=cp.float32) * 2 - 1
         return arrays
 
-    def _runner(self, launches: tuple[Launch, ...], functions, arrays):
+    def runner(self, launches: tuple[Launch, ...], functions, arrays):
         calls = []
         for launch in launches:
             args = tuple(arrays[a] if isinstance(a, str) else np.int32(a) for a in launch.args)
@@ -236,7 +249,7 @@ class GpuSession:
 
         return run
 
-    def _sync(self) -> None:
+    def sync(self) -> None:
         try:
             self.device.synchronize()
         except Exception as err:
@@ -244,7 +257,7 @@ class GpuSession:
                 raise StickyCudaError(_err_text(err)) from None
             raise
 
-    def _check(self, job: Job, arrays: dict[str, object]) -> float:
+    def check_outputs(self, job: Job, arrays: dict[str, object]) -> float:
         loaded = self._reference_modules.get(job.reference_key)
         if loaded is None:
             loaded = _load_module(
@@ -255,8 +268,8 @@ class GpuSession:
         ref_arrays = {name: arrays[name] for name, _ in job.buffers.inputs}
         for name, shape in job.buffers.outputs:
             ref_arrays[f"{name}_ref"] = cp.empty(shape, dtype=cp.float64)
-        self._runner(job.reference_plan.launches, functions, ref_arrays)()
-        self._sync()
+        self.runner(job.reference_plan.launches, functions, ref_arrays)()
+        self.sync()
         sqdiff, square = _reductions()
         num = den = 0.0
         for name, _ in job.buffers.outputs:
@@ -267,10 +280,10 @@ class GpuSession:
             return 0.0 if num == 0.0 else float("inf")
         return float(np.sqrt(num / den))
 
-    def _time(self, run, policy: TimingPolicy) -> list[float]:
+    def time_runs(self, run, policy: TimingPolicy) -> list[float]:
         for _ in range(policy.warmup):
             run()
-        self._sync()
+        self.sync()
         start, end = cp.cuda.Event(), cp.cuda.Event()
         samples: list[float] = []
         began = time.perf_counter()
@@ -284,7 +297,7 @@ class GpuSession:
             enough = len(samples) >= policy.min_repeats and spent >= policy.min_time_s
             if enough or len(samples) >= policy.max_repeats or spent >= policy.max_time_s:
                 break
-        self._sync()
+        self.sync()
         return samples
 
 

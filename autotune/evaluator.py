@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from typing import Protocol
+from typing import Any, Protocol
 
 from autotune.device import Job, NoGpu
 from autotune.records import DeviceInfo, Measurement, Status
 from autotune.space import DeviceLimits
 
-__all__ = ["Evaluator", "GpuEvaluator", "Job", "NoGpu"]
+__all__ = ["Evaluator", "GpuEvaluator", "Job", "NoGpu", "Task"]
+
+
+class Task(Protocol):
+    """Work for the GPU worker: a picklable value whose run() uses the worker's GpuSession.
+    A Job (one configuration) is one; baselines and ceilings are others."""
+
+    def run(self, session: Any) -> Any: ...
 
 
 class Evaluator(Protocol):
@@ -18,6 +25,8 @@ class Evaluator(Protocol):
     limits: DeviceLimits
 
     def evaluate(self, job: Job, timeout_s: float) -> Measurement: ...
+
+    def call(self, task: Task, timeout_s: float) -> Any: ...
 
     def close(self) -> None: ...
 
@@ -40,7 +49,7 @@ def _worker_main(conn, device_index: int) -> None:
         if job is None:
             return
         try:
-            conn.send(("done", session.evaluate(job)))
+            conn.send(("done", job.run(session)))
         except StickyCudaError as err:
             conn.send(("sticky", str(err)))
             conn.close()
@@ -103,9 +112,14 @@ class GpuEvaluator:
         self._start()
 
     def evaluate(self, job: Job, timeout_s: float) -> Measurement:
+        return self.call(job, timeout_s)
+
+    def call(self, task: Task, timeout_s: float) -> Any:
+        """Run a task in the worker. A hang, a dead worker or a poisoned context comes back as
+        a TIMEOUT or CRASH Measurement (whatever the task returns otherwise)."""
         if self._proc is None:
             self._restart()
-        self._conn.send(job)
+        self._conn.send(task)
         if not self._conn.poll(timeout_s):
             self._restart()
             return Measurement(

@@ -169,3 +169,93 @@ def test_run_skips_shapes_a_family_cannot_compute(runner, tmp_path, fake_gpu):
     )
     assert "skipping chen_special" in _one_line_error(result, 2)
     assert "nothing to tune" in result.output
+
+
+def test_device_measures_ceilings_once_and_prints_them(runner, tmp_path, fake_gpu):
+    db = str(tmp_path / "r.db")
+    first = runner.invoke(main, ["device", "--storage", db])
+    assert first.exit_code == 0, first.output
+    assert "fma_peak" in first.output and "64,700.0" in first.output
+    assert "copy_bandwidth" in first.output and "sgemm" in first.output
+    again = runner.invoke(main, ["device", "--storage", db])
+    assert again.exit_code == 0
+    assert not fake_gpu[-1].tasks, "stored ceilings must not be measured again"
+    runner.invoke(main, ["device", "--storage", db, "--remeasure"])
+    assert len(fake_gpu[-1].tasks) == 1
+
+
+def test_baseline_measures_each_shape_once(runner, tmp_path, fake_gpu):
+    db = str(tmp_path / "r.db")
+    args = [
+        "baseline",
+        "--shape",
+        "N=16,K=3,C=2,F=4",
+        "--shape",
+        "N=8,K=1,C=1,F=1",
+        "--storage",
+        db,
+    ]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "2 cuDNN baselines measured" in result.output
+    again = runner.invoke(main, args)
+    assert "0 cuDNN baselines measured" in again.output
+    assert again.output.count("stored already") == 2
+    from autotune.store import Store
+
+    frame = Store(db).baselines()
+    assert set(frame["problem_key"]) == {"N=16,K=3,C=2,F=4", "N=8,K=1,C=1,F=1"}
+    assert set(frame["algorithm"]) == {"synthetic_algo"}
+
+
+def test_baseline_needs_shapes(runner, tmp_path):
+    result = runner.invoke(main, ["baseline", "--storage", str(tmp_path / "r.db")])
+    assert "name the shapes" in _one_line_error(result, 2)
+
+
+def test_run_without_pytorch_says_so_once_and_goes_on(runner, tmp_path, monkeypatch):
+    def factory(index=0):
+        ev = SyntheticEvaluator(lambda d: 1.0)
+        ev.cudnn_ms = None
+        return ev
+
+    monkeypatch.setattr(autotune.evaluator, "GpuEvaluator", factory)
+    result = runner.invoke(
+        main,
+        [
+            "run",
+            "--family",
+            "direct_naive",
+            "--shape",
+            "N=16,K=3,C=2,F=4",
+            "--shape",
+            "N=8,K=1,C=1,F=1",
+            "--budget",
+            "2",
+            "--storage",
+            str(tmp_path / "r.db"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.count("no cuDNN baseline") == 1
+    assert "4 new evaluations" in result.output
+
+
+def test_run_no_baseline_measures_nothing_extra(runner, tmp_path, fake_gpu):
+    result = runner.invoke(
+        main,
+        [
+            "run",
+            "--family",
+            "direct_naive",
+            "--shape",
+            "N=16,K=3,C=2,F=4",
+            "--budget",
+            "2",
+            "--no-baseline",
+            "--storage",
+            str(tmp_path / "r.db"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert fake_gpu[-1].tasks == [] and len(fake_gpu[-1].jobs) == 2

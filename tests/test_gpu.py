@@ -164,3 +164,34 @@ def test_launch_error_is_recorded_not_raised(evaluator):
     )
     m = evaluator.evaluate(job, timeout_s=60)
     assert m.status is Status.LAUNCH_ERROR and m.error
+
+
+def test_ceilings_are_measured_and_plausible(evaluator):
+    from autotune.baselines import MeasureCeilings
+    from autotune.campaign import KERNELS_DIR
+
+    fma = Compiler(arch=evaluator.device.arch).compile_source(KERNELS_DIR / "ceiling_fma.cu", ())
+    result = evaluator.call(MeasureCeilings(fma.cubin, QUICK), timeout_s=300)
+    assert isinstance(result, list), result
+    values = {c.name: c.value for c in result}
+    # Loose sanity bounds for any recent data-centre GPU: the point is that they are measured.
+    assert 1_000 < values["fma_peak"] < 500_000
+    assert 100 < values["copy_bandwidth"] < 50_000
+    assert 1_000 < values["sgemm"] <= values["fma_peak"] * 1.05
+
+
+def test_cudnn_baseline_is_checked_and_timed(evaluator):
+    pytest.importorskip("torch")
+    from autotune.baselines import CudnnConv
+
+    problem = ConvProblem(N=29, K=5, C=7, F=9, B=2, stride=2)
+    ref_plan = conv2d.reference_plan(problem)
+    ref = Compiler(arch=evaluator.device.arch).compile(ref_plan)
+    task = CudnnConv(
+        problem, conv2d.buffers(problem), ref_plan, ref.cubin, ref.key, 1e-5, QUICK, seed=3
+    )
+    result = evaluator.call(task, timeout_s=300)
+    m = result.measurement
+    assert m.status is Status.OK, m.error
+    assert m.rel_error <= 1e-5 and m.time_ms > 0
+    assert result.version and result.algorithm
