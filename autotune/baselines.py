@@ -99,9 +99,12 @@ class CudnnConv:
 def _launched_kernels(torch, run) -> str:
     """Names of the GPU kernels one call launches: the algorithm cuDNN picked, in practice."""
     try:
+        import warnings
+
         from torch.profiler import ProfilerActivity, profile
 
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with warnings.catch_warnings(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+            warnings.simplefilter("ignore")  # the profiler warns about its own event buffer
             run()
             torch.cuda.synchronize()
         names = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
