@@ -292,7 +292,8 @@ def run(
     tuned = {(s.study.family.name, s.study.problem.key) for s in outcome.studies}
     table = table[[(f, k) in tuned for f, k in zip(table["family"], table["shape"], strict=True)]]
     if len(table):
-        click.echo(format_table(table, "markdown"))
+        summary = ["family", "shape", "config", "time_ms", "gflops", "speedup", "efficiency"]
+        click.echo(format_table(table[[c for c in summary if c in table.columns]], "markdown"))
     if outcome.interrupted:
         sys.exit(130)
 
@@ -486,24 +487,59 @@ def best(fmt, family, device, output, storage) -> None:
 @click.option("--family", default=None, help="Only this family.")
 @click.option("--device", default=None, help="Only this device (name as stored).")
 @click.option(
+    "--kind",
+    type=click.Choice(["gflops", "roofline", "speedup"]),
+    default="gflops",
+    show_default=True,
+    help="gflops: best GFlop/s per shape beside cuDNN and the FMA peak; roofline: arithmetic "
+    "intensity against GFlop/s under the measured ceilings; speedup: over cuDNN per shape.",
+)
+@click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    default=Path("results/gflops"),
-    show_default=True,
-    help="Path without suffix; a .png and a .svg are written.",
+    default=None,
+    help="Path without suffix; a .png and a .svg are written.  [default: results/KIND]",
 )
 @storage_option
 @friendly_errors
-def plot(family, device, output, storage) -> None:
-    """Plot GFlop/s of the best configuration against problem shape."""
-    from autotune.report import plot_gflops
+def plot(family, device, kind, output, storage) -> None:
+    """Plot the best configurations from the results database (no GPU needed)."""
+    from autotune import report
     from autotune.store import Store
 
     if family is not None:
         get_family(family)
+    output = output or Path("results") / kind
     output.parent.mkdir(parents=True, exist_ok=True)
-    for path in plot_gflops(Store(storage, create=False), output, device=device, family=family):
+    store = Store(storage, create=False)
+    if kind == "roofline":
+        paths = report.plot_roofline(store, output, device=device)
+    else:
+        draw = report.plot_gflops if kind == "gflops" else report.plot_speedup
+        paths = draw(store, output, device=device, family=family)
+    for path in paths:
         click.echo(f"autotune: wrote {path}", err=True)
+
+
+@main.command()
+@click.option("--device", default=None, help="Device (name as stored). Default: the only one.")
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="REPORT.md goes here, its images in report/ below it.",
+)
+@storage_option
+@friendly_errors
+def report(device, output_dir, storage) -> None:
+    """Write REPORT.md: ceilings, best configurations beside cuDNN, Chen's Table 1 and maxDNN's
+    Table 1 forms, plots, and each seed paper's experiment beside our figures."""
+    from autotune.report_md import write_report
+    from autotune.store import Store
+
+    path = write_report(Store(storage, create=False), output_dir, device)
+    click.echo(f"autotune: wrote {path}", err=True)
 
 
 # ---------------------------------------------------------------------------------------------

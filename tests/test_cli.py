@@ -259,3 +259,38 @@ def test_run_no_baseline_measures_nothing_extra(runner, tmp_path, fake_gpu):
     )
     assert result.exit_code == 0, result.output
     assert fake_gpu[-1].tasks == [] and len(fake_gpu[-1].jobs) == 2
+
+
+def test_report_and_every_plot_kind_from_a_tuned_database(runner, tmp_path, fake_gpu):
+    db = str(tmp_path / "r.db")
+    tuned = runner.invoke(
+        main,
+        [
+            "run",
+            "--family",
+            "direct_naive",
+            "--shape",
+            "N=16,K=3,C=2,F=4",
+            "--budget",
+            "3",
+            "--storage",
+            db,
+        ],
+    )
+    assert tuned.exit_code == 0, tuned.output
+    assert "speedup" in tuned.output  # the run's summary sets ours beside cuDNN
+    for kind in ("gflops", "roofline", "speedup"):
+        result = runner.invoke(
+            main, ["plot", "--kind", kind, "--storage", db, "--output", str(tmp_path / kind)]
+        )
+        assert result.exit_code == 0, result.output
+        assert (tmp_path / f"{kind}.png").stat().st_size > 1000
+    report = runner.invoke(main, ["report", "--storage", db, "--output-dir", str(tmp_path)])
+    assert report.exit_code == 0, report.output
+    text = (tmp_path / "REPORT.md").read_text()
+    assert "Synthetic GPU" in text and "does not exist yet" in text
+    csv = runner.invoke(main, ["best", "--format", "csv", "--storage", db]).output
+    header = csv.splitlines()[0].split(",")
+    assert {"baseline_gflops", "speedup", "efficiency"} <= set(header)
+    row = csv.splitlines()[1]
+    assert "synthetic_algo" in row
