@@ -16,7 +16,12 @@ from autotune.compiler import Compiler, CompilerUnavailable
 from autotune.device import TimingPolicy
 from autotune.families import FAMILIES, UnknownFamily, UnsupportedProblem, get_family
 from autotune.problem import ProblemError, parse_shape
-from autotune.shapes import collect_shapes, describe_shape_sets, named_shapes
+from autotune.shapes import (
+    collect_shapes,
+    describe_shape_sets,
+    named_shapes,
+    shape_set_names,
+)
 from autotune.space import ARCH_LIMITS, SpaceError
 from autotune.strategies import DEFAULT_STRATEGY, STRATEGIES, StrategyUnavailable, UnknownStrategy
 
@@ -60,6 +65,36 @@ storage_option = click.option(
     show_default=True,
     help="Results database: a SQLite file path or any SQLAlchemy URL.",
 )
+
+
+def shape_options(default: str = ""):
+    """--shapes, --shape and --shape-file, as every command that takes problem shapes has them."""
+    sets = ", ".join(shape_set_names())
+
+    def decorate(fn):
+        fn = click.option(
+            "--shape-file",
+            "shape_files",
+            multiple=True,
+            type=click.Path(),
+            help="CSV (columns N,K,C,F[,B,stride]) or TOML file of shapes (repeatable).",
+        )(fn)
+        fn = click.option(
+            "--shape",
+            "shapes",
+            multiple=True,
+            metavar="N=..,K=..,C=..,F=..[,B=..,stride=..]",
+            help="One problem shape (repeatable).",
+        )(fn)
+        return click.option(
+            "--shapes",
+            "shape_sets",
+            multiple=True,
+            metavar="SET",
+            help=f"Named shape set (repeatable): {sets}. {default}".strip(),
+        )(fn)
+
+    return decorate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -125,28 +160,7 @@ class ProgressPrinter:
     metavar="NAME",
     help="Kernel family to tune (repeatable). Default: every registered family.",
 )
-@click.option(
-    "--shapes",
-    "shape_sets",
-    multiple=True,
-    metavar="SET",
-    help="Named shape set (repeatable): special, general, alexnet, overfeat, smoke. "
-    "Default: each family's own set.",
-)
-@click.option(
-    "--shape",
-    "shapes",
-    multiple=True,
-    metavar="N=..,K=..,C=..,F=..[,B=..,stride=..]",
-    help="One problem shape (repeatable).",
-)
-@click.option(
-    "--shape-file",
-    "shape_files",
-    multiple=True,
-    type=click.Path(),
-    help="CSV (columns N,K,C,F[,B,stride]) or TOML file of shapes (repeatable).",
-)
+@shape_options("Default: each family's own set.")
 @click.option(
     "--strategy",
     default=DEFAULT_STRATEGY,
@@ -376,23 +390,7 @@ def device(gpu, remeasure, storage) -> None:
 
 
 @main.command()
-@click.option(
-    "--shapes", "shape_sets", multiple=True, metavar="SET", help="Named shape set (repeatable)."
-)
-@click.option(
-    "--shape",
-    "shapes",
-    multiple=True,
-    metavar="N=..,K=..,C=..,F=..",
-    help="One problem shape (repeatable).",
-)
-@click.option(
-    "--shape-file",
-    "shape_files",
-    multiple=True,
-    type=click.Path(),
-    help="CSV or TOML file of shapes (repeatable).",
-)
+@shape_options()
 @click.option("--remeasure", is_flag=True, help="Measure again shapes that are stored.")
 @click.option(
     "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
