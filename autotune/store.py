@@ -46,6 +46,13 @@ class StoredEvaluation:
 # Schema
 
 METADATA = sa.MetaData()
+SHAPE_COLUMNS = ("B", "N", "K", "C", "F", "stride")
+
+
+def _shape_columns() -> list[sa.Column]:
+    """The problem fields, one integer column each: evaluations and baselines key on them."""
+    return [sa.Column(name, sa.Integer, nullable=False) for name in SHAPE_COLUMNS]
+
 
 meta_table = sa.Table(
     "meta",
@@ -92,12 +99,7 @@ evaluations_table = sa.Table(
     sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
     sa.Column("family", sa.String(100), nullable=False),
     sa.Column("problem_key", sa.String(200), nullable=False),
-    sa.Column("B", sa.Integer, nullable=False),
-    sa.Column("N", sa.Integer, nullable=False),
-    sa.Column("K", sa.Integer, nullable=False),
-    sa.Column("C", sa.Integer, nullable=False),
-    sa.Column("F", sa.Integer, nullable=False),
-    sa.Column("stride", sa.Integer, nullable=False),
+    *_shape_columns(),
     sa.Column("config", sa.Text, nullable=False),  # Config.to_json(): canonical, so comparable
     sa.Column("status", sa.String(32), nullable=False),
     sa.Column("error", sa.Text, nullable=False),
@@ -134,12 +136,7 @@ baselines_table = sa.Table(
     sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
     sa.Column("library", sa.String(64), nullable=False),  # cudnn, cublas
     sa.Column("problem_key", sa.String(200), nullable=False),
-    sa.Column("B", sa.Integer, nullable=False),
-    sa.Column("N", sa.Integer, nullable=False),
-    sa.Column("K", sa.Integer, nullable=False),
-    sa.Column("C", sa.Integer, nullable=False),
-    sa.Column("F", sa.Integer, nullable=False),
-    sa.Column("stride", sa.Integer, nullable=False),
+    *_shape_columns(),
     sa.Column("algorithm", sa.Text, nullable=False),  # what the library chose
     sa.Column("version", sa.String(64), nullable=False),
     sa.Column("status", sa.String(32), nullable=False),
@@ -151,7 +148,6 @@ baselines_table = sa.Table(
     sa.UniqueConstraint("device_id", "library", "problem_key", name="uq_baselines"),
 )
 
-SHAPE_COLUMNS = ("B", "N", "K", "C", "F", "stride")
 FAILURE_STATUSES = tuple(s for s in Status if not s.ok)
 
 

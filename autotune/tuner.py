@@ -18,7 +18,7 @@ from autotune.families import Family, UnsupportedProblem
 from autotune.families.plan import KernelPlan
 from autotune.problem import ConvProblem
 from autotune.records import Measurement, Status
-from autotune.space import BoundSpace, Config, DeviceLimits, SpaceError
+from autotune.space import BoundSpace, Config, DeviceLimits
 from autotune.store import Store
 from autotune.strategies import make_strategy
 
@@ -363,7 +363,6 @@ __all__ = [
     "CampaignOutcome",
     "Progress",
     "Skipped",
-    "SpaceError",
     "Study",
     "StudyOutcome",
     "Tuner",
