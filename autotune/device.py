@@ -195,21 +195,25 @@ class GpuSession:
                 pass
 
     def _evaluate(self, job: Job) -> Measurement:
-        module, functions = _load_module(job.cubin, job.plan.entries, self._tmp.name, keep=False)
-        for launch in job.plan.launches:
+        plan = job.plan
+        module, functions = _load_module(job.cubin, plan.entries, self._tmp.name, keep=False)
+        for launch in plan.all_launches:
             if launch.smem_bytes > 48 * 1024:
                 functions[launch.kernel].max_dynamic_shared_size_bytes = launch.smem_bytes
 
         arrays = self.fresh_inputs(job.buffers, job.seed)
-        for name, shape in job.buffers.outputs:
-            arrays[name] = cp.full(shape, np.nan, dtype=cp.float32)  # poisoned: unwritten shows
-        for symbol, buffer in job.plan.constants:
+        # Outputs and scratch poisoned: whatever the plan leaves unwritten shows as NaN.
+        for name, shape in (*job.buffers.outputs, *plan.scratch):
+            arrays[name] = cp.full(shape, np.nan, dtype=cp.float32)
+        for symbol, buffer in plan.constants:
             target = module.get_global(symbol)
             source = arrays[buffer]
             target.copy_from_device(source.data, source.nbytes)
 
-        run = self.runner(job.plan.launches, functions, arrays)
+        self.runner(plan.setup, functions, arrays)()  # untimed layout conversion, declared
+        run = self.runner(plan.launches, functions, arrays)
         run()
+        self.runner(plan.finish, functions, arrays)()
         self.sync()
 
         rel_error = self.check_outputs(job, arrays)

@@ -308,10 +308,10 @@ class Tuner:
             "compile_s": 0.0 if compiled.cached else compiled.compile_s,
             "registers": compiled.max_registers,
             "smem_bytes": compiled.max_smem_bytes
-            + max(launch.smem_bytes for launch in plan.launches),
+            + max(launch.smem_bytes for launch in plan.all_launches),
             "spills": compiled.spills,
         }
-        why = resource_problem(compiled, plan.launches, self.evaluator.limits)
+        why = resource_problem(compiled, plan.all_launches, self.evaluator.limits)
         if why:
             return plan, None, Measurement(Status.RESOURCES, error=why, **extra)
         return plan, compiled, Measurement(Status.OK, **extra)

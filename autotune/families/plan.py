@@ -23,22 +23,48 @@ class Launch:
         return self.block[0] * self.block[1] * self.block[2]
 
 
+Shape = tuple[int, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class KernelPlan:
     """One compile unit and the launches that make up one timed run of it.
 
-    `constants` copy a buffer into a __constant__ symbol before timing (filters that are
-    static weights). Buffers named in args are the problem's inputs and outputs.
+    `launches` are the timed run. Outside the timed region: `constants` copy a buffer into a
+    __constant__ symbol (filters that are static weights), `setup` runs once before the first
+    run (layout conversion of the inputs into scratch buffers, declared by the family) and
+    `finish` once after the checked run, before the check (conversion of a scratch output back
+    into the problem's output layout). `scratch` buffers are FP32 arrays of the plan's own,
+    poisoned with NaN; their bytes are the extra memory the algorithm needs.
     """
 
     source: Path
     defines: tuple[tuple[str, Value], ...]
     launches: tuple[Launch, ...]
     constants: tuple[tuple[str, str], ...] = ()
+    scratch: tuple[tuple[str, Shape], ...] = ()
+    setup: tuple[Launch, ...] = ()
+    finish: tuple[Launch, ...] = ()
 
     @property
     def entries(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(launch.kernel for launch in self.launches))
+        every = (*self.setup, *self.launches, *self.finish)
+        return tuple(dict.fromkeys(launch.kernel for launch in every))
+
+    @property
+    def all_launches(self) -> tuple[Launch, ...]:
+        return (*self.setup, *self.launches, *self.finish)
+
+    @property
+    def scratch_bytes(self) -> int:
+        return sum(4 * _elements(shape) for _, shape in self.scratch)
+
+
+def _elements(shape: Shape) -> int:
+    count = 1
+    for extent in shape:
+        count *= extent
+    return count
 
 
 @dataclass(frozen=True, slots=True)
