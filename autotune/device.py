@@ -205,12 +205,14 @@ class GpuSession:
         # Outputs and scratch poisoned: whatever the plan leaves unwritten shows as NaN.
         for name, shape in (*job.buffers.outputs, *plan.scratch):
             arrays[name] = cp.full(shape, np.nan, dtype=cp.float32)
+        # Untimed, declared: layout conversion, tables; then constants, which may copy a table
+        # that setup computed into a scratch buffer (same stream, so in order).
+        self.runner(plan.setup, functions, arrays)()
         for symbol, buffer in plan.constants:
             target = module.get_global(symbol)
             source = arrays[buffer]
             target.copy_from_device(source.data, source.nbytes)
 
-        self.runner(plan.setup, functions, arrays)()  # untimed layout conversion, declared
         run = self.runner(plan.launches, functions, arrays)
         run()
         self.runner(plan.finish, functions, arrays)()

@@ -30,11 +30,11 @@ Shape = tuple[int, ...]
 class KernelPlan:
     """One compile unit and the launches that make up one timed run of it.
 
-    `launches` are the timed run. Outside the timed region: `constants` copy a buffer into a
-    __constant__ symbol (filters that are static weights), `setup` runs once before the first
-    run (layout conversion of the inputs into scratch buffers, declared by the family) and
-    `finish` once after the checked run, before the check (conversion of a scratch output back
-    into the problem's output layout). `scratch` buffers are FP32 arrays of the plan's own,
+    `launches` are the timed run. Outside the timed region: `setup` runs once before the first
+    run (layout conversion of the inputs into scratch buffers, declared by the family), then
+    `constants` copy a buffer (an input, or a scratch table that setup filled) into a
+    __constant__ symbol, and `finish` runs once after the checked run, before the check
+    (conversion of a scratch output back into the problem's output layout). `scratch` buffers are FP32 arrays of the plan's own,
     poisoned with NaN; their bytes are the extra memory the algorithm needs.
     """
 
