@@ -1,5 +1,5 @@
-"""Library baselines (cuDNN through PyTorch) and device ceilings, timed in the GPU worker by
-the same protocol as the tuned kernels."""
+"""Library baselines (cuDNN through PyTorch, cuBLAS through CuPy) and device ceilings, timed in
+the GPU worker by the same protocol as the tuned kernels."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from autotune.device import GpuSession, TimingPolicy
 from autotune.families.plan import Buffers, KernelPlan
-from autotune.problem import ConvProblem
+from autotune.problem import ConvProblem, GemmProblem
 from autotune.records import Measurement, Status
 
 FMA_CHAINS, FMA_UNROLL = 8, 64  # as in kernels/ceiling_fma.cu
@@ -111,6 +111,61 @@ def _launched_kernels(torch, run) -> str:
         return "; ".join(names)[:1000]
     except Exception as err:  # the profiler is a nicety; the timing does not depend on it
         return f"(unknown: {type(err).__name__})"
+
+
+@dataclass(frozen=True, slots=True)
+class CublasGemm:
+    """cuBLAS SGEMM of one problem through cupy.matmul, as the SGEMM ceiling measures it: FP32
+    storage and compute, TF32 off (CuPy's default; CUPY_TF32=1 would turn it on, and the 1e-5
+    check would then fail). Checked against the float64 reference, then timed."""
+
+    problem: GemmProblem
+    buffers: Buffers
+    reference_plan: KernelPlan
+    reference_cubin: bytes
+    reference_key: str
+    tolerance: float
+    timing: TimingPolicy
+    seed: int
+
+    def run(self, session: GpuSession) -> BaselineResult:
+        import os
+
+        import cupy as cp
+
+        try:
+            handle = cp.cuda.device.get_cublas_handle()
+            version = str(cp.cuda.cublas.getVersion(handle))
+        except Exception as err:  # no cuBLAS library in this CuPy installation
+            return BaselineResult(
+                Measurement(Status.LAUNCH_ERROR, error=f"cuBLAS unavailable: {err}"),
+                available=False,
+            )
+        tf32 = os.environ.get("CUPY_TF32", "0")
+        algorithm = f"cupy.matmul -> cuBLAS GEMM, FP32 compute (CUPY_TF32={tf32})"
+
+        def measure() -> Measurement:
+            arrays = session.fresh_inputs(self.buffers, self.seed)
+            a, b = arrays["a"], arrays["b"]
+            c = cp.full(self.problem.c_shape, cp.nan, dtype=cp.float32)
+
+            def run() -> None:
+                cp.matmul(a, b, out=c)
+
+            run()
+            session.sync()
+            arrays["c"] = c
+            rel_error = session.check_outputs(self, arrays)
+            if not rel_error <= self.tolerance:
+                return Measurement(
+                    Status.WRONG_RESULT,
+                    rel_error=rel_error,
+                    error=f"relative L2 error {rel_error:.3e} > tolerance {self.tolerance:.0e}",
+                )
+            samples = session.time_runs(run, self.timing)
+            return Measurement.from_samples(samples, rel_error=rel_error)
+
+        return BaselineResult(session.guarded(measure), algorithm, version)
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,18 +7,28 @@ import zlib
 from collections.abc import Callable, Iterable
 
 from autotune import KERNELS_DIR
-from autotune.baselines import BaselineResult, Ceiling, CudnnConv, MeasureCeilings
+from autotune.baselines import BaselineResult, Ceiling, CublasGemm, CudnnConv, MeasureCeilings
 from autotune.compiler import Compiler
 from autotune.device import TimingPolicy
 from autotune.evaluator import Evaluator
-from autotune.families import conv2d
-from autotune.problem import ConvProblem
+from autotune.families import conv2d, gemm
+from autotune.problem import Problem
 from autotune.records import Measurement
 from autotune.store import Store
 
 CEILING_NAMES = ("fma_peak", "copy_bandwidth", "sgemm")
 TASK_TIMEOUT_S = 300.0  # cuDNN's algorithm search at a large shape takes a while
 CUDNN = "cudnn"
+CUBLAS = "cublas"
+# The library each problem kind is compared with; a kind not named here has no baseline.
+BASELINE_LIBRARIES = {"conv2d": CUDNN, "gemm": CUBLAS}
+LIBRARY_NAMES = {CUDNN: "cuDNN", CUBLAS: "cuBLAS"}
+BASELINE_TOLERANCE = 1e-5
+
+
+def baseline_library(problem: Problem) -> str | None:
+    """The library measured as the baseline of a problem's kind, or None (conv3d has none)."""
+    return BASELINE_LIBRARIES.get(problem.kind)
 
 
 def ensure_ceilings(
@@ -47,31 +57,25 @@ def measure_baselines(
     compiler: Compiler,
     store: Store,
     device_id: int,
-    problems: Iterable[ConvProblem],
+    problems: Iterable[Problem],
     timing: TimingPolicy,
     remeasure: bool = False,
-    on_result: Callable[[ConvProblem, BaselineResult | None], None] | None = None,
-) -> list[tuple[ConvProblem, BaselineResult]]:
-    """cuDNN on every problem not measured yet on this device. Stops early (and says so through
-    the result's error) when the library is missing, rather than failing every shape."""
+    on_result: Callable[[Problem, BaselineResult | None], None] | None = None,
+) -> list[tuple[Problem, BaselineResult]]:
+    """Its kind's library (cuDNN for conv2d, cuBLAS for gemm) on every problem not measured yet
+    on this device; kinds without a library are passed over. Once a library turns out missing,
+    its remaining shapes are not tried (its first result's error says why)."""
     done = []
+    missing: set[str] = set()
     for problem in dict.fromkeys(problems):
-        if not remeasure and store.has_baseline(device_id, CUDNN, problem):
+        library = baseline_library(problem)
+        if library is None or library in missing:
+            continue
+        if not remeasure and store.has_baseline(device_id, library, problem):
             if on_result:
                 on_result(problem, None)
             continue
-        ref_plan = conv2d.reference_plan(problem)
-        ref = compiler.compile(ref_plan)
-        task = CudnnConv(
-            problem,
-            conv2d.buffers(problem),
-            ref_plan,
-            ref.cubin,
-            ref.key,
-            1e-5,
-            timing,
-            seed=zlib.crc32(f"cudnn|{problem.key}".encode()),
-        )
+        task = _baseline_task(compiler, problem, timing)
         result = evaluator.call(task, TASK_TIMEOUT_S)
         if isinstance(result, Measurement):  # the worker hung or died
             result = BaselineResult(result)
@@ -79,10 +83,11 @@ def measure_baselines(
         if on_result:
             on_result(problem, result)
         if not result.available:
-            break
+            missing.add(library)
+            continue
         store.record_baseline(
             device_id,
-            CUDNN,
+            library,
             problem,
             result.algorithm,
             result.version,
@@ -92,6 +97,24 @@ def measure_baselines(
     return done
 
 
-def library_missing(results: list[tuple[ConvProblem, BaselineResult]]) -> str | None:
+def _baseline_task(compiler: Compiler, problem: Problem, timing: TimingPolicy):
+    """The worker task measuring a problem's library, with its float64 reference compiled."""
+    shared = conv2d if problem.kind == "conv2d" else gemm
+    ref_plan = shared.reference_plan(problem)  # type: ignore[arg-type]
+    ref = compiler.compile(ref_plan)
+    task = CudnnConv if problem.kind == "conv2d" else CublasGemm
+    return task(
+        problem,  # type: ignore[arg-type]
+        shared.buffers(problem),  # type: ignore[arg-type]
+        ref_plan,
+        ref.cubin,
+        ref.key,
+        BASELINE_TOLERANCE,
+        timing,
+        seed=zlib.crc32(f"{baseline_library(problem)}|{problem.key}".encode()),
+    )
+
+
+def library_missing(results: list[tuple[Problem, BaselineResult]]) -> str | None:
     """Why no baseline could be measured at all, or None."""
     return next((r.measurement.error for _, r in results if not r.available), None)

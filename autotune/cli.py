@@ -15,11 +15,12 @@ from autotune import __version__
 from autotune.compiler import Compiler, CompilerUnavailable
 from autotune.device import TimingPolicy
 from autotune.families import FAMILIES, UnknownFamily, UnsupportedProblem, get_family
-from autotune.problem import ProblemError, parse_shape
+from autotune.problem import KINDS, ProblemError, parse_shape
 from autotune.shapes import (
     collect_shapes,
     describe_shape_sets,
     named_shapes,
+    shape_set_kinds,
     shape_set_names,
 )
 from autotune.space import ARCH_LIMITS, SpaceError
@@ -28,6 +29,10 @@ from autotune.strategies import DEFAULT_STRATEGY, STRATEGIES, StrategyUnavailabl
 DEFAULT_STORAGE = "results/autotune.db"
 DEFAULT_BUDGET = 12
 DEFAULT_CACHE = Path.home() / ".cache" / "autotune" / "cubins"
+SHAPE_METAVAR = (
+    "N=..,K=..,C=..,F=..[,B=..,stride=..] | M=..,N=..,K=.. | D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=.."
+)
+LIBRARY_NAMES = {"cudnn": "cuDNN", "cublas": "cuBLAS"}
 
 # Errors that describe bad input: one line, exit 2. Everything here is expected, never a traceback.
 USAGE_ERRORS = (ProblemError, SpaceError, UnknownFamily, UnknownStrategy, UnsupportedProblem)
@@ -77,14 +82,16 @@ def shape_options(default: str = ""):
             "shape_files",
             multiple=True,
             type=click.Path(),
-            help="CSV (columns N,K,C,F[,B,stride]) or TOML file of shapes (repeatable).",
+            help="CSV (columns N,K,C,F[,B,stride] for conv2d, M,N,K for gemm, D,R,Cc,Kd,Kr,Kc "
+            "for conv3d) or TOML file of shapes (repeatable).",
         )(fn)
         fn = click.option(
             "--shape",
             "shapes",
             multiple=True,
-            metavar="N=..,K=..,C=..,F=..[,B=..,stride=..]",
-            help="One problem shape (repeatable).",
+            metavar=SHAPE_METAVAR,
+            help="One problem shape (repeatable); its field names give its kind: M= a GEMM, "
+            "D= a 3D convolution, otherwise a 2D convolution.",
         )(fn)
         return click.option(
             "--shapes",
@@ -199,8 +206,8 @@ class ProgressPrinter:
 @click.option(
     "--no-baseline",
     is_flag=True,
-    help="Do not measure the device ceilings and cuDNN on the tuned shapes (they are measured "
-    "once per device and shape, then reused).",
+    help="Do not measure the device ceilings and the libraries (cuDNN for convolutions, cuBLAS "
+    "for GEMMs) on the tuned shapes (they are measured once per device and shape, then reused).",
 )
 @click.option(
     "--jobs",
@@ -312,9 +319,17 @@ def run(
         sys.exit(130)
 
 
+def _library_name(problem) -> str:
+    from autotune.campaign import baseline_library
+
+    library = baseline_library(problem) or ""
+    return LIBRARY_NAMES.get(library, library)
+
+
 def _ceilings_and_baselines(evaluator, compiler, store, device_id, problems) -> None:
-    """Measure what this device lacks: its ceilings once, cuDNN once per shape."""
-    from autotune.campaign import ensure_ceilings, library_missing, measure_baselines
+    """Measure what this device lacks: its ceilings once, each shape's library once (cuDNN for a
+    convolution, cuBLAS for a GEMM)."""
+    from autotune.campaign import ensure_ceilings, measure_baselines
 
     ceilings = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy())
     if ceilings is not None and not isinstance(ceilings, list):
@@ -330,14 +345,18 @@ def _ceilings_and_baselines(evaluator, compiler, store, device_id, problems) -> 
             text = f"{m.gflops(problem.flops):,.1f} GFlop/s"
         else:
             text = f"{m.status.value}: {m.error.splitlines()[0] if m.error else ''}"
-        click.echo(f"autotune: cuDNN {problem.key}: {text}", err=True)
+        click.echo(f"autotune: {_library_name(problem)} {problem.key}: {text}", err=True)
 
     results = measure_baselines(
         evaluator, compiler, store, device_id, problems, TimingPolicy(), on_result=report
     )
-    missing = library_missing(results)
-    if missing:
-        click.echo(f"autotune: no cuDNN baseline ({missing}); going on without", err=True)
+    for problem, result in results:
+        if not result.available:
+            text = result.measurement.error
+            click.echo(
+                f"autotune: no {_library_name(problem)} baseline ({text}); going on without",
+                err=True,
+            )
 
 
 def _ceiling_text(ceilings) -> str:
@@ -398,15 +417,20 @@ def device(gpu, remeasure, storage) -> None:
 @storage_option
 @friendly_errors
 def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
-    """Measure cuDNN (through PyTorch, TF32 off, algorithm from cuDNN's own search) on shapes,
-    under the same timing protocol as the tuned kernels, and the device ceilings if missing."""
-    from autotune.campaign import ensure_ceilings, library_missing, measure_baselines
+    """Measure the libraries on shapes: cuDNN for convolutions (through PyTorch, TF32 off,
+    algorithm from cuDNN's own search), cuBLAS SGEMM for GEMMs (through CuPy, TF32 off), under
+    the same timing protocol and check as the tuned kernels, and the device ceilings if missing.
+    3D convolutions have no library baseline."""
+    from autotune.campaign import ensure_ceilings, measure_baselines
 
     problems = collect_shapes(shape_sets, shapes, shape_files)
     if not problems:
         raise click.UsageError("name the shapes: --shapes SET, --shape ... or --shape-file F")
     store, evaluator, compiler, device_id = _start_gpu(gpu, storage)
-    measured = 0
+    measured: dict[str, int] = {}
+    for problem in problems:
+        if _library_name(problem):
+            measured.setdefault(_library_name(problem), 0)
     try:
         ceilings = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy())
         if isinstance(ceilings, list):
@@ -417,14 +441,15 @@ def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
             if result is None:
                 click.echo(f"{problem.key}: stored already", err=True)
             elif result.available:
-                measured += 1
+                measured[_library_name(problem)] += 1
                 m = result.measurement
                 text = (
                     f"{m.time_ms:.4g} ms, {m.gflops(problem.flops):,.1f} GFlop/s"
                     if m.status.ok
                     else f"{m.status.value}: {m.error[:200]}"
                 )
-                click.echo(f"{problem.key}: {text}  [{result.algorithm[:80]}]", err=True)
+                library = _library_name(problem)
+                click.echo(f"{library} {problem.key}: {text}  [{result.algorithm[:80]}]", err=True)
 
         results = measure_baselines(
             evaluator,
@@ -438,10 +463,14 @@ def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
         )
     finally:
         evaluator.close()
-    missing = library_missing(results)
+    missing = next(((p, r) for p, r in results if not r.available), None)
     if missing:
-        _fail(f"no cuDNN baseline: {missing}", 1)
-    click.echo(f"autotune: {measured} cuDNN baselines measured", err=True)
+        _fail(f"no {_library_name(missing[0])} baseline: {missing[1].measurement.error}", 1)
+    without = sorted({p.kind for p in problems if not _library_name(p)})
+    if without:
+        click.echo(f"autotune: {', '.join(without)} shapes have no library baseline", err=True)
+    counts = " and ".join(f"{n} {library}" for library, n in measured.items()) or "0"
+    click.echo(f"autotune: {counts} baselines measured", err=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -455,6 +484,13 @@ def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
 @click.option("--family", default=None, help="Only this family.")
 @click.option("--device", default=None, help="Only this device (name as stored).")
 @click.option(
+    "--problem-kind",
+    "problem_kind",
+    type=click.Choice(KINDS),
+    default=None,
+    help="Only shapes of this kind (the table's shape columns follow the kinds it holds).",
+)
+@click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -462,14 +498,17 @@ def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
 )
 @storage_option
 @friendly_errors
-def best(fmt, family, device, output, storage) -> None:
-    """Best verified configuration per (device, family, shape)."""
+def best(fmt, family, device, problem_kind, output, storage) -> None:
+    """Best verified configuration per (device, family, shape), beside its library (cuDNN for
+    conv2d, cuBLAS for gemm) and the device ceilings."""
     from autotune.report import best_table, format_table
     from autotune.store import Store
 
     if family is not None:
         get_family(family)
-    table = best_table(Store(storage, create=False), device=device, family=family)
+    table = best_table(
+        Store(storage, create=False), device=device, family=family, kind=problem_kind
+    )
     if not len(table):
         _fail(f"no successful evaluations stored in {storage}", 1)
     text = format_table(table, fmt)
@@ -489,8 +528,9 @@ def best(fmt, family, device, output, storage) -> None:
     type=click.Choice(["gflops", "roofline", "speedup"]),
     default="gflops",
     show_default=True,
-    help="gflops: best GFlop/s per shape beside cuDNN and the FMA peak; roofline: arithmetic "
-    "intensity against GFlop/s under the measured ceilings; speedup: over cuDNN per shape.",
+    help="gflops: best GFlop/s per shape beside the library (cuDNN, cuBLAS) and the FMA peak; "
+    "roofline: arithmetic intensity against GFlop/s under the measured ceilings; speedup: over "
+    "the library per shape.",
 )
 @click.option(
     "--output",
@@ -498,9 +538,16 @@ def best(fmt, family, device, output, storage) -> None:
     default=None,
     help="Path without suffix; a .png and a .svg are written.  [default: results/KIND]",
 )
+@click.option(
+    "--problem-kind",
+    "problem_kind",
+    type=click.Choice(KINDS),
+    default=None,
+    help="Only shapes of this kind (conv2d, gemm, conv3d).",
+)
 @storage_option
 @friendly_errors
-def plot(family, device, kind, output, storage) -> None:
+def plot(family, device, kind, output, problem_kind, storage) -> None:
     """Plot the best configurations from the results database (no GPU needed)."""
     from autotune import report
     from autotune.store import Store
@@ -511,10 +558,10 @@ def plot(family, device, kind, output, storage) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     store = Store(storage, create=False)
     if kind == "roofline":
-        paths = report.plot_roofline(store, output, device=device)
+        paths = report.plot_roofline(store, output, device=device, kind=problem_kind)
     else:
         draw = report.plot_gflops if kind == "gflops" else report.plot_speedup
-        paths = draw(store, output, device=device, family=family)
+        paths = draw(store, output, device=device, family=family, kind=problem_kind)
     for path in paths:
         click.echo(f"autotune: wrote {path}", err=True)
 
@@ -562,11 +609,18 @@ def families() -> None:
 def shapes(name) -> None:
     """List the named shape sets, or the shapes of one set."""
     if name is None:
+        kinds = shape_set_kinds()
         for set_name, description in describe_shape_sets().items():
-            click.echo(f"{set_name}: {len(named_shapes(set_name))} shapes; {description}")
+            click.echo(
+                f"{set_name}: {len(named_shapes(set_name))} shapes ({kinds[set_name]}); "
+                f"{description}"
+            )
         return
     for problem in named_shapes(name):
-        click.echo(f"{problem.key}  ({problem.flops / 1e9:,.2f} GFLOP)")
+        click.echo(
+            f"{problem.key}  ({problem.flops / 1e9:,.2f} GFLOP, "
+            f"{problem.min_bytes / 1e6:,.1f} MB minimum)"
+        )
 
 
 @main.command()
@@ -575,7 +629,7 @@ def shapes(name) -> None:
     "--shape",
     "shape_text",
     required=True,
-    metavar="N=..,K=..,C=..,F=..",
+    metavar=SHAPE_METAVAR,
     help="The problem the space is bound to.",
 )
 @click.option(

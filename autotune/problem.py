@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from typing import Union
 
 FLOAT32_BYTES = 4
 
 
 class ProblemError(ValueError):
-    """A problem description that cannot be a valid convolution."""
+    """A problem description that cannot be a valid problem of its kind."""
+
+
+def _check_sizes(problem: object) -> None:
+    """Every field is a positive integer (bool is refused: True is not a size)."""
+    for f in fields(problem):  # type: ignore[arg-type]
+        value = getattr(problem, f.name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ProblemError(f"{f.name} must be an integer, got {value!r}")
+        if value < 1:
+            raise ProblemError(f"{f.name} must be at least 1, got {value}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +40,7 @@ class ConvProblem:
     kind = "conv2d"
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ProblemError(f"{f.name} must be an integer, got {value!r}")
-            if value < 1:
-                raise ProblemError(f"{f.name} must be at least 1, got {value}")
+        _check_sizes(self)
 
     @property
     def input_size(self) -> int:
@@ -87,11 +93,175 @@ class ConvProblem:
         return self.key
 
 
-PROBLEM_FIELDS = ("N", "K", "C", "F", "B", "stride")
+@dataclass(frozen=True, slots=True)
+class GemmProblem:
+    """C[M, N] = A[M, K] @ B[K, N], FP32, row-major (a fully connected layer: M is the batch)."""
+
+    M: int
+    N: int
+    K: int
+
+    kind = "gemm"
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)
+
+    @property
+    def flops(self) -> int:
+        """One multiply-add per (m, n, k) is 2 FLOPs."""
+        return 2 * self.M * self.N * self.K
+
+    @property
+    def min_bytes(self) -> int:
+        """A and B read once, C written once (FP32)."""
+        return FLOAT32_BYTES * (self.M * self.K + self.K * self.N + self.M * self.N)
+
+    @property
+    def a_shape(self) -> tuple[int, int]:
+        return (self.M, self.K)
+
+    @property
+    def b_shape(self) -> tuple[int, int]:
+        return (self.K, self.N)
+
+    @property
+    def c_shape(self) -> tuple[int, int]:
+        return (self.M, self.N)
+
+    def fields(self) -> dict[str, int]:
+        """Names a search-space constraint may use."""
+        return asdict(self)
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @property
+    def key(self) -> str:
+        return f"M={self.M},N={self.N},K={self.K}"
+
+    def __str__(self) -> str:
+        return self.key
 
 
-def parse_shape(text: str) -> ConvProblem:
-    """Parse 'N=128,K=3,C=64,F=64[,B=..,stride=..]' into a ConvProblem."""
+@dataclass(frozen=True, slots=True)
+class Conv3dProblem:
+    """Valid single-channel 3D cross-correlation: a D x R x Cc input and a Kd x Kr x Kc filter
+    give a (D-Kd+1) x (R-Kr+1) x (Cc-Kc+1) output."""
+
+    D: int
+    R: int
+    Cc: int
+    Kd: int
+    Kr: int
+    Kc: int
+
+    kind = "conv3d"
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)
+        for side, extent, name in (("D", "Kd", "depth"), ("R", "Kr", "rows"), ("Cc", "Kc", "cols")):
+            if getattr(self, extent) > getattr(self, side):
+                raise ProblemError(
+                    f"filter {extent}={getattr(self, extent)} is larger than the input "
+                    f"{side}={getattr(self, side)} ({name}); a valid convolution has no output"
+                )
+
+    @property
+    def OD(self) -> int:  # noqa: N802 - the output sides read like the problem's other fields
+        return self.D - self.Kd + 1
+
+    @property
+    def OR(self) -> int:  # noqa: N802
+        return self.R - self.Kr + 1
+
+    @property
+    def OC(self) -> int:  # noqa: N802
+        return self.Cc - self.Kc + 1
+
+    @property
+    def outputs(self) -> int:
+        return self.OD * self.OR * self.OC
+
+    @property
+    def flops(self) -> int:
+        """One multiply-add per output and filter tap is 2 FLOPs."""
+        return 2 * self.outputs * self.Kd * self.Kr * self.Kc
+
+    @property
+    def min_bytes(self) -> int:
+        """Input and filter read once, output written once (FP32)."""
+        return FLOAT32_BYTES * (
+            self.D * self.R * self.Cc + self.Kd * self.Kr * self.Kc + self.outputs
+        )
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        return (self.D, self.R, self.Cc)
+
+    @property
+    def filter_shape(self) -> tuple[int, int, int]:
+        return (self.Kd, self.Kr, self.Kc)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int]:
+        return (self.OD, self.OR, self.OC)
+
+    def fields(self) -> dict[str, int]:
+        """Names a search-space constraint may use, with the output sides OD, OR, OC."""
+        return {**asdict(self), "OD": self.OD, "OR": self.OR, "OC": self.OC}
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @property
+    def key(self) -> str:
+        return f"D={self.D},R={self.R},Cc={self.Cc},Kd={self.Kd},Kr={self.Kr},Kc={self.Kc}"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+Problem = Union[ConvProblem, GemmProblem, Conv3dProblem]  # noqa: UP007 - a runtime alias
+
+PROBLEM_TYPES: dict[str, type] = {
+    "conv2d": ConvProblem,
+    "gemm": GemmProblem,
+    "conv3d": Conv3dProblem,
+}
+KINDS = tuple(PROBLEM_TYPES)
+
+PROBLEM_FIELDS = ("N", "K", "C", "F", "B", "stride")  # conv2d, kept for existing callers
+KIND_FIELDS: dict[str, tuple[str, ...]] = {
+    "conv2d": PROBLEM_FIELDS,
+    "gemm": ("M", "N", "K"),
+    "conv3d": ("D", "R", "Cc", "Kd", "Kr", "Kc"),
+}
+REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
+    "conv2d": ("N", "K", "C", "F"),
+    "gemm": ("M", "N", "K"),
+    "conv3d": ("D", "R", "Cc", "Kd", "Kr", "Kc"),
+}
+
+
+def check_kind(kind: str) -> str:
+    if kind not in PROBLEM_TYPES:
+        raise ProblemError(f"unknown problem kind {kind!r} (known: {', '.join(KINDS)})")
+    return kind
+
+
+def guess_kind(names: object) -> str:
+    """The kind a set of field names describes: M -> gemm, D -> conv3d, otherwise conv2d."""
+    present = set(names)  # type: ignore[call-overload]
+    if "M" in present:
+        return "gemm"
+    if "D" in present:
+        return "conv3d"
+    return "conv2d"
+
+
+def parse_shape(text: str, kind: str | None = None) -> Problem:
+    """Parse 'N=128,K=3,C=64,F=64[,B=..,stride=..]', 'M=..,N=..,K=..' or
+    'D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=..'; the kind follows from the field names unless given."""
     values: dict[str, int] = {}
     for part in text.replace(" ", "").split(","):
         if not part:
@@ -99,27 +269,28 @@ def parse_shape(text: str) -> ConvProblem:
         name, sep, raw = part.partition("=")
         if not sep:
             raise ProblemError(f"shape item {part!r} is not NAME=VALUE")
-        if name not in PROBLEM_FIELDS:
-            raise ProblemError(
-                f"unknown shape field {name!r} (expected {', '.join(PROBLEM_FIELDS)})"
-            )
         if name in values:
             raise ProblemError(f"shape field {name!r} given twice")
         try:
             values[name] = int(raw)
         except ValueError:
             raise ProblemError(f"shape field {name}={raw!r} is not an integer") from None
-    missing = [n for n in ("N", "K", "C", "F") if n not in values]
+    kind = check_kind(kind) if kind else guess_kind(values)
+    unknown = [name for name in values if name not in KIND_FIELDS[kind]]
+    if unknown:
+        raise ProblemError(
+            f"unknown shape field {unknown[0]!r} for a {kind} shape "
+            f"(expected {', '.join(KIND_FIELDS[kind])})"
+        )
+    missing = [n for n in REQUIRED_FIELDS[kind] if n not in values]
     if missing:
         raise ProblemError(f"shape {text!r} lacks {', '.join(missing)}")
-    return ConvProblem(**values)
+    return PROBLEM_TYPES[kind](**values)
 
 
-def problem_from_dict(values: dict[str, object]) -> ConvProblem:
-    """Build a ConvProblem from a mapping (a TOML table or a CSV row), checking field names."""
-    unknown = sorted(set(values) - set(PROBLEM_FIELDS))
-    if unknown:
-        raise ProblemError(f"unknown shape field(s) {', '.join(unknown)}")
+def problem_from_dict(values: dict[str, object], kind: str | None = None) -> Problem:
+    """Build a problem from a mapping (a TOML table, a CSV row or a stored JSON shape), checking
+    field names; empty values are left out, so that a CSV column may be blank."""
     converted: dict[str, int] = {}
     for name, raw in values.items():
         if raw is None or raw == "":
@@ -128,7 +299,11 @@ def problem_from_dict(values: dict[str, object]) -> ConvProblem:
             converted[name] = int(raw)  # type: ignore[arg-type]
         except (TypeError, ValueError):
             raise ProblemError(f"shape field {name}={raw!r} is not an integer") from None
-    missing = [n for n in ("N", "K", "C", "F") if n not in converted]
+    kind = check_kind(kind) if kind else guess_kind(values)
+    unknown = sorted(set(values) - set(KIND_FIELDS[kind]))
+    if unknown:
+        raise ProblemError(f"unknown shape field(s) {', '.join(unknown)}")
+    missing = [n for n in REQUIRED_FIELDS[kind] if n not in converted]
     if missing:
         raise ProblemError(f"shape lacks {', '.join(missing)}")
-    return ConvProblem(**converted)
+    return PROBLEM_TYPES[kind](**converted)

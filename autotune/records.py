@@ -46,6 +46,7 @@ class Measurement:
     registers: int | None = None
     smem_bytes: int | None = None
     spills: int | None = None
+    scratch_bytes: int | None = None  # extra device memory the plan allocates (im2col's matrix)
 
     @classmethod
     def from_samples(cls, samples_ms: list[float], **extra: object) -> Measurement:

@@ -16,7 +16,7 @@ matplotlib.use("Agg")  # files only; never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from autotune.problem import ConvProblem  # noqa: E402
+from autotune.problem import KINDS, ConvProblem, Problem, problem_from_dict  # noqa: E402
 from autotune.shapes import SHAPE_SETS_FILE, named_shapes  # noqa: E402
 from autotune.store import SHAPE_COLUMNS, Store  # noqa: E402
 
@@ -27,21 +27,34 @@ else:  # pragma: no cover
 
 TABLE_FORMATS = ("markdown", "csv")
 BASELINE_LIBRARY = "cudnn"
+# The library each problem kind is compared with (as campaign.BASELINE_LIBRARIES; the report
+# reads the store only) and how tables and plots name it.
+KIND_LIBRARIES = {"conv2d": "cudnn", "gemm": "cublas"}
+LIBRARY_LABELS = {"cudnn": "cuDNN", "cublas": "cuBLAS"}
+# A table's shape columns per kind, in reading order; a table of several kinds has the union.
+KIND_COLUMNS = {
+    "conv2d": SHAPE_COLUMNS,
+    "gemm": ("M", "N", "K"),
+    "conv3d": ("D", "R", "Cc", "Kd", "Kr", "Kc"),
+}
 BEST_COLUMNS = (
     "device",
     "family",
-    *SHAPE_COLUMNS,
+    *SHAPE_COLUMNS,  # for a table of conv2d shapes; other kinds put their own fields here
     "config",
     "time_ms",
     "gflops",
     "registers",
     "smem_bytes",
+    "scratch_bytes",  # extra device memory of the plan (im2col's unrolled matrix)
     "evaluations",
     "failures",
     "shape",
-    "baseline_gflops",  # cuDNN's OK measurement of the same shape on the same device
+    "kind",
+    "baseline_library",  # cudnn for conv2d, cublas for gemm, empty for conv3d
+    "baseline_gflops",  # the library's OK measurement of the same shape on the same device
     "baseline_algorithm",
-    "speedup",  # cuDNN time / our time
+    "speedup",  # library time / our time
     "efficiency",  # fraction 0..1 of the device's measured FMA peak
     "bandwidth_gbs",  # problem min_bytes / time
     "bandwidth_fraction",  # fraction 0..1 of the measured copy bandwidth
@@ -87,27 +100,42 @@ def algorithm_label(kernels: object) -> str:
     return next((label for marker, label in _ALGORITHM_MARKERS if marker in text), "other")
 
 
-def best_table(store: Store, device: str | None = None, family: str | None = None) -> pd.DataFrame:
-    """The best configuration per (device, family, shape) beside cuDNN and the device ceilings,
-    rounded for reading.
+def best_table(
+    store: Store,
+    device: str | None = None,
+    family: str | None = None,
+    kind: str | None = None,
+) -> pd.DataFrame:
+    """The best configuration per (device, family, shape) beside its kind's library (cuDNN for
+    conv2d, cuBLAS for gemm; conv3d has none) and the device ceilings, rounded for reading.
 
+    The shape columns are those of the kinds in the table (B, N, K, C, F, stride for conv2d;
+    M, N, K for gemm; D, R, Cc, Kd, Kr, Kc for conv3d), empty where a row's kind lacks one.
     efficiency and bandwidth_fraction are fractions (0..1) of the measured FMA peak and copy
-    bandwidth; speedup is cuDNN's time over ours. Cells without a baseline or a ceiling are empty.
+    bandwidth; speedup is the library's time over ours. Cells without a baseline or a ceiling
+    are empty.
     """
-    df = store.best(device, family).rename(columns={"problem_key": "shape"})
-    base = cudnn_baselines(store, device)[
-        ["device", "problem_key", "time_ms", "gflops", "algorithm"]
+    df = with_problems(store.best(device, family, kind))
+    df = df.drop(columns=[*SHAPE_COLUMNS, "shape"]).rename(columns={"problem_key": "shape"})
+    shape_columns = table_shape_columns(df["kind"])
+    for name in shape_columns:
+        values = [p.as_dict().get(name) for p in df["problem"]]
+        df[name] = pd.array(values, dtype="Int64")
+    df["baseline_library"] = df["kind"].map(KIND_LIBRARIES)
+    base = library_baselines(store, device)[
+        ["device", "library", "problem_key", "time_ms", "gflops", "algorithm"]
     ]
     df = df.merge(
         base.rename(
             columns={
+                "library": "baseline_library",
                 "problem_key": "shape",
                 "time_ms": "baseline_time_ms",
                 "gflops": "baseline_gflops",
                 "algorithm": "baseline_algorithm",
             }
         ),
-        on=["device", "shape"],
+        on=["device", "baseline_library", "shape"],
         how="left",
     )
     ceilings = device_ceilings(store, device)
@@ -127,9 +155,23 @@ def best_table(store: Store, device: str | None = None, family: str | None = Non
     df["time_ms"] = df["time_ms"].map(_significant)
     df["gflops"] = df["gflops"].astype(float).round(GFLOPS_DECIMALS)
     df["baseline_gflops"] = df["baseline_gflops"].astype(float).round(GFLOPS_DECIMALS)
-    for name in ("registers", "smem_bytes"):
+    for name in ("registers", "smem_bytes", "scratch_bytes"):
         df[name] = df[name].astype("Int64")  # missing resource reports stay empty, not NaN
-    return df[list(BEST_COLUMNS)]
+    columns = [c for c in BEST_COLUMNS if c not in SHAPE_COLUMNS]
+    return df[columns[:2] + list(shape_columns) + columns[2:]]
+
+
+def table_shape_columns(kinds: Iterable[str]) -> tuple[str, ...]:
+    """The shape columns of a table holding these kinds; conv2d's when it holds none."""
+    present = [k for k in KINDS if k in set(kinds)] or ["conv2d"]
+    return tuple(dict.fromkeys(name for k in present for name in KIND_COLUMNS[k]))
+
+
+def with_problems(df: pd.DataFrame) -> pd.DataFrame:
+    """A store frame (best, baselines) with a `problem` column: each row's problem object."""
+    df = df.copy()
+    df["problem"] = [problem_of(r) for r in df.itertuples(index=False)]
+    return df
 
 
 def chen_table1(
@@ -138,7 +180,7 @@ def chen_table1(
     """Chen et al.'s Table 1 form: per (device, family, filter size K) the configuration that is
     best on the most stored shapes, one column per tunable, with the shapes it wins and its mean
     GFlop/s over them. Ties go to the higher mean GFlop/s."""
-    best = store.best(device, family)
+    best = store.best(device, family, kind="conv2d")  # the table is per filter size K x K
     rows: list[dict[str, object]] = []
     integral: dict[str, bool] = {}  # tunables in first-seen order: are all their values ints?
     for (dev, fam, k), group in best.groupby(["device", "family", "K"], sort=True):
@@ -236,10 +278,20 @@ def format_table(df: pd.DataFrame, fmt: str) -> str:
 
 def cudnn_baselines(store: Store, device: str | None = None) -> pd.DataFrame:
     """cuDNN's successful baseline measurements (failed ones are no comparison)."""
-    df = store.baselines(device, BASELINE_LIBRARY)
+    return library_baselines(store, device, BASELINE_LIBRARY)
+
+
+def library_baselines(
+    store: Store, device: str | None = None, library: str | None = None
+) -> pd.DataFrame:
+    """Successful baseline measurements of one library, or of every library (failed ones are no
+    comparison)."""
+    df = store.baselines(device, library)
     df = df[(df["status"] == "OK") & df["time_ms"].notna()]
     # One GPU model under two drivers is one device by name; its newest row wins.
-    return df.drop_duplicates(["device", "problem_key"], keep="last").reset_index(drop=True)
+    return df.drop_duplicates(["device", "library", "problem_key"], keep="last").reset_index(
+        drop=True
+    )
 
 
 def device_ceilings(store: Store, device: str | None = None) -> dict[str, dict[str, float]]:
@@ -267,20 +319,35 @@ def bound_of(intensity: pd.Series, ridge: pd.Series) -> pd.Series:
     return pd.Series(labels, index=intensity.index, dtype=object).where(ridge.notna(), None)
 
 
-def problem_of(row: object) -> ConvProblem:
-    """The ConvProblem of a table row (anything with the shape columns as attributes)."""
+def problem_of(row: object) -> Problem:
+    """The problem of a table row: from its kind and shape dict (store frames), else from the
+    conv2d columns (any row with N, K, C, F, B, stride as attributes)."""
+    shape = getattr(row, "shape", None)
+    if isinstance(shape, dict):
+        return problem_from_dict(shape, str(getattr(row, "kind", "conv2d")))
     return ConvProblem(**{name: int(getattr(row, name)) for name in SHAPE_COLUMNS})
 
 
 def shape_label(row: object, with_c: bool = True) -> str:
-    """A short tick label, 'N=4096 K=5 F=64'; C only when asked, B and stride when not 1."""
+    """A short tick label: 'N=4096 K=5 F=64' for conv2d (C only when asked, B and stride when
+    not 1), 'M=128 N=4096 K=9216' for gemm, '256x128x128 * 5x5x5' for conv3d."""
     p = problem_of(row)
+    if p.kind == "gemm":
+        return f"M={p.M} N={p.N} K={p.K}"
+    if p.kind == "conv3d":
+        return f"{p.D}x{p.R}x{p.Cc} * {p.Kd}x{p.Kr}x{p.Kc}"
     parts = [f"N={p.N}", f"K={p.K}"] + ([f"C={p.C}"] if with_c else []) + [f"F={p.F}"]
     if p.B != 1:
         parts.append(f"B={p.B}")
     if p.stride != 1:
         parts.append(f"stride={p.stride}")
     return " ".join(parts)
+
+
+def library_label(kind: str) -> str | None:
+    """How plots and tables name a kind's baseline library (None: the kind has none)."""
+    library = KIND_LIBRARIES.get(kind)
+    return LIBRARY_LABELS.get(library, library) if library else None
 
 
 def geometric_mean(values: Iterable[float]) -> float:
@@ -297,13 +364,16 @@ def plot_gflops(
     path_stem: Path,
     device: str | None = None,
     family: str | None = None,
+    kind: str | None = None,
 ) -> list[Path]:
     """GFlop/s of the best configuration against problem shape, one panel per (device, family)
-    with cuDNN on the same shapes and the measured FMA peak; written as PNG and SVG."""
-    df = store.best(device, family)
+    with its kind's library on the same shapes (cuDNN, cuBLAS) and the measured FMA peak; a
+    conv3d panel adds the achieved bandwidth on a second axis. Written as PNG and SVG."""
+    df = store.best(device, family, kind)
     if df.empty:
-        raise ReportError(f"no successful evaluations stored{_scope(device, family)}")
-    base = cudnn_baselines(store, device).set_index(["device", "problem_key"])["gflops"]
+        raise ReportError(f"no successful evaluations stored{_scope(device, family, kind)}")
+    base = library_baselines(store, device).set_index(["device", "library", "problem_key"])
+    base = base["gflops"]
     ceilings = device_ceilings(store, device)
     panels = _panels(df)
     colours = _family_colours(df)
@@ -313,11 +383,14 @@ def plot_gflops(
     try:
         for ax, ((dev, fam), rows) in zip(axes[:, 0], panels, strict=True):
             x = np.arange(len(rows))
+            kind = str(rows["kind"].iloc[0])
             ax.plot(x, rows["gflops"], marker="o", color=colours[fam], label=f"{fam} (best config)")
-            cudnn = np.array([base.get((dev, key), math.nan) for key in rows["problem_key"]])
-            if not np.isnan(cudnn).all():
-                ax.plot(x, cudnn, marker="s", ls="--", color=CUDNN_COLOUR, label="cuDNN")
-            top = float(np.nanmax([rows["gflops"].max(), *cudnn]))
+            library, label = KIND_LIBRARIES.get(kind), library_label(kind)
+            keys = rows["problem_key"]
+            lib = np.array([base.get((dev, library, k), math.nan) for k in keys], dtype=float)
+            if not np.isnan(lib).all():
+                ax.plot(x, lib, marker="s", ls="--", color=CUDNN_COLOUR, label=label)
+            top = float(np.nanmax([rows["gflops"].max(), *lib]))
             peak = ceilings.get(dev, {}).get(FMA_PEAK)
             if peak is not None:
                 ax.axhline(peak, ls="--", color=PEAK_COLOUR, label=f"FMA peak {peak:,.0f} GFlop/s")
@@ -325,22 +398,47 @@ def plot_gflops(
             _shape_axis(ax, rows)
             ax.set_ylabel("GFlop/s")
             ax.set_ylim(0, 1.15 * top)  # room above the highest line for the legend
-            note = " (no cuDNN baseline stored)" if np.isnan(cudnn).all() else ""
+            note = f" (no {label} baseline stored)" if label and np.isnan(lib).all() else ""
             ax.set_title(f"{fam} on {dev}\nbest configuration per shape{note}")
             ax.grid(True, axis="y", alpha=0.3)
+            if kind == "conv3d":
+                # A stencil is judged by its bandwidth as much as by its FLOPs.
+                gbs = _problem_series(rows, "min_bytes") / (rows["time_ms"].astype(float) * 1e-3)
+                twin = ax.twinx()
+                twin.plot(x, gbs / 1e9, marker="^", ls=":", color="C8", label="achieved GB/s")
+                twin.set_ylabel("GB/s (minimum bytes)")
+                twin.set_ylim(0, 1.15 * float((gbs / 1e9).max()))
+                handles, labels = ax.get_legend_handles_labels()
+                more, more_labels = twin.get_legend_handles_labels()
+                ax.legend(
+                    handles + more,
+                    labels + more_labels,
+                    loc="upper left",
+                    bbox_to_anchor=(1.08, 1.0),
+                    fontsize=8,
+                    borderaxespad=0.0,
+                )
+                continue
             _legend_outside(ax)
         return _save(fig, path_stem)
     finally:
         plt.close(fig)
 
 
-def plot_roofline(store: Store, path_stem: Path, device: str | None = None) -> list[Path]:
+def plot_roofline(
+    store: Store, path_stem: Path, device: str | None = None, kind: str | None = None
+) -> list[Path]:
     """Arithmetic intensity (FLOP per minimum byte) against GFlop/s, log-log, one point per tuned
-    shape and family and per cuDNN baseline, under the measured bandwidth and compute roofs."""
-    best = store.best(device)
-    base = cudnn_baselines(store, device)
+    shape and family and per library baseline (cuDNN, cuBLAS), under the measured bandwidth and
+    compute roofs."""
+    best = store.best(device, kind=kind)
+    base = library_baselines(store, device)
+    if kind is not None:
+        base = base[base["kind"] == kind]
     if best.empty and base.empty:
-        raise ReportError(f"no successful evaluations or baselines stored{_scope(device, None)}")
+        raise ReportError(
+            f"no successful evaluations or baselines stored{_scope(device, None, kind)}"
+        )
     ceilings = device_ceilings(store, device)
     devices = sorted(set(best["device"]) | set(base["device"]))
     colours = _family_colours(best)
@@ -353,11 +451,13 @@ def plot_roofline(store: Store, path_stem: Path, device: str | None = None) -> l
                 x = _intensity(rows)
                 xs += list(x)
                 ax.scatter(x, rows["gflops"], color=colours[fam], label=str(fam), zorder=3)
-            if not theirs.empty:
-                x = _intensity(theirs)
+            for library, rows in theirs.groupby("library", sort=True):
+                x = _intensity(rows)
                 xs += list(x)
+                marker = "x" if library == BASELINE_LIBRARY else "+"
+                label = LIBRARY_LABELS.get(str(library), str(library))
                 ax.scatter(
-                    x, theirs["gflops"], marker="x", color=CUDNN_COLOUR, label="cuDNN", zorder=3
+                    x, rows["gflops"], marker=marker, color=CUDNN_COLOUR, label=label, zorder=3
                 )
             roofs = _draw_roofs(ax, ceilings.get(dev, {}), min(xs) / 3, max(xs) * 3)
             ax.set_xscale("log")
@@ -378,14 +478,24 @@ def plot_speedup(
     path_stem: Path,
     device: str | None = None,
     family: str | None = None,
+    kind: str | None = None,
 ) -> list[Path]:
-    """Speedup over cuDNN (cuDNN time / ours) per shape, bars from 1x on a log axis, one panel
-    per (device, family) with its geometric mean; shapes without a baseline are left out."""
-    best = store.best(device, family)
-    base = cudnn_baselines(store, device)[["device", "problem_key", "time_ms"]]
-    df = best.merge(base.rename(columns={"time_ms": "cudnn_ms"}), on=["device", "problem_key"])
+    """Speedup over the kind's library (cuDNN for conv2d, cuBLAS for gemm: its time / ours) per
+    shape, bars from 1x on a log axis, one panel per (device, family) with its geometric mean;
+    shapes without a baseline are left out."""
+    best = store.best(device, family, kind)
+    best = best.assign(library=best["kind"].map(KIND_LIBRARIES))
+    base = library_baselines(store, device)[["device", "library", "problem_key", "time_ms"]]
+    df = best.merge(
+        base.rename(columns={"time_ms": "cudnn_ms"}), on=["device", "library", "problem_key"]
+    )
     if df.empty:
-        raise ReportError(f"no cuDNN baselines stored for the tuned shapes{_scope(device, family)}")
+        present = set(best["kind"]) or ({kind} if kind else set(KIND_LIBRARIES))
+        kinds = [k for k in KINDS if k in present and k in KIND_LIBRARIES] or ["conv2d"]
+        names = " or ".join(str(library_label(k)) for k in kinds)
+        raise ReportError(
+            f"no {names} baselines stored for the tuned shapes{_scope(device, family, kind)}"
+        )
     df["speedup"] = df["cudnn_ms"].astype(float) / df["time_ms"].astype(float)
     panels = _panels(df)
     colours = _family_colours(df)
@@ -395,6 +505,7 @@ def plot_speedup(
     try:
         for ax, ((dev, fam), rows) in zip(axes[:, 0], panels, strict=True):
             speedup = rows["speedup"].to_numpy()
+            label = library_label(str(rows["kind"].iloc[0]))
             x = np.arange(len(rows))
             mean = geometric_mean(speedup)
             # Bars start at 1x, so faster-than-cuDNN points up and slower points down.
@@ -409,7 +520,7 @@ def plot_speedup(
                     va="bottom" if s >= 1 else "top",
                     fontsize=7,
                 )
-            ax.axhline(1.0, color="black", lw=1, label="cuDNN (1x)")
+            ax.axhline(1.0, color="black", lw=1, label=f"{label} (1x)")
             ax.axhline(mean, color=PEAK_COLOUR, ls=":", label=f"geometric mean {mean:.2f}x")
             ax.set_yscale("log")
             low, high = min(speedup.min(), 1.0), max(speedup.max(), 1.0)
@@ -419,9 +530,11 @@ def plot_speedup(
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
             ax.yaxis.set_minor_formatter(NullFormatter())
             _shape_axis(ax, rows)
-            ax.set_ylabel("speedup over cuDNN (time ratio)")
+            ax.set_ylabel(f"speedup over {label} (time ratio)")
             shapes = f"{len(rows)} shape" + ("s" if len(rows) != 1 else "")
-            ax.set_title(f"{fam} against cuDNN on {dev}\ngeometric mean {mean:.2f}x over {shapes}")
+            ax.set_title(
+                f"{fam} against {label} on {dev}\ngeometric mean {mean:.2f}x over {shapes}"
+            )
             ax.grid(True, axis="y", alpha=0.3)
             _legend_outside(ax)
         return _save(fig, path_stem)
@@ -430,12 +543,30 @@ def plot_speedup(
 
 
 def _panels(df: pd.DataFrame) -> list[tuple[tuple[str, str], pd.DataFrame]]:
-    # Grouped by filter size first, as the papers' figures are.
-    order = ["K", "N", "C", "F", "B", "stride"]
     return [
-        ((str(dev), str(fam)), rows.sort_values(order).reset_index(drop=True))
+        ((str(dev), str(fam)), _plot_order(rows))
         for (dev, fam), rows in df.groupby(["device", "family"], sort=True)
     ]
+
+
+# The x-axis order per kind: conv2d by filter size first, as the papers' figures are; GEMM by
+# batch rows M, then N, K; conv3d by filter, then input.
+_PLOT_ORDER = {
+    "conv2d": ("K", "N", "C", "F", "B", "stride"),
+    "gemm": ("M", "N", "K"),
+    "conv3d": ("Kd", "Kr", "Kc", "D", "R", "Cc"),
+}
+
+
+def _plot_order(rows: pd.DataFrame) -> pd.DataFrame:
+    problems = [problem_of(r) for r in rows.itertuples(index=False)]
+
+    def key(i: int) -> tuple:
+        p = problems[i]
+        return (p.kind, *(getattr(p, n) for n in _PLOT_ORDER[p.kind]))
+
+    order = sorted(range(len(rows)), key=key)
+    return rows.iloc[order].reset_index(drop=True)
 
 
 def _legend_outside(ax: plt.Axes) -> None:
@@ -454,13 +585,21 @@ def _width(panels: list[tuple[tuple[str, str], pd.DataFrame]]) -> float:
 
 
 def _shape_axis(ax: plt.Axes, rows: pd.DataFrame) -> None:
-    with_c = bool((rows["C"] != 1).any())
+    problems = [problem_of(r) for r in rows.itertuples(index=False)]
+    kind = problems[0].kind if problems else "conv2d"
+    with_c = kind == "conv2d" and any(p.C != 1 for p in problems)
     labels = [shape_label(r, with_c) for r in rows.itertuples(index=False)]
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=40, ha="right", fontsize=8)
     ax.set_xlim(-0.6, len(labels) - 0.4)
+    if kind == "gemm":
+        ax.set_xlabel("problem shape (C[M x N] = A[M x K] @ B[K x N], FP32)")
+        return
+    if kind == "conv3d":
+        ax.set_xlabel("problem shape (input D x R x Cc * filter Kd x Kr x Kc, one channel)")
+        return
     # A faint rule between filter sizes, like the sub-figures of Chen's Fig. 7.
-    changes = np.flatnonzero(np.diff(rows["K"].to_numpy())) + 0.5
+    changes = np.flatnonzero(np.diff([p.K for p in problems])) + 0.5
     for x in changes:
         ax.axvline(x, color="0.8", lw=0.8)
     fields = "output N x N, filter K x K" + (", C channels" if with_c else "") + ", F filters"
@@ -494,7 +633,12 @@ def _intensity(rows: pd.DataFrame) -> np.ndarray:
 
 
 def _problem_series(df: pd.DataFrame, attribute: str) -> pd.Series:
-    values = [float(getattr(problem_of(r), attribute)) for r in df.itertuples(index=False)]
+    problems = (
+        df["problem"]
+        if "problem" in df.columns
+        else [problem_of(r) for r in df.itertuples(index=False)]
+    )
+    values = [float(getattr(p, attribute)) for p in problems]
     return pd.Series(values, index=df.index, dtype=float)
 
 
@@ -514,12 +658,14 @@ def _device_names(store: Store) -> list[str]:
     return list(dict.fromkeys(str(n) for n in store.devices()["name"]))
 
 
-def _scope(device: str | None, family: str | None) -> str:
+def _scope(device: str | None, family: str | None, kind: str | None = None) -> str:
     parts = []
     if device is not None:
         parts.append(f"device {device!r}")
     if family is not None:
         parts.append(f"family {family!r}")
+    if kind is not None:
+        parts.append(f"{kind} shapes")
     return " for " + " and ".join(parts) if parts else ""
 
 

@@ -23,6 +23,7 @@ from autotune.report import (
     format_table,
     geometric_mean,
     maxdnn_table1,
+    named_layers,
     plot_gflops,
     plot_roofline,
     plot_speedup,
@@ -74,6 +75,7 @@ MAXDNN_TABLE1 = {
     ("overfeat", "L5"): (63.2, 96.3),
 }
 SEED_HEADING = "Seed experiments: our {label} figures beside the papers'"
+FC_TIME_SAVED_PCT = 99.86  # 001: the GPU GEMM's time saving over the CPU, the report's figure
 
 
 def write_report(store: Store, out_dir: Path, device: str | None = None) -> Path:
@@ -98,6 +100,7 @@ def write_report(store: Store, out_dir: Path, device: str | None = None) -> Path
         _fig8_section(store, devices),
         _bank_width_section(store, devices),
         _maxdnn_seed_section(store, devices),
+        _fc_seed_section(store, devices),
     ]
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / REPORT_NAME
@@ -177,6 +180,20 @@ def _best_section(store: Store, device: str | None, devices: list[str]) -> str:
     head = "## Best configuration per shape\n\n"
     if df.empty:
         return head + "No successful evaluation is stored, so there is no best configuration.\n"
+    parts = [head]
+    conv = df[df["kind"] == "conv2d"]
+    if not conv.empty:
+        parts.append(_conv2d_best(conv, devices))
+    gemm = df[df["kind"] == "gemm"]
+    if not gemm.empty:
+        parts.append(_gemm_best(gemm, devices))
+    conv3d = df[df["kind"] == "conv3d"]
+    if not conv3d.empty:
+        parts.append(_conv3d_best(conv3d, devices))
+    return "\n".join(parts)
+
+
+def _conv2d_best(df: pd.DataFrame, devices: list[str]) -> str:
     view = pd.DataFrame(
         {
             "device": df["device"],
@@ -207,7 +224,65 @@ def _best_section(store: Store, device: str | None, devices: list[str]) -> str:
             f"cuDNN cells are empty for {no_base} of {len(df)} rows: no successful cuDNN "
             "baseline is stored for those shapes.\n"
         )
-    return head + _md(view) + "\n" + "\n".join(notes)
+    return _md(view) + "\n" + "\n".join(notes)
+
+
+def _gemm_best(df: pd.DataFrame, devices: list[str]) -> str:
+    view = pd.DataFrame(
+        {
+            "device": df["device"],
+            "family": df["family"],
+            "M": df["M"],
+            "N": df["N"],
+            "K": df["K"],
+            "config": df["config"].map(_config_text),
+            "time_ms": df["time_ms"],
+            "GFlop/s": df["gflops"],
+            "% FMA peak": _percent(df["efficiency"]),
+            "cuBLAS GFlop/s": df["baseline_gflops"],
+            "% of cuBLAS": _percent(df["speedup"]),
+            "GB/s": df["bandwidth_gbs"],
+            "bound": df["bound"],
+        }
+    )
+    if len(devices) == 1:
+        view = view.drop(columns="device")
+    note = (
+        "C[M x N] = A[M x K] @ B[K x N] in FP32; M = 1 is one image through a fully connected "
+        "layer (a matrix-vector product, bound by reading B). % of cuBLAS is cuBLAS's time over "
+        "ours, cuBLAS SGEMM measured through CuPy with TF32 off.\n"
+    )
+    no_base = int(df["baseline_gflops"].isna().sum())
+    if no_base:
+        note += (
+            f"\ncuBLAS cells are empty for {no_base} of {len(df)} rows: no successful cuBLAS "
+            "baseline is stored for those shapes.\n"
+        )
+    return "### GEMM (fully connected layers) beside cuBLAS\n\n" + _md(view) + "\n" + note
+
+
+def _conv3d_best(df: pd.DataFrame, devices: list[str]) -> str:
+    view = pd.DataFrame(
+        {
+            "device": df["device"],
+            "family": df["family"],
+            "shape": df["shape"],
+            "config": df["config"].map(_config_text),
+            "time_ms": df["time_ms"],
+            "GFlop/s": df["gflops"],
+            "% FMA peak": _percent(df["efficiency"]),
+            "GB/s": df["bandwidth_gbs"],
+            "% copy bw": _percent(df["bandwidth_fraction"]),
+            "bound": df["bound"],
+        }
+    )
+    if len(devices) == 1:
+        view = view.drop(columns="device")
+    note = (
+        "Valid single-channel 3D convolution (input D x R x Cc, filter Kd x Kr x Kc). No library "
+        "baseline: GB/s counts the input and filter read once and the output written once.\n"
+    )
+    return "### 3D convolution\n\n" + _md(view) + "\n" + note
 
 
 def _chen_form_section(store: Store, device: str | None) -> str:
@@ -219,7 +294,7 @@ def _chen_form_section(store: Store, device: str | None) -> str:
         "case kernel this way; here every family with results is tabulated.\n"
     )
     if table.empty:
-        return head + "\nNo successful evaluation is stored.\n"
+        return head + "\nNo successful 2D-convolution evaluation is stored.\n"
     parts = [head]
     for (dev, fam), group in table.groupby(["device", "family"], sort=True):
         params = [c for c in group.columns if c not in CHEN_COLUMNS and group[c].notna().any()]
@@ -401,6 +476,47 @@ def _maxdnn_seed_section(store: Store, devices: list[str]) -> str:
         reasons = _efficiency_gaps(store, dev, mine)
         if reasons:
             parts.append("Missing: " + "; ".join(reasons) + ".\n")
+    return "\n".join(parts)
+
+
+def _fc_seed_section(store: Store, devices: list[str]) -> str:
+    head = (
+        "### Course report (001): fully connected layers as a tiled SGEMM\n\n"
+        "**Paper:** on a V100, the report's shared-memory tiled GEMM for AlexNet's fully "
+        f"connected layers takes {FC_TIME_SAVED_PCT}% less time than its CPU implementation; it "
+        "gives no GFlop/s. **Ours:** the best `sgemm` configuration per shape of the `alexnet_fc` "
+        "set (batch 1 and 128, and square 4096 and 8192) against cuBLAS SGEMM on the same "
+        "device, TF32 off on both sides.\n"
+    )
+    if "sgemm" not in FAMILIES:
+        return head + "\nNot measured: family sgemm does not exist yet.\n"
+    table = best_table(store, family="sgemm", kind="gemm")
+    layers = named_layers("alexnet_fc")
+    parts = [head]
+    for dev in devices:
+        mine = table[table["device"] == dev].set_index("shape")
+        rows = []
+        for name, problem in layers:
+            row = mine.loc[problem.key] if problem.key in mine.index else None
+            rows.append(
+                {
+                    "layer": name,
+                    "shape": problem.key,
+                    "sgemm GFlop/s": math.nan if row is None else row["gflops"],
+                    "cuBLAS GFlop/s": math.nan if row is None else row["baseline_gflops"],
+                    "% of cuBLAS": math.nan
+                    if row is None
+                    else round(100 * float(row["speedup"]), 1),
+                }
+            )
+        df = pd.DataFrame(rows)
+        parts.append(f"On {dev}:\n\n" + _md(df))
+        missing = int(df["sgemm GFlop/s"].isna().sum())
+        if missing:
+            parts.append(
+                f"{missing} of {len(df)} shapes have no successful sgemm result stored "
+                "(`autotune run --family sgemm` tunes them).\n"
+            )
     return "\n".join(parts)
 
 

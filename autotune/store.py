@@ -16,13 +16,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
-from autotune.problem import ConvProblem
+from autotune.problem import KIND_FIELDS, Problem
 from autotune.records import DeviceInfo, Measurement, Status
 from autotune.space import Config
 
-SCHEMA_VERSION = 2
-# Versions this one can open by adding what it lacks: 1 had no ceilings and no baselines tables.
-UPGRADABLE_FROM = ("1",)
+SCHEMA_VERSION = 3
+# Versions this one can open by adding what it lacks: 1 had no ceilings and no baselines tables;
+# 2 knew only 2D convolutions (no kind, no shape JSON, no scratch_bytes, conv2d columns required).
+UPGRADABLE_FROM = ("1", "2")
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's transaction
 CREATE_ATTEMPTS = 5  # two processes creating the same tables at once: the loser retries
 
@@ -46,12 +47,27 @@ class StoredEvaluation:
 # Schema
 
 METADATA = sa.MetaData()
-SHAPE_COLUMNS = ("B", "N", "K", "C", "F", "stride")
+SHAPE_COLUMNS = ("B", "N", "K", "C", "F", "stride")  # a 2D convolution's fields
+KIND_DEFAULT = "conv2d"  # what every row of a version-2 database is
 
 
 def _shape_columns() -> list[sa.Column]:
-    """The problem fields, one integer column each: evaluations and baselines key on them."""
-    return [sa.Column(name, sa.Integer, nullable=False) for name in SHAPE_COLUMNS]
+    """The problem's kind, its fields as JSON (every kind), and a 2D convolution's fields as
+    integer columns (filled for conv2d rows only, empty for the other kinds)."""
+    return [
+        sa.Column("kind", sa.String(16), nullable=False, server_default=KIND_DEFAULT),
+        sa.Column("shape", sa.JSON),
+        *(sa.Column(name, sa.Integer) for name in SHAPE_COLUMNS),
+    ]
+
+
+def _shape_values(problem: Problem) -> dict[str, Any]:
+    conv2d = problem.kind == "conv2d"
+    return {
+        "kind": problem.kind,
+        "shape": problem.as_dict(),
+        **{name: getattr(problem, name) if conv2d else None for name in SHAPE_COLUMNS},
+    }
 
 
 meta_table = sa.Table(
@@ -111,6 +127,7 @@ evaluations_table = sa.Table(
     sa.Column("registers", sa.Integer),
     sa.Column("smem_bytes", sa.Integer),
     sa.Column("spills", sa.Integer),
+    sa.Column("scratch_bytes", sa.BigInteger),  # extra device memory of the plan (im2col's matrix)
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     # One row per finished evaluation; the index also serves the per-study queries.
     sa.UniqueConstraint("device_id", "family", "problem_key", "config", name="uq_evaluations"),
@@ -245,19 +262,59 @@ class Store:
                     pass  # another process wrote it first; read back what it wrote
                 version = self._schema_version()
             if version in UPGRADABLE_FROM:
-                # create_all above already added the tables the older version lacked.
-                with self._engine.begin() as conn:
-                    conn.execute(
-                        meta_table.update()
-                        .where(meta_table.c.key == "schema_version")
-                        .values(value=str(SCHEMA_VERSION))
-                    )
+                # create_all above already added the tables the older version lacked (in
+                # their current form); the older tables get their new columns here.
+                self._upgrade()
                 version = str(SCHEMA_VERSION)
         if version != str(SCHEMA_VERSION):
             raise StoreError(
                 f"results database {self.url} has schema version {version}, "
                 f"this autotune uses schema version {SCHEMA_VERSION}"
             )
+
+    def _upgrade(self) -> None:
+        """Bring the evaluations and baselines tables of an older database to this schema,
+        keeping every row (ids included), in one transaction that also sets the version."""
+        sqlite = self._engine.dialect.name == "sqlite"
+        with self._engine.connect() as conn:
+            if sqlite:
+                # An explicit BEGIN IMMEDIATE: a second process upgrading the same file waits for
+                # this one, then finds the new version and leaves the tables alone.
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            else:
+                conn.begin()
+            try:
+                version = conn.execute(
+                    sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+                ).scalar_one()
+                if version != str(SCHEMA_VERSION):
+                    for table in (evaluations_table, baselines_table):
+                        old = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
+                        missing = {c.name for c in table.columns} - old
+                        if not missing:
+                            continue
+                        if sqlite:
+                            _rebuild_sqlite_table(conn, table, old)
+                        else:
+                            _alter_table(conn, table, old)
+                    conn.execute(
+                        meta_table.update()
+                        .where(meta_table.c.key == "schema_version")
+                        .values(value=str(SCHEMA_VERSION))
+                    )
+            except BaseException:
+                conn.exec_driver_sql("ROLLBACK") if sqlite else conn.rollback()
+                raise
+            conn.exec_driver_sql("COMMIT") if sqlite else conn.commit()
+            if sqlite:
+                # The copied tables left the old ones' pages free: give them back to the file
+                # system. Best effort: another process reading the file makes VACUUM wait, then
+                # give up, which costs only disk space.
+                try:
+                    conn.exec_driver_sql("VACUUM")
+                except DBAPIError:
+                    pass
 
     def _schema_version(self) -> str | None:
         with self._engine.connect() as conn:
@@ -341,7 +398,7 @@ class Store:
         run_id: int,
         device_id: int,
         family: str,
-        problem: ConvProblem,
+        problem: Problem,
         config: Config,
         m: Measurement,
         flops: int,
@@ -353,7 +410,7 @@ class Store:
             "device_id": device_id,
             "family": family,
             "problem_key": problem.key,
-            **{name: getattr(problem, name) for name in SHAPE_COLUMNS},
+            **_shape_values(problem),
             "config": config.to_json(),
             "status": m.status.value,
             "error": m.error,
@@ -365,6 +422,7 @@ class Store:
             "registers": m.registers,
             "smem_bytes": m.smem_bytes,
             "spills": m.spills,
+            "scratch_bytes": m.scratch_bytes,
             "created_at": _now(),
         }
         with self._errors("cannot record evaluation"):
@@ -406,7 +464,7 @@ class Store:
         self,
         device_id: int,
         library: str,
-        problem: ConvProblem,
+        problem: Problem,
         algorithm: str,
         version: str,
         m: Measurement,
@@ -417,7 +475,7 @@ class Store:
             "device_id": device_id,
             "library": library,
             "problem_key": problem.key,
-            **{name: getattr(problem, name) for name in SHAPE_COLUMNS},
+            **_shape_values(problem),
             "algorithm": algorithm,
             "version": version,
             "status": m.status.value,
@@ -438,7 +496,7 @@ class Store:
             )
             conn.execute(baselines_table.insert().values(**row))
 
-    def has_baseline(self, device_id: int, library: str, problem: ConvProblem) -> bool:
+    def has_baseline(self, device_id: int, library: str, problem: Problem) -> bool:
         b = baselines_table.c
         query = sa.select(b.id).where(
             b.device_id == device_id,
@@ -465,9 +523,7 @@ class Store:
     # -----------------------------------------------------------------------------------------
     # Queries
 
-    def evaluations(
-        self, device_id: int, family: str, problem: ConvProblem
-    ) -> list[StoredEvaluation]:
+    def evaluations(self, device_id: int, family: str, problem: Problem) -> list[StoredEvaluation]:
         """Everything stored for one study, in insertion order (to resume it)."""
         e = evaluations_table.c
         query = (
@@ -484,14 +540,20 @@ class Store:
             for r in rows
         ]
 
-    def best(self, device: str | None = None, family: str | None = None) -> pd.DataFrame:
+    def best(
+        self, device: str | None = None, family: str | None = None, kind: str | None = None
+    ) -> pd.DataFrame:
         """Fastest OK evaluation per (device, family, problem); studies with none are left out.
 
         A device is its name: measurements on one GPU model under several drivers are one study.
+        Columns: device, family, kind, the conv2d columns (empty for other kinds), config,
+        time_ms, gflops, registers, smem_bytes, scratch_bytes, evaluations, failures,
+        problem_key and shape (the problem's fields as a dict, every kind). Rows are ordered by
+        device, family and the shape's fields.
         """
         e, d = evaluations_table.c, devices_table.c
         study = (d.name, e.family, e.problem_key)
-        where = self._filters(device, family)
+        where = self._filters(device, family, kind)
         counts = (
             sa.select(
                 *study,
@@ -508,12 +570,15 @@ class Store:
                 d.name.label("device"),
                 e.family,
                 e.problem_key,
+                e.kind,
+                e.shape,
                 *(e[name] for name in SHAPE_COLUMNS),
                 e.config,
                 e.time_ms,
                 e.gflops,
                 e.registers,
                 e.smem_bytes,
+                e.scratch_bytes,
                 sa.func.row_number()
                 .over(partition_by=study, order_by=(e.time_ms, e.id))
                 .label("place"),
@@ -527,15 +592,18 @@ class Store:
             sa.select(
                 r.device,
                 r.family,
+                r.kind,
                 *(r[name] for name in SHAPE_COLUMNS),
                 r.config,
                 r.time_ms,
                 r.gflops,
                 r.registers,
                 r.smem_bytes,
+                r.scratch_bytes,
                 c.evaluations,
                 c.failures,
                 r.problem_key,
+                r.shape,
             )
             .select_from(
                 ranked.join(
@@ -548,18 +616,21 @@ class Store:
                 )
             )
             .where(r.place == 1)
-            .order_by(r.device, r.family, r.N, r.K, r.C, r.F, r.B, r.stride)
+            .order_by(r.device, r.family)
         )
-        return self._frame(query, "cannot read best configurations")
+        frame = self._frame(query, "cannot read best configurations")
+        return _by_shape(frame, ["device", "family"])
 
-    def history(self, device: str | None = None, family: str | None = None) -> pd.DataFrame:
+    def history(
+        self, device: str | None = None, family: str | None = None, kind: str | None = None
+    ) -> pd.DataFrame:
         """Every stored evaluation with its device name, in insertion order."""
         e, d = evaluations_table.c, devices_table.c
         columns = [c for c in evaluations_table.c if c.name != "id"]
         query = (
             sa.select(e.id, d.name.label("device"), *columns)
             .select_from(evaluations_table.join(devices_table))
-            .where(*self._filters(device, family))
+            .where(*self._filters(device, family, kind))
             .order_by(e.id)
         )
         return self._frame(query, "cannot read history")
@@ -576,21 +647,27 @@ class Store:
         )
         return self._frame(query, "cannot read ceilings")
 
-    def baselines(self, device: str | None = None, library: str | None = None) -> pd.DataFrame:
-        """Library measurements: device, library, shape columns, problem_key, algorithm, version,
-        status, error, time_ms, gflops."""
+    def baselines(
+        self, device: str | None = None, library: str | None = None, kind: str | None = None
+    ) -> pd.DataFrame:
+        """Library measurements: device, library, kind, the conv2d columns, problem_key, shape,
+        algorithm, version, status, error, time_ms, gflops; by device, library and shape."""
         b, d = baselines_table.c, devices_table.c
         where = []
         if device is not None:
             where.append(d.name == device)
         if library is not None:
             where.append(b.library == library)
+        if kind is not None:
+            where.append(b.kind == kind)
         query = (
             sa.select(
                 d.name.label("device"),
                 b.library,
+                b.kind,
                 *(b[n] for n in SHAPE_COLUMNS),
                 b.problem_key,
+                b.shape,
                 b.algorithm,
                 b.version,
                 b.status,
@@ -600,9 +677,9 @@ class Store:
             )
             .select_from(baselines_table.join(devices_table))
             .where(*where)
-            .order_by(d.name, b.library, b.N, b.K, b.C, b.F)
+            .order_by(d.name, b.library, b.id)
         )
-        return self._frame(query, "cannot read baselines")
+        return _by_shape(self._frame(query, "cannot read baselines"), ["device", "library"])
 
     def devices(self) -> pd.DataFrame:
         query = sa.select(devices_table).order_by(devices_table.c.id)
@@ -630,12 +707,16 @@ class Store:
         )
         return self._frame(query, "cannot read summary")
 
-    def _filters(self, device: str | None, family: str | None) -> list[sa.ColumnElement[bool]]:
+    def _filters(
+        self, device: str | None, family: str | None, kind: str | None = None
+    ) -> list[sa.ColumnElement[bool]]:
         where: list[sa.ColumnElement[bool]] = []
         if device is not None:
             where.append(devices_table.c.name == device)
         if family is not None:
             where.append(evaluations_table.c.family == family)
+        if kind is not None:
+            where.append(evaluations_table.c.kind == kind)
         return where
 
     def _frame(self, query: sa.Select[Any], doing: str) -> pd.DataFrame:
@@ -644,7 +725,75 @@ class Store:
             result = conn.execute(query)
             columns = list(result.keys())
             rows = [tuple(row) for row in result]
-        return pd.DataFrame(rows, columns=columns)
+        frame = pd.DataFrame(rows, columns=columns)
+        for name in (*SHAPE_COLUMNS, "scratch_bytes"):
+            if name in frame.columns:
+                # Empty for the kinds other than conv2d: nullable integers, not floats.
+                frame[name] = frame[name].astype("Int64")
+        return frame
+
+
+def _by_shape(frame: pd.DataFrame, leading: list[str]) -> pd.DataFrame:
+    """Rows ordered by the leading columns, then kind, then the shape's fields in their order
+    (N, K, C, F, B, stride for conv2d; M, N, K; D, R, Cc, Kd, Kr, Kc): numbers, not keys."""
+    if frame.empty:
+        return frame
+
+    def key(i: int) -> tuple:
+        row = frame.iloc[i]
+        kind = str(row["kind"])
+        shape = row["shape"] or {}
+        fields = tuple(int(shape.get(n, 0)) for n in KIND_FIELDS.get(kind, ()))
+        return (*(str(row[c]) for c in leading), kind, fields)
+
+    order = sorted(range(len(frame)), key=key)
+    return frame.iloc[order].reset_index(drop=True)
+
+
+def _conv2d_shape_json(columns: Any) -> sa.ColumnElement[Any]:
+    """SQL building the shape JSON of a stored 2D convolution from its integer columns."""
+    pairs = []
+    for name in KIND_FIELDS["conv2d"]:
+        pairs += [sa.literal(name), columns[name]]
+    return sa.func.json_object(*pairs)
+
+
+def _rebuild_sqlite_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) -> None:
+    """SQLite cannot drop a NOT NULL: copy the rows into a table of the new form, then swap."""
+    scratch = sa.MetaData()
+    for parent in (devices_table, runs_table):  # the foreign keys' targets, for the DDL
+        parent.to_metadata(scratch)
+    new = table.to_metadata(scratch, name=f"{table.name}_upgrade")
+    new.create(conn)
+    old = sa.table(table.name, *(sa.column(name) for name in old_columns))
+    copied = [c.name for c in table.columns if c.name in old_columns]
+    derived = {"kind": sa.literal(KIND_DEFAULT), "shape": _conv2d_shape_json(old.c)}
+    extra = [name for name in derived if name not in old_columns]
+    select = sa.select(*(old.c[n] for n in copied), *(derived[n] for n in extra))
+    conn.execute(new.insert().from_select([*copied, *extra], select))
+    conn.exec_driver_sql(f'DROP TABLE "{table.name}"')
+    conn.exec_driver_sql(f'ALTER TABLE "{new.name}" RENAME TO "{table.name}"')
+
+
+def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) -> None:
+    """Other databases (PostgreSQL) alter in place: add the new columns, drop the NOT NULLs of
+    the conv2d columns, and fill the shape JSON of the stored rows."""
+    preparer = conn.dialect.identifier_preparer
+    name = preparer.format_table(table)
+    for column in table.columns:
+        if column.name in old_columns:
+            continue
+        ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
+        conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {ddl}")
+    for column in SHAPE_COLUMNS:
+        conn.exec_driver_sql(
+            f"ALTER TABLE {name} ALTER COLUMN {preparer.quote(column)} DROP NOT NULL"
+        )
+    c = table.c
+    rows = conn.execute(sa.select(c.id, *(c[n] for n in SHAPE_COLUMNS)).where(c.shape.is_(None)))
+    for row in rows.all():
+        shape = {n: getattr(row, n) for n in KIND_FIELDS["conv2d"]}
+        conn.execute(table.update().where(c.id == row.id).values(shape=shape))
 
 
 def _now() -> datetime:

@@ -46,10 +46,17 @@ class SyntheticEvaluator:
         self.jobs = []
         self.tasks = []
         self.cudnn_ms: float | None = 2.0  # None: as if PyTorch were missing
+        self.cublas_ms: float | None = 4.0  # None: as if CuPy had no cuBLAS
 
     def call(self, task, timeout_s: float):
-        """Ceilings and cuDNN baselines, answered with fixed synthetic figures."""
-        from autotune.baselines import BaselineResult, Ceiling, CudnnConv, MeasureCeilings
+        """Ceilings and library baselines, answered with fixed synthetic figures."""
+        from autotune.baselines import (
+            BaselineResult,
+            Ceiling,
+            CublasGemm,
+            CudnnConv,
+            MeasureCeilings,
+        )
 
         self.tasks.append(task)
         if isinstance(task, MeasureCeilings):
@@ -66,6 +73,14 @@ class SyntheticEvaluator:
                 )
             return BaselineResult(
                 Measurement.from_samples([self.cudnn_ms] * 3), "synthetic_algo", "9.19"
+            )
+        if isinstance(task, CublasGemm):
+            if self.cublas_ms is None:
+                return BaselineResult(
+                    Measurement(Status.LAUNCH_ERROR, error="cuBLAS unavailable"), available=False
+                )
+            return BaselineResult(
+                Measurement.from_samples([self.cublas_ms] * 3), "synthetic_gemm", "130000"
             )
         return self.evaluate(task, timeout_s)
 

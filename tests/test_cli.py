@@ -87,6 +87,14 @@ def test_space_reports_size_and_samples(runner):
         (["run", "--budget", "0"], 2, "budget"),
         (["best", "--storage", "/no/such/dir/x.db"], 1, "no results database"),
         (["plot", "--storage", "/no/such/dir/x.db"], 1, "no results database"),
+        (["space", "sgemm", "--shape", "M=4,N=4"], 2, "lacks K"),
+        (["space", "sgemm", "--shape", "M=4,N=4,K=0"], 2, "K must be at least 1"),
+        (["space", "sgemm", "--shape", "M=4,N=4,K=4,C=2"], 2, "unknown shape field 'C'"),
+        (["space", "sgemm", "--shape", "N=8,K=3,C=1,F=1"], 2, "GemmProblem, not ConvProblem"),
+        (["run", "--shape", "M=x,N=1,K=1"], 2, "not an integer"),
+        (["baseline", "--shape", "D=4,R=4,Cc=4,Kd=5,Kr=1,Kc=1"], 2, "larger than the input"),
+        (["run", "--shape", "D=4,R=4,Cc=4,Kd=3,Kr=3"], 2, "lacks Kc"),
+        (["best", "--problem-kind", "conv4d"], 2, "conv4d"),
     ],
 )
 def test_bad_input_gets_a_one_line_error(runner, args, code, message):
@@ -294,3 +302,66 @@ def test_report_and_every_plot_kind_from_a_tuned_database(runner, tmp_path, fake
     assert {"baseline_gflops", "speedup", "efficiency"} <= set(header)
     row = csv.splitlines()[1]
     assert "synthetic_algo" in row
+
+
+def test_shapes_lists_the_gemm_and_conv3d_sets(runner):
+    listing = runner.invoke(main, ["shapes"]).output
+    assert "alexnet_fc: 8 shapes (gemm)" in listing and "conv3d: 3 shapes (conv3d)" in listing
+    fc = runner.invoke(main, ["shapes", "alexnet_fc"]).output
+    assert "M=1,N=4096,K=9216" in fc and "M=8192,N=8192,K=8192" in fc
+    assert "D=256,R=128,Cc=128,Kd=5,Kr=5,Kc=5" in runner.invoke(main, ["shapes", "conv3d"]).output
+
+
+def test_space_binds_a_gemm_shape(runner):
+    result = runner.invoke(main, ["space", "sgemm", "--shape", "M=37,N=61,K=29", "--samples", "1"])
+    assert result.exit_code == 0, result.output
+    assert "sgemm M=37,N=61,K=29 on sm_90:" in result.output
+
+
+def test_run_and_best_for_gemm_beside_cublas(runner, tmp_path, fake_gpu):
+    db = str(tmp_path / "r.db")
+    args = ["run", "--family", "sgemm", "--family", "direct_naive", "--shape", "M=37,N=61,K=29"]
+    args += ["--shape", "N=16,K=3,C=2,F=4", "--budget", "2", "--storage", db]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    # Each family meets the other kind's shape only to be skipped, with the reason.
+    assert "skipping sgemm N=16,K=3,C=2,F=4: sgemm computes gemm problems, not conv2d" in (
+        result.output
+    )
+    assert "skipping direct_naive M=37,N=61,K=29" in result.output
+    assert "cuBLAS M=37,N=61,K=29" in result.output and "cuDNN N=16,K=3,C=2,F=4" in result.output
+    assert "4 new evaluations" in result.output
+    csv = runner.invoke(
+        main, ["best", "--format", "csv", "--problem-kind", "gemm", "--storage", db]
+    ).output
+    header, row = csv.strip().splitlines()
+    assert header.startswith("device,family,M,N,K,config,")
+    assert row.startswith("Synthetic GPU,sgemm,37,61,29,")
+    assert "cublas" in row and "synthetic_gemm" in row
+    both = runner.invoke(main, ["best", "--format", "csv", "--storage", db]).output
+    assert both.splitlines()[0].startswith("device,family,B,N,K,C,F,stride,M,config,")
+    for kind in ("gflops", "speedup", "roofline"):
+        plot = runner.invoke(
+            main,
+            ["plot", "--kind", kind, "--storage", db, "--output", str(tmp_path / kind)],
+        )
+        assert plot.exit_code == 0, plot.output
+    svg = (tmp_path / "speedup.svg").read_text()
+    assert "sgemm against cuBLAS" in svg and "M=37 N=61 K=29" in svg
+
+
+def test_baseline_measures_cublas_for_gemm_and_names_kinds_without_one(runner, tmp_path, fake_gpu):
+    db = str(tmp_path / "r.db")
+    args = ["baseline", "--shape", "M=8,N=8,K=8", "--shape", "N=16,K=3,C=2,F=4"]
+    args += ["--shape", "D=8,R=8,Cc=8,Kd=3,Kr=3,Kc=3", "--storage", db]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "1 cuBLAS and 1 cuDNN baselines measured" in result.output
+    assert "conv3d shapes have no library baseline" in result.output
+    from autotune.store import Store
+
+    frame = Store(db).baselines()
+    assert dict(zip(frame["library"], frame["kind"], strict=True)) == {
+        "cublas": "gemm",
+        "cudnn": "conv2d",
+    }

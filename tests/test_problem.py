@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.problem import ConvProblem, ProblemError, parse_shape, problem_from_dict
+from autotune.problem import (
+    Conv3dProblem,
+    ConvProblem,
+    GemmProblem,
+    ProblemError,
+    parse_shape,
+    problem_from_dict,
+)
 
 
 def test_flops_count_one_multiply_add_as_two():
@@ -57,3 +64,76 @@ def test_problem_from_dict_accepts_strings_from_csv():
     assert problem_from_dict({"N": "8", "K": "3", "C": "1", "F": "2", "B": ""}) == ConvProblem(
         N=8, K=3, C=1, F=2
     )
+
+
+def test_gemm_counts_and_key():
+    p = GemmProblem(M=2, N=3, K=5)
+    assert p.kind == "gemm"
+    assert p.flops == 2 * 2 * 3 * 5
+    assert p.min_bytes == 4 * (2 * 5 + 5 * 3 + 2 * 3)
+    assert p.key == "M=2,N=3,K=5"
+    assert p.fields() == p.as_dict() == {"M": 2, "N": 3, "K": 5}
+    assert (p.a_shape, p.b_shape, p.c_shape) == ((2, 5), (5, 3), (2, 3))
+
+
+def test_conv3d_output_sides_counts_and_key():
+    p = Conv3dProblem(D=10, R=8, Cc=6, Kd=3, Kr=2, Kc=1)
+    assert p.kind == "conv3d"
+    assert (p.OD, p.OR, p.OC) == (8, 7, 6)
+    assert p.output_shape == (8, 7, 6)
+    assert p.flops == 2 * 8 * 7 * 6 * 3 * 2 * 1
+    assert p.min_bytes == 4 * (10 * 8 * 6 + 3 * 2 * 1 + 8 * 7 * 6)
+    assert p.key == "D=10,R=8,Cc=6,Kd=3,Kr=2,Kc=1"
+    assert p.fields() == {**p.as_dict(), "OD": 8, "OR": 7, "OC": 6}
+
+
+def test_conv3d_refuses_a_filter_larger_than_the_input():
+    assert Conv3dProblem(D=3, R=3, Cc=3, Kd=3, Kr=3, Kc=3).output_shape == (1, 1, 1)
+    with pytest.raises(ProblemError, match="Kr=5 is larger than the input R=4"):
+        Conv3dProblem(D=8, R=4, Cc=8, Kd=3, Kr=5, Kc=3)
+
+
+@pytest.mark.parametrize(
+    "cls, values",
+    [
+        (GemmProblem, {"M": 0, "N": 1, "K": 1}),
+        (GemmProblem, {"M": 1, "N": 1.5, "K": 1}),
+        (GemmProblem, {"M": 1, "N": 1, "K": False}),
+        (Conv3dProblem, {"D": 4, "R": 4, "Cc": 4, "Kd": 0, "Kr": 1, "Kc": 1}),
+        (Conv3dProblem, {"D": -4, "R": 4, "Cc": 4, "Kd": 1, "Kr": 1, "Kc": 1}),
+    ],
+)
+def test_new_kinds_refuse_impossible_sizes(cls, values):
+    with pytest.raises(ProblemError):
+        cls(**values)
+
+
+def test_parse_shape_tells_the_kind_from_the_field_names():
+    assert parse_shape("M=1,N=4096,K=9216") == GemmProblem(M=1, N=4096, K=9216)
+    c3 = Conv3dProblem(D=256, R=128, Cc=128, Kd=5, Kr=5, Kc=5)
+    assert parse_shape(c3.key) == c3
+    assert parse_shape("N=8,K=3,C=1,F=1").kind == "conv2d"
+    assert parse_shape(GemmProblem(M=3, N=4, K=5).key, kind="gemm") == GemmProblem(3, 4, 5)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("M=1,N=2", "lacks K"),
+        ("M=1,N=2,K=3,C=4", "unknown shape field 'C' for a gemm shape"),
+        ("D=4,R=4,Cc=4,Kd=3,Kr=3", "lacks Kc"),
+        ("D=4,R=4,Cc=4,Kd=5,Kr=3,Kc=3", "larger than the input"),
+        ("M=x,N=1,K=1", "not an integer"),
+    ],
+)
+def test_parse_shape_errors_for_new_kinds(text, message):
+    with pytest.raises(ProblemError, match=message):
+        parse_shape(text)
+
+
+def test_problem_from_dict_takes_an_explicit_kind():
+    assert problem_from_dict({"M": "4", "N": 5, "K": 6}) == GemmProblem(M=4, N=5, K=6)
+    with pytest.raises(ProblemError, match="unknown problem kind"):
+        problem_from_dict({"N": 1, "K": 1}, kind="conv4d")
+    with pytest.raises(ProblemError, match="unknown shape field"):
+        problem_from_dict({"N": 1, "K": 1, "C": 1, "F": 1}, kind="gemm")

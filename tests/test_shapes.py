@@ -2,8 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.problem import ConvProblem, ProblemError
-from autotune.shapes import collect_shapes, named_shapes, shape_set_names, shapes_from_file
+from autotune.problem import Conv3dProblem, ConvProblem, GemmProblem, ProblemError
+from autotune.shapes import (
+    collect_shapes,
+    named_shapes,
+    shape_set_kinds,
+    shape_set_names,
+    shapes_from_file,
+)
 
 
 def test_special_set_is_the_papers_grid():
@@ -77,3 +83,43 @@ def test_collect_shapes_deduplicates_keeping_order():
     assert shapes[0] == ConvProblem(N=37, K=3, C=1, F=3)
     assert shapes[-1] == ConvProblem(N=5, K=1, C=1, F=1)
     assert len(shapes) == len(set(shapes)) == 3
+
+
+def test_alexnet_fc_set_is_gemm_at_batch_1_and_128_plus_squares():
+    shapes = named_shapes("alexnet_fc")
+    assert all(isinstance(s, GemmProblem) for s in shapes)
+    assert shape_set_kinds()["alexnet_fc"] == "gemm"
+    layers = {(s.M, s.K, s.N) for s in shapes}
+    for m in (1, 128):
+        assert {(m, 9216, 4096), (m, 4096, 4096), (m, 4096, 1000)} <= layers
+    assert {(4096, 4096, 4096), (8192, 8192, 8192)} <= layers
+    assert len(shapes) == 8
+
+
+def test_conv3d_set_holds_the_blogs_benchmark():
+    shapes = named_shapes("conv3d")
+    assert shape_set_kinds()["conv3d"] == "conv3d"
+    assert Conv3dProblem(D=256, R=128, Cc=128, Kd=5, Kr=5, Kc=5) in shapes
+    assert Conv3dProblem(D=64, R=64, Cc=64, Kd=3, Kr=3, Kc=3) in shapes
+    assert Conv3dProblem(D=128, R=128, Cc=128, Kd=7, Kr=7, Kc=7) in shapes
+    assert shape_set_kinds()["general"] == "conv2d"
+
+
+def test_files_of_the_new_kinds(tmp_path):
+    csv_file = tmp_path / "g.csv"
+    csv_file.write_text("name,M,N,K\nfc,1,1000,4096\n")
+    assert shapes_from_file(csv_file) == [GemmProblem(M=1, N=1000, K=4096)]
+    toml_file = tmp_path / "c.toml"
+    toml_file.write_text(
+        'kind = "conv3d"\nshapes = [{ D = 9, R = 8, Cc = 7, Kd = 3, Kr = 3, Kc = 3 }]\n'
+    )
+    assert shapes_from_file(toml_file) == [Conv3dProblem(D=9, R=8, Cc=7, Kd=3, Kr=3, Kc=3)]
+    bad = tmp_path / "bad.toml"
+    bad.write_text('kind = "gemm"\nshapes = [{ N = 8, K = 3, C = 2, F = 4 }]\n')
+    with pytest.raises(ProblemError, match="unknown shape field"):
+        shapes_from_file(bad)
+
+
+def test_collect_shapes_mixes_kinds():
+    shapes = collect_shapes(("conv3d",), ("M=37,N=61,K=29", "N=5,K=1,C=1,F=1"))
+    assert [s.kind for s in shapes] == ["conv3d"] * 3 + ["gemm", "conv2d"]

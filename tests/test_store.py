@@ -6,9 +6,10 @@ import multiprocessing
 import sqlite3
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from autotune.problem import ConvProblem
+from autotune.problem import Conv3dProblem, ConvProblem, GemmProblem
 from autotune.records import DeviceInfo, Measurement, Status
 from autotune.space import Config
 from autotune.store import SCHEMA_VERSION, Store, StoredEvaluation, StoreError
@@ -118,9 +119,10 @@ def test_best_picks_fastest_ok_and_never_a_failure(store: Store) -> None:
     assert row["time_ms"] == 0.5
     assert row["gflops"] == pytest.approx(PROBLEM.flops / 0.5e-3 / 1e9)
     assert (row["evaluations"], row["failures"]) == (5, 2)
-    assert list(best.columns[:11]) == [
+    assert list(best.columns[:12]) == [
         "device",
         "family",
+        "kind",
         "B",
         "N",
         "K",
@@ -296,3 +298,213 @@ def test_baselines_replace_per_shape_and_report_gflops(store: Store) -> None:
     assert row["algorithm"] == "IMPLICIT_GEMM" and row["status"] == "OK"
     assert row["gflops"] == pytest.approx(PROBLEM.flops / 0.5e-3 / 1e9)
     assert row["problem_key"] == PROBLEM.key
+
+
+# ---------------------------------------------------------------------------------------------
+# Problem kinds (schema 3) and the upgrade from schema 2
+
+GEMM = GemmProblem(M=128, N=4096, K=9216)
+CUBE = Conv3dProblem(D=64, R=64, Cc=64, Kd=3, Kr=3, Kc=3)
+
+# The version-2 schema as SQLAlchemy created it on SQLite (results/autotune.db has it).
+V2_SCHEMA = [
+    'CREATE TABLE meta ("key" VARCHAR(64) NOT NULL, value TEXT NOT NULL, PRIMARY KEY ("key"))',
+    "CREATE TABLE devices (id INTEGER NOT NULL, name VARCHAR(200) NOT NULL, compute_capability "
+    "VARCHAR(16) NOT NULL, sm_count INTEGER NOT NULL, driver_version VARCHAR(64) NOT NULL, "
+    "runtime_version VARCHAR(64) NOT NULL, nvrtc_version VARCHAR(64) NOT NULL, clock_mhz INTEGER "
+    "NOT NULL, memory_bytes BIGINT NOT NULL, extra JSON NOT NULL, PRIMARY KEY (id), CONSTRAINT "
+    "uq_devices_identity UNIQUE (name, compute_capability, sm_count, driver_version))",
+    "CREATE TABLE runs (id INTEGER NOT NULL, device_id INTEGER NOT NULL, started_at DATETIME NOT "
+    "NULL, finished_at DATETIME, command TEXT NOT NULL, versions JSON NOT NULL, host VARCHAR(255) "
+    "NOT NULL, PRIMARY KEY (id), FOREIGN KEY(device_id) REFERENCES devices (id))",
+    "CREATE TABLE evaluations (id INTEGER NOT NULL, run_id INTEGER NOT NULL, device_id INTEGER NOT "
+    'NULL, family VARCHAR(100) NOT NULL, problem_key VARCHAR(200) NOT NULL, "B" INTEGER NOT NULL, '
+    '"N" INTEGER NOT NULL, "K" INTEGER NOT NULL, "C" INTEGER NOT NULL, "F" INTEGER NOT NULL, '
+    "stride INTEGER NOT NULL, config TEXT NOT NULL, status VARCHAR(32) NOT NULL, error TEXT NOT "
+    "NULL, rel_error FLOAT, compile_s FLOAT, time_ms FLOAT, samples_ms JSON NOT NULL, gflops "
+    "FLOAT, registers INTEGER, smem_bytes INTEGER, spills INTEGER, created_at DATETIME NOT NULL, "
+    "PRIMARY KEY (id), CONSTRAINT uq_evaluations UNIQUE (device_id, family, problem_key, config), "
+    "FOREIGN KEY(run_id) REFERENCES runs (id), FOREIGN KEY(device_id) REFERENCES devices (id))",
+    "CREATE TABLE ceilings (id INTEGER NOT NULL, device_id INTEGER NOT NULL, name VARCHAR(64) NOT "
+    "NULL, value FLOAT NOT NULL, unit VARCHAR(32) NOT NULL, detail TEXT NOT NULL, samples_ms JSON "
+    "NOT NULL, created_at DATETIME NOT NULL, PRIMARY KEY (id), FOREIGN KEY(device_id) REFERENCES "
+    "devices (id))",
+    "CREATE TABLE baselines (id INTEGER NOT NULL, device_id INTEGER NOT NULL, library VARCHAR(64) "
+    'NOT NULL, problem_key VARCHAR(200) NOT NULL, "B" INTEGER NOT NULL, "N" INTEGER NOT NULL, "K" '
+    'INTEGER NOT NULL, "C" INTEGER NOT NULL, "F" INTEGER NOT NULL, stride INTEGER NOT NULL, '
+    "algorithm TEXT NOT NULL, version VARCHAR(64) NOT NULL, status VARCHAR(32) NOT NULL, error "
+    "TEXT NOT NULL, time_ms FLOAT, samples_ms JSON NOT NULL, gflops FLOAT, created_at DATETIME NOT "
+    "NULL, PRIMARY KEY (id), CONSTRAINT uq_baselines UNIQUE (device_id, library, problem_key), "
+    "FOREIGN KEY(device_id) REFERENCES devices (id))",
+]
+V2_PROBLEMS = [ConvProblem(N=32, K=3, C=16, F=32), ConvProblem(N=13, K=3, C=4, F=8, B=2, stride=2)]
+
+
+def _make_v2(path: Path) -> None:
+    """A version-2 database with two conv2d studies (three evaluations) and a cuDNN baseline."""
+    with sqlite3.connect(path) as conn:
+        for statement in V2_SCHEMA:
+            conn.execute(statement)
+        conn.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+        conn.execute(
+            "INSERT INTO devices VALUES (1, 'NVIDIA H100', '9.0', 132, '580', '13.0', '13.0', "
+            "1980, 85899345920, '{}')"
+        )
+        conn.execute(
+            "INSERT INTO runs VALUES (1, 1, '2025-01-01 00:00:00', NULL, 'run', '{}', 'h')"
+        )
+        rows = [(V2_PROBLEMS[0], 8, 0.5), (V2_PROBLEMS[0], 16, 0.25), (V2_PROBLEMS[1], 8, 2.0)]
+        for i, (p, tile, ms) in enumerate(rows, start=1):
+            conn.execute(
+                "INSERT INTO evaluations VALUES (?, 1, 1, 'direct_naive', ?, ?, ?, ?, ?, ?, ?, ?, "
+                "'OK', '', 1e-7, 0.5, ?, ?, ?, 40, 4096, 0, '2025-01-01 00:00:00')",
+                (
+                    i,
+                    p.key,
+                    p.B,
+                    p.N,
+                    p.K,
+                    p.C,
+                    p.F,
+                    p.stride,
+                    cfg(tile).to_json(),
+                    ms,
+                    f"[{ms}]",
+                    p.flops / ms / 1e6,
+                ),
+            )
+        p = V2_PROBLEMS[0]
+        conn.execute(
+            "INSERT INTO baselines VALUES (1, 1, 'cudnn', ?, ?, ?, ?, ?, ?, ?, 'ALGO', '9', 'OK', "
+            "'', 0.4, '[0.4]', ?, '2025-01-01 00:00:00')",
+            (p.key, p.B, p.N, p.K, p.C, p.F, p.stride, p.flops / 0.4 / 1e6),
+        )
+
+
+def test_version_2_database_is_upgraded_keeping_every_row(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    _make_v2(path)
+    with Store(path) as upgraded:
+        history = upgraded.history()
+        assert list(history["id"]) == [1, 2, 3]
+        assert list(history["kind"]) == ["conv2d"] * 3
+        assert list(history["problem_key"]) == [V2_PROBLEMS[0].key] * 2 + [V2_PROBLEMS[1].key]
+        expected = [V2_PROBLEMS[0], V2_PROBLEMS[0], V2_PROBLEMS[1]]
+        assert list(history["shape"]) == [p.as_dict() for p in expected]
+        assert history["scratch_bytes"].isna().all()
+        assert list(history["time_ms"]) == [0.5, 0.25, 2.0]
+        assert list(history["registers"]) == [40, 40, 40]
+        best = upgraded.best()
+        assert list(best["problem_key"]) == [V2_PROBLEMS[1].key, V2_PROBLEMS[0].key]
+        assert list(best["time_ms"]) == [2.0, 0.25] and list(best["evaluations"]) == [1, 2]
+        stored = upgraded.evaluations(1, "direct_naive", V2_PROBLEMS[0])
+        assert [e.config for e in stored] == [cfg(8), cfg(16)]
+        base = upgraded.baselines()
+        assert len(base) == 1 and base.iloc[0]["kind"] == "conv2d"
+        assert base.iloc[0]["shape"] == V2_PROBLEMS[0].as_dict()
+        assert upgraded.has_baseline(1, "cudnn", V2_PROBLEMS[0])
+        # The upgraded tables take the new kinds and the resumed study goes on.
+        run_id = upgraded.start_run(1, "run", {})
+        assert not upgraded.record(run_id, 1, "direct_naive", V2_PROBLEMS[0], cfg(8), ok(9.0), 1)
+        assert upgraded.record(run_id, 1, "sgemm", GEMM, cfg(1), ok(1.0), GEMM.flops)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert not any(name.endswith("_upgrade") for name in tables)
+    with Store(path) as again:  # opening the upgraded file changes nothing
+        assert len(again.history()) == 4
+
+
+def test_the_projects_version_2_database_reads_the_same_after_the_upgrade(tmp_path: Path) -> None:
+    source = Path(__file__).resolve().parent.parent / "results" / "autotune.db"
+    if not source.is_file():
+        pytest.skip("no results/autotune.db in this checkout")
+    with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as conn:
+        if conn.execute("SELECT value FROM meta").fetchone() != ("2",):
+            pytest.skip("results/autotune.db is not a version-2 database")
+        columns = "id, family, problem_key, B, N, K, C, F, stride, config, status, time_ms"
+        before = conn.execute(f"SELECT {columns} FROM evaluations ORDER BY id").fetchall()
+        baselines = conn.execute("SELECT * FROM baselines ORDER BY id").fetchall()
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(source.read_bytes())
+    with Store(copy) as upgraded:
+        assert len(upgraded.history()) == len(before)
+        assert set(upgraded.history()["kind"]) == {"conv2d"}
+    with sqlite3.connect(copy) as conn:
+        assert conn.execute(f"SELECT {columns} FROM evaluations ORDER BY id").fetchall() == before
+        assert len(conn.execute("SELECT * FROM baselines").fetchall()) == len(baselines)
+
+
+def test_every_kind_round_trips_with_its_shape(store: Store) -> None:
+    run_id, device_id = setup_run(store)
+    m = ok(2.0, scratch_bytes=1 << 20)
+    assert store.record(run_id, device_id, "sgemm", GEMM, cfg(1), m, GEMM.flops)
+    store.record(run_id, device_id, "sgemm", GEMM, cfg(2), ok(1.0), GEMM.flops)
+    store.record(run_id, device_id, "conv3d", CUBE, cfg(1), ok(0.5), CUBE.flops)
+    store.record(run_id, device_id, FAMILY, PROBLEM, cfg(1), ok(0.5), PROBLEM.flops)
+    history = store.history().set_index("id")
+    assert history.loc[1, "scratch_bytes"] == 1 << 20 and pd.isna(history.loc[2, "scratch_bytes"])
+    gemm = store.history(kind="gemm")
+    assert len(gemm) == 2 and gemm["N"].isna().all() and gemm["B"].isna().all()
+    assert gemm.iloc[0]["shape"] == {"M": 128, "N": 4096, "K": 9216}
+    best = store.best()
+    assert list(zip(best["family"], best["kind"], strict=True)) == [
+        ("conv3d", "conv3d"),
+        (FAMILY, "conv2d"),
+        ("sgemm", "gemm"),
+    ]
+    row = store.best(kind="gemm").iloc[0]
+    assert (row["problem_key"], row["time_ms"], row["evaluations"]) == (GEMM.key, 1.0, 2)
+    assert row["gflops"] == pytest.approx(GEMM.flops / 1.0e-3 / 1e9)
+    assert store.best(kind="conv3d").iloc[0]["shape"] == CUBE.as_dict()
+    assert len(store.best(family="sgemm", kind="conv2d")) == 0
+    assert [e.config for e in store.evaluations(device_id, "sgemm", GEMM)] == [cfg(1), cfg(2)]
+
+
+def test_best_orders_shapes_by_number_not_by_key(store: Store) -> None:
+    run_id, device_id = setup_run(store)
+    shapes = [GemmProblem(M=m, N=n, K=64) for m, n in ((128, 1000), (1, 4096), (16, 1000))]
+    for p in shapes:
+        store.record(run_id, device_id, "sgemm", p, cfg(1), ok(1.0), p.flops)
+    order = [(r["M"], r["N"]) for r in store.best()["shape"]]
+    assert order == [(1, 4096), (16, 1000), (128, 1000)]
+
+
+def test_baselines_per_kind(store: Store) -> None:
+    _, device_id = setup_run(store)
+    store.record_baseline(device_id, "cublas", GEMM, "gemm", "13", ok(1.0), GEMM.flops)
+    store.record_baseline(device_id, "cudnn", PROBLEM, "ALGO", "9", ok(1.0), PROBLEM.flops)
+    assert store.has_baseline(device_id, "cublas", GEMM)
+    assert not store.has_baseline(device_id, "cudnn", GEMM)
+    frame = store.baselines(kind="gemm")
+    assert list(frame["library"]) == ["cublas"] and frame.iloc[0]["shape"] == GEMM.as_dict()
+    assert pd.isna(frame.iloc[0]["N"])  # the conv2d columns stay empty for a GEMM
+    assert list(store.baselines(library="cudnn")["kind"]) == ["conv2d"]
+
+
+def _open_and_count(path: str, barrier, results) -> None:  # type: ignore[no-untyped-def]
+    barrier.wait()
+    with Store(path) as s:
+        results.put(len(s.history()))
+
+
+def test_two_processes_upgrading_one_file_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "v2.db"
+    _make_v2(path)
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(2), ctx.Queue()
+    workers = [
+        ctx.Process(target=_open_and_count, args=(str(path), barrier, results)) for _ in range(2)
+    ]
+    for w in workers:
+        w.start()
+    counts = [results.get(timeout=120) for _ in workers]
+    for w in workers:
+        w.join(timeout=60)
+        assert w.exitcode == 0
+    assert counts == [3, 3]
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
+        assert conn.execute("SELECT count(*) FROM evaluations").fetchone() == (3,)
