@@ -16,15 +16,32 @@ from autotune.device import Job, TimingPolicy
 from autotune.evaluator import Evaluator
 from autotune.families import Family, UnsupportedProblem
 from autotune.families.plan import KernelPlan
-from autotune.problem import ConvProblem
+from autotune.problem import Problem
 from autotune.records import Measurement, Status
 from autotune.space import BoundSpace, Config, DeviceLimits
 from autotune.store import Store
 from autotune.strategies import make_strategy
 
-# A job may take this long beyond its own timing budget (module load, reference, first-use
-# compilation of CuPy's reduction kernels) before the worker is declared hung.
-JOB_TIMEOUT_FLOOR_S = 60.0
+# A job's timeout: the floor covers what any job may spend besides its runs (module load, a fresh
+# worker's first-use compiles of CuPy's kernels); the runs are priced at the slower of a rate no
+# sane candidate falls below and a multiple of the best time so far; the ceiling bounds what one
+# hung candidate can cost.
+JOB_TIMEOUT_FLOOR_S = 15.0
+JOB_TIMEOUT_CEILING_S = 180.0
+SLOWEST_FLOPS_PER_S = 20e9  # ~1/3000 of an H100's FP32 peak
+SLOWEST_VS_BEST = 50.0
+REFERENCE_FLOPS_PER_S = 100e9  # the float64 reference that checks every job
+
+
+def job_timeout_s(flops: int, timing: TimingPolicy, best_ms: float | None = None) -> float:
+    """Seconds to wait for one job before the worker is declared hung and replaced. A job is one
+    checked run, the warm-up runs and samples until timing.max_time_s (plus the run in flight)."""
+    run_s = flops / SLOWEST_FLOPS_PER_S
+    if best_ms is not None:
+        run_s = max(run_s, SLOWEST_VS_BEST * best_ms / 1e3)
+    runs = 2 + timing.warmup
+    wait = JOB_TIMEOUT_FLOOR_S + timing.max_time_s + runs * run_s + flops / REFERENCE_FLOPS_PER_S
+    return min(JOB_TIMEOUT_CEILING_S, wait)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +49,7 @@ class Study:
     """One (family, problem) pair to tune, with its valid configurations on this device."""
 
     family: Family
-    problem: ConvProblem
+    problem: Problem
     space: BoundSpace
 
     @property
@@ -43,7 +60,7 @@ class Study:
 @dataclass(frozen=True, slots=True)
 class Skipped:
     family: str
-    problem: ConvProblem
+    problem: Problem
     reason: str
 
 
@@ -88,11 +105,17 @@ class CampaignOutcome:
 
 
 def plan_studies(
-    pairs: Iterable[tuple[Family, ConvProblem]], limits: DeviceLimits
+    pairs: Iterable[tuple[Family, Problem]], limits: DeviceLimits
 ) -> tuple[list[Study], list[Skipped]]:
-    """Bind every (family, problem) space to the device; skip the ones that cannot run."""
+    """Bind every (family, problem) space to the device; skip the ones that cannot run, a
+    family of another problem kind (a GEMM family on a convolution) first."""
     studies, skipped = [], []
     for family, problem in pairs:
+        kind = getattr(family.problem_type, "kind", None)
+        if kind != problem.kind:
+            reason = f"{family.name} computes {kind} problems, not {problem.kind}"
+            skipped.append(Skipped(family.name, problem, reason))
+            continue
         try:
             family.check(problem)
         except UnsupportedProblem as err:
@@ -241,7 +264,8 @@ class Tuner:
                 if not pending or timed_out:
                     break
                 config, future = pending.popleft()
-                m = self._launch(study, config, *future.result())
+                best_ms = result.best[1].time_ms if result.best else None
+                m = self._launch(study, config, *future.result(), best_ms=best_ms)
                 self.store.record(
                     self.run_id,
                     self.device_id,
@@ -303,20 +327,35 @@ class Tuner:
         try:
             compiled = self.compiler.compile(plan)
         except CompileError as err:
-            return plan, None, Measurement(Status.COMPILE_ERROR, error=str(err)[-4000:])
+            return (
+                plan,
+                None,
+                Measurement(
+                    Status.COMPILE_ERROR, error=str(err)[-4000:], scratch_bytes=plan.scratch_bytes
+                ),
+            )
         extra = {
             "compile_s": 0.0 if compiled.cached else compiled.compile_s,
             "registers": compiled.max_registers,
             "smem_bytes": compiled.max_smem_bytes
             + max(launch.smem_bytes for launch in plan.all_launches),
             "spills": compiled.spills,
+            "scratch_bytes": plan.scratch_bytes,
         }
         why = resource_problem(compiled, plan.all_launches, self.evaluator.limits)
         if why:
             return plan, None, Measurement(Status.RESOURCES, error=why, **extra)
         return plan, compiled, Measurement(Status.OK, **extra)
 
-    def _launch(self, study: Study, config: Config, plan, compiled, early: Measurement):
+    def _launch(
+        self,
+        study: Study,
+        config: Config,
+        plan,
+        compiled,
+        early: Measurement,
+        best_ms: float | None = None,
+    ):
         """The GPU half: check and time a compiled plan; passes early failures through."""
         if compiled is None:
             return early
@@ -334,17 +373,17 @@ class Tuner:
             timing=self.timing,
             seed=zlib.crc32(f"{self.seed}|{study.label}|{config.to_json()}".encode()),
         )
-        timeout = JOB_TIMEOUT_FLOOR_S + 2 * self.timing.max_time_s
-        m = self.evaluator.evaluate(job, timeout)
+        m = self.evaluator.evaluate(job, job_timeout_s(problem.flops, self.timing, best_ms))
         return dataclasses.replace(
             m,
             compile_s=early.compile_s,
             registers=early.registers,
             smem_bytes=early.smem_bytes,
             spills=early.spills,
+            scratch_bytes=early.scratch_bytes,
         )
 
-    def _reference(self, family: Family, problem: ConvProblem):
+    def _reference(self, family: Family, problem: Problem):
         plan = family.reference_plan(problem)
         if plan not in self._references:
             self._references[plan] = (plan, self.compiler.compile(plan))

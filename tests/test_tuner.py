@@ -10,7 +10,7 @@ from autotune.compiler import Compiler
 from autotune.families.direct_naive import DirectNaive
 from autotune.problem import ConvProblem
 from autotune.records import Status
-from autotune.space import DeviceLimits
+from autotune.space import Config, DeviceLimits
 from autotune.store import Store
 from autotune.tuner import Tuner, plan_studies
 
@@ -172,3 +172,54 @@ def test_unsupported_or_empty_studies_are_skipped_with_a_reason():
     assert "direct_naive" in names
     if "chen_special" in FAMILIES:
         assert any(s.family == "chen_special" and "C" in s.reason for s in skipped)
+
+
+def test_a_family_meets_only_its_own_problem_kind():
+    from autotune.families.sgemm import Sgemm
+    from autotune.problem import Conv3dProblem, GemmProblem
+
+    gemm = GemmProblem(M=37, N=61, K=29)
+    cube = Conv3dProblem(D=8, R=8, Cc=8, Kd=3, Kr=3, Kc=3)
+    pairs = [(DirectNaive(), gemm), (Sgemm(), PROBLEM), (Sgemm(), cube), (Sgemm(), gemm)]
+    studies, skipped = plan_studies(pairs, DeviceLimits())
+    assert [(s.family.name, s.problem) for s in studies] == [("sgemm", gemm)]
+    assert [s.reason for s in skipped] == [
+        "direct_naive computes conv2d problems, not gemm",
+        "sgemm computes gemm problems, not conv2d",
+        "sgemm computes gemm problems, not conv3d",
+    ]
+
+
+def test_gemm_studies_run_and_record_their_scratch_bytes(compiler, store):
+    from conftest import SyntheticEvaluator
+
+    from autotune.families.sgemm import Sgemm
+    from autotune.problem import GemmProblem
+
+    problem = GemmProblem(M=1, N=1000, K=4096)
+    evaluator = SyntheticEvaluator(lambda d: 1.0 + d["SPLIT_K"] / 16 + d["BM"] / 8)
+    studies, _ = plan_studies([(Sgemm(), problem)], DeviceLimits())
+    outcome = Tuner(compiler, evaluator, store, strategy="random", seed=3).run(studies, budget=6)
+    assert outcome.evaluated == 6
+    history = store.history(kind="gemm")
+    assert len(history) == 6 and set(history["problem_key"]) == {problem.key}
+    for config, scratch in zip(history["config"], history["scratch_bytes"], strict=True):
+        split = Config.from_json(config)["SPLIT_K"]
+        assert scratch == (0 if split == 1 else 4 * split * problem.M * problem.N)
+    assert all(j.buffers.outputs == (("c", (1, 1000)),) for j in evaluator.jobs)
+    assert all(j.reference_plan.entries == ("reference_gemm",) for j in evaluator.jobs)
+
+
+def test_job_timeout_grows_with_work_and_the_best_time_within_floor_and_ceiling():
+    from autotune.device import TimingPolicy
+    from autotune.tuner import JOB_TIMEOUT_CEILING_S, JOB_TIMEOUT_FLOOR_S, job_timeout_s
+
+    timing = TimingPolicy()
+    tiny = job_timeout_s(10**6, timing)
+    assert JOB_TIMEOUT_FLOOR_S <= tiny < JOB_TIMEOUT_FLOOR_S + timing.max_time_s + 1
+    alexnet_conv2 = 2 * 128 * 27 * 27 * 25 * 64 * 192
+    big = job_timeout_s(alexnet_conv2, timing)
+    assert tiny + 5 < big < JOB_TIMEOUT_CEILING_S
+    # A best time of 100 ms makes 50x that per run plausible for a slow candidate.
+    assert job_timeout_s(10**6, timing, best_ms=100.0) > tiny + (2 + timing.warmup) * 4.9
+    assert job_timeout_s(10**15, timing) == JOB_TIMEOUT_CEILING_S
