@@ -1,0 +1,69 @@
+"""sgemm: tiled shared-memory SGEMM with register blocking, for fully connected layers."""
+
+from __future__ import annotations
+
+from autotune.families import gemm
+from autotune.families.base import Buffers, Family, KernelPlan, Launch, UnsupportedProblem, cdiv
+from autotune.problem import GemmProblem
+from autotune.space import Config
+
+REDUCE_BLOCK = 256
+TUNABLES = (
+    "BM",
+    "BN",
+    "BK",
+    "TM",
+    "TN",
+    "VEC",
+    "DOUBLE_BUFFER",
+    "SPLIT_K",
+    "WARP_TX",
+    "MIN_BLOCKS",
+)
+
+
+class Sgemm(Family):
+    name = "sgemm"
+    description = (
+        "C = A @ B (row-major FP32): a BM x BN block tile walking K in BK steps through shared "
+        "memory (A transposed), TM x TN register blocking per thread with float4/float2 "
+        "conflict-free fragment reads, VEC-wide global loads, DOUBLE_BUFFER register-staged "
+        "prefetch, SPLIT_K slices of K summed by a second kernel (small M)"
+    )
+    paper = "001 (course report), tiled shared-memory matrix multiplication of the FC layers"
+    problem_type = GemmProblem
+    layout = "row-major A (M x K), B (K x N), C (M x N)"
+    default_shape_set = "alexnet_fc"
+
+    def check(self, problem: GemmProblem) -> None:  # type: ignore[override]
+        super().check(problem)
+        if problem.M * problem.K >= 2**31 or problem.K * problem.N >= 2**31:
+            raise UnsupportedProblem(f"{self.name} indexes rows with 32-bit integers")
+
+    def buffers(self, problem: GemmProblem) -> Buffers:  # type: ignore[override]
+        return gemm.buffers(problem)
+
+    def reference_plan(self, problem: GemmProblem) -> KernelPlan:  # type: ignore[override]
+        return gemm.reference_plan(problem)
+
+    def plan(self, problem: GemmProblem, config: Config) -> KernelPlan:  # type: ignore[override]
+        v = {name: int(config[name]) for name in TUNABLES}
+        p = problem
+        threads = (v["BM"] // v["TM"]) * (v["BN"] // v["TN"])
+        grid = (cdiv(p.N, v["BN"]), cdiv(p.M, v["BM"]), v["SPLIT_K"])
+        defines = (*gemm.defines(p), *((name, v[name]) for name in TUNABLES))
+        if v["SPLIT_K"] == 1:
+            launch = Launch("sgemm", grid, (threads, 1, 1), ("a", "b", "c"))
+            return KernelPlan(self.source_path, defines, (launch,))
+        # Each K slice writes its own M x N plane of `partial`; the reduction sums them into c.
+        launches = (
+            Launch("sgemm", grid, (threads, 1, 1), ("a", "b", "partial")),
+            Launch(
+                "sgemm_reduce",
+                (cdiv(p.M * p.N, REDUCE_BLOCK), 1, 1),
+                (REDUCE_BLOCK, 1, 1),
+                ("partial", "c"),
+            ),
+        )
+        scratch = (("partial", (v["SPLIT_K"], p.M, p.N)),)
+        return KernelPlan(self.source_path, defines, launches, scratch=scratch)
