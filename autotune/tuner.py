@@ -334,11 +334,17 @@ class Tuner:
                     Status.COMPILE_ERROR, error=str(err)[-4000:], scratch_bytes=plan.scratch_bytes
                 ),
             )
+        timed = [lc for lc in plan.launches if lc.kernel in compiled.resources]
         extra = {
             "compile_s": 0.0 if compiled.cached else compiled.compile_s,
-            "registers": compiled.max_registers,
-            "smem_bytes": compiled.max_smem_bytes
-            + max(launch.smem_bytes for launch in plan.all_launches),
+            # What the timed kernels use (untimed layout helpers are not the candidate).
+            "registers": max(
+                (compiled.resources[lc.kernel].registers for lc in timed), default=None
+            ),
+            "smem_bytes": max(
+                (compiled.resources[lc.kernel].smem_bytes + lc.smem_bytes for lc in timed),
+                default=None,
+            ),
             "spills": compiled.spills,
             "scratch_bytes": plan.scratch_bytes,
         }
