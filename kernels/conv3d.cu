@@ -1,0 +1,266 @@
+// Valid single-channel 3D convolution (cross-correlation), after the LeetGPU blog post: the filter
+// lives in constant memory, a block of TILE_X x TILE_Y x TILE_Z threads computes an output tile
+// staged through shared memory (USE_SMEM) or read straight from global memory, and every thread is
+// coarsened: COARSEN contiguous outputs along COARSEN_AXIS (0 = columns, 1 = rows, 2 = depth; the
+// blog's fastest kernel is a 32 x 16 x 1 block with COARSEN = 4 along depth), times VEC contiguous
+// columns read as float2/float4 from shared memory (the bank-width idea of Chen et al.).
+//
+// A thread walks the input window behind its outputs once, row by row, and adds every value it
+// loads into each of its outputs that the value reaches, so one load feeds up to COARSEN x VEC
+// FMAs; with the loops unrolled, every filter tap is an immediate constant-bank operand.
+// A block walks Z_STEPS output tiles down the depth; through shared memory the next tile's input
+// is copied asynchronously (cp.async) while the current one is computed.
+// Problem defines: D, R, Cc (input depth, rows, columns), Kd, Kr, Kc (filter).
+// Tunables: TILE_X, TILE_Y, TILE_Z, COARSEN, COARSEN_AXIS, VEC, USE_SMEM, Z_STEPS.
+
+#define OD (D - Kd + 1)  // output sides
+#define OR (R - Kr + 1)
+#define OC (Cc - Kc + 1)
+#define THREADS (TILE_X * TILE_Y * TILE_Z)
+
+#if COARSEN_AXIS == 0 && VEC != 1
+#error "coarsening along columns already makes the columns contiguous; VEC must be 1"
+#endif
+
+// Outputs per thread along each axis.
+#define CZ ((COARSEN_AXIS == 2) ? COARSEN : 1)
+#define CY ((COARSEN_AXIS == 1) ? COARSEN : 1)
+#define CX ((COARSEN_AXIS == 0) ? COARSEN : VEC)
+// Output tile of a block.
+#define OUT_Z (TILE_Z * CZ)
+#define OUT_Y (TILE_Y * CY)
+#define OUT_X (TILE_X * CX)
+// Input window behind one thread's outputs; a window row is read as NV aligned VEC-wide loads.
+#define EZ (CZ + Kd - 1)
+#define EY (CY + Kr - 1)
+#define EX (CX + Kc - 1)
+#define NV ((EX + VEC - 1) / VEC)
+// Shared tile: the block's input window; a row is padded to a multiple of 4 floats, so that the
+// last thread's last vector fits and every row starts 16-byte aligned (VEC-wide reads, 4-float
+// copies).
+#define IN_Z (OUT_Z + Kd - 1)
+#define IN_Y (OUT_Y + Kr - 1)
+#define PITCH (OUT_X + ((Kc + 2) / 4) * 4)
+#define PLANE (IN_Y * PITCH)
+#define TILE_FLOATS (IN_Z * PLANE)
+// A block walking several depth tiles double-buffers them.
+#define BUFFERS ((Z_STEPS > 1) ? 2 : 1)
+// Up to 48 KB the tiles are static (ptxas reports them); past that they are dynamic shared memory,
+// which the plan sizes with the same formula and the evaluator opts in to.
+#define STATIC_SMEM (BUFFERS * TILE_FLOATS * 4 <= 48 * 1024)
+
+// The register budget: 512 threads' worth of blocks per multiprocessor (128 registers a thread),
+// or one block when it is larger. With the thread count alone ptxas would aim at a full SM of small
+// blocks and squeeze the accumulators into 32 registers.
+#define MIN_BLOCKS ((THREADS >= 512) ? 1 : 512 / THREADS)
+#define REG_BUDGET (65536 / ((THREADS > 512) ? THREADS : 512))
+
+// Every FMA of a thread: up to 2048 (past that NVVM no longer unrolls the whole window) the window
+// is unrolled whole and every tap is an immediate operand; larger bodies loop over the window's
+// depth slices, with taps guarded and indexed at run time. Read-only global loads are not held
+// back by the barrier after each row, so ptxas issues all of an unrolled window's (or slice's)
+// loads up front: straight from global memory, the window is unrolled only when all of it fits
+// the registers beside the accumulators, otherwise the kernel loops over every row.
+#define FMAS (CZ * CY * CX * Kd * Kr * Kc)
+#define WHOLE (FMAS <= 2048 && (USE_SMEM || EZ * EY * EX + CZ * CY * CX + 32 <= REG_BUDGET))
+#define EZ_UNROLL (WHOLE ? EZ : 1)
+#define EY_UNROLL ((WHOLE || USE_SMEM) ? EY : 1)
+
+__constant__ float c_filter[Kd * Kr * Kc];
+
+template <int V> struct Vec;
+template <> struct Vec<1> {
+    static __device__ __forceinline__ void load(const float* p, float* o) { o[0] = p[0]; }
+    static __device__ __forceinline__ void store(float* p, const float* i) { p[0] = i[0]; }
+};
+template <> struct Vec<2> {
+    static __device__ __forceinline__ void load(const float* p, float* o) {
+        const float2 v = *reinterpret_cast<const float2*>(p);
+        o[0] = v.x; o[1] = v.y;
+    }
+    static __device__ __forceinline__ void store(float* p, const float* i) {
+        *reinterpret_cast<float2*>(p) = make_float2(i[0], i[1]);
+    }
+};
+template <> struct Vec<4> {
+    static __device__ __forceinline__ void load(const float* p, float* o) {
+        const float4 v = *reinterpret_cast<const float4*>(p);
+        o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
+    }
+    static __device__ __forceinline__ void store(float* p, const float* i) {
+        *reinterpret_cast<float4*>(p) = make_float4(i[0], i[1], i[2], i[3]);
+    }
+};
+
+#if USE_SMEM
+// Floats per asynchronous copy: 4 (16 bytes) when every input row starts 16-byte aligned.
+#define COPY ((Cc % 4 == 0) ? 4 : 1)
+
+// COPY floats of the tile, copied global -> shared asynchronously (cp.async: no register holds
+// them); a source size of 0 writes zeros instead (past the input's far edges: those values only
+// reach outputs that are never stored).
+__device__ __forceinline__ void copy_async(float* dst, const float* src, bool inside) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(src),
+                 "n"(COPY * 4), "r"(inside ? COPY * 4 : 0)
+                 : "memory");
+}
+__device__ __forceinline__ void copies_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+// Wait until at most N committed groups of copies are still in flight.
+template <int N> __device__ __forceinline__ void copies_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Start copying the input window behind the block's tile at output depth z0 into s, as one group
+// of copies. A thread's pieces of one depth slice are the same for every slice: their offsets and
+// bounds are worked out once (PER of them). With COPY = 4, a piece starts at a column that is a
+// multiple of 4 (x0 and PITCH are), so with Cc a multiple of 4 it is wholly inside or outside.
+__device__ __forceinline__ void start_tile(const float* __restrict__ x, float* s, int z0, int y0,
+                                           int x0, int tid) {
+    constexpr int PIECES = PLANE / COPY;
+    constexpr int PER = (PIECES + THREADS - 1) / THREADS;
+    int src[PER];
+    bool inside[PER];
+#pragma unroll
+    for (int i = 0; i < PER; ++i) {
+        const int e = (tid + i * THREADS) * COPY;
+        const int gy = y0 + e / PITCH;
+        const int gx = x0 + e % PITCH;
+        inside[i] = e < PLANE && gy < R && gx < Cc;
+        src[i] = inside[i] ? gy * Cc + gx : 0;
+    }
+#pragma unroll 4
+    for (int z = 0; z < IN_Z; ++z) {
+        const bool depth_inside = z0 + z < D;
+        const float* slice = x + (depth_inside ? (long long)(z0 + z) * R * Cc : 0);
+#pragma unroll
+        for (int i = 0; i < PER; ++i) {
+            const int piece = tid + i * THREADS;
+            if (PIECES % THREADS == 0 || piece < PIECES)
+                copy_async(s + z * PLANE + piece * COPY, slice + src[i], depth_inside && inside[i]);
+        }
+    }
+    copies_commit();
+}
+#endif
+
+// The outputs of one thread in the tile at output depth z0: from the shared tile (window: the
+// thread's corner of it) or straight from global memory.
+__device__ __forceinline__ void compute_tile(const float* __restrict__ x, const float* window,
+                                             float* __restrict__ y, int oz, int oy, int ox) {
+    float acc[CZ][CY][CX];
+#pragma unroll
+    for (int kz = 0; kz < CZ; ++kz)
+#pragma unroll
+        for (int ky = 0; ky < CY; ++ky)
+#pragma unroll
+            for (int kx = 0; kx < CX; ++kx) acc[kz][ky][kx] = 0.0f;
+
+#pragma unroll EZ_UNROLL
+    for (int ez = 0; ez < EZ; ++ez) {
+#pragma unroll EY_UNROLL
+        for (int ey = 0; ey < EY; ++ey) {
+            float row[NV * VEC];
+#if USE_SMEM
+#pragma unroll
+            for (int v = 0; v < NV; ++v)
+                Vec<VEC>::load(window + (ez * IN_Y + ey) * PITCH + v * VEC, row + v * VEC);
+#else
+            // Straight from global memory, cached in L1. Rows past the input are clamped to it,
+            // columns past it read as zero; both only reach outputs that are never stored.
+            const float* src =
+                x + ((long long)min(oz + ez, D - 1) * R + min(oy + ey, R - 1)) * Cc + ox;
+#pragma unroll
+            for (int ex = 0; ex < EX; ++ex) row[ex] = ex < Cc - ox ? __ldg(src + ex) : 0.0f;
+#endif
+            // Every output the loaded values reach, with the tap that links them.
+#pragma unroll
+            for (int kz = 0; kz < CZ; ++kz) {
+                const int dz = ez - kz;
+                if (dz < 0 || dz >= Kd) continue;
+#pragma unroll
+                for (int ky = 0; ky < CY; ++ky) {
+                    const int dy = ey - ky;
+                    if (dy < 0 || dy >= Kr) continue;
+#pragma unroll
+                    for (int kx = 0; kx < CX; ++kx) {
+#pragma unroll
+                        for (int dx = 0; dx < Kc; ++dx) {
+                            acc[kz][ky][kx] = fmaf(row[kx + dx], c_filter[(dz * Kr + dy) * Kc + dx],
+                                                   acc[kz][ky][kx]);
+                        }
+                    }
+                }
+            }
+            // Shared loads of later rows may not be hoisted above this point: otherwise ptxas
+            // issues the whole unrolled window's loads up front and spills them.
+            __syncwarp();
+        }
+    }
+
+#pragma unroll
+    for (int kz = 0; kz < CZ; ++kz) {
+#pragma unroll
+        for (int ky = 0; ky < CY; ++ky) {
+            if (oz + kz >= OD || oy + ky >= OR) continue;
+            float* dst = y + ((long long)(oz + kz) * OR + oy + ky) * OC + ox;
+            if constexpr (VEC > 1 && OC % VEC == 0) {
+                // ox and OC are multiples of VEC: the vector is aligned and wholly in or out.
+                if (ox < OC) Vec<VEC>::store(dst, acc[kz][ky]);
+            } else {
+#pragma unroll
+                for (int kx = 0; kx < CX; ++kx) {
+                    if (ox + kx < OC) dst[kx] = acc[kz][ky][kx];
+                }
+            }
+        }
+    }
+}
+
+// A block walks Z_STEPS output tiles down the depth. Through shared memory the tiles are double
+// buffered: the next tile's copy is in flight while the current one is computed.
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+conv3d(const float* __restrict__ x, float* __restrict__ y) {
+    const int tx = threadIdx.x, ty = threadIdx.y, tz = threadIdx.z;
+    const int oy = blockIdx.y * OUT_Y + ty * CY;  // this thread's first output row and column
+    const int ox = blockIdx.x * OUT_X + tx * CX;
+    const int tile0 = blockIdx.z * Z_STEPS;       // the block's first depth tile
+    // Same for the whole block, so every thread reaches every barrier below.
+    const int steps = min(Z_STEPS, (OD + OUT_Z - 1) / OUT_Z - tile0);
+
+#if USE_SMEM
+#if STATIC_SMEM
+    __shared__ __align__(16) float s_in[BUFFERS * TILE_FLOATS];
+#else
+    extern __shared__ __align__(16) float s_in[];
+#endif
+    const int tid = (tz * TILE_Y + ty) * TILE_X + tx;
+    const int y0 = blockIdx.y * OUT_Y, x0 = blockIdx.x * OUT_X;
+    const int corner = ((tz * CZ) * IN_Y + ty * CY) * PITCH + tx * CX;
+    start_tile(x, s_in, tile0 * OUT_Z, y0, x0, tid);
+#pragma unroll 1
+    for (int step = 0; step < steps; ++step) {
+        const float* buffer = s_in + (step % BUFFERS) * TILE_FLOATS;
+        if (BUFFERS > 1 && step + 1 < steps) {
+            start_tile(x, s_in + ((step + 1) % BUFFERS) * TILE_FLOATS, (tile0 + step + 1) * OUT_Z,
+                       y0, x0, tid);
+            copies_wait<1>();
+        } else {
+            copies_wait<0>();
+        }
+        __syncthreads();  // the whole tile is in
+        compute_tile(x, buffer + corner, y, (tile0 + step) * OUT_Z + tz * CZ, oy, ox);
+        __syncthreads();  // every thread is done with the buffer the next copy refills
+        if (BUFFERS == 1 && step + 1 < steps) {
+            start_tile(x, s_in, (tile0 + step + 1) * OUT_Z, y0, x0, tid);
+        }
+    }
+#else
+#pragma unroll 1
+    for (int step = 0; step < steps; ++step) {
+        compute_tile(x, nullptr, y, (tile0 + step) * OUT_Z + tz * CZ, oy, ox);
+    }
+#endif
+}
