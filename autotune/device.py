@@ -44,6 +44,18 @@ STICKY_ERRORS = (
 )
 
 
+# cudaDeviceAttr values (driver_types.h), stable across CUDA versions.
+CUDA_ATTR = {
+    "MaxThreadsPerBlock": 1,
+    "MaxSharedMemoryPerBlock": 8,
+    "TotalConstantMemory": 9,
+    "WarpSize": 10,
+    "MaxRegistersPerBlock": 12,
+    "MultiProcessorCount": 16,
+    "MaxSharedMemoryPerBlockOptin": 97,
+}
+
+
 class StickyCudaError(RuntimeError):
     """A fault that poisons the CUDA context (recorded as CRASH)."""
 
@@ -155,17 +167,19 @@ class GpuSession:
             return 0
 
     def limits(self) -> DeviceLimits:
-        props = cp.cuda.runtime.getDeviceProperties(self.device.id)
+        # Asked attribute by attribute: the cudaDeviceProp struct changed in CUDA 13 (fields
+        # removed), the attribute enum values did not.
+        def attr(code: int) -> int:
+            return int(cp.cuda.runtime.deviceGetAttribute(code, self.device.id))
+
         return DeviceLimits(
-            MAX_THREADS=int(props["maxThreadsPerBlock"]),
-            SMEM_PER_BLOCK=int(props["sharedMemPerBlock"]),
-            SMEM_PER_BLOCK_OPTIN=int(
-                props.get("sharedMemPerBlockOptin", props["sharedMemPerBlock"])
-            ),
-            CONST_BYTES=int(props["totalConstMem"]),
-            REGS_PER_BLOCK=int(props["regsPerBlock"]),
-            WARP_SIZE=int(props["warpSize"]),
-            SM_COUNT=int(props["multiProcessorCount"]),
+            MAX_THREADS=attr(CUDA_ATTR["MaxThreadsPerBlock"]),
+            SMEM_PER_BLOCK=attr(CUDA_ATTR["MaxSharedMemoryPerBlock"]),
+            SMEM_PER_BLOCK_OPTIN=attr(CUDA_ATTR["MaxSharedMemoryPerBlockOptin"]),
+            CONST_BYTES=attr(CUDA_ATTR["TotalConstantMemory"]),
+            REGS_PER_BLOCK=attr(CUDA_ATTR["MaxRegistersPerBlock"]),
+            WARP_SIZE=attr(CUDA_ATTR["WarpSize"]),
+            SM_COUNT=attr(CUDA_ATTR["MultiProcessorCount"]),
         )
 
     # -- one configuration -----------------------------------------------------------------

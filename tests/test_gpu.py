@@ -198,3 +198,12 @@ def test_cudnn_baseline_is_checked_and_timed(evaluator):
     assert m.status is Status.OK, m.error
     assert m.rel_error <= 1e-5 and m.time_ms > 0
     assert result.version and result.algorithm
+
+
+def test_device_limits_are_the_devices(evaluator):
+    limits = evaluator.limits
+    assert limits.MAX_THREADS == 1024 and limits.WARP_SIZE == 32
+    assert 48 * 1024 <= limits.SMEM_PER_BLOCK <= limits.SMEM_PER_BLOCK_OPTIN < 1024 * 1024
+    assert limits.CONST_BYTES == 64 * 1024
+    assert limits.REGS_PER_BLOCK == 64 * 1024
+    assert limits.SM_COUNT == evaluator.device.sm_count
