@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 from autotune.families.base import Family, UnsupportedProblem
+from autotune.families.chen_general import ChenGeneral
 from autotune.families.chen_special import ChenSpecial
+from autotune.families.conv3d import Conv3d
 from autotune.families.direct_naive import DirectNaive
+from autotune.families.maxdnn import MaxDnn
+from autotune.families.sgemm import Sgemm
+from autotune.families.smem_channels import SmemChannels
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (DirectNaive(), ChenSpecial())}
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        DirectNaive(),
+        ChenSpecial(),
+        ChenGeneral(),
+        SmemChannels(),
+        MaxDnn(),
+        Sgemm(),
+        Conv3d(),
+    )
+}
 
 
 class UnknownFamily(KeyError):
