@@ -130,9 +130,15 @@ def plan_studies(
 
 
 def resource_problem(compiled: CompiledKernel, plan_launches, limits: DeviceLimits) -> str | None:
-    """Why a compiled plan cannot launch on this device, or None. Checked before launching."""
+    """Why a compiled plan cannot launch on this device, or None. Checked before launching; what
+    the launch alone decides (threads, dynamic shared memory) needs no ptxas report."""
     for launch in plan_launches:
+        if launch.threads > limits.MAX_THREADS:
+            return f"{launch.kernel}: {launch.threads} threads > {limits.MAX_THREADS} per block"
         res = compiled.resources.get(launch.kernel)
+        smem = (res.smem_bytes if res else 0) + launch.smem_bytes
+        if smem > limits.SMEM_PER_BLOCK_OPTIN:
+            return f"{launch.kernel}: {smem} bytes of shared memory > {limits.SMEM_PER_BLOCK_OPTIN}"
         if res is None:
             continue
         # Registers are allocated per warp in units of 256 (8 per thread).
@@ -142,11 +148,6 @@ def resource_problem(compiled: CompiledKernel, plan_launches, limits: DeviceLimi
                 f"{launch.kernel}: {res.registers} registers x {launch.threads} threads "
                 f"> {limits.REGS_PER_BLOCK} per block"
             )
-        smem = res.smem_bytes + launch.smem_bytes
-        if smem > limits.SMEM_PER_BLOCK_OPTIN:
-            return f"{launch.kernel}: {smem} bytes of shared memory > {limits.SMEM_PER_BLOCK_OPTIN}"
-        if launch.threads > limits.MAX_THREADS:
-            return f"{launch.kernel}: {launch.threads} threads > {limits.MAX_THREADS} per block"
     return None
 
 

@@ -9,6 +9,7 @@ from autotune.device import TimingPolicy
 from autotune.evaluator import GpuEvaluator
 from autotune.problem import ConvProblem
 from autotune.records import Status
+from autotune.space import Config
 from autotune.store import Store
 from autotune.tuner import Tuner, plan_studies
 from tests.fault_family import FaultInjection, expected_status
@@ -25,7 +26,11 @@ def test_fault_campaign_records_every_fault_and_keeps_going(tmp_path):
     with GpuEvaluator() as evaluator:
         studies, skipped = plan_studies([(family, problem)], evaluator.limits)
         assert not skipped
-        tuner = Tuner(Compiler(arch=evaluator.device.arch), evaluator, store, timing=QUICK)
+        compiler = Compiler(arch=evaluator.device.arch)
+        # The pre-launch check needs the ptxas report of this GPU's compiler.
+        over = family.plan(problem, Config.of(dict(FAULT="too_much_smem", BLOCK=64)))
+        assert "fault_injection" in compiler.compile(over).resources, compiler.compile(over).log
+        tuner = Tuner(compiler, evaluator, store, timing=QUICK)
         outcome = tuner.run(studies, budget=None, skipped=skipped)  # every configuration
         restarts = evaluator.restarts
 
