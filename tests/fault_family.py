@@ -23,7 +23,7 @@ FAULTS: dict[str, tuple[int, Status]] = {
     "compile_error": (7, Status.COMPILE_ERROR),
     "launch_error": (8, Status.LAUNCH_ERROR),
 }
-REPEAT = 8
+REPEAT = 16
 TOO_MUCH_SMEM_BYTES = 1 << 20  # more than any GPU gives a block
 GRID_Y_OVER_LIMIT = 65536  # gridDim.y is at most 65535
 

@@ -21,7 +21,7 @@ QUICK = TimingPolicy(warmup=1, min_repeats=3, min_time_s=0.0, max_repeats=5, max
 
 def test_fault_campaign_records_every_fault_and_keeps_going(tmp_path):
     family = FaultInjection()
-    problem = ConvProblem(N=45, K=3, C=4, F=5, B=2)
+    problem = ConvProblem(N=64, K=3, C=16, F=16, B=2)  # big enough that "slow" shows
     store = Store(str(tmp_path / "faults.db"))
     with GpuEvaluator() as evaluator:
         studies, skipped = plan_studies([(family, problem)], evaluator.limits)
