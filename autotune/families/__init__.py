@@ -7,6 +7,8 @@ from autotune.families.chen_general import ChenGeneral
 from autotune.families.chen_special import ChenSpecial
 from autotune.families.conv3d import Conv3d
 from autotune.families.direct_naive import DirectNaive
+from autotune.families.im2col_gemm import Im2colGemm
+from autotune.families.implicit_gemm import ImplicitGemm
 from autotune.families.maxdnn import MaxDnn
 from autotune.families.sgemm import Sgemm
 from autotune.families.smem_channels import SmemChannels
@@ -21,6 +23,8 @@ FAMILIES: dict[str, Family] = {
         MaxDnn(),
         Sgemm(),
         Conv3d(),
+        Im2colGemm(),
+        ImplicitGemm(),
     )
 }
 

@@ -34,8 +34,9 @@ class KernelPlan:
     run (layout conversion of the inputs into scratch buffers, declared by the family), then
     `constants` copy a buffer (an input, or a scratch table that setup filled) into a
     __constant__ symbol, and `finish` runs once after the checked run, before the check
-    (conversion of a scratch output back into the problem's output layout). `scratch` buffers are FP32 arrays of the plan's own,
-    poisoned with NaN; their bytes are the extra memory the algorithm needs.
+    (conversion of a scratch output back into the problem's output layout). `scratch` buffers
+    are FP32 arrays of the plan's own, poisoned with NaN; their bytes are the extra memory the
+    algorithm needs.
     """
 
     source: Path

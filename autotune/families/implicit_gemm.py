@@ -1,0 +1,71 @@
+"""implicit_gemm: convolution as one register-tiled SGEMM gathering the unrolled input."""
+
+from __future__ import annotations
+
+from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
+from autotune.problem import ConvProblem
+from autotune.space import Config
+
+# The kernel indexes input, filters and output with 32-bit integers.
+MAX_ELEMENTS = 2**31 - 1
+# The filter tile in shared memory is padded by this many floats per row (see the kernel).
+A_PAD = 4
+
+
+def shared_bytes(config: Config) -> int:
+    """Dynamic shared memory: transposed filter tile and gathered input tile, per stage."""
+    bm, bn, bk = int(config["BM"]), int(config["BN"]), int(config["BK"])
+    stages = 2 if int(config["DOUBLE_BUFFER"]) else 1
+    return stages * bk * (bm + A_PAD + bn) * 4
+
+
+def threads(config: Config) -> int:
+    return (int(config["BM"]) // int(config["TM"])) * (int(config["BN"]) // int(config["TN"]))
+
+
+class ImplicitGemm(Family):
+    name = "implicit_gemm"
+    description = (
+        "one GEMM, F x (B*N*N) = filters x conceptual unrolled input, gathered from NCHW while "
+        "loading BK-deep shared tiles; BM x BN block tile, TM x TN register tile per thread, "
+        "float4 fragments, optional double buffering"
+    )
+    paper = "003 (ECE408 lecture), GEMM with built-in unrolling, joint register-shared tiling"
+    default_shape_set = "general"
+
+    def check(self, problem: ConvProblem) -> None:
+        super().check(problem)
+        p = problem
+        sizes = {
+            "input": p.B * p.C * p.input_size**2,
+            "filters": p.F * p.C * p.K * p.K,
+            "output": p.B * p.F * p.N * p.N,
+        }
+        for what, count in sizes.items():
+            if count > MAX_ELEMENTS:
+                raise UnsupportedProblem(
+                    f"{self.name} indexes with 32-bit integers; the {what} has {count} elements"
+                )
+
+    def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
+        p = problem
+        names = ("BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER")
+        tunables = tuple((name, int(config[name])) for name in names)
+        defines = (
+            ("B", p.B),
+            ("C", p.C),
+            ("N", p.N),
+            ("K", p.K),
+            ("F", p.F),
+            ("STRIDE", p.stride),
+            *tunables,
+        )
+        bm, bn = int(config["BM"]), int(config["BN"])
+        launch = Launch(
+            "implicit_gemm",
+            grid=(cdiv(p.B * p.N * p.N, bn), cdiv(p.F, bm), 1),
+            block=(threads(config), 1, 1),
+            args=("x", "w", "y"),
+            smem_bytes=shared_bytes(config),
+        )
+        return KernelPlan(self.source_path, defines, (launch,))

@@ -1,0 +1,264 @@
+// ECE408 "matrix multiplication with built-in unrolling" and "joint register-shared memory
+// tiling": convolution as one GEMM, Y (F x B*N*N) = W (F x C*K*K) * X_unrolled (C*K*K x B*N*N),
+// where X_unrolled is never stored. Each block computes a BM x BN tile of Y; every BK-deep slice
+// of the reduction, its threads gather the slice of the conceptual unrolled matrix straight from
+// the NCHW input into shared memory (row k = (c, ky, kx), column n = (b, oy, ox)), stage the
+// filter slice beside it, and each thread accumulates a TM x TN register tile.
+//
+// Gather cost is kept out of the FMA loop: a thread's column bases (image, output pixel) are
+// computed once, and the (c, ky, kx) decomposition happens once per loaded row per slice.
+// Filters are read as VEC-wide vectors along the reduction and stored transposed, so that
+// fragments along m and n are read as float4 from shared memory. Threads own TM / 4 groups of
+// 4 rows spaced BM / (TM / 4) apart (likewise for columns), which makes consecutive threads read
+// consecutive float4s: no bank conflicts. With DOUBLE_BUFFER the next slice is loaded from global
+// memory into registers while the current one is computed, into the other of two shared buffers.
+//
+// Problem defines: B, C, N, K, F, STRIDE. Tunables: BM, BN, BK, TM, TN, VEC, DOUBLE_BUFFER.
+// Output NFHW, input NCHW, filters FCKK: no layout conversion.
+
+#define S ((N - 1) * STRIDE + K)   // input side
+#define SS (S * S)
+#define NN (N * N)
+#define KK (K * K)
+#define GN (B * NN)                // GEMM columns: output pixels of all images
+#define GK (C * KK)                // GEMM reduction: one filter's weights
+
+#define TX (BN / TN)               // threads along n
+#define TY (BM / TM)               // threads along m
+#define THREADS (TX * TY)
+#define FM (TM < 4 ? TM : 4)       // fragment vector widths (float4 when the tile allows)
+#define FN (TN < 4 ? TN : 4)
+#define STAGES (DOUBLE_BUFFER ? 2 : 1)
+
+// The transposed filter tile is padded by 4 floats: rows stay float4-aligned, and the
+// transposed stores of threads VEC rows apart fall into different banks.
+#define AS_LD (BM + 4)
+#define AS_SIZE (BK * AS_LD)
+#define BS_SIZE (BK * BN)
+
+// Filter loader: each row of the tile is BK / VEC vectors; a thread keeps one column of vectors.
+#define A_VPR (BK / VEC)
+#define A_RSTEP (THREADS / A_VPR)
+#define A_LOADS ((BM + A_RSTEP - 1) / A_RSTEP)
+// Gather loader: consecutive threads take consecutive columns (coalesced along output pixels).
+#define B_RSTEP (THREADS >= BN ? THREADS / BN : 1)
+#define B_COLS (THREADS >= BN ? 1 : BN / THREADS)
+#define B_ROWS ((BK + B_RSTEP - 1) / B_RSTEP)
+
+// Ask ptxas for as many resident blocks as the register file holds at an estimated
+// REG_ESTIMATE registers a thread: accumulators, fragments, the next slice's prefetch registers
+// with their addresses, and about REG_BASE for indexing. Without the promise ptxas spends
+// registers freely and halves the occupancy of the 8 x 8 tiles; with a tighter one it spills.
+// ptxas counts whole warps in each of the four 16K-register scheduler partitions, so the
+// promise is made in warps per partition (512 / registers), at most 32 blocks.
+#define REG_BASE 36
+#define REG_ESTIMATE (TM * TN + TM + TN + A_LOADS * VEC + (3 * B_ROWS / 2 + 1) * B_COLS + REG_BASE)
+#define WARPS_PER_PARTITION (512 / ((REG_ESTIMATE + 7) / 8 * 8))  // allocated in 8s
+#define BLOCKS_BY_REGS (4 * WARPS_PER_PARTITION / (THREADS / 32))
+#define MIN_BLOCKS_RAW (BLOCKS_BY_REGS < 32 ? BLOCKS_BY_REGS : 32)
+#define MIN_BLOCKS (MIN_BLOCKS_RAW > 0 ? MIN_BLOCKS_RAW : 1)
+
+#if (BM % TM) || (BN % TN) || (TM % FM) || (TN % FN) || (BK % VEC)
+#error "tile sizes must divide: BM % TM, BN % TN, BK % VEC"
+#endif
+#if (GK % VEC)
+#error "C*K*K must be a multiple of VEC for aligned filter vectors"
+#endif
+#if (THREADS % A_VPR)
+#error "THREADS must be a multiple of BK / VEC"
+#endif
+
+// Loads and stores of V consecutive floats as one access.
+template <int V> struct Vec;
+template <> struct Vec<1> {
+    static __device__ __forceinline__ void load(const float* p, float* o) { o[0] = *p; }
+    static __device__ __forceinline__ void store_global(float* p, const float* i) { *p = i[0]; }
+};
+template <> struct Vec<2> {
+    static __device__ __forceinline__ void load(const float* p, float* o) {
+        const float2 v = *reinterpret_cast<const float2*>(p);
+        o[0] = v.x; o[1] = v.y;
+    }
+    // NVVM splits a vector store of accumulators into scalar stores; the PTX keeps it whole.
+    static __device__ __forceinline__ void store_global(float* p, const float* i) {
+        asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(i[0]), "f"(i[1]));
+    }
+};
+template <> struct Vec<4> {
+    static __device__ __forceinline__ void load(const float* p, float* o) {
+        const float4 v = *reinterpret_cast<const float4*>(p);
+        o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
+    }
+    static __device__ __forceinline__ void store_global(float* p, const float* i) {
+        asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(i[0]), "f"(i[1]),
+                     "f"(i[2]), "f"(i[3]));
+    }
+};
+
+// Offset of reduction row k = (c, ky, kx) from a column's top-left input pixel. K is a
+// compile-time constant, so the divisions are multiplications.
+__device__ __forceinline__ int row_offset(int k) {
+    const int c = k / KK;
+    const int r = k - c * KK;
+    const int ky = r / K;
+    return c * SS + ky * S + (r - ky * K);
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
+implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y) {
+    extern __shared__ __align__(16) float smem[];
+    float* const a_s = smem;                    // [STAGES][BK][AS_LD], filters transposed
+    float* const b_s = smem + STAGES * AS_SIZE; // [STAGES][BK][BN], unrolled input
+
+    const int tid = threadIdx.x;
+    const int tx = tid % TX;
+    const int ty = tid / TX;
+    const int m0 = blockIdx.y * BM;
+    const int n0 = blockIdx.x * BN;
+
+    // Filter loader: one base pointer, rows A_RSTEP apart at constant offsets; rows past F
+    // read as zero (their outputs are never stored).
+    const int a_k = (tid % A_VPR) * VEC;
+    const int a_r = tid / A_VPR;
+    const float* const a_ptr = w + (long long)(m0 + a_r) * GK + a_k;
+    const int a_rows = F - m0 - a_r;  // rows i * A_RSTEP < a_rows exist
+
+    // Gather loader: the top-left input pixel of each column this thread loads. Columns past
+    // the last output pixel read the last one (never stored).
+    const int b_r = THREADS >= BN ? tid / BN : 0;
+    int b_base[B_COLS];
+#pragma unroll
+    for (int j = 0; j < B_COLS; ++j) {
+        const int n = min(n0 + (tid % BN) + j * THREADS, GN - 1);
+        const int b = n / NN;
+        const int p = n - b * NN;
+        const int oy = p / N;
+        b_base[j] = b * (C * SS) + oy * (STRIDE * S) + (p - oy * N) * STRIDE;
+    }
+
+    float a_reg[A_LOADS][VEC];
+    float b_reg[B_ROWS][B_COLS];
+
+    // Global -> registers for the slice starting at reduction index k0. Past the end of the
+    // reduction both operands read as zero (GK % BK == 0 removes the tests at compile time).
+    auto load_slice = [&](int k0) {
+#pragma unroll
+        for (int i = 0; i < A_LOADS; ++i) {
+            const bool row_in = (BM % A_RSTEP == 0 || a_r + i * A_RSTEP < BM) && i * A_RSTEP < a_rows;
+            if (row_in && (GK % BK == 0 || k0 + a_k < GK)) {
+                Vec<VEC>::load(a_ptr + (long long)(i * A_RSTEP) * GK + k0, a_reg[i]);
+            } else {
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) a_reg[i][v] = 0.0f;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < B_ROWS; ++i) {
+            const int k = k0 + b_r + i * B_RSTEP;
+            const int off = row_offset(k);
+            const bool in = (BK % B_RSTEP == 0 || b_r + i * B_RSTEP < BK) && (GK % BK == 0 || k < GK);
+#pragma unroll
+            for (int j = 0; j < B_COLS; ++j) b_reg[i][j] = in ? x[b_base[j] + off] : 0.0f;
+        }
+    };
+
+    // Registers -> one shared stage; the filter tile is transposed on the way.
+    auto store_slice = [&](int stage) {
+        float* as = a_s + stage * AS_SIZE;
+        float* bs = b_s + stage * BS_SIZE;
+#pragma unroll
+        for (int i = 0; i < A_LOADS; ++i) {
+            const int r = a_r + i * A_RSTEP;
+            if (BM % A_RSTEP == 0 || r < BM) {
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) as[(a_k + v) * AS_LD + r] = a_reg[i][v];
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < B_ROWS; ++i) {
+            const int r = b_r + i * B_RSTEP;
+            if (BK % B_RSTEP == 0 || r < BK) {
+#pragma unroll
+                for (int j = 0; j < B_COLS; ++j) bs[r * BN + (tid % BN) + j * THREADS] = b_reg[i][j];
+            }
+        }
+    };
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    }
+
+    // BK rank-1 updates of the register tile from one shared stage.
+    auto compute_slice = [&](int stage) {
+        const float* as = a_s + stage * AS_SIZE + ty * FM;
+        const float* bs = b_s + stage * BS_SIZE + tx * FN;
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk) {
+            float a[TM], b[TN];
+#pragma unroll
+            for (int g = 0; g < TM / FM; ++g) Vec<FM>::load(as + kk * AS_LD + g * TY * FM, a + g * FM);
+#pragma unroll
+            for (int g = 0; g < TN / FN; ++g) Vec<FN>::load(bs + kk * BN + g * TX * FN, b + g * FN);
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+            }
+        }
+    };
+
+    constexpr int SLICES = (GK + BK - 1) / BK;
+#if DOUBLE_BUFFER
+    load_slice(0);
+    store_slice(0);
+    __syncthreads();
+#pragma unroll 1
+    for (int t = 0; t < SLICES; ++t) {
+        // The next slice's global loads are in flight while this one is computed. No branch
+        // around them (ptxas would sink the loads to their use): the last iteration reloads the
+        // last slice into the stage that nobody reads any more.
+        load_slice(min(t + 1, SLICES - 1) * BK);
+        compute_slice(t & 1);
+        // The other stage was last read before the previous barrier: one barrier suffices.
+        store_slice((t + 1) & 1);
+        __syncthreads();
+    }
+#else
+#pragma unroll 1
+    for (int t = 0; t < SLICES; ++t) {
+        load_slice(t * BK);
+        store_slice(0);
+        __syncthreads();
+        compute_slice(0);
+        __syncthreads();
+    }
+#endif
+
+    // Column groups of FN pixels: with N*N % FN == 0 a group is one aligned vector of one image.
+#pragma unroll
+    for (int gj = 0; gj < TN / FN; ++gj) {
+        const int n = n0 + gj * TX * FN + tx * FN;
+        const int b = n / NN;
+        const int p = n - b * NN;
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int m = m0 + (i / FM) * TY * FM + ty * FM + i % FM;
+            if (m >= F) continue;
+            if constexpr (FN > 1 && NN % FN == 0) {
+                if (n < GN) Vec<FN>::store_global(y + (b * F + m) * NN + p, &acc[i][gj * FN]);
+            } else {
+#pragma unroll
+                for (int v = 0; v < FN; ++v) {
+                    const int nv = n + v;
+                    if (nv < GN) {
+                        const int bv = nv / NN;
+                        y[(bv * F + m) * NN + nv - bv * NN] = acc[i][gj * FN + v];
+                    }
+                }
+            }
+        }
+    }
+}

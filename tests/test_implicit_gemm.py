@@ -1,0 +1,178 @@
+"""implicit_gemm without a GPU: the space binds, plans cover the GEMM, NVRTC compiles it."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.families import FAMILIES, UnsupportedProblem, get_family
+from autotune.families.implicit_gemm import shared_bytes, threads
+from autotune.problem import ConvProblem
+from autotune.shapes import named_shapes
+from autotune.space import ARCH_LIMITS, Config
+
+FAMILY = get_family("implicit_gemm")
+LIMITS = ARCH_LIMITS["sm_90"]
+TUNABLES = {"BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER"}
+
+ODD_SHAPES = [
+    ConvProblem(N=29, K=5, C=7, F=9),
+    ConvProblem(N=33, K=3, C=64, F=70, B=3),
+    ConvProblem(N=13, K=11, C=3, F=20, stride=4, B=2),
+    ConvProblem(N=1, K=1, C=1, F=1),
+    ConvProblem(N=16, K=1, C=8, F=33, stride=2, B=2),
+]
+SHAPES = named_shapes("general") + named_shapes("alexnet") + named_shapes("overfeat") + ODD_SHAPES
+
+
+def tile(bm: int, bn: int, bk: int, tm: int, tn: int, vec: int) -> dict:
+    return dict(BM=bm, BN=bn, BK=bk, TM=tm, TN=tn, VEC=vec)
+
+
+# (problem, config): the largest tiles (256 x 128 and 128 x 256 at 8 x 8, 512 threads; 128 x 128
+# at 1024 threads), the SGEMM-class 128 x 128 / 8 x 8 with either buffering, BK up to 32, every
+# VEC, small tiles, odd sizes with partial tiles in m, n and the reduction, and stride 4.
+COMPILE_SAMPLE = [
+    (ConvProblem(N=13, K=3, C=256, F=256, B=128), tile(128, 128, 8, 8, 8, 4)),
+    (ConvProblem(N=13, K=3, C=256, F=256, B=128), tile(128, 128, 32, 8, 8, 4)),
+    (ConvProblem(N=12, K=3, C=512, F=1024, B=128), tile(256, 128, 8, 8, 8, 4)),
+    (ConvProblem(N=12, K=3, C=512, F=1024, B=128), tile(128, 256, 8, 8, 8, 2)),
+    (ConvProblem(N=27, K=5, C=64, F=192, B=128), tile(64, 128, 16, 8, 8, 4)),
+    (ConvProblem(N=27, K=5, C=64, F=192, B=128), tile(128, 128, 8, 4, 4, 1)),
+    (ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4), tile(64, 64, 8, 4, 4, 1)),
+    (ConvProblem(N=32, K=3, C=64, F=64), tile(32, 32, 16, 4, 4, 4)),
+    (ConvProblem(N=32, K=7, C=64, F=64), tile(32, 64, 4, 2, 2, 4)),
+    (ConvProblem(N=33, K=3, C=64, F=70, B=3), tile(128, 64, 32, 8, 4, 2)),
+    (ConvProblem(N=29, K=5, C=7, F=9), tile(32, 256, 8, 2, 8, 1)),
+    (ConvProblem(N=13, K=11, C=3, F=20, stride=4, B=2), tile(32, 32, 32, 2, 4, 1)),
+]
+COMPILE_SAMPLE = [(p, {**v, "DOUBLE_BUFFER": db}) for p, v in COMPILE_SAMPLE for db in (0, 1)]
+
+
+def bound(problem: ConvProblem):
+    return FAMILY.load_space().bind(problem.fields(), LIMITS)
+
+
+def test_registered_with_its_three_files() -> None:
+    assert FAMILIES["implicit_gemm"] is FAMILY
+    assert FAMILY.source_path.is_file()
+    assert FAMILY.space_path.is_file()
+    assert FAMILY.default_shape_set == "general"
+    assert set(FAMILY.load_space().names) == TUNABLES
+    source = FAMILY.source_path.read_text()
+    for name in TUNABLES:
+        assert f"#if {name}" in source or f"({name}" in source or f" {name} " in source, name
+
+
+@pytest.mark.parametrize("problem", SHAPES, ids=str)
+def test_space_binds_and_every_config_launches(problem: ConvProblem) -> None:
+    FAMILY.check(problem)
+    space = bound(problem)
+    assert len(space) > 0
+    columns = problem.B * problem.N * problem.N
+    for config in space:
+        plan = FAMILY.plan(problem, config)
+        (launch,) = plan.launches
+        bm, bn, bk = int(config["BM"]), int(config["BN"]), int(config["BK"])
+        tm, tn, vec = int(config["TM"]), int(config["TN"]), int(config["VEC"])
+        assert bm % tm == 0 and bn % tn == 0 and bk % vec == 0
+        assert (problem.C * problem.K**2) % vec == 0
+        assert launch.block == (threads(config), 1, 1)
+        assert launch.threads % LIMITS.WARP_SIZE == 0
+        assert launch.threads <= LIMITS.MAX_THREADS
+        # Every thread of the filter loader owns one column of VEC-wide vectors.
+        assert launch.threads % (bk // vec) == 0
+        assert launch.smem_bytes == shared_bytes(config) <= LIMITS.SMEM_PER_BLOCK_OPTIN
+        # Registers the constraint reserves fit the share __launch_bounds__ leaves a thread.
+        assert tm * tn + tm + tn <= LIMITS.REGS_PER_BLOCK // launch.threads
+        # The grid covers the GEMM exactly: B*N*N pixel columns in x, F filter rows in y.
+        gx, gy, gz = launch.grid
+        assert gx * bn >= columns and (gx - 1) * bn < columns
+        assert gy * bm >= problem.F and (gy - 1) * bm < problem.F
+        assert gz == 1 and gy <= 65535
+        assert plan.scratch == () and plan.setup == () and plan.finish == ()
+
+
+def test_space_holds_the_sgemm_class_and_small_tiles() -> None:
+    space = bound(ConvProblem(N=13, K=3, C=256, F=256, B=128))
+    big = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1)
+    assert space.is_valid(Config.of(big))
+    assert space.is_valid(Config.of({**big, "BM": 64, "DOUBLE_BUFFER": 0}))
+    small = bound(ConvProblem(N=32, K=3, C=64, F=64))
+    assert small.is_valid(Config.of(dict(BM=32, BN=32, BK=8, TM=4, TN=4, VEC=4, DOUBLE_BUFFER=1)))
+    # The C*K*K = 363 reduction of conv1 only admits scalar filter loads.
+    conv1 = bound(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4))
+    assert {int(c["VEC"]) for c in conv1} == {1}
+
+
+def test_space_refuses_what_cannot_launch() -> None:
+    space = bound(ConvProblem(N=13, K=3, C=256, F=256, B=128))
+    base = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1)
+    assert not space.is_valid(Config.of({**base, "TM": 2, "TN": 2}))  # 4096 threads
+    assert not space.is_valid(Config.of({**base, "BM": 32, "BN": 32}))  # 16 threads
+    assert not space.is_valid(Config.of({**base, "BK": 4, "VEC": 8}))  # VEC not in the space
+    # 256 threads at 8 x 8 (128 registers) fit; 512 threads at 8 x 8 need 64 + 56 + prefetch.
+    assert space.is_valid(Config.of({**base, "BM": 256}))
+    assert not space.is_valid(Config.of({**base, "BM": 256, "BN": 256, "BK": 32}))
+
+
+def test_plan_defines_and_launch() -> None:
+    problem = ConvProblem(N=27, K=5, C=64, F=192, B=128)
+    config = Config.of(dict(BM=64, BN=128, BK=16, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1))
+    plan = FAMILY.plan(problem, config)
+    assert dict(plan.defines) == dict(
+        B=128, C=64, N=27, K=5, F=192, STRIDE=1, BM=64, BN=128, BK=16, TM=8, TN=8, VEC=4,
+        DOUBLE_BUFFER=1,
+    )  # fmt: skip
+    assert plan.entries == ("implicit_gemm",)
+    (launch,) = plan.launches
+    assert launch.args == ("x", "w", "y")
+    assert launch.grid == (-(-128 * 27 * 27 // 128), 3, 1)
+    assert launch.block == (128, 1, 1)
+    assert launch.smem_bytes == 2 * 16 * (64 + 4 + 128) * 4
+    assert plan.scratch_bytes == 0
+
+
+@pytest.mark.parametrize(
+    "problem",
+    [
+        ConvProblem(N=2048, K=3, C=512, F=4),  # input 2^31 + elements
+        ConvProblem(N=1024, K=1, C=1, F=2049),  # output past 2^31
+    ],
+    ids=str,
+)
+def test_check_refuses(problem: ConvProblem) -> None:
+    with pytest.raises(UnsupportedProblem) as err:
+        FAMILY.check(problem)
+    assert "\n" not in str(err.value) and "32-bit" in str(err.value)
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    from autotune.compiler import Compiler, CompilerUnavailable, nvrtc_version
+
+    try:
+        nvrtc_version()
+    except CompilerUnavailable as err:
+        pytest.skip(str(err))
+    return Compiler(arch="sm_90")
+
+
+@pytest.mark.parametrize(
+    ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
+)
+def test_nvrtc_compiles_without_spills(compiler, problem: ConvProblem, values: dict) -> None:
+    config = Config.of(values)
+    assert bound(problem).is_valid(config)
+    plan = FAMILY.plan(problem, config)
+    compiled = compiler.compile(plan)
+    res = compiled.resources["implicit_gemm"]
+    (launch,) = plan.launches
+    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_bytes == 0
+    # All shared memory is dynamic, sized by the plan.
+    assert res.smem_bytes == 0
+    assert launch.smem_bytes <= LIMITS.SMEM_PER_BLOCK_OPTIN
+    assert res.registers <= LIMITS.REGS_PER_THREAD
+    assert -(-res.registers // 8) * 8 * launch.threads <= LIMITS.REGS_PER_BLOCK
+    if values["TM"] * values["TN"] == 64 and launch.threads == 256 and values["BK"] == 8:
+        # The SGEMM-class tile keeps two blocks per multiprocessor: 128 registers at most.
+        assert res.registers <= 128
