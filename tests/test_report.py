@@ -406,3 +406,29 @@ def test_report_has_gemm_and_conv3d_tables(kinds: Store, tmp_path: Path) -> None
     fc6 = next(line for line in text.splitlines() if line.startswith("| fc6-b128"))
     assert "80.0" in fc6  # % of cuBLAS
     assert "6 of 8 shapes have no successful sgemm result stored" in text
+
+
+def test_chen_general_beside_the_papers_table1_and_its_losses(lab: Store, tmp_path: Path) -> None:
+    from autotune.shapes import named_shapes
+
+    device_id = lab.register_device(FAKE)
+    run_id = lab.start_run(device_id, "autotune run", {})
+    general = named_shapes("general")
+    big = max(p.flops for p in general if p.K == 3)
+    for p in general:
+        config = {"W": 32, "H": 8, "FTB": 64, "WT": 16, "FT": 8, "CSH": 4, "VEC": 2, "CSPLIT": 1}
+        if p.N == 32:
+            config["CSPLIT"] = 8
+        m = Measurement.from_samples([1.0])
+        lab.record(run_id, device_id, "chen_general", p, Config.of(config), m, p.flops)
+        # cuDNN is faster only on the largest 3x3 shape, and there it ran an FFT.
+        algorithm = "fft_kernel" if p.flops == big else "implicit_gemm_kernel"
+        base = Measurement.from_samples([0.5 if p.flops == big else 2.0])
+        lab.record_baseline(device_id, "cudnn", p, algorithm, "9.19", base, p.flops)
+    text = write_report(lab, tmp_path).read_text()
+    section = text[text.index("Table 1 on ") :]
+    assert re.search(r"\| W +\| 32 +\| 32 +\|", section)  # K40m 3x3, then ours
+    assert re.search(r"\| CSPLIT +\| - +\| 1 +\|", section)  # ours only; 1 on the largest
+    assert "best CSPLIT: 1 on 12, 8 on 6" in section
+    losses = section[section.index("Where chen_general loses") :].splitlines()[0]
+    assert "(1 of 18 measured shapes" in losses and "0.50x, cuDNN FFT" in losses
