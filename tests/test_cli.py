@@ -296,7 +296,7 @@ def test_report_and_every_plot_kind_from_a_tuned_database(runner, tmp_path, fake
     report = runner.invoke(main, ["report", "--storage", db, "--output-dir", str(tmp_path)])
     assert report.exit_code == 0, report.output
     text = (tmp_path / "REPORT.md").read_text()
-    assert "Synthetic GPU" in text and "does not exist yet" in text
+    assert "Synthetic GPU" in text and "registered, no results stored" in text
     csv = runner.invoke(main, ["best", "--format", "csv", "--storage", db]).output
     header = csv.splitlines()[0].split(",")
     assert {"baseline_gflops", "speedup", "efficiency"} <= set(header)
