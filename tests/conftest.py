@@ -103,3 +103,15 @@ def synthetic_evaluator():
         return 1.0 + abs(d["BLOCK_X"] - 32) / 32 + abs(d["BLOCK_Y"] - 4) / 4 + d["FILTER_IN_CONST"]
 
     return SyntheticEvaluator(cost)
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    """NVRTC for sm_90 (no GPU needed); the family tests skip where NVRTC cannot load."""
+    from autotune.compiler import Compiler, CompilerUnavailable, nvrtc_version
+
+    try:
+        nvrtc_version()
+    except CompilerUnavailable as err:
+        pytest.skip(str(err))
+    return Compiler(arch="sm_90")

@@ -171,17 +171,6 @@ def test_check_refuses(problem: ConvProblem) -> None:
     assert "\n" not in str(err.value)
 
 
-@pytest.fixture(scope="module")
-def compiler():
-    from autotune.compiler import Compiler, CompilerUnavailable, nvrtc_version
-
-    try:
-        nvrtc_version()
-    except CompilerUnavailable as err:
-        pytest.skip(str(err))
-    return Compiler(arch="sm_90")
-
-
 def _tightest(problem: ConvProblem) -> Config:
     """The valid config whose register estimate comes closest to the cap."""
 

@@ -266,17 +266,6 @@ def test_numpy_reference_is_the_definition() -> None:
     np.testing.assert_allclose(reference_numpy(problem, x, w), expect, rtol=1e-12, atol=1e-12)
 
 
-@pytest.fixture(scope="module")
-def compiler():
-    from autotune.compiler import Compiler, CompilerUnavailable, nvrtc_version
-
-    try:
-        nvrtc_version()
-    except CompilerUnavailable as err:
-        pytest.skip(str(err))
-    return Compiler(arch="sm_90")
-
-
 @pytest.mark.parametrize(
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )

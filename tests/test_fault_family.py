@@ -34,14 +34,3 @@ def test_faults_that_never_reach_the_gpu(compiler) -> None:
         plan = FAMILY.plan(PROBLEM, Config.of(dict(FAULT=fault, BLOCK=128)))
         assert resource_problem(compile_(fault), plan.launches, ARCH_LIMITS["sm_90"]) is None
     assert expected_status(Config.of(dict(FAULT="hang", BLOCK=64))) is Status.TIMEOUT
-
-
-@pytest.fixture(scope="module")
-def compiler():
-    from autotune.compiler import Compiler, CompilerUnavailable, nvrtc_version
-
-    try:
-        nvrtc_version()
-    except CompilerUnavailable as err:
-        pytest.skip(str(err))
-    return Compiler(arch="sm_90")

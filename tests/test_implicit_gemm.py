@@ -146,17 +146,6 @@ def test_check_refuses(problem: ConvProblem) -> None:
     assert "\n" not in str(err.value) and "32-bit" in str(err.value)
 
 
-@pytest.fixture(scope="module")
-def compiler():
-    from autotune.compiler import Compiler, CompilerUnavailable, nvrtc_version
-
-    try:
-        nvrtc_version()
-    except CompilerUnavailable as err:
-        pytest.skip(str(err))
-    return Compiler(arch="sm_90")
-
-
 @pytest.mark.parametrize(
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )

@@ -170,17 +170,6 @@ def test_plan_defines() -> None:
     assert FAMILY.reference_plan(problem).entries == ("reference_gemm",)
 
 
-@pytest.fixture(scope="module")
-def compiler():
-    from autotune.compiler import Compiler, CompilerUnavailable, nvrtc_version
-
-    try:
-        nvrtc_version()
-    except CompilerUnavailable as err:
-        pytest.skip(str(err))
-    return Compiler(arch="sm_90")
-
-
 @pytest.mark.parametrize(
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )

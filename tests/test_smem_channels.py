@@ -196,17 +196,6 @@ def test_check_refuses_another_kind_and_space_refuses_oversized_bias() -> None:
     assert len(bound(ConvProblem(N=8, K=3, C=2, F=16384))) > 0
 
 
-@pytest.fixture(scope="module")
-def compiler():
-    from autotune.compiler import Compiler, CompilerUnavailable, nvrtc_version
-
-    try:
-        nvrtc_version()
-    except CompilerUnavailable as err:
-        pytest.skip(str(err))
-    return Compiler(arch="sm_90")
-
-
 def _check_compiled(compiler, problem: ConvProblem, config: Config) -> None:
     assert bound(problem).is_valid(config), config
     plan = FAMILY.plan(problem, config)
