@@ -48,7 +48,7 @@
 #define REG_BASE 36
 #define REG_ESTIMATE \
     (TM * TN + TM + TN + A_LOADS * VEC + B_ROWS * B_COLS * (VEC + 1) + B_COLS + REG_BASE)
-#define WARPS_PER_PARTITION (512 / ((REG_ESTIMATE + 7) / 8 * 8))  // allocated in 8s
+#define WARPS_PER_PARTITION (512 / ((REG_ESTIMATE + 7) / 8 * 8))  // registers go in 8s
 #define BLOCKS_BY_REGS (4 * WARPS_PER_PARTITION / (THREADS / 32))
 #define MIN_BLOCKS_RAW (BLOCKS_BY_REGS < 32 ? BLOCKS_BY_REGS : 32)
 #define MIN_BLOCKS (MIN_BLOCKS_RAW > 0 ? MIN_BLOCKS_RAW : 1)
@@ -152,7 +152,8 @@ im2col_gemm(const float* __restrict__ w, const float* __restrict__ x_unroll,
     auto load_slice = [&](int k0) {
 #pragma unroll
         for (int i = 0; i < A_LOADS; ++i) {
-            const bool row_in = (BM % A_RSTEP == 0 || a_r + i * A_RSTEP < BM) && i * A_RSTEP < a_rows;
+            const bool row_in =
+                (BM % A_RSTEP == 0 || a_r + i * A_RSTEP < BM) && i * A_RSTEP < a_rows;
             if (row_in && (GK % BK == 0 || k0 + a_k < GK)) {
                 Vec<VEC>::load(a_ptr + (long long)(i * A_RSTEP) * GK + k0, a_reg[i]);
             } else {
@@ -163,7 +164,8 @@ im2col_gemm(const float* __restrict__ w, const float* __restrict__ x_unroll,
 #pragma unroll
         for (int i = 0; i < B_ROWS; ++i) {
             const int k = k0 + b_r + i * B_RSTEP;
-            const bool in = (BK % B_RSTEP == 0 || b_r + i * B_RSTEP < BK) && (GK % BK == 0 || k < GK);
+            const bool in =
+                (BK % B_RSTEP == 0 || b_r + i * B_RSTEP < BK) && (GK % BK == 0 || k < GK);
 #pragma unroll
             for (int j = 0; j < B_COLS; ++j) {
                 if (in) {
@@ -213,9 +215,13 @@ im2col_gemm(const float* __restrict__ w, const float* __restrict__ x_unroll,
         for (int kk = 0; kk < BK; ++kk) {
             float a[TM], b[TN];
 #pragma unroll
-            for (int g = 0; g < TM / FM; ++g) Vec<FM>::load(as + kk * AS_LD + g * TY * FM, a + g * FM);
+            for (int g = 0; g < TM / FM; ++g) {
+                Vec<FM>::load(as + kk * AS_LD + g * TY * FM, a + g * FM);
+            }
 #pragma unroll
-            for (int g = 0; g < TN / FN; ++g) Vec<FN>::load(bs + kk * BN + g * TX * FN, b + g * FN);
+            for (int g = 0; g < TN / FN; ++g) {
+                Vec<FN>::load(bs + kk * BN + g * TX * FN, b + g * FN);
+            }
 #pragma unroll
             for (int i = 0; i < TM; ++i) {
 #pragma unroll

@@ -12,9 +12,11 @@
 // 4 rows spaced BM / (TM / 4) apart (likewise for columns), which makes consecutive threads read
 // consecutive float4s: no bank conflicts. With DOUBLE_BUFFER the next slice is loaded from global
 // memory into registers while the current one is computed, into the other of two shared buffers.
+// With SPLIT_K > 1 (for grids too small to fill the GPU) blockIdx.z takes 1 / SPLIT_K of the
+// reduction and writes partial sums, which implicit_gemm_reduce adds up into y.
 //
-// Problem defines: B, C, N, K, F, STRIDE. Tunables: BM, BN, BK, TM, TN, VEC, DOUBLE_BUFFER.
-// Output NFHW, input NCHW, filters FCKK: no layout conversion.
+// Problem defines: B, C, N, K, F, STRIDE. Tunables: BM, BN, BK, TM, TN, VEC, DOUBLE_BUFFER,
+// SPLIT_K. Output NFHW, input NCHW, filters FCKK: no layout conversion.
 
 #define S ((N - 1) * STRIDE + K)   // input side
 #define SS (S * S)
@@ -29,6 +31,7 @@
 #define FM (TM < 4 ? TM : 4)       // fragment vector widths (float4 when the tile allows)
 #define FN (TN < 4 ? TN : 4)
 #define STAGES (DOUBLE_BUFFER ? 2 : 1)
+#define REDUCE_BLOCK 256           // threads of the split-K reduction
 
 // The transposed filter tile is padded by 4 floats: rows stay float4-aligned, and the
 // transposed stores of threads VEC rows apart fall into different banks.
@@ -47,13 +50,16 @@
 
 // Ask ptxas for as many resident blocks as the register file holds at an estimated
 // REG_ESTIMATE registers a thread: accumulators, fragments, the next slice's prefetch registers
-// with their addresses, and about REG_BASE for indexing. Without the promise ptxas spends
-// registers freely and halves the occupancy of the 8 x 8 tiles; with a tighter one it spills.
-// ptxas counts whole warps in each of the four 16K-register scheduler partitions, so the
-// promise is made in warps per partition (512 / registers), at most 32 blocks.
+// with their addresses, and about REG_BASE for indexing (4 more to split the reduction).
+// Without the promise ptxas spends registers freely and halves the occupancy of the 8 x 8
+// tiles; with a tighter one it spills. ptxas counts whole warps in each of the four
+// 16K-register scheduler partitions, so the promise is made in warps per partition
+// (512 / registers, allocated in 8s), at most 32 blocks.
 #define REG_BASE 36
-#define REG_ESTIMATE (TM * TN + TM + TN + A_LOADS * VEC + (3 * B_ROWS / 2 + 1) * B_COLS + REG_BASE)
-#define WARPS_PER_PARTITION (512 / ((REG_ESTIMATE + 7) / 8 * 8))  // allocated in 8s
+#define REG_ESTIMATE \
+    (TM * TN + TM + TN + A_LOADS * VEC + (3 * B_ROWS / 2 + 1) * B_COLS + REG_BASE + \
+     (SPLIT_K > 1 ? 4 : 0))
+#define WARPS_PER_PARTITION (512 / ((REG_ESTIMATE + 7) / 8 * 8))
 #define BLOCKS_BY_REGS (4 * WARPS_PER_PARTITION / (THREADS / 32))
 #define MIN_BLOCKS_RAW (BLOCKS_BY_REGS < 32 ? BLOCKS_BY_REGS : 32)
 #define MIN_BLOCKS (MIN_BLOCKS_RAW > 0 ? MIN_BLOCKS_RAW : 1)
@@ -144,7 +150,8 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
     auto load_slice = [&](int k0) {
 #pragma unroll
         for (int i = 0; i < A_LOADS; ++i) {
-            const bool row_in = (BM % A_RSTEP == 0 || a_r + i * A_RSTEP < BM) && i * A_RSTEP < a_rows;
+            const bool row_in =
+                (BM % A_RSTEP == 0 || a_r + i * A_RSTEP < BM) && i * A_RSTEP < a_rows;
             if (row_in && (GK % BK == 0 || k0 + a_k < GK)) {
                 Vec<VEC>::load(a_ptr + (long long)(i * A_RSTEP) * GK + k0, a_reg[i]);
             } else {
@@ -156,7 +163,8 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
         for (int i = 0; i < B_ROWS; ++i) {
             const int k = k0 + b_r + i * B_RSTEP;
             const int off = row_offset(k);
-            const bool in = (BK % B_RSTEP == 0 || b_r + i * B_RSTEP < BK) && (GK % BK == 0 || k < GK);
+            const bool in =
+                (BK % B_RSTEP == 0 || b_r + i * B_RSTEP < BK) && (GK % BK == 0 || k < GK);
 #pragma unroll
             for (int j = 0; j < B_COLS; ++j) b_reg[i][j] = in ? x[b_base[j] + off] : 0.0f;
         }
@@ -179,7 +187,9 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
             const int r = b_r + i * B_RSTEP;
             if (BK % B_RSTEP == 0 || r < BK) {
 #pragma unroll
-                for (int j = 0; j < B_COLS; ++j) bs[r * BN + (tid % BN) + j * THREADS] = b_reg[i][j];
+                for (int j = 0; j < B_COLS; ++j) {
+                    bs[r * BN + (tid % BN) + j * THREADS] = b_reg[i][j];
+                }
             }
         }
     };
@@ -199,9 +209,13 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
         for (int kk = 0; kk < BK; ++kk) {
             float a[TM], b[TN];
 #pragma unroll
-            for (int g = 0; g < TM / FM; ++g) Vec<FM>::load(as + kk * AS_LD + g * TY * FM, a + g * FM);
+            for (int g = 0; g < TM / FM; ++g) {
+                Vec<FM>::load(as + kk * AS_LD + g * TY * FM, a + g * FM);
+            }
 #pragma unroll
-            for (int g = 0; g < TN / FN; ++g) Vec<FN>::load(bs + kk * BN + g * TX * FN, b + g * FN);
+            for (int g = 0; g < TN / FN; ++g) {
+                Vec<FN>::load(bs + kk * BN + g * TX * FN, b + g * FN);
+            }
 #pragma unroll
             for (int i = 0; i < TM; ++i) {
 #pragma unroll
@@ -210,25 +224,31 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
         }
     };
 
+    // Block z of SPLIT_K reduces slices [t0, t1) of the reduction.
     constexpr int SLICES = (GK + BK - 1) / BK;
+    constexpr int SLICES_PER_SPLIT = (SLICES + SPLIT_K - 1) / SPLIT_K;
+    const int t0 = SPLIT_K == 1 ? 0 : min((int)blockIdx.z * SLICES_PER_SPLIT, SLICES);
+    const int t1 = SPLIT_K == 1 ? SLICES : min(t0 + SLICES_PER_SPLIT, SLICES);
 #if DOUBLE_BUFFER
-    load_slice(0);
-    store_slice(0);
+    if (t0 < t1) {
+        load_slice(t0 * BK);
+        store_slice(0);
+    }
     __syncthreads();
 #pragma unroll 1
-    for (int t = 0; t < SLICES; ++t) {
+    for (int t = t0; t < t1; ++t) {
         // The next slice's global loads are in flight while this one is computed. No branch
         // around them (ptxas would sink the loads to their use): the last iteration reloads the
         // last slice into the stage that nobody reads any more.
-        load_slice(min(t + 1, SLICES - 1) * BK);
-        compute_slice(t & 1);
+        load_slice(min(t + 1, t1 - 1) * BK);
+        compute_slice((t - t0) & 1);
         // The other stage was last read before the previous barrier: one barrier suffices.
-        store_slice((t + 1) & 1);
+        store_slice((t - t0 + 1) & 1);
         __syncthreads();
     }
 #else
 #pragma unroll 1
-    for (int t = 0; t < SLICES; ++t) {
+    for (int t = t0; t < t1; ++t) {
         load_slice(t * BK);
         store_slice(0);
         __syncthreads();
@@ -237,6 +257,27 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
     }
 #endif
 
+#if SPLIT_K > 1
+    // Partial sums of this split, [SPLIT_K][F][B*N*N]; implicit_gemm_reduce adds them into y.
+    float* const part = y + (long long)blockIdx.z * F * GN;
+#pragma unroll
+    for (int gj = 0; gj < TN / FN; ++gj) {
+        const int n = n0 + gj * TX * FN + tx * FN;
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const int m = m0 + (i / FM) * TY * FM + ty * FM + i % FM;
+            if (m >= F) continue;
+            if constexpr (FN > 1 && GN % FN == 0) {
+                if (n < GN) Vec<FN>::store_global(part + m * GN + n, &acc[i][gj * FN]);
+            } else {
+#pragma unroll
+                for (int v = 0; v < FN; ++v) {
+                    if (n + v < GN) part[m * GN + n + v] = acc[i][gj * FN + v];
+                }
+            }
+        }
+    }
+#else
     // Column groups of FN pixels: with N*N % FN == 0 a group is one aligned vector of one image.
 #pragma unroll
     for (int gj = 0; gj < TN / FN; ++gj) {
@@ -261,4 +302,21 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
             }
         }
     }
+#endif
+}
+
+// Split-K: y[b][f][p] = sum over the SPLIT_K partial sums of column n = b * N*N + p, one thread
+// per output, consecutive threads along p (coalesced reads and writes).
+extern "C" __global__ void __launch_bounds__(REDUCE_BLOCK)
+implicit_gemm_reduce(const float* __restrict__ part, float* __restrict__ y) {
+    const long long i = (long long)blockIdx.x * REDUCE_BLOCK + threadIdx.x;
+    if (i >= (long long)F * GN) return;
+    const int p = (int)(i % NN);
+    const int f = (int)((i / NN) % F);
+    const int b = (int)(i / ((long long)F * NN));
+    const float* src = part + (long long)f * GN + b * NN + p;
+    float sum = 0.0f;
+#pragma unroll
+    for (int z = 0; z < SPLIT_K; ++z) sum += src[(long long)z * F * GN];
+    y[i] = sum;
 }

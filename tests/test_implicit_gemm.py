@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from autotune.families import FAMILIES, UnsupportedProblem, get_family
-from autotune.families.implicit_gemm import shared_bytes, threads
+from autotune.families.implicit_gemm import REDUCE_BLOCK, shared_bytes, threads
 from autotune.problem import ConvProblem
 from autotune.shapes import named_shapes
 from autotune.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("implicit_gemm")
 LIMITS = ARCH_LIMITS["sm_90"]
-TUNABLES = {"BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER"}
+TUNABLES = {"BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER", "SPLIT_K"}
 
 ODD_SHAPES = [
     ConvProblem(N=29, K=5, C=7, F=9),
@@ -45,7 +47,16 @@ COMPILE_SAMPLE = [
     (ConvProblem(N=29, K=5, C=7, F=9), tile(32, 256, 8, 2, 8, 1)),
     (ConvProblem(N=13, K=11, C=3, F=20, stride=4, B=2), tile(32, 32, 32, 2, 4, 1)),
 ]
-COMPILE_SAMPLE = [(p, {**v, "DOUBLE_BUFFER": db}) for p, v in COMPILE_SAMPLE for db in (0, 1)]
+COMPILE_SAMPLE = [
+    (p, {**v, "DOUBLE_BUFFER": db, "SPLIT_K": 1}) for p, v in COMPILE_SAMPLE for db in (0, 1)
+] + [
+    # Split-K on the small problems it is for, at the largest tile a split admits.
+    (ConvProblem(N=32, K=5, C=64, F=64), {**tile(32, 32, 16, 4, 4, 4), "SPLIT_K": 8}),
+    (ConvProblem(N=32, K=3, C=256, F=256), {**tile(64, 64, 8, 8, 8, 4), "SPLIT_K": 4}),
+    (ConvProblem(N=32, K=7, C=64, F=64), {**tile(128, 128, 8, 8, 8, 1), "SPLIT_K": 2}),
+    (ConvProblem(N=29, K=5, C=7, F=9), {**tile(32, 64, 4, 2, 4, 1), "SPLIT_K": 8}),
+]
+COMPILE_SAMPLE = [(p, {**v, "DOUBLE_BUFFER": v.get("DOUBLE_BUFFER", 1)}) for p, v in COMPILE_SAMPLE]
 
 
 def bound(problem: ConvProblem):
@@ -60,7 +71,8 @@ def test_registered_with_its_three_files() -> None:
     assert set(FAMILY.load_space().names) == TUNABLES
     source = FAMILY.source_path.read_text()
     for name in TUNABLES:
-        assert f"#if {name}" in source or f"({name}" in source or f" {name} " in source, name
+        assert re.search(rf"\b{name}\b", source), name
+    assert f"#define REDUCE_BLOCK {REDUCE_BLOCK} " in source
 
 
 @pytest.mark.parametrize("problem", SHAPES, ids=str)
@@ -71,34 +83,57 @@ def test_space_binds_and_every_config_launches(problem: ConvProblem) -> None:
     columns = problem.B * problem.N * problem.N
     for config in space:
         plan = FAMILY.plan(problem, config)
-        (launch,) = plan.launches
+        launch = plan.launches[0]
         bm, bn, bk = int(config["BM"]), int(config["BN"]), int(config["BK"])
         tm, tn, vec = int(config["TM"]), int(config["TN"]), int(config["VEC"])
+        split = int(config["SPLIT_K"])
         assert bm % tm == 0 and bn % tn == 0 and bk % vec == 0
         assert (problem.C * problem.K**2) % vec == 0
         assert launch.block == (threads(config), 1, 1)
         assert launch.threads % LIMITS.WARP_SIZE == 0
-        assert launch.threads <= LIMITS.MAX_THREADS
+        assert 2 * LIMITS.WARP_SIZE <= launch.threads <= LIMITS.MAX_THREADS
         # Every thread of the filter loader owns one column of VEC-wide vectors.
         assert launch.threads % (bk // vec) == 0
         assert launch.smem_bytes == shared_bytes(config) <= LIMITS.SMEM_PER_BLOCK_OPTIN
         # Registers the constraint reserves fit the share __launch_bounds__ leaves a thread.
         assert tm * tn + tm + tn <= LIMITS.REGS_PER_BLOCK // launch.threads
-        # The grid covers the GEMM exactly: B*N*N pixel columns in x, F filter rows in y.
+        # The grid covers the GEMM exactly: B*N*N pixel columns in x, F filter rows in y,
+        # the splits of the reduction in z.
         gx, gy, gz = launch.grid
         assert gx * bn >= columns and (gx - 1) * bn < columns
         assert gy * bm >= problem.F and (gy - 1) * bm < problem.F
-        assert gz == 1 and gy <= 65535
-        assert plan.scratch == () and plan.setup == () and plan.finish == ()
+        assert gz == split and gy <= 65535
+        assert plan.setup == () and plan.finish == ()
+        if split == 1:
+            assert len(plan.launches) == 1 and plan.scratch == ()
+            assert launch.args == ("x", "w", "y")
+        else:
+            # Each split has slices to reduce; a second kernel adds the partial sums into y.
+            assert split * 4 * bk <= problem.C * problem.K**2
+            assert launch.args == ("x", "w", "y_split")
+            assert plan.scratch == (("y_split", (split, problem.F, columns)),)
+            (reduce,) = plan.launches[1:]
+            assert reduce.args == ("y_split", "y") and reduce.block == (REDUCE_BLOCK, 1, 1)
+            outputs = problem.F * columns
+            assert reduce.grid[0] * REDUCE_BLOCK >= outputs
+            assert (reduce.grid[0] - 1) * REDUCE_BLOCK < outputs
+
+
+def test_split_k_only_where_the_grid_is_small() -> None:
+    tiny = {int(c["SPLIT_K"]) for c in bound(ConvProblem(N=32, K=5, C=64, F=64))}
+    assert tiny == {1, 2, 4, 8, 16}
+    big = bound(ConvProblem(N=12, K=3, C=1024, F=1024, B=128))
+    assert {int(c["SPLIT_K"]) for c in big} == {1}
 
 
 def test_space_holds_the_sgemm_class_and_small_tiles() -> None:
     space = bound(ConvProblem(N=13, K=3, C=256, F=256, B=128))
-    big = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1)
+    big = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=1)
     assert space.is_valid(Config.of(big))
     assert space.is_valid(Config.of({**big, "BM": 64, "DOUBLE_BUFFER": 0}))
     small = bound(ConvProblem(N=32, K=3, C=64, F=64))
-    assert small.is_valid(Config.of(dict(BM=32, BN=32, BK=8, TM=4, TN=4, VEC=4, DOUBLE_BUFFER=1)))
+    tile32 = dict(BM=32, BN=32, BK=8, TM=4, TN=4, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=4)
+    assert small.is_valid(Config.of(tile32))
     # The C*K*K = 363 reduction of conv1 only admits scalar filter loads.
     conv1 = bound(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4))
     assert {int(c["VEC"]) for c in conv1} == {1}
@@ -106,22 +141,25 @@ def test_space_holds_the_sgemm_class_and_small_tiles() -> None:
 
 def test_space_refuses_what_cannot_launch() -> None:
     space = bound(ConvProblem(N=13, K=3, C=256, F=256, B=128))
-    base = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1)
+    base = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=1)
     assert not space.is_valid(Config.of({**base, "TM": 2, "TN": 2}))  # 4096 threads
     assert not space.is_valid(Config.of({**base, "BM": 32, "BN": 32}))  # 16 threads
-    assert not space.is_valid(Config.of({**base, "BK": 4, "VEC": 8}))  # VEC not in the space
-    # 256 threads at 8 x 8 (128 registers) fit; 512 threads at 8 x 8 need 64 + 56 + prefetch.
+    assert not space.is_valid(Config.of({**base, "BM": 32, "BN": 64}))  # one warp
+    # 512 threads at 8 x 8 fit their 128 registers with BK = 8, not with the prefetch of BK = 32.
     assert space.is_valid(Config.of({**base, "BM": 256}))
-    assert not space.is_valid(Config.of({**base, "BM": 256, "BN": 256, "BK": 32}))
+    assert not space.is_valid(Config.of({**base, "BM": 256, "BK": 32}))
+    # A 1024-thread block has 64 registers a thread: 4 x 2 tiles fit, 4 x 4 do not.
+    assert space.is_valid(Config.of({**base, "BN": 64, "TM": 4, "TN": 2}))
+    assert not space.is_valid(Config.of({**base, "TM": 4, "TN": 4}))
 
 
 def test_plan_defines_and_launch() -> None:
     problem = ConvProblem(N=27, K=5, C=64, F=192, B=128)
-    config = Config.of(dict(BM=64, BN=128, BK=16, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1))
+    config = Config.of(dict(BM=64, BN=128, BK=16, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=1))
     plan = FAMILY.plan(problem, config)
     assert dict(plan.defines) == dict(
         B=128, C=64, N=27, K=5, F=192, STRIDE=1, BM=64, BN=128, BK=16, TM=8, TN=8, VEC=4,
-        DOUBLE_BUFFER=1,
+        DOUBLE_BUFFER=1, SPLIT_K=1,
     )  # fmt: skip
     assert plan.entries == ("implicit_gemm",)
     (launch,) = plan.launches
@@ -130,6 +168,18 @@ def test_plan_defines_and_launch() -> None:
     assert launch.block == (128, 1, 1)
     assert launch.smem_bytes == 2 * 16 * (64 + 4 + 128) * 4
     assert plan.scratch_bytes == 0
+
+
+def test_split_k_plan() -> None:
+    problem = ConvProblem(N=32, K=5, C=64, F=64)
+    config = Config.of(dict(BM=32, BN=32, BK=16, TM=4, TN=4, VEC=4, DOUBLE_BUFFER=0, SPLIT_K=8))
+    plan = FAMILY.plan(problem, config)
+    assert plan.entries == ("implicit_gemm", "implicit_gemm_reduce")
+    gemm, reduce = plan.launches  # both timed
+    assert gemm.grid == (32, 2, 8) and gemm.args == ("x", "w", "y_split")
+    assert gemm.smem_bytes == 16 * (32 + 4 + 32) * 4
+    assert reduce.grid == (64 * 1024 // REDUCE_BLOCK, 1, 1) and reduce.args == ("y_split", "y")
+    assert plan.scratch_bytes == 8 * 64 * 1024 * 4
 
 
 @pytest.mark.parametrize(
@@ -154,14 +204,16 @@ def test_nvrtc_compiles_without_spills(compiler, problem: ConvProblem, values: d
     assert bound(problem).is_valid(config)
     plan = FAMILY.plan(problem, config)
     compiled = compiler.compile(plan)
-    res = compiled.resources["implicit_gemm"]
-    (launch,) = plan.launches
-    assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_bytes == 0
-    # All shared memory is dynamic, sized by the plan.
-    assert res.smem_bytes == 0
-    assert launch.smem_bytes <= LIMITS.SMEM_PER_BLOCK_OPTIN
-    assert res.registers <= LIMITS.REGS_PER_THREAD
-    assert -(-res.registers // 8) * 8 * launch.threads <= LIMITS.REGS_PER_BLOCK
-    if values["TM"] * values["TN"] == 64 and launch.threads == 256 and values["BK"] == 8:
+    for launch in plan.launches:
+        res = compiled.resources[launch.kernel]
+        assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_bytes == 0
+        # All shared memory is dynamic, sized by the plan.
+        assert res.smem_bytes == 0
+        assert launch.smem_bytes <= LIMITS.SMEM_PER_BLOCK_OPTIN
+        assert res.registers <= LIMITS.REGS_PER_THREAD
+        assert -(-res.registers // 8) * 8 * launch.threads <= LIMITS.REGS_PER_BLOCK
+    gemm = plan.launches[0]
+    tile_8x8 = values["TM"] * values["TN"] == 64 and values["BK"] == 8
+    if tile_8x8 and gemm.threads == 256 and values["SPLIT_K"] == 1:
         # The SGEMM-class tile keeps two blocks per multiprocessor: 128 registers at most.
-        assert res.registers <= 128
+        assert compiled.resources["implicit_gemm"].registers <= 128

@@ -10,6 +10,8 @@ from autotune.space import Config
 MAX_ELEMENTS = 2**31 - 1
 # The filter tile in shared memory is padded by this many floats per row (see the kernel).
 A_PAD = 4
+REDUCE_BLOCK = 256  # threads of the split-K reduction (REDUCE_BLOCK in the kernel)
+TUNABLES = ("BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER", "SPLIT_K")
 
 
 def shared_bytes(config: Config) -> int:
@@ -28,7 +30,7 @@ class ImplicitGemm(Family):
     description = (
         "one GEMM, F x (B*N*N) = filters x conceptual unrolled input, gathered from NCHW while "
         "loading BK-deep shared tiles; BM x BN block tile, TM x TN register tile per thread, "
-        "float4 fragments, optional double buffering"
+        "float4 fragments, optional double buffering, optional split-K with a reduction kernel"
     )
     paper = "003 (ECE408 lecture), GEMM with built-in unrolling, joint register-shared tiling"
     default_shape_set = "general"
@@ -49,8 +51,7 @@ class ImplicitGemm(Family):
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem
-        names = ("BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER")
-        tunables = tuple((name, int(config[name])) for name in names)
+        values = {name: int(config[name]) for name in TUNABLES}
         defines = (
             ("B", p.B),
             ("C", p.C),
@@ -58,14 +59,29 @@ class ImplicitGemm(Family):
             ("K", p.K),
             ("F", p.F),
             ("STRIDE", p.stride),
-            *tunables,
+            *values.items(),
         )
-        bm, bn = int(config["BM"]), int(config["BN"])
-        launch = Launch(
+        columns = p.B * p.N * p.N
+        split = values["SPLIT_K"]
+        gemm = Launch(
             "implicit_gemm",
-            grid=(cdiv(p.B * p.N * p.N, bn), cdiv(p.F, bm), 1),
+            grid=(cdiv(columns, values["BN"]), cdiv(p.F, values["BM"]), split),
             block=(threads(config), 1, 1),
-            args=("x", "w", "y"),
+            args=("x", "w", "y" if split == 1 else "y_split"),
             smem_bytes=shared_bytes(config),
         )
-        return KernelPlan(self.source_path, defines, (launch,))
+        if split == 1:
+            return KernelPlan(self.source_path, defines, (gemm,))
+        # Split-K: partial sums in a scratch buffer, added up into y by a second timed kernel.
+        reduce = Launch(
+            "implicit_gemm_reduce",
+            grid=(cdiv(p.F * columns, REDUCE_BLOCK), 1, 1),
+            block=(REDUCE_BLOCK, 1, 1),
+            args=("y_split", "y"),
+        )
+        return KernelPlan(
+            self.source_path,
+            defines,
+            (gemm, reduce),
+            scratch=(("y_split", (split, p.F, columns)),),
+        )
