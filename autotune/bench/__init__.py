@@ -1,0 +1,15 @@
+"""Benchmarks of the tool itself (`autotune bench ...`): each command measures something and
+writes its figures under results/bench/. One module per benchmark; each adds its command to the
+`bench` group below."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def bench() -> None:
+    """Measure the tool itself; figures go under results/bench/."""
+
+
+# Each benchmark module adds its command to `bench` when imported (one line per module below).
