@@ -521,6 +521,29 @@ def best(fmt, family, device, problem_kind, output, storage) -> None:
 
 
 @main.command()
+@click.option("--family", required=True, help="The family whose evaluations go.")
+@click.option("--device", default=None, help="Only this device's (name as stored).")
+@click.option("--shape", "shape_text", default=None, metavar=SHAPE_METAVAR, help="Only this shape.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@storage_option
+@friendly_errors
+def forget(family, device, shape_text, yes, storage) -> None:
+    """Delete a family's stored evaluations, for example after its kernel changed: they measured
+    another binary, and a later `autotune run` tunes the family again from nothing. Baselines and
+    ceilings stay."""
+    from autotune.store import Store
+
+    get_family(family)
+    problem = parse_shape(shape_text) if shape_text else None
+    what = f"every {family} evaluation" + (f" on {device}" if device else "")
+    what += f" at {problem.key}" if problem else ""
+    if not yes and not click.confirm(f"Delete {what} from {storage}?", default=False):
+        _fail("nothing deleted", 1)
+    count = Store(storage, create=False).forget(family, device, problem.key if problem else None)
+    click.echo(f"autotune: deleted {count} evaluations ({what})", err=True)
+
+
+@main.command()
 @click.option("--family", default=None, help="Only this family.")
 @click.option("--device", default=None, help="Only this device (name as stored).")
 @click.option(

@@ -520,6 +520,20 @@ class Store:
             ).first()
         return found is not None
 
+    def forget(self, family: str, device: str | None = None, problem_key: str | None = None) -> int:
+        """Delete a family's evaluations (one device's, one shape's), in one transaction; returns
+        how many. For a kernel whose source changed: its old measurements are of another binary.
+        Baselines and ceilings are not a family's and stay."""
+        e = evaluations_table.c
+        where = [e.family == family]
+        if device is not None:
+            ids = sa.select(devices_table.c.id).where(devices_table.c.name == device)
+            where.append(e.device_id.in_(ids))
+        if problem_key is not None:
+            where.append(e.problem_key == problem_key)
+        with self._errors("cannot delete evaluations"), self._engine.begin() as conn:
+            return conn.execute(sa.delete(evaluations_table).where(*where)).rowcount
+
     # -----------------------------------------------------------------------------------------
     # Queries
 
