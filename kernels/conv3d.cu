@@ -10,8 +10,14 @@
 // FMAs; with the loops unrolled, every filter tap is an immediate constant-bank operand.
 // A block walks Z_STEPS output tiles down the depth; through shared memory the next tile's input
 // is copied asynchronously (cp.async) while the current one is computed.
+// RING = 1 is the depth coarsening taken to its end: a TILE_X x TILE_Y block walks Z_STEPS output
+// depths, streaming the input through shared memory one depth slice at a time (a 3-stage cp.async
+// pipeline), and every thread keeps Kd output depths of its COARSEN x VEC outputs as a ring of
+// accumulators: a slice row loaded from shared memory feeds every filter depth at once, and no
+// depth halo is re-read. Each step of the ring's fill and drain is unrolled with only the filter
+// depths it reaches.
 // Problem defines: D, R, Cc (input depth, rows, columns), Kd, Kr, Kc (filter).
-// Tunables: TILE_X, TILE_Y, TILE_Z, COARSEN, COARSEN_AXIS, VEC, USE_SMEM, Z_STEPS.
+// Tunables: TILE_X, TILE_Y, TILE_Z, COARSEN, COARSEN_AXIS, VEC, USE_SMEM, Z_STEPS, RING.
 
 #define OD (D - Kd + 1)  // output sides
 #define OR (R - Kr + 1)
@@ -20,6 +26,9 @@
 
 #if COARSEN_AXIS == 0 && VEC != 1
 #error "coarsening along columns already makes the columns contiguous; VEC must be 1"
+#endif
+#if RING && (TILE_Z != 1 || !USE_SMEM || (COARSEN_AXIS == 2 && COARSEN != 1))
+#error "the depth ring streams slices through shared memory to a flat block coarsened in-plane"
 #endif
 
 // Outputs per thread along each axis.
@@ -42,9 +51,10 @@
 #define IN_Y (OUT_Y + Kr - 1)
 #define PITCH (OUT_X + ((Kc + 2) / 4) * 4)
 #define PLANE (IN_Y * PITCH)
-#define TILE_FLOATS (IN_Z * PLANE)
-// A block walking several depth tiles double-buffers them.
-#define BUFFERS ((Z_STEPS > 1) ? 2 : 1)
+#define TILE_FLOATS (RING ? PLANE : IN_Z * PLANE)
+// A block walking several depth tiles double-buffers them; the ring's slice pipeline has 3 stages.
+#define STAGES 3
+#define BUFFERS (RING ? STAGES : (Z_STEPS > 1) ? 2 : 1)
 // Up to 48 KB the tiles are static (ptxas reports them); past that they are dynamic shared memory,
 // which the plan sizes with the same formula and the evaluator opts in to.
 #define STATIC_SMEM (BUFFERS * TILE_FLOATS * 4 <= 48 * 1024)
@@ -113,35 +123,49 @@ template <int N> __device__ __forceinline__ void copies_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// Start copying the input window behind the block's tile at output depth z0 into s, as one group
-// of copies. A thread's pieces of one depth slice are the same for every slice: their offsets and
-// bounds are worked out once (PER of them). With COPY = 4, a piece starts at a column that is a
-// multiple of 4 (x0 and PITCH are), so with Cc a multiple of 4 it is wholly inside or outside.
-__device__ __forceinline__ void start_tile(const float* __restrict__ x, float* s, int z0, int y0,
-                                           int x0, int tid) {
-    constexpr int PIECES = PLANE / COPY;
-    constexpr int PER = (PIECES + THREADS - 1) / THREADS;
+// A thread's pieces of one depth slice of the block's input window are the same for every slice:
+// their offsets and bounds are worked out once (PER of them). With COPY = 4, a piece starts at a
+// column that is a multiple of 4 (x0 and PITCH are), so with Cc a multiple of 4 it is wholly inside
+// or outside.
+struct SlicePieces {
+    static constexpr int PIECES = PLANE / COPY;
+    static constexpr int PER = (PIECES + THREADS - 1) / THREADS;
     int src[PER];
     bool inside[PER];
+    int tid;
+
+    __device__ __forceinline__ SlicePieces(int y0, int x0, int tid_) : tid(tid_) {
 #pragma unroll
-    for (int i = 0; i < PER; ++i) {
-        const int e = (tid + i * THREADS) * COPY;
-        const int gy = y0 + e / PITCH;
-        const int gx = x0 + e % PITCH;
-        inside[i] = e < PLANE && gy < R && gx < Cc;
-        src[i] = inside[i] ? gy * Cc + gx : 0;
+        for (int i = 0; i < PER; ++i) {
+            const int e = (tid + i * THREADS) * COPY;
+            const int gy = y0 + e / PITCH;
+            const int gx = x0 + e % PITCH;
+            inside[i] = e < PLANE && gy < R && gx < Cc;
+            src[i] = inside[i] ? gy * Cc + gx : 0;
+        }
     }
-#pragma unroll 4
-    for (int z = 0; z < IN_Z; ++z) {
-        const bool depth_inside = z0 + z < D;
-        const float* slice = x + (depth_inside ? (long long)(z0 + z) * R * Cc : 0);
+    // Copy input slice gz into the plane at dst; zeros past the input's depth unless the caller
+    // knows the slice is inside (DEPTH_INSIDE).
+    template <bool DEPTH_INSIDE = false>
+    __device__ __forceinline__ void copy(const float* __restrict__ x, float* dst, int gz) const {
+        const bool depth_inside = DEPTH_INSIDE || gz < D;
+        const float* slice = x + (depth_inside ? (long long)gz * R * Cc : 0);
 #pragma unroll
         for (int i = 0; i < PER; ++i) {
             const int piece = tid + i * THREADS;
             if (PIECES % THREADS == 0 || piece < PIECES)
-                copy_async(s + z * PLANE + piece * COPY, slice + src[i], depth_inside && inside[i]);
+                copy_async(dst + piece * COPY, slice + src[i], depth_inside && inside[i]);
         }
     }
+};
+
+// Start copying the input window behind the block's tile at output depth z0 into s, as one group
+// of copies.
+__device__ __forceinline__ void start_tile(const float* __restrict__ x, float* s, int z0, int y0,
+                                           int x0, int tid) {
+    const SlicePieces pieces(y0, x0, tid);
+#pragma unroll 4
+    for (int z = 0; z < IN_Z; ++z) pieces.copy(x, s + z * PLANE, z0 + z);
     copies_commit();
 }
 #endif
@@ -219,6 +243,116 @@ __device__ __forceinline__ void compute_tile(const float* __restrict__ x, const 
     }
 }
 
+#if RING
+// The ring: acc[k] holds the outputs at depth z - k while slice z streams through, so slice z
+// meets filter depth k in acc[k]; after the slice, acc[Kd - 1] is complete and the ring moves on.
+typedef float Ring[Kd][CY][CX];
+
+// Slice z of the walk (window: the thread's corner of it in shared memory) into the ring, filter
+// depths KLO .. KHI only: at the walk's ends the others would add into depths outside the walk.
+template <int KLO, int KHI>
+__device__ __forceinline__ void ring_slice(Ring& acc, const float* window) {
+#pragma unroll
+    for (int ey = 0; ey < EY; ++ey) {
+        float row[NV * VEC];
+#pragma unroll
+        for (int v = 0; v < NV; ++v) Vec<VEC>::load(window + ey * PITCH + v * VEC, row + v * VEC);
+#pragma unroll
+        for (int kd = KLO; kd <= KHI; ++kd) {
+#pragma unroll
+            for (int ky = 0; ky < CY; ++ky) {
+                const int dy = ey - ky;
+                if (dy < 0 || dy >= Kr) continue;
+#pragma unroll
+                for (int kx = 0; kx < CX; ++kx) {
+#pragma unroll
+                    for (int dx = 0; dx < Kc; ++dx) {
+                        acc[kd][ky][kx] = fmaf(row[kx + dx], c_filter[(kd * Kr + dy) * Kc + dx],
+                                               acc[kd][ky][kx]);
+                    }
+                }
+            }
+        }
+        // As in compute_tile: keeps ptxas from hoisting every row's loads to the top.
+        __syncwarp();
+    }
+}
+
+// What a step of the walk needs besides the ring. out: where the thread's outputs of the depth
+// that the current step completes go; rows, cols: how many of its rows and columns are inside.
+struct Walk {
+    const SlicePieces& pieces;
+    const float* __restrict__ x;
+    float* s_in;
+    float* out;
+    int rows, cols, z0, slices, corner;
+    int buffer;  // offset of the current slice's stage
+};
+
+// One step of the walk: wait for slice z, start the copy of slice z + STAGES - 1 into the stage
+// that slice z - 1 leaves, add slice z into the ring (filter depths KLO .. KHI), store the depth
+// it completes (STORE: 0 none yet, 1 always, 2 when z >= Kd - 1), move the ring.
+template <int KLO, int KHI, int STORE>
+__device__ __forceinline__ void ring_step(Ring& acc, Walk& w, int z) {
+    copies_wait<STAGES - 2>();  // this thread's copies of slice z are in
+    __syncthreads();            // everyone's are, and everyone is done with slice z - 1
+    const int refill = w.buffer == 0 ? (STAGES - 1) * PLANE : w.buffer - PLANE;
+    if (z + STAGES - 1 < w.slices)
+        w.pieces.copy<true>(w.x, w.s_in + refill, w.z0 + z + STAGES - 1);
+    copies_commit();  // possibly empty: keeps one group per step for the wait above
+    ring_slice<KLO, KHI>(acc, w.s_in + w.buffer + w.corner);
+    w.buffer = w.buffer == (STAGES - 1) * PLANE ? 0 : w.buffer + PLANE;
+
+    if (STORE == 1 || (STORE == 2 && z >= Kd - 1)) {
+#pragma unroll
+        for (int ky = 0; ky < CY; ++ky) {
+            if (ky >= w.rows) continue;
+            if constexpr (VEC > 1 && OC % VEC == 0) {
+                // ox and OC are multiples of VEC: the vector is aligned and wholly in or out.
+                if (w.cols > 0) Vec<VEC>::store(w.out + ky * OC, acc[Kd - 1][ky]);
+            } else {
+#pragma unroll
+                for (int kx = 0; kx < CX; ++kx) {
+                    if (kx < w.cols) w.out[ky * OC + kx] = acc[Kd - 1][ky][kx];
+                }
+            }
+        }
+    }
+    w.out += OR * OC;
+#pragma unroll
+    for (int kd = Kd - 1; kd > 0; --kd)
+#pragma unroll
+        for (int ky = 0; ky < CY; ++ky)
+#pragma unroll
+            for (int kx = 0; kx < CX; ++kx) acc[kd][ky][kx] = acc[kd - 1][ky][kx];
+#pragma unroll
+    for (int ky = 0; ky < CY; ++ky)
+#pragma unroll
+        for (int kx = 0; kx < CX; ++kx) acc[0][ky][kx] = 0.0f;
+}
+
+// The ring filling (slice J < Kd - 1 reaches filter depths 0 .. J) and draining (slice
+// outputs + J reaches filter depths J + 1 .. Kd - 1), each step unrolled with its own depths.
+template <int J> struct Fill {
+    static __device__ __forceinline__ void run(Ring& acc, Walk& w) {
+        ring_step<0, J, 0>(acc, w, J);
+        Fill<J + 1>::run(acc, w);
+    }
+};
+template <> struct Fill<Kd - 1> {
+    static __device__ __forceinline__ void run(Ring&, Walk&) {}
+};
+template <int J> struct Drain {
+    static __device__ __forceinline__ void run(Ring& acc, Walk& w, int outputs) {
+        ring_step<J + 1, Kd - 1, 1>(acc, w, outputs + J);
+        Drain<J + 1>::run(acc, w, outputs);
+    }
+};
+template <> struct Drain<Kd - 1> {
+    static __device__ __forceinline__ void run(Ring&, Walk&, int) {}
+};
+#endif
+
 // A block walks Z_STEPS output tiles down the depth. Through shared memory the tiles are double
 // buffered: the next tile's copy is in flight while the current one is computed.
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
@@ -237,6 +371,52 @@ conv3d(const float* __restrict__ x, float* __restrict__ y) {
     extern __shared__ __align__(16) float s_in[];
 #endif
     const int tid = (tz * TILE_Y + ty) * TILE_X + tx;
+#if RING
+    // The walk: output depths z0 .. z0 + outputs - 1, from input slices z0 .. z0 + outputs + Kd - 2
+    // (all inside the input).
+    const int z0 = blockIdx.z * Z_STEPS;
+    const int outputs = min(Z_STEPS, OD - z0);
+    const int slices = outputs + Kd - 1;
+    const SlicePieces pieces(blockIdx.y * OUT_Y, blockIdx.x * OUT_X, tid);
+#pragma unroll
+    for (int i = 0; i < STAGES - 1; ++i) {
+        if (i < slices) pieces.copy<true>(x, s_in + i * PLANE, z0 + i);
+        copies_commit();
+    }
+    Ring acc;
+#pragma unroll
+    for (int kd = 0; kd < Kd; ++kd)
+#pragma unroll
+        for (int ky = 0; ky < CY; ++ky)
+#pragma unroll
+            for (int kx = 0; kx < CX; ++kx) acc[kd][ky][kx] = 0.0f;
+    // The depth completed by slice z is z0 + z - (Kd - 1); slice Kd - 1 completes the first.
+    Walk w{pieces,
+           x,
+           s_in,
+           y + ((long long)(z0 - (Kd - 1)) * OR + oy) * OC + ox,
+           OR - oy,
+           OC - ox,
+           z0,
+           slices,
+           (ty * CY) * PITCH + tx * CX,
+           0};
+    // A walk at least Kd - 1 long fills the ring, runs with every filter depth, then drains it;
+    // a shorter one (the last, or a thin output) runs every step with every filter depth (what
+    // lands in depths outside the walk is never stored).
+    const bool long_walk = outputs >= Kd - 1;
+    int z = 0;
+    if (long_walk) {
+        Fill<0>::run(acc, w);
+        z = Kd - 1;
+    }
+    const int middle_end = long_walk ? outputs : slices;
+#pragma unroll 1
+    for (; z < middle_end; ++z) ring_step<0, Kd - 1, 2>(acc, w, z);
+    if (long_walk) Drain<0>::run(acc, w, outputs);
+    (void)steps;
+    (void)tile0;
+#else
     const int y0 = blockIdx.y * OUT_Y, x0 = blockIdx.x * OUT_X;
     const int corner = ((tz * CZ) * IN_Y + ty * CY) * PITCH + tx * CX;
     start_tile(x, s_in, tile0 * OUT_Z, y0, x0, tid);
@@ -257,6 +437,7 @@ conv3d(const float* __restrict__ x, float* __restrict__ y) {
             start_tile(x, s_in, (tile0 + step + 1) * OUT_Z, y0, x0, tid);
         }
     }
+#endif
 #else
 #pragma unroll 1
     for (int step = 0; step < steps; ++step) {

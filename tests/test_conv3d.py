@@ -16,7 +16,17 @@ from autotune.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("conv3d")
 LIMITS = ARCH_LIMITS["sm_90"]
-TUNABLES = {"TILE_X", "TILE_Y", "TILE_Z", "COARSEN", "COARSEN_AXIS", "VEC", "USE_SMEM", "Z_STEPS"}
+TUNABLES = {
+    "TILE_X",
+    "TILE_Y",
+    "TILE_Z",
+    "COARSEN",
+    "COARSEN_AXIS",
+    "VEC",
+    "USE_SMEM",
+    "Z_STEPS",
+    "RING",
+}
 STATIC_SMEM = 48 * 1024
 
 ODD_SHAPES = [
@@ -32,8 +42,17 @@ SHAPES = [*named_shapes("conv3d"), *ODD_SHAPES]
 BLOG = Conv3dProblem(D=256, R=128, Cc=128, Kd=5, Kr=5, Kc=5)
 # The blog post's fastest kernel: a 32 x 16 block, each thread 4 outputs down the depth.
 BLOG_FASTEST = dict(
-    TILE_X=32, TILE_Y=16, TILE_Z=1, COARSEN=4, COARSEN_AXIS=2, VEC=1, USE_SMEM=1, Z_STEPS=1
+    TILE_X=32, TILE_Y=16, TILE_Z=1, COARSEN=4, COARSEN_AXIS=2, VEC=1, USE_SMEM=1, Z_STEPS=1, RING=0
 )
+# The depth ring: a 32 x 8 block, each thread 4 rows x 2 columns for Kd output depths, walking 8.
+BLOG_RING = dict(
+    TILE_X=32, TILE_Y=8, TILE_Z=1, COARSEN=4, COARSEN_AXIS=1, VEC=2, USE_SMEM=1, Z_STEPS=8, RING=1
+)
+
+
+def ring(**values) -> dict:
+    return dict(BLOG_RING, **values)
+
 
 # (problem, config): the blog's kernels (8 x 8 x 8 tiles; its fastest), every axis and VEC,
 # shared and global paths, static and dynamic shared memory, blocks walking several depth tiles
@@ -43,72 +62,185 @@ COMPILE_SAMPLE = [
     (BLOG, BLOG_FASTEST),
     (
         BLOG,
-        dict(TILE_X=8, TILE_Y=8, TILE_Z=8, COARSEN=1, COARSEN_AXIS=2, VEC=1, USE_SMEM=1, Z_STEPS=1),
-    ),
-    (
-        BLOG,
         dict(
-            TILE_X=32, TILE_Y=8, TILE_Z=1, COARSEN=8, COARSEN_AXIS=2, VEC=2, USE_SMEM=1, Z_STEPS=1
+            TILE_X=8,
+            TILE_Y=8,
+            TILE_Z=8,
+            COARSEN=1,
+            COARSEN_AXIS=2,
+            VEC=1,
+            USE_SMEM=1,
+            Z_STEPS=1,
+            RING=0,
         ),
     ),
     (
         BLOG,
         dict(
-            TILE_X=32, TILE_Y=8, TILE_Z=1, COARSEN=4, COARSEN_AXIS=2, VEC=4, USE_SMEM=1, Z_STEPS=1
+            TILE_X=32,
+            TILE_Y=8,
+            TILE_Z=1,
+            COARSEN=8,
+            COARSEN_AXIS=2,
+            VEC=2,
+            USE_SMEM=1,
+            Z_STEPS=1,
+            RING=0,
         ),
     ),
     (
         BLOG,
         dict(
-            TILE_X=32, TILE_Y=4, TILE_Z=1, COARSEN=8, COARSEN_AXIS=2, VEC=2, USE_SMEM=0, Z_STEPS=1
+            TILE_X=32,
+            TILE_Y=8,
+            TILE_Z=1,
+            COARSEN=4,
+            COARSEN_AXIS=2,
+            VEC=4,
+            USE_SMEM=1,
+            Z_STEPS=1,
+            RING=0,
         ),
     ),
     (
         BLOG,
         dict(
-            TILE_X=32, TILE_Y=8, TILE_Z=1, COARSEN=4, COARSEN_AXIS=2, VEC=2, USE_SMEM=1, Z_STEPS=4
+            TILE_X=32,
+            TILE_Y=4,
+            TILE_Z=1,
+            COARSEN=8,
+            COARSEN_AXIS=2,
+            VEC=2,
+            USE_SMEM=0,
+            Z_STEPS=1,
+            RING=0,
         ),
     ),
     (
         BLOG,
         dict(
-            TILE_X=32, TILE_Y=8, TILE_Z=1, COARSEN=8, COARSEN_AXIS=2, VEC=2, USE_SMEM=1, Z_STEPS=8
+            TILE_X=32,
+            TILE_Y=8,
+            TILE_Z=1,
+            COARSEN=4,
+            COARSEN_AXIS=2,
+            VEC=2,
+            USE_SMEM=1,
+            Z_STEPS=4,
+            RING=0,
         ),
     ),
     (
         BLOG,
         dict(
-            TILE_X=32, TILE_Y=8, TILE_Z=1, COARSEN=8, COARSEN_AXIS=2, VEC=2, USE_SMEM=0, Z_STEPS=2
+            TILE_X=32,
+            TILE_Y=8,
+            TILE_Z=1,
+            COARSEN=8,
+            COARSEN_AXIS=2,
+            VEC=2,
+            USE_SMEM=1,
+            Z_STEPS=8,
+            RING=0,
+        ),
+    ),
+    (
+        BLOG,
+        dict(
+            TILE_X=32,
+            TILE_Y=8,
+            TILE_Z=1,
+            COARSEN=8,
+            COARSEN_AXIS=2,
+            VEC=2,
+            USE_SMEM=0,
+            Z_STEPS=2,
+            RING=0,
         ),
     ),
     (
         ODD_SHAPES[0],
         dict(
-            TILE_X=16, TILE_Y=4, TILE_Z=2, COARSEN=4, COARSEN_AXIS=1, VEC=2, USE_SMEM=1, Z_STEPS=1
+            TILE_X=16,
+            TILE_Y=4,
+            TILE_Z=2,
+            COARSEN=4,
+            COARSEN_AXIS=1,
+            VEC=2,
+            USE_SMEM=1,
+            Z_STEPS=1,
+            RING=0,
         ),
     ),
     (
         ODD_SHAPES[0],
-        dict(TILE_X=8, TILE_Y=8, TILE_Z=1, COARSEN=4, COARSEN_AXIS=0, VEC=1, USE_SMEM=1, Z_STEPS=1),
+        dict(
+            TILE_X=8,
+            TILE_Y=8,
+            TILE_Z=1,
+            COARSEN=4,
+            COARSEN_AXIS=0,
+            VEC=1,
+            USE_SMEM=1,
+            Z_STEPS=1,
+            RING=0,
+        ),
     ),
     (
         ODD_SHAPES[0],
         dict(
-            TILE_X=32, TILE_Y=2, TILE_Z=1, COARSEN=2, COARSEN_AXIS=0, VEC=1, USE_SMEM=0, Z_STEPS=1
+            TILE_X=32,
+            TILE_Y=2,
+            TILE_Z=1,
+            COARSEN=2,
+            COARSEN_AXIS=0,
+            VEC=1,
+            USE_SMEM=0,
+            Z_STEPS=1,
+            RING=0,
         ),
     ),
     (
         ODD_SHAPES[5],
         dict(
-            TILE_X=32, TILE_Y=4, TILE_Z=1, COARSEN=2, COARSEN_AXIS=2, VEC=1, USE_SMEM=1, Z_STEPS=1
+            TILE_X=32,
+            TILE_Y=4,
+            TILE_Z=1,
+            COARSEN=2,
+            COARSEN_AXIS=2,
+            VEC=1,
+            USE_SMEM=1,
+            Z_STEPS=1,
+            RING=0,
         ),
     ),
     (
         Conv3dProblem(D=64, R=64, Cc=64, Kd=3, Kr=3, Kc=3),
         dict(
-            TILE_X=64, TILE_Y=16, TILE_Z=1, COARSEN=2, COARSEN_AXIS=2, VEC=1, USE_SMEM=1, Z_STEPS=1
+            TILE_X=64,
+            TILE_Y=16,
+            TILE_Z=1,
+            COARSEN=2,
+            COARSEN_AXIS=2,
+            VEC=1,
+            USE_SMEM=1,
+            Z_STEPS=1,
+            RING=0,
         ),
     ),
+    # The ring: the blog's shape at several in-plane tiles and float4 columns, shared memory past
+    # 48 KB (dynamic), the other cubes, and odd shapes (unaligned rows: 1-float copies; a filter
+    # one deep: no fill or drain).
+    (BLOG, BLOG_RING),
+    (BLOG, ring(TILE_Y=4, Z_STEPS=16)),
+    (BLOG, ring(COARSEN=1, COARSEN_AXIS=2, VEC=4, TILE_Y=16)),
+    (BLOG, ring(TILE_Y=16)),
+    (BLOG, ring(COARSEN=4, COARSEN_AXIS=0, VEC=1, TILE_Y=16)),
+    (Conv3dProblem(D=64, R=64, Cc=64, Kd=3, Kr=3, Kc=3), ring(TILE_Y=4, COARSEN=4, Z_STEPS=6)),
+    (Conv3dProblem(D=128, R=128, Cc=128, Kd=7, Kr=7, Kc=7), ring(COARSEN=2, VEC=1, Z_STEPS=12)),
+    (ODD_SHAPES[0], ring(TILE_X=16, COARSEN=2, Z_STEPS=4)),
+    (Conv3dProblem(D=70, R=13, Cc=131, Kd=5, Kr=5, Kc=5), ring(TILE_Y=4, COARSEN=2)),
+    (ODD_SHAPES[3], ring(COARSEN=1, COARSEN_AXIS=2, VEC=4, Z_STEPS=6)),
 ]
 
 
@@ -171,16 +303,53 @@ def test_blocks_walking_the_depth_double_buffer() -> None:
     # Walks no longer than twice the depth's tiles; a single depth tile leaves only Z_STEPS = 1.
     thin = Conv3dProblem(D=8, R=40, Cc=40, Kd=5, Kr=3, Kc=3)  # 4 output slices
     steps_by_tiles: dict[int, set[int]] = {}
+    ring_steps = set()
     for c in bound(thin):
+        if int(c["RING"]):
+            ring_steps.add(int(c["Z_STEPS"]))
+            continue
         tiles = cdiv(thin.OD, output_tile(c)[0])
         steps_by_tiles.setdefault(tiles, set()).add(int(c["Z_STEPS"]))
     assert steps_by_tiles == {1: {1}, 2: {1, 2}, 4: {1, 2, 4}}
+    # The ring walks single depths, at least 4 of them, and no walk is twice the depth's length.
+    assert ring_steps == {4, 6}
+
+
+def test_plan_of_the_depth_ring() -> None:
+    config = Config.of(BLOG_RING)
+    plan = FAMILY.plan(BLOG, config)
+    (launch,) = plan.launches
+    assert dict(plan.defines)["RING"] == 1
+    assert launch.block == (32, 8, 1)
+    # 124 x 124 outputs in 64 x 32 tiles; 252 depths in walks of 8.
+    assert launch.grid == (2, 4, 32)
+    # 3 stages of one input slice: (32 + 4) rows of (64 + 4) floats.
+    assert tile_bytes(BLOG, config) == 3 * 36 * 68 * 4 == 29376
+    assert launch.smem_bytes == 0
+    big = Config.of(ring(TILE_Y=16))
+    assert tile_bytes(BLOG, big) == 3 * 68 * 68 * 4 == FAMILY.plan(BLOG, big).launches[0].smem_bytes
+    space = bound(BLOG)
+    assert space.is_valid(config) and space.is_valid(big)
+    rings = [c for c in space if int(c["RING"])]
+    assert rings
+    for c in rings:
+        assert int(c["TILE_Z"]) == 1 and int(c["USE_SMEM"]) == 1 and int(c["Z_STEPS"]) >= 4
+        assert output_tile(c)[0] == 1
+    # Too many accumulators for the register budget: 8 rows x 2 columns x 5 depths.
+    assert not space.is_valid(Config.of(ring(COARSEN=8, TILE_Y=4)))
+    # The tile walks keep their 1, 2, 4 or 8 steps.
+    assert {int(c["Z_STEPS"]) for c in space if not int(c["RING"])} == {1, 2, 4, 8}
 
 
 def test_large_tiles_use_dynamic_shared_memory() -> None:
     values = dict(
         TILE_X=32, TILE_Y=8, TILE_Z=1, COARSEN=8, COARSEN_AXIS=2, VEC=4, USE_SMEM=1, Z_STEPS=1
     )
+    # Stored before RING existed: the same kernel as RING = 0.
+    assert FAMILY.plan(BLOG, Config.of(values)) == FAMILY.plan(
+        BLOG, Config.of(dict(values, RING=0))
+    )
+    values["RING"] = 0
     config = Config.of(values)
     (launch,) = FAMILY.plan(BLOG, config).launches
     # (8 + 4) x (8 + 4) x (128 + 4) floats.
@@ -241,6 +410,7 @@ def test_space_holds_every_axis_and_both_paths_at_the_blog_shape() -> None:
                 VEC=1,
                 USE_SMEM=1,
                 Z_STEPS=1,
+                RING=0,
             )
         )
     )

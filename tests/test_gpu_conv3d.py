@@ -41,6 +41,28 @@ CHOSEN = [
         dict(TILE_X=32, TILE_Y=8, TILE_Z=1, COARSEN=4, COARSEN_AXIS=2, VEC=4, USE_SMEM=1),
     ),
 ]
+CHOSEN = [(problem, dict(values, RING=0)) for problem, values in CHOSEN]
+RING = dict(
+    TILE_X=32, TILE_Y=8, TILE_Z=1, COARSEN=4, COARSEN_AXIS=1, VEC=2, USE_SMEM=1, Z_STEPS=8, RING=1
+)
+# The depth ring: the blog's shape (float2 and float4 columns, shared memory past 48 KB, a last
+# walk shorter than the ring), odd shapes (unaligned rows and columns, 1-float copies, walks too
+# short to fill the ring, a filter one deep) and the 7^3 cube.
+RING_WALKS = [
+    (BLOG, RING),
+    (BLOG, dict(RING, TILE_Y=16, Z_STEPS=12)),
+    (BLOG, dict(RING, COARSEN=1, COARSEN_AXIS=2, VEC=4, TILE_Y=16, Z_STEPS=48)),
+    (BLOG, dict(RING, COARSEN=4, COARSEN_AXIS=0, VEC=1, TILE_Y=16, Z_STEPS=6)),
+    (ODD_SHAPES[3], dict(RING, TILE_Y=4, COARSEN=2, VEC=2, Z_STEPS=8)),
+    (ODD_SHAPES[3], dict(RING, COARSEN=1, COARSEN_AXIS=2, VEC=4, Z_STEPS=6)),
+    (ODD_SHAPES[0], dict(RING, TILE_X=16, COARSEN=2, Z_STEPS=4)),
+    (ODD_SHAPES[0], dict(RING, TILE_X=8, TILE_Y=4, COARSEN=2, COARSEN_AXIS=0, VEC=1, Z_STEPS=16)),
+    (ODD_SHAPES[2], dict(RING, TILE_Y=4, COARSEN=2, Z_STEPS=6)),
+    (
+        Conv3dProblem(D=128, R=128, Cc=128, Kd=7, Kr=7, Kc=7),
+        dict(RING, TILE_Y=8, COARSEN=2, VEC=1, Z_STEPS=12),
+    ),
+]
 # Blocks walking 1, 2, 3 (a partial last walk) or 8 depth tiles, double-buffered.
 WALKS = [
     (problem, dict(values, Z_STEPS=steps)) for problem, values in CHOSEN for steps in (1, 2, 8)
@@ -64,6 +86,8 @@ WALKS = [
         ),
     ),
 ]
+WALKS = [(problem, dict(values, RING=values.get("RING", 0))) for problem, values in WALKS]
+WALKS += RING_WALKS
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,30 @@ REFERENCE_BLOCK = 256
 CONST_BANK_BYTES = 64 * 1024
 # Shared tiles up to this size are static in the kernel; larger ones are dynamic (opt-in).
 STATIC_SMEM_BYTES = 48 * 1024
-TUNABLES = ("TILE_X", "TILE_Y", "TILE_Z", "COARSEN", "COARSEN_AXIS", "VEC", "USE_SMEM", "Z_STEPS")
+TUNABLES = (
+    "TILE_X",
+    "TILE_Y",
+    "TILE_Z",
+    "COARSEN",
+    "COARSEN_AXIS",
+    "VEC",
+    "USE_SMEM",
+    "Z_STEPS",
+    "RING",
+)
+# Configurations stored before a tunable existed mean the kernel they ran: no ring.
+DEFAULTS = {"RING": 0}
+# Depth slices in flight in the ring's shared-memory pipeline (the kernel's STAGES).
+RING_STAGES = 3
 
 
 def _problem_defines(p: Conv3dProblem) -> tuple[tuple[str, int], ...]:
     return (("D", p.D), ("R", p.R), ("Cc", p.Cc), ("Kd", p.Kd), ("Kr", p.Kr), ("Kc", p.Kc))
+
+
+def _value(config: Config, name: str) -> int:
+    values = config.as_dict()
+    return int(values[name] if name in values or name not in DEFAULTS else DEFAULTS[name])
 
 
 def per_thread(config: Config) -> tuple[int, int, int]:
@@ -39,13 +58,17 @@ def output_tile(config: Config) -> tuple[int, int, int]:
 
 def tile_bytes(problem: Conv3dProblem, config: Config) -> int:
     """Shared memory of a block: the input window behind its tile (the kernel's TILE_FLOATS),
-    twice when it walks several tiles (double buffering)."""
+    twice when it walks several tiles (double buffering); with the depth ring, RING_STAGES
+    single depth slices of it."""
     if not int(config["USE_SMEM"]):
         return 0
     oz, oy, ox = output_tile(config)
     pitch = ox + cdiv(problem.Kc - 1, 4) * 4  # rows padded to 16 bytes
+    plane = (oy + problem.Kr - 1) * pitch * 4
+    if _value(config, "RING"):
+        return RING_STAGES * plane
     buffers = 2 if int(config["Z_STEPS"]) > 1 else 1
-    return buffers * (oz + problem.Kd - 1) * (oy + problem.Kr - 1) * pitch * 4
+    return buffers * (oz + problem.Kd - 1) * plane
 
 
 class Conv3d(Family):
@@ -55,7 +78,9 @@ class Conv3d(Family):
         "tile, input window in shared memory (or read from global), filter in constant memory; "
         "each thread COARSEN outputs along COARSEN_AXIS (the warp-aware 32 x 16 block coarsened "
         "along depth among them) times VEC columns read as vectors; a block walks Z_STEPS tiles "
-        "down the depth, copying the next tile (cp.async) while computing the current one"
+        "down the depth, copying the next tile (cp.async) while computing the current one; "
+        "with RING, a flat block streams depth slices through shared memory and each thread keeps "
+        "Kd output depths as a ring of accumulators, so no depth halo is re-read"
     )
     paper = "004 (LeetGPU blog), tiled, coarsened and warp-aware Conv3d"
     problem_type = Conv3dProblem
@@ -88,7 +113,7 @@ class Conv3d(Family):
         return KernelPlan(REFERENCE_SOURCE, _problem_defines(problem), (launch,))
 
     def plan(self, problem: Conv3dProblem, config: Config) -> KernelPlan:
-        tunables = tuple((name, int(config[name])) for name in TUNABLES)
+        tunables = tuple((name, _value(config, name)) for name in TUNABLES)
         oz, oy, ox = output_tile(config)
         smem = tile_bytes(problem, config)
         depth_blocks = cdiv(cdiv(problem.OD, oz), int(config["Z_STEPS"]))
