@@ -25,8 +25,13 @@ SHAPE_SETS_FILE = Path(__file__).with_name("data") / "shape_sets.toml"
 
 
 def _load_sets() -> dict[str, dict]:
-    with SHAPE_SETS_FILE.open("rb") as fh:
-        return tomllib.load(fh)
+    try:
+        with SHAPE_SETS_FILE.open("rb") as fh:
+            return tomllib.load(fh)
+    except OSError as err:
+        raise ProblemError(f"cannot read the shape sets ({err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ProblemError(f"{SHAPE_SETS_FILE}: malformed TOML ({err})") from None
 
 
 def shape_set_names() -> list[str]:

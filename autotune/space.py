@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +118,10 @@ _CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Gt: lambda a, b: a > b,
     ast.GtE: lambda a, b: a >= b,
 }
+# How a refused operator or node is named in the error (the rest go by their AST class name).
+_REFUSED_OPS = {ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.MatMult: "@"}
+_REFUSED_OPS |= {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
+_REFUSED_NODES = {ast.Attribute: "attribute access", ast.Subscript: "indexing"}
 _FUNCS: dict[str, Callable[..., Any]] = {
     "min": lambda *args: _reduce(np.minimum, args),
     "max": lambda *args: _reduce(np.maximum, args),
@@ -144,7 +149,10 @@ class Expression:
             raise SpaceError(f"constraint longer than {MAX_EXPRESSION_CHARS} characters")
         self.source = source.strip()
         try:
-            tree = ast.parse(self.source, mode="eval")
+            with warnings.catch_warnings():
+                # '1if 1else 2' parses with a warning on stderr: noise beside a one-line error.
+                warnings.simplefilter("ignore", SyntaxWarning)
+                tree = ast.parse(self.source, mode="eval")
         except SyntaxError as err:
             raise SpaceError(f"constraint {self.source!r} is not valid: {err.msg}") from None
         nodes = list(ast.walk(tree))
@@ -180,7 +188,19 @@ class Expression:
                 self._compile(node.left),
                 self._compile(node.right),
             )
-            return lambda env: op(left(env), right(env))
+
+            def arithmetic(env: Mapping[str, Any]) -> Any:
+                a, b = left(env), right(env)
+                # 'x' * 10**10 would try to build a 10 GB string: strings only compare.
+                if isinstance(a, str) or isinstance(b, str):
+                    raise self._refuse("arithmetic on a string")
+                return op(a, b)
+
+            return arithmetic
+        if isinstance(node, ast.BinOp):
+            raise self._refuse(
+                f"operator {_REFUSED_OPS.get(type(node.op), type(node.op).__name__)}"
+            )
         if isinstance(node, ast.UnaryOp):
             operand = self._compile(node.operand)
             if isinstance(node.op, ast.Not):
@@ -218,7 +238,7 @@ class Expression:
                 raise self._refuse("call form")
             fn, args = _FUNCS[node.func.id], [self._compile(a) for a in node.args]
             return lambda env: fn(*(a(env) for a in args))
-        raise self._refuse(type(node).__name__)
+        raise self._refuse(_REFUSED_NODES.get(type(node), type(node).__name__))
 
     def _refuse(self, what: str) -> SpaceError:
         return SpaceError(f"constraint {self.source!r}: {what} is not allowed")

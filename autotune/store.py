@@ -20,10 +20,11 @@ from autotune.problem import KIND_FIELDS, Problem
 from autotune.records import DeviceInfo, Measurement, Status
 from autotune.space import Config
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Versions this one can open by adding what it lacks: 1 had no ceilings and no baselines tables;
-# 2 knew only 2D convolutions (no kind, no shape JSON, no scratch_bytes, conv2d columns required).
-UPGRADABLE_FROM = ("1", "2")
+# 2 knew only 2D convolutions (no kind, no shape JSON, no scratch_bytes, conv2d columns required);
+# 3 had no claims table (an older autotune would ignore other runs' claims, hence the new number).
+UPGRADABLE_FROM = ("1", "2", "3")
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's transaction
 CREATE_ATTEMPTS = 5  # two processes creating the same tables at once: the loser retries
 
@@ -41,6 +42,16 @@ class StoredEvaluation:
     time_ms: float | None
     gflops: float | None
     error: str
+
+
+@dataclass(frozen=True, slots=True)
+class StudyClaim:
+    """Who is tuning a study: the run, its host and process, and when its lease runs out."""
+
+    run_id: int
+    host: str
+    pid: int
+    expires_at: float  # Unix time in seconds
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,6 +176,23 @@ baselines_table = sa.Table(
     sa.UniqueConstraint("device_id", "library", "problem_key", name="uq_baselines"),
 )
 
+# Which run is tuning a study: one run at a time per (device, family, problem). The holder renews
+# its lease as it records evaluations; an expired lease (or a holder process known dead) may be
+# taken over by another run. See autotune/claims.py.
+claims_table = sa.Table(
+    "claims",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("family", sa.String(100), nullable=False),
+    sa.Column("problem_key", sa.String(200), nullable=False),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),  # Unix time in seconds
+    sa.UniqueConstraint("device_id", "family", "problem_key", name="uq_claims"),
+)
+
 FAILURE_STATUSES = tuple(s for s in Status if not s.ok)
 
 
@@ -241,6 +269,11 @@ class Store:
 
     def _create(self) -> None:
         with self._errors("cannot open results database"):
+            # A database of another (newer) schema is refused before anything is written to it.
+            if sa.inspect(self._engine).has_table(meta_table.name):
+                found = self._schema_version()
+                if found not in (None, str(SCHEMA_VERSION), *UPGRADABLE_FROM):
+                    raise self._version_error(found)
             for attempt in range(CREATE_ATTEMPTS):
                 try:
                     METADATA.create_all(self._engine)
@@ -267,10 +300,13 @@ class Store:
                 self._upgrade()
                 version = str(SCHEMA_VERSION)
         if version != str(SCHEMA_VERSION):
-            raise StoreError(
-                f"results database {self.url} has schema version {version}, "
-                f"this autotune uses schema version {SCHEMA_VERSION}"
-            )
+            raise self._version_error(version)
+
+    def _version_error(self, version: str | None) -> StoreError:
+        return StoreError(
+            f"results database {self.url} has schema version {version}, "
+            f"this autotune uses schema version {SCHEMA_VERSION}"
+        )
 
     def _upgrade(self) -> None:
         """Bring the evaluations and baselines tables of an older database to this schema,
@@ -288,12 +324,14 @@ class Store:
                 version = conn.execute(
                     sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
                 ).scalar_one()
+                rebuilt = False
                 if version != str(SCHEMA_VERSION):
                     for table in (evaluations_table, baselines_table):
                         old = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
                         missing = {c.name for c in table.columns} - old
                         if not missing:
                             continue
+                        rebuilt = True
                         if sqlite:
                             _rebuild_sqlite_table(conn, table, old)
                         else:
@@ -307,7 +345,7 @@ class Store:
                 conn.exec_driver_sql("ROLLBACK") if sqlite else conn.rollback()
                 raise
             conn.exec_driver_sql("COMMIT") if sqlite else conn.commit()
-            if sqlite:
+            if sqlite and rebuilt:
                 # The copied tables left the old ones' pages free: give them back to the file
                 # system. Best effort: another process reading the file makes VACUUM wait, then
                 # give up, which costs only disk space.
@@ -392,6 +430,108 @@ class Store:
                 )
         if result.rowcount == 0:
             raise StoreError(f"no run {run_id} in {self.url}")
+
+    # -- study claims (one run tunes a study at a time; autotune/claims.py keeps them) ---------
+
+    def claim(
+        self,
+        device_id: int,
+        family: str,
+        problem_key: str,
+        holder: StudyClaim,
+        now: float,
+        take_from: int | None = None,
+    ) -> StudyClaim | None:
+        """Claim a study for holder (or renew holder's claim) in one transaction: None when
+        holder has it now, else the claim of the run that holds it. A claim whose lease ran out
+        before `now`, or the claim of run `take_from` (a holder known to be dead), is replaced."""
+        c = claims_table.c
+        study = (c.device_id == device_id, c.family == family, c.problem_key == problem_key)
+        stale = c.expires_at < now
+        if take_from is not None:
+            stale = sa.or_(stale, c.run_id == take_from)
+        row = {"device_id": device_id, "family": family, "problem_key": problem_key}
+        with self._errors("cannot claim study"):
+            for _ in range(CREATE_ATTEMPTS):
+                try:
+                    with self._engine.begin() as conn:
+                        # A write first: SQLite takes its write lock here, so the look and the
+                        # insert below see no other process's claim in between.
+                        conn.execute(claims_table.delete().where(*study, stale))
+                        found = conn.execute(
+                            sa.select(c.run_id, c.host, c.pid, c.expires_at).where(*study)
+                        ).first()
+                        if found is None:
+                            values = {**row, "run_id": holder.run_id, "host": holder.host}
+                            values |= {"pid": holder.pid, "expires_at": holder.expires_at}
+                            conn.execute(claims_table.insert().values(**values))
+                            return None
+                        if found.run_id == holder.run_id:
+                            conn.execute(
+                                claims_table.update()
+                                .where(*study)
+                                .values(expires_at=holder.expires_at)
+                            )
+                            return None
+                        return StudyClaim(found.run_id, found.host, found.pid, found.expires_at)
+                except IntegrityError:
+                    continue  # another process inserted its claim first (PostgreSQL): look again
+            raise StoreError(f"cannot claim study {family} {problem_key} ({self.url})")
+
+    def renew_claim(
+        self, device_id: int, family: str, problem_key: str, run_id: int, expires_at: float
+    ) -> bool:
+        """Extend run_id's lease on a study; False if the run no longer holds it."""
+        c = claims_table.c
+        with self._errors("cannot renew claim"), self._engine.begin() as conn:
+            result = conn.execute(
+                claims_table.update()
+                .where(
+                    c.device_id == device_id,
+                    c.family == family,
+                    c.problem_key == problem_key,
+                    c.run_id == run_id,
+                )
+                .values(expires_at=expires_at)
+            )
+        return result.rowcount == 1
+
+    def release_claims(
+        self,
+        run_id: int,
+        device_id: int | None = None,
+        family: str | None = None,
+        problem_key: str | None = None,
+    ) -> int:
+        """Drop run_id's claims (all of them, or one study's); returns how many."""
+        c = claims_table.c
+        where = [c.run_id == run_id]
+        for column, value in ((c.device_id, device_id), (c.family, family)):
+            if value is not None:
+                where.append(column == value)
+        if problem_key is not None:
+            where.append(c.problem_key == problem_key)
+        with self._errors("cannot release claims"), self._engine.begin() as conn:
+            return conn.execute(claims_table.delete().where(*where)).rowcount
+
+    def claims(self) -> pd.DataFrame:
+        """The studies being tuned now: device, family, problem_key, run_id, host, pid,
+        expires_at (Unix time; a lease in the past is free to take)."""
+        c, d = claims_table.c, devices_table.c
+        query = (
+            sa.select(
+                d.name.label("device"),
+                c.family,
+                c.problem_key,
+                c.run_id,
+                c.host,
+                c.pid,
+                c.expires_at,
+            )
+            .select_from(claims_table.join(devices_table))
+            .order_by(c.id)
+        )
+        return self._frame(query, "cannot read claims")
 
     def record(
         self,
