@@ -6,9 +6,13 @@ import ctypes
 import ctypes.util
 import hashlib
 import json
+import multiprocessing as mp
+import os
 import re
 import threading
 import time
+from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,6 +183,23 @@ class Compiler:
     cache_dir: Path | None = None
     options: tuple[str, ...] = DEFAULT_OPTIONS
     _version: str = field(default="", init=False)
+    _pool: Executor | None = field(default=None, init=False, repr=False)
+
+    # NVRTC serialises compilations within a process (measured on 2 cores, 8 compiles of a
+    # 17 x 17 tiled2d kernel: 9.9 s on one thread, 8.7 s on two; 8.4 s in one worker process,
+    # 5.3 s in two), so the parallel work goes to worker processes. Only the NVRTC call crosses
+    # over (source, name, flags in; cubin bytes and log out); the cache stays in this process.
+    def start_pool(self, processes: int) -> None:
+        """Compile in `processes` worker processes from now on, until stop_pool()."""
+        self.stop_pool()
+        if processes > 1:
+            # Spawned, not forked: the parent holds threads and database connections.
+            self._pool = ProcessPoolExecutor(processes, mp_context=mp.get_context("spawn"))
+
+    def stop_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     @property
     def version(self) -> str:
@@ -212,7 +233,19 @@ class Compiler:
         if cached is not None:
             return cached
         start = time.perf_counter()
-        cubin, log = _nvrtc_compile(text, Path(source).name, self._flags(defines))
+        args = (text, Path(source).name, self._flags(defines))
+        pool = self._pool
+        if pool is None:
+            cubin, log = _nvrtc_compile(*args)
+        else:
+            try:
+                cubin, log = pool.submit(_nvrtc_compile, *args).result()
+            except BrokenProcessPool:
+                # A worker died inside NVRTC: this candidate fails, the next ones get a new pool.
+                with _lib_lock:
+                    if self._pool is pool:
+                        self.start_pool(pool._max_workers)  # type: ignore[attr-defined]
+                raise CompileError("the NVRTC worker process died compiling this") from None
         compiled = CompiledKernel(
             cubin=cubin,
             arch=self.arch,
@@ -259,6 +292,6 @@ class Compiler:
         # Write to temporaries and rename, so a reader in another process never sees half a file.
         for suffix, data in ((".cubin", compiled.cubin), (".json", json.dumps(meta).encode())):
             final = self.cache_dir / f"{compiled.key}{suffix}"
-            tmp = final.with_suffix(suffix + f".{threading.get_ident()}.tmp")
+            tmp = final.with_suffix(suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_bytes(data)
             tmp.replace(final)

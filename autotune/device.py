@@ -10,10 +10,11 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from autotune.early_stop import EarlyStop
 from autotune.families.plan import Buffers, KernelPlan, Launch
 from autotune.records import DeviceInfo, Measurement, Status
 from autotune.space import DeviceLimits
@@ -69,6 +70,8 @@ class TimingPolicy:
     min_time_s: float = 0.05
     max_repeats: int = 500
     max_time_s: float = 2.0
+    # Stop timing a candidate already far slower than the best so far (None: never stop early).
+    early_stop: EarlyStop | None = EarlyStop()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,7 @@ class Job:
     tolerance: float
     timing: TimingPolicy
     seed: int
+    best_ms: float | None = None  # the study's best median so far, for the early stop
 
     def run(self, session: GpuSession) -> Measurement:
         return session.evaluate(self)
@@ -239,7 +243,11 @@ class GpuSession:
                 rel_error=float(rel_error),
                 error=f"relative L2 error {rel_error:.3e} > tolerance {job.tolerance:.0e}",
             )
-        samples = self.time_runs(run, job.timing)
+        samples = self.time_runs(run, job.timing, job.best_ms)
+        stop = job.timing.early_stop
+        if stop is not None and stop.stops(samples, job.best_ms):
+            m = Measurement.from_samples(samples, rel_error=float(rel_error))
+            return replace(m, status=Status.SLOW, error=stop.reason(samples, job.best_ms))
         return Measurement.from_samples(samples, rel_error=float(rel_error))
 
     def load(self, cubin: bytes, entries: tuple[str, ...]) -> dict[str, object]:
@@ -300,7 +308,7 @@ class GpuSession:
             return 0.0 if num == 0.0 else float("inf")
         return float(np.sqrt(num / den))
 
-    def time_runs(self, run, policy: TimingPolicy) -> list[float]:
+    def time_runs(self, run, policy: TimingPolicy, best_ms: float | None = None) -> list[float]:
         for _ in range(policy.warmup):
             run()
         self.sync()
@@ -315,7 +323,8 @@ class GpuSession:
             samples.append(cp.cuda.get_elapsed_time(start, end))
             spent = time.perf_counter() - began
             enough = len(samples) >= policy.min_repeats and spent >= policy.min_time_s
-            if enough or len(samples) >= policy.max_repeats or spent >= policy.max_time_s:
+            slow = policy.early_stop is not None and policy.early_stop.stops(samples, best_ms)
+            if enough or slow or len(samples) >= policy.max_repeats or spent >= policy.max_time_s:
                 break
         self.sync()
         return samples

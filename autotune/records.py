@@ -15,10 +15,18 @@ class Status(enum.Enum):
     WRONG_RESULT = "WRONG_RESULT"
     TIMEOUT = "TIMEOUT"
     CRASH = "CRASH"
+    # Correct, but timing stopped early: its first samples were already several times slower
+    # than the study's best (autotune/early_stop.py). Its samples and median are kept; never best.
+    SLOW = "SLOW"
 
     @property
     def ok(self) -> bool:
         return self is Status.OK
+
+    @property
+    def timed(self) -> bool:
+        """Checked correct and timed (fully, or until stopped early as slower)."""
+        return self is Status.OK or self is Status.SLOW
 
 
 @dataclass(frozen=True, slots=True)

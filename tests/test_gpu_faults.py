@@ -38,10 +38,12 @@ def test_fault_campaign_records_every_fault_and_keeps_going(tmp_path):
     assert study.evaluated == len(studies[0].space) == 18
     rows = store.evaluations(tuner.device_id, family.name, problem)
     assert len(rows) == 18
+    # A correct but slow configuration timed after a much faster one is stopped early (SLOW).
     wrong = {
         row.config.to_json(): (row.status, row.error)
         for row in rows
         if row.status is not expected_status(row.config)
+        and not (expected_status(row.config) is Status.OK and row.status is Status.SLOW)
     }
     assert not wrong, wrong
     for row in rows:

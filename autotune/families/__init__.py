@@ -12,6 +12,7 @@ from autotune.families.implicit_gemm import ImplicitGemm
 from autotune.families.maxdnn import MaxDnn
 from autotune.families.sgemm import Sgemm
 from autotune.families.smem_channels import SmemChannels
+from autotune.families.tiled2d import Tiled2d
 
 FAMILIES: dict[str, Family] = {
     f.name: f
@@ -25,6 +26,7 @@ FAMILIES: dict[str, Family] = {
         Conv3d(),
         Im2colGemm(),
         ImplicitGemm(),
+        Tiled2d(),
     )
 }
 

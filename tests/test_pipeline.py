@@ -1,0 +1,118 @@
+"""The compile-ahead pipeline: hand-off order, process-pool compiles, the shared cubin cache and
+the GPU busy fraction, against a synthetic evaluator."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import pytest
+
+from autotune.compiler import Compiler
+from autotune.families.direct_naive import DirectNaive
+from autotune.pipeline import next_ready
+from autotune.problem import ConvProblem
+from autotune.space import DeviceLimits
+from autotune.store import Store
+from autotune.tuner import Tuner, plan_studies
+
+PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
+
+
+def _done(value) -> Future:
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+def test_next_ready_takes_the_first_finished_keeping_ask_order() -> None:
+    slow: Future = Future()
+    pending = deque([("a", slow), ("b", _done(2)), ("c", _done(3))])
+    assert next_ready(pending)[0] == "b"  # "a" still compiles: the GPU does not wait for it
+    assert next_ready(pending)[0] == "c"
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(lambda: (time.sleep(0.05), slow.set_result(1)))
+        assert next_ready(pending)[0] == "a"  # nothing finished: waits for the first
+    assert not pending
+    with pytest.raises(IndexError):
+        next_ready(pending)
+
+
+def test_next_ready_with_everything_finished_is_fifo() -> None:
+    pending = deque((name, _done(name)) for name in "abcdef")
+    assert [next_ready(pending)[0] for _ in range(6)] == list("abcdef")
+
+
+def _studies():
+    studies, _ = plan_studies([(DirectNaive(), PROBLEM)], DeviceLimits())
+    return studies
+
+
+def test_process_pool_campaign_loses_and_repeats_nothing(tmp_path, synthetic_evaluator) -> None:
+    compiler = Compiler(cache_dir=tmp_path / "cubins")
+    store = Store(str(tmp_path / "t.db"))
+    (study,) = _studies()
+    tuner = Tuner(
+        compiler, synthetic_evaluator, store, strategy="random", jobs=2, compile_processes=True
+    )
+    outcome = tuner.run([study], budget=12)
+    keys = [tuple(sorted(j.plan.defines)) for j in synthetic_evaluator.jobs]
+    stored = store.evaluations(tuner.device_id, "direct_naive", PROBLEM)
+    assert outcome.evaluated == len(stored) == 12
+    assert len(set(keys)) == len(keys)  # launched configs: no duplicates
+    launched = {dict(k)["BLOCK_X"] for k in keys}
+    assert launched <= {c["BLOCK_X"] for c in study.space}
+    assert compiler._pool is None  # the pool goes with the campaign
+    # The busy fraction is the tuner's own figure: evaluate() time over the wall time.
+    assert outcome.gpu_busy_fraction is not None and 0 < outcome.gpu_busy_fraction <= 1
+    assert 0 < outcome.gpu_busy_s <= outcome.compile_wall_s <= outcome.elapsed_s
+
+    # A second campaign on the same cache compiles nothing: the cubins come from disk.
+    cubins = sorted((tmp_path / "cubins").glob("*.cubin"))
+    assert len(cubins) >= 12 and not list((tmp_path / "cubins").glob("*.tmp"))
+    again = Tuner(
+        Compiler(cache_dir=tmp_path / "cubins"),
+        synthetic_evaluator,
+        Store(str(tmp_path / "u.db")),
+        strategy="random",
+        jobs=2,
+        compile_processes=True,
+    )
+    before = {p: p.stat().st_mtime_ns for p in cubins}
+    assert again.run([study], budget=12).evaluated == 12
+    assert {p: p.stat().st_mtime_ns for p in cubins} == before  # read, never rewritten
+
+
+def test_process_pool_compile_matches_in_process(tmp_path) -> None:
+    plan = DirectNaive().plan(PROBLEM, next(iter(_studies()[0].space)))
+    alone = Compiler().compile(plan)
+    pooled = Compiler()
+    pooled.start_pool(2)
+    try:
+        remote = pooled.compile(plan)
+    finally:
+        pooled.stop_pool()
+    assert remote.resources == alone.resources and remote.key == alone.key
+    assert remote.cubin[:4] == b"\x7fELF"
+
+
+def test_cache_key_holds_everything_that_changes_the_binary() -> None:
+    base = Compiler(arch="sm_90")
+    base._version = "13.0"
+    text, defines = "__global__ void k() {}", (("A", 1), ("B", 2))
+    key = base.cache_key(text, defines)
+    assert base.cache_key(text, tuple(reversed(defines))) == key  # order of defines is no change
+    changed = [
+        base.cache_key(text + " ", defines),
+        base.cache_key(text, (("A", 1), ("B", 3))),
+        _with_version(Compiler(arch="sm_80")).cache_key(text, defines),
+        _with_version(Compiler(options=("-std=c++17",))).cache_key(text, defines),
+        _with_version(Compiler(), "13.1").cache_key(text, defines),
+    ]
+    assert key not in changed and len(set(changed)) == len(changed)
+
+
+def _with_version(compiler: Compiler, version: str = "13.0") -> Compiler:
+    compiler._version = version
+    return compiler
