@@ -49,6 +49,7 @@ def friendly_errors(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         from autotune.device import NoGpu
+        from autotune.recording import RecordingError
         from autotune.report import ReportError
         from autotune.store import StoreError
 
@@ -58,7 +59,13 @@ def friendly_errors(fn):
             _fail(str(err).splitlines()[0] if str(err) else type(err).__name__, 2)
         except NoGpu as err:
             _fail(f"no usable CUDA GPU: {str(err).splitlines()[0]}", 1)
-        except (StoreError, ReportError, CompilerUnavailable, StrategyUnavailable) as err:
+        except (
+            StoreError,
+            ReportError,
+            CompilerUnavailable,
+            StrategyUnavailable,
+            RecordingError,
+        ) as err:
             _fail(str(err).splitlines()[0], 1)
 
     return wrapper
@@ -74,7 +81,10 @@ storage_option = click.option(
 
 def shape_options(default: str = ""):
     """--shapes, --shape and --shape-file, as every command that takes problem shapes has them."""
-    sets = ", ".join(shape_set_names())
+    try:
+        sets = ", ".join(shape_set_names())
+    except ProblemError as err:  # the command that reads them says so, in one line
+        sets = f"(unreadable: {err})"
 
     def decorate(fn):
         fn = click.option(
@@ -213,12 +223,26 @@ class ProgressPrinter:
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
-    help="Compile threads working ahead of the GPU. Default: one per CPU core.",
+    help="Compile processes working ahead of the GPU. Default: one per CPU core.",
 )
 @click.option(
     "--quick-timing",
     is_flag=True,
     help="Fewer timing samples (3 warm-up, 5 samples, 20 ms): for smoke runs.",
+)
+@click.option(
+    "--replay",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Answer from a recording (file or directory) instead of the GPU: no GPU, no NVRTC, "
+    "no baselines; results go to --storage if given, else to memory.",
+)
+@click.option(
+    "--subspace",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="TOML of pinned value lists per family (search_spaces/recording/h100.toml): tune "
+    "each family's space cut to those values (for exhaustive recordings).",
 )
 @storage_option
 @friendly_errors
@@ -237,6 +261,8 @@ def run(
     no_baseline,
     jobs,
     quick_timing,
+    replay,
+    subspace,
     storage,
 ) -> None:
     """Tune kernel families on problem shapes and store every measurement.
@@ -255,10 +281,26 @@ def run(
         for family in chosen
         for problem in (explicit or named_shapes(family.default_shape_set))
     ]
-    store, evaluator, compiler, _ = _start_gpu(gpu, storage, cache_dir)
+    if replay:
+        from autotune.replay import open_replay
+
+        given = click.get_current_context().get_parameter_source("storage")
+        storage = storage if given != click.core.ParameterSource.DEFAULT else None
+        store, evaluator, compiler = open_replay(replay, storage)
+        storage, no_baseline = storage or "memory", True
+    else:
+        store, evaluator, compiler, _ = _start_gpu(gpu, storage, cache_dir)
     try:
         info = evaluator.device
         studies, skipped = plan_studies(pairs, evaluator.limits)
+        # A replay searches the subspaces its recording was made over unless told otherwise.
+        pins = getattr(evaluator, "pins", {})
+        if subspace or pins:
+            from autotune.recording import load_pins, restrict_studies
+
+            pins = load_pins(subspace) if subspace else pins
+            studies, cut = restrict_studies(studies, pins, evaluator.limits)
+            skipped += cut
         for s in skipped:
             click.echo(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}", err=True)
         if not studies:
@@ -294,6 +336,7 @@ def run(
             versions=versions,
             on_progress=ProgressPrinter(),
             jobs=jobs,
+            compile_processes=not replay,
         )
         if not no_baseline:
             _ceilings_and_baselines(
@@ -309,6 +352,12 @@ def run(
         + ("; interrupted: run the same command to resume" if outcome.interrupted else ""),
         err=True,
     )
+    if outcome.gpu_busy_fraction is not None:
+        click.echo(
+            f"autotune: GPU busy {outcome.gpu_busy_fraction:.0%} of the "
+            f"{_format_duration(outcome.compile_wall_s)} since compilation started",
+            err=True,
+        )
     table = best_table(store, device=info.name, family=None)
     tuned = {(s.study.family.name, s.study.problem.key) for s in outcome.studies}
     table = table[[(f, k) in tuned for f, k in zip(table["family"], table["shape"], strict=True)]]
@@ -691,6 +740,8 @@ def space(family_name, shape_text, arch, samples, do_compile) -> None:
         f"{family.name} {problem.key} on {arch}: {len(bound)} valid of "
         f"{search_space.cartesian_size} configurations (enumerated in {took * 1e3:.1f} ms)"
     )
+    if not len(bound):
+        _fail(f"{family.name} has no valid configuration at {problem.key} on {arch}", 2)
     picks = random.Random(0).sample(bound.configs, min(samples, len(bound)))
     compiler = Compiler(arch=arch) if do_compile else None
     for config in picks:
@@ -710,3 +761,7 @@ def space(family_name, shape_text, arch, samples, do_compile) -> None:
 from autotune.bench import bench  # noqa: E402
 
 main.add_command(bench)
+
+from autotune.recording_cli import export_recording  # noqa: E402
+
+main.add_command(export_recording)

@@ -11,16 +11,19 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from autotune.claims import StudyClaims
 from autotune.compiler import CompiledKernel, CompileError, Compiler
 from autotune.device import Job, TimingPolicy
 from autotune.evaluator import Evaluator
 from autotune.families import Family, UnsupportedProblem
 from autotune.families.plan import KernelPlan
+from autotune.pipeline import next_ready
 from autotune.problem import Problem
 from autotune.records import Measurement, Status
 from autotune.space import BoundSpace, Config, DeviceLimits
 from autotune.store import Store
 from autotune.strategies import make_strategy
+from autotune.warmstart import warm_start
 
 # A job's timeout: the floor covers what any job may spend besides its runs (module load, a fresh
 # worker's first-use compiles of CuPy's kernels); the runs are priced at the slower of a rate no
@@ -98,10 +101,17 @@ class CampaignOutcome:
     skipped: list[Skipped] = field(default_factory=list)
     interrupted: bool = False
     elapsed_s: float = 0.0
+    gpu_busy_s: float = 0.0  # inside evaluator.evaluate (checking and timing)
+    compile_wall_s: float = 0.0  # from the first compile submitted to the end
 
     @property
     def evaluated(self) -> int:
         return sum(s.evaluated for s in self.studies)
+
+    @property
+    def gpu_busy_fraction(self) -> float | None:
+        """How much of the wall time since compilation started the GPU worker was busy."""
+        return self.gpu_busy_s / self.compile_wall_s if self.compile_wall_s > 0 else None
 
 
 def plan_studies(
@@ -168,6 +178,7 @@ class Tuner:
         versions: dict[str, str] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         jobs: int | None = None,
+        compile_processes: bool = False,
     ) -> None:
         self.compiler = compiler
         self.evaluator = evaluator
@@ -182,7 +193,17 @@ class Tuner:
         self.run_id = store.start_run(self.device_id, command, versions or {})
         self._references: dict[KernelPlan, tuple] = {}
         self.jobs = max(1, jobs or os.cpu_count() or 1)
+        if getattr(evaluator, "replay", None) is not None:
+            # A recording answers at once: one config in flight keeps every tell in ask order,
+            # so the seed alone decides a replayed search.
+            self.jobs = 1
+        # NVRTC compiles one program at a time per process: real parallelism needs processes
+        # (the CLI asks for them; tests of the loop keep threads, which need no start-up).
+        self.compile_processes = compile_processes
+        self.gpu_busy_s = 0.0
         self._pool: ThreadPoolExecutor | None = None
+        # Other runs on the same store tune other studies meanwhile, never the same one.
+        self.claims = StudyClaims(store, self.device_id, self.run_id)
 
     # -- campaign ------------------------------------------------------------------------------
 
@@ -205,19 +226,28 @@ class Tuner:
         )
         counters = {"done": 0, "planned": campaign_planned, "start": start}
         self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="autotune-compile")
+        if self.compile_processes:
+            self.compiler.start_pool(self.jobs)
+        busy_before = self.gpu_busy_s
         try:
-            for study in studies:
+            for study in self.claims.each(studies, deadline):
                 result = StudyOutcome(study)
                 outcome.studies.append(result)
-                self._tune(
-                    study, histories[id(study)], targets[id(study)], deadline, result, counters
-                )
+                # Read again now that it is ours: another run may have tuned it since the start.
+                history = self.store.evaluations(self.device_id, study.family.name, study.problem)
+                self._tune(study, history, targets[id(study)], deadline, result, counters)
                 if result.stopped == "time limit":
                     break
         except KeyboardInterrupt:
             outcome.interrupted = True
         finally:
             outcome.elapsed_s = time.monotonic() - start
+            outcome.gpu_busy_s = self.gpu_busy_s - busy_before
+            if "compile_start" in counters:
+                outcome.compile_wall_s = time.monotonic() - counters["compile_start"]
+            if self.compile_processes:
+                self.compiler.stop_pool()
+            self.claims.release_all()
             self.store.finish_run(self.run_id)
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
@@ -227,14 +257,17 @@ class Tuner:
 
     def _tune(self, study, history, target, deadline, result: StudyOutcome, counters) -> None:
         strategy = make_strategy(self.strategy, study.space, self.seed)
+        # Transfer: start at the stored best configs of this family's nearest other shapes.
+        strategy = warm_start(strategy, self.store, self.evaluator.device.name, study)
         seen: set[Config] = set()
         for h in history:
             if h.config in seen or not study.space.is_valid(h.config):
                 continue  # the space changed since: that point no longer belongs to it
             seen.add(h.config)
-            strategy.tell(h.config, h.time_ms if h.status is Status.OK else None)
+            # A candidate stopped early as slower has a (pessimistic) time: the strategy learns it.
+            strategy.tell(h.config, h.time_ms if h.status.timed else None)
             result.stored += 1
-            result.failures += h.status is not Status.OK
+            result.failures += not h.status.timed
             if h.status is Status.OK and (
                 result.best is None or h.time_ms < result.best[1].time_ms
             ):
@@ -259,12 +292,13 @@ class Tuner:
                     if config in seen:  # a strategy must not repeat itself; the tuner makes sure
                         continue
                     seen.add(config)
+                    counters.setdefault("compile_start", time.monotonic())
                     pending.append((config, self._pool.submit(self._compile, study, config)))
                 if timed_out:
                     result.stopped = "time limit"
                 if not pending or timed_out:
                     break
-                config, future = pending.popleft()
+                config, future = next_ready(pending)  # whichever finished compiling first
                 best_ms = result.best[1].time_ms if result.best else None
                 m = self._launch(study, config, *future.result(), best_ms=best_ms)
                 self.store.record(
@@ -276,15 +310,20 @@ class Tuner:
                     m,
                     study.problem.flops,
                 )
-                strategy.tell(config, m.time_ms if m.status is Status.OK else None)
+                strategy.tell(config, m.time_ms if m.status.timed else None)
                 result.stored += 1
                 result.evaluated += 1
                 counters["done"] += 1
-                if m.status is not Status.OK:
+                if not m.status.timed:
                     result.failures += 1
-                elif result.best is None or m.time_ms < result.best[1].time_ms:
-                    result.best = (config, m)
+                elif m.status is Status.OK and (
+                    result.best is None or m.time_ms < result.best[1].time_ms
+                ):
+                    result.best = (config, m)  # a candidate stopped early (SLOW) never is
                 self._emit(study, "eval", result, target, counters, m, config)
+                if not self.claims.renew((study.family.name, study.problem.key)):
+                    result.stopped = "taken over by another run"  # its lease ran out meanwhile
+                    break
         finally:
             for _, future in pending:
                 future.cancel()  # unevaluated configs are simply asked again next time
@@ -324,6 +363,9 @@ class Tuner:
     def _compile(self, study: Study, config: Config):
         """The CPU half of an evaluation (runs on the compile threads): plan and cubin, or the
         Measurement of a configuration that fails before reaching the GPU."""
+        replay = getattr(self.evaluator, "replay", None)
+        if replay is not None:  # a recording answers: nothing to plan, compile or launch
+            return None, None, replay(study, config)
         plan = study.family.plan(study.problem, config)
         try:
             compiled = self.compiler.compile(plan)
@@ -379,8 +421,13 @@ class Tuner:
             tolerance=family.tolerance,
             timing=self.timing,
             seed=zlib.crc32(f"{self.seed}|{study.label}|{config.to_json()}".encode()),
+            best_ms=best_ms,
         )
-        m = self.evaluator.evaluate(job, job_timeout_s(problem.flops, self.timing, best_ms))
+        busy_from = time.monotonic()
+        try:
+            m = self.evaluator.evaluate(job, job_timeout_s(problem.flops, self.timing, best_ms))
+        finally:
+            self.gpu_busy_s += time.monotonic() - busy_from
         return dataclasses.replace(
             m,
             compile_s=early.compile_s,

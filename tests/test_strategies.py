@@ -110,7 +110,7 @@ def drain(strategy: Strategy, space: BoundSpace, in_flight: int = 1) -> list[Con
 
 def test_registry() -> None:
     assert DEFAULT_STRATEGY in STRATEGIES
-    assert set(STRATEGIES) == {"brute_force", "random", "tpe", "gp", "cmaes"}
+    assert set(STRATEGIES) == {"brute_force", "random", "tpe", "gp", "cmaes", "local"}
 
 
 def test_unknown_strategy_names_the_known_ones(small: BoundSpace) -> None:
@@ -184,3 +184,45 @@ def test_tpe_beats_the_median(big: BoundSpace) -> None:
             strategy.tell(config, time_ms)
             best = min(best, math.inf if time_ms is None else time_ms)
         assert best <= median, f"seed {seed}: best {best} worse than the median {median}"
+
+
+def test_transfer_over_every_strategy_keeps_the_contract(name: str, small: BoundSpace) -> None:
+    from autotune.strategies.transfer import Transfer, transfer_seeds
+
+    # Seeds from another "shape": one invalid here, one repeated, one valid.
+    invalid = Config.of({**small.configs[0].as_dict(), "BLOCK_X": 8, "BLOCK_Y": 1})
+    assert not small.is_valid(invalid)
+    other = ConvLike(N=32)
+    seeds = transfer_seeds(ConvLike(N=16), small, [(other, [invalid, small.configs[3]] * 2)])
+    assert seeds and all(small.is_valid(c) for c in seeds) and len(seeds) == len(set(seeds))
+    strategy = Transfer(make_strategy(name, small, seed=6), seeds)
+    asked = drain(strategy, small, in_flight=3)
+    assert asked[: len(seeds)] == seeds
+    assert len(asked) == len(set(asked)) == len(small)
+
+
+def test_local_search_beats_the_median_and_finds_the_bowl(big: BoundSpace) -> None:
+    times = sorted(t for t in map(cost, big.configs) if t is not None)
+    for seed in range(5):
+        strategy = make_strategy("local", big, seed=seed)
+        best = math.inf
+        for _ in range(60):
+            config = strategy.ask()
+            time_ms = cost(config)
+            strategy.tell(config, time_ms)
+            best = min(best, math.inf if time_ms is None else time_ms)
+        # A smooth bowl: 60 of ~550 evaluations reach the best 2 %.
+        assert best <= times[len(times) // 50], f"seed {seed}: best {best}"
+
+
+class ConvLike:
+    """Just enough of a problem for shape distances (one field, N)."""
+
+    kind = "conv2d"
+
+    def __init__(self, N: int) -> None:  # noqa: N803 - the problem's own field name
+        self.N = N
+        self.key = f"N={N}"
+
+    def as_dict(self) -> dict[str, int]:
+        return {"N": self.N}

@@ -13,3 +13,7 @@ def bench() -> None:
 
 
 # Each benchmark module adds its command to `bench` when imported (one line per module below).
+from autotune.bench import search  # noqa: E402, F401
+
+# isort: split
+from autotune.bench import throughput  # noqa: E402, F401

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from autotune.space import BoundSpace
 from autotune.strategies.base import Strategy, StrategyUnavailable
 from autotune.strategies.brute_force import BruteForce
+from autotune.strategies.local import LocalSearch
 from autotune.strategies.optuna_sampler import OptunaStrategy, cmaes, gp, tpe
 from autotune.strategies.random_sampling import RandomSampling
 
@@ -16,8 +17,9 @@ STRATEGIES: dict[str, Callable[[BoundSpace, int | None], Strategy]] = {
     "tpe": tpe,
     "gp": gp,
     "cmaes": cmaes,
+    "local": LocalSearch,
 }
-DEFAULT_STRATEGY = "tpe"
+DEFAULT_STRATEGY = "tpe"  # until bench search on the H100 recordings says otherwise
 
 
 class UnknownStrategy(KeyError):
@@ -38,6 +40,7 @@ __all__ = [
     "DEFAULT_STRATEGY",
     "STRATEGIES",
     "BruteForce",
+    "LocalSearch",
     "OptunaStrategy",
     "RandomSampling",
     "Strategy",

@@ -1,0 +1,458 @@
+"""`autotune bench search`: every strategy on every exhaustive recorded space, many seeds, fixed
+budgets: mean fraction of the optimum, P score against random search, time per ask."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import numpy as np
+import pandas as pd
+
+from autotune.bench import bench
+from autotune.problem import Problem
+from autotune.recording import RecordedStudy, load_recordings, timed
+from autotune.records import Status
+from autotune.space import BoundSpace, Config
+from autotune.strategies import (
+    DEFAULT_STRATEGY,
+    STRATEGIES,
+    StrategyUnavailable,
+    make_strategy,
+)
+from autotune.strategies.transfer import PER_SHAPE, Transfer, transfer_seeds
+
+BUDGETS = (10, 20, 25, 50, 100, 200)  # 20: the target for transfer
+COLUMNS = ["space", "strategy", "budget", "fraction_of_optimum", "p_score", "seeds"]
+TRANSFER = "transfer"  # the default strategy started at the neighbouring shapes' optima
+SLOW = {"gp": 5}  # seeds for strategies that take seconds per ask (GP refits on every ask)
+
+
+@dataclass
+class Case:
+    """One exhaustively recorded space: its valid configs and their recorded times."""
+
+    name: str
+    family: str
+    device: str
+    problem: Problem
+    space: BoundSpace
+    times: dict[Config, float | None]  # what the strategy is told: None for a failure
+    ok: dict[Config, float | None]  # checked and fully timed (a SLOW config is never best)
+    optimum_ms: float
+
+    @classmethod
+    def of(cls, study: RecordedStudy) -> Case | None:
+        """None unless the recording covers every valid config and one of them ran."""
+        space = study.space()
+        if not len(space) or not study.exhaustive(space):
+            return None
+        times, ok = {}, {}
+        for c in space.configs:
+            o = study.outcomes[c]
+            times[c] = o.time_ms if timed(o.status) else None
+            ok[c] = o.time_ms if o.status is Status.OK else None
+        best = [t for t in ok.values() if t is not None]
+        if not best:
+            return None
+        s = study
+        return cls(s.name, s.family, s.device, s.problem, space, times, ok, min(best))
+
+    def fractions(self) -> np.ndarray:
+        """Every config's fraction of the optimum (0 unless OK), best first."""
+        f = [self.optimum_ms / t if t else 0.0 for t in self.ok.values()]
+        return np.sort(np.array(f))[::-1]
+
+
+def expected_random(fractions: np.ndarray, budget: int) -> float:
+    """Expected best fraction of `budget` distinct configs drawn uniformly without replacement:
+    the i-th best (1-based) is the best drawn with probability C(n-i, b-1) / C(n, b)."""
+    n = len(fractions)
+    b = min(budget, n)
+    i = np.arange(1, n - b + 2)
+    logp = (
+        _lgamma(n - i + 1)
+        - _lgamma(b)
+        - _lgamma(n - i - b + 2)
+        - (_lgamma(n + 1) - _lgamma(b + 1) - _lgamma(n - b + 1))
+    )
+    return float(np.sum(fractions[: len(i)] * np.exp(logp)))
+
+
+def _lgamma(x) -> np.ndarray:
+    return np.vectorize(math.lgamma)(np.asarray(x, dtype=float))
+
+
+def p_score(fraction: float, random_fraction: float) -> float:
+    """Willemsen et al.'s P = (f - f_random) / (f_optimum - f_random) with f_optimum = 1; NaN
+    where random search is certain to find the optimum (budget at least the space)."""
+    gap = 1.0 - random_fraction
+    return (fraction - random_fraction) / gap if gap > 1e-12 else math.nan
+
+
+# ---------------------------------------------------------------------------------------------
+# Running strategies against recordings (no tuner, no database: ask, look up, tell)
+
+_CASES: list[Case] = []  # set before the worker pool forks, so spaces need no pickling
+
+
+def neighbours_of(case: Case, cases: Sequence[Case]) -> list[tuple[Problem, list[Config]]]:
+    """The best configs of every other recorded shape of the same family and device, fastest
+    first (what the tuner finds in the store), for leave-one-shape-out transfer."""
+    out = []
+    for other in cases:
+        if other is case or other.family != case.family or other.device != case.device:
+            continue
+        if other.problem.key == case.problem.key:
+            continue
+        ok = sorted((t, c.to_json(), c) for c, t in other.ok.items() if t is not None)
+        out.append((other.problem, [c for _, _, c in ok[:PER_SHAPE]]))
+    return out
+
+
+def make_for(name: str, case: Case, seed: int, inner: str):
+    if name == TRANSFER:
+        seeds = transfer_seeds(case.problem, case.space, neighbours_of(case, _CASES))
+        return Transfer(make_strategy(inner, case.space, seed), seeds)
+    return make_strategy(name, case.space, seed)
+
+
+def run_one(task: tuple[str, int, int, int, str]) -> tuple[str, int, int, list[float], float, int]:
+    """(strategy, case, seed, budget, inner) -> the best fraction after each evaluation, the
+    seconds spent in ask() and tell(), and how many asks."""
+    name, case_index, seed, budget, inner = task
+    case = _CASES[case_index]
+    strategy = make_for(name, case, seed, inner)
+    best = math.inf
+    trajectory: list[float] = []
+    spent = 0.0
+    for _ in range(min(budget, len(case.space))):
+        start = time.perf_counter()
+        config = strategy.ask()
+        spent += time.perf_counter() - start
+        if config is None:
+            break
+        told = case.times[config]  # KeyError here: the strategy left the valid space
+        start = time.perf_counter()
+        strategy.tell(config, told)
+        spent += time.perf_counter() - start
+        if case.ok[config] is not None:
+            best = min(best, case.ok[config])
+        trajectory.append(case.optimum_ms / best if math.isfinite(best) else 0.0)
+    return name, case_index, seed, trajectory, spent, len(trajectory)
+
+
+def at_budget(trajectory: list[float], budget: int) -> float:
+    if not trajectory:
+        return 0.0
+    return trajectory[min(budget, len(trajectory)) - 1]
+
+
+def benchmark(
+    cases: list[Case],
+    strategies: Sequence[str],
+    seeds: int,
+    budgets: Sequence[int] = BUDGETS,
+    jobs: int = 1,
+    inner: str = DEFAULT_STRATEGY,
+    slow: dict[str, int] | None = None,
+    on_done=None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(results, ask times): results has COLUMNS plus per-space random expectations; ALL rows
+    average the spaces; the default strategy's rows are repeated as 'default'."""
+    global _CASES
+    _CASES = list(cases)
+    slow = SLOW if slow is None else slow
+    top = max(budgets)
+    tasks = []
+    for name in strategies:
+        for ci, case in enumerate(cases):
+            if name == TRANSFER and not neighbours_of(case, cases):
+                continue  # no other shape of the family: nothing to transfer from
+            for seed in range(min(seeds, slow.get(name, seeds))):
+                tasks.append((name, ci, seed, top, inner))
+    results = []
+    if jobs > 1 and len(tasks) > 1:
+        with mp.get_context("fork").Pool(jobs) as pool:
+            for r in pool.imap_unordered(run_one, tasks, chunksize=1):
+                results.append(r)
+                if on_done:
+                    on_done(len(results), len(tasks))
+    else:
+        for task in tasks:
+            results.append(run_one(task))
+            if on_done:
+                on_done(len(results), len(tasks))
+    return summarise(cases, results, budgets, inner)
+
+
+def summarise(cases, results, budgets, inner) -> tuple[pd.DataFrame, pd.DataFrame]:
+    rows, timing = [], []
+    randoms = {
+        (ci, b): expected_random(case.fractions(), b)
+        for ci, case in enumerate(cases)
+        for b in budgets
+    }
+    grouped: dict[tuple[str, int], list] = {}
+    for name, ci, _seed, trajectory, spent, asks in results:
+        grouped.setdefault((name, ci), []).append(trajectory)
+        timing.append((name, cases[ci].name, spent, asks))
+    for (name, ci), trajectories in sorted(grouped.items()):
+        for b in budgets:
+            f = float(np.mean([at_budget(t, b) for t in trajectories]))
+            rows.append(
+                {
+                    "space": cases[ci].name,
+                    "strategy": name,
+                    "budget": b,
+                    "fraction_of_optimum": f,
+                    "p_score": p_score(f, randoms[(ci, b)]),
+                    "seeds": len(trajectories),
+                    "random_expected": randoms[(ci, b)],
+                    "space_size": len(cases[ci].space),
+                }
+            )
+    frame = pd.DataFrame(rows)
+    if len(frame):
+        overall = (
+            frame.groupby(["strategy", "budget"], sort=False)
+            .agg(
+                fraction_of_optimum=("fraction_of_optimum", "mean"),
+                p_score=("p_score", "mean"),
+                seeds=("seeds", "min"),
+                random_expected=("random_expected", "mean"),
+                spaces=("space", "nunique"),
+            )
+            .reset_index()
+        )
+        overall.insert(0, "space", "ALL")
+        frame = pd.concat([frame, overall], ignore_index=True)
+        default = frame[frame["strategy"] == inner].copy()
+        default["strategy"] = "default"
+        frame = pd.concat([frame, default], ignore_index=True)
+    ask = pd.DataFrame(timing, columns=["strategy", "space", "seconds", "asks"])
+    ask = (
+        ask.groupby("strategy")
+        .apply(lambda g: 1e3 * g["seconds"].sum() / max(1, g["asks"].sum()), include_groups=False)
+        .rename("ms_per_ask")
+        .reset_index()
+    )
+    return frame, ask
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+def write_outputs(frame: pd.DataFrame, ask: pd.DataFrame, cases: list[Case], out: Path, meta):
+    out.mkdir(parents=True, exist_ok=True)
+    csv = out / "search.csv"
+    frame[COLUMNS].to_csv(csv, index=False, float_format="%.4f")
+    (out / "search.md").write_text(markdown(frame, ask, cases, meta))
+    ask.to_csv(out / "search_ask_ms.csv", index=False, float_format="%.4f")
+    paths = [csv, out / "search.md", out / "search_ask_ms.csv", *plot(frame, out / "search")]
+    return paths
+
+
+def markdown(frame: pd.DataFrame, ask: pd.DataFrame, cases: list[Case], meta: str) -> str:
+    every = frame[frame["space"] == "ALL"]
+    budgets = sorted(every["budget"].unique())
+    ms = dict(zip(ask["strategy"], ask["ms_per_ask"], strict=True))
+    lines = [
+        "# Search strategies on the recorded spaces",
+        "",
+        meta,
+        "",
+        "Mean fraction of the optimum (optimum time over the best time found) after each budget,",
+        "averaged over the spaces, with the mean P score against random search",
+        "(P = (f - f_random) / (1 - f_random), f_random the exact expectation of random search at",
+        "that budget) in parentheses; ms/ask is the strategy's own time per ask and tell.",
+        "",
+        "| strategy | " + " | ".join(f"{b} evals" for b in budgets) + " | ms/ask |",
+        "|---|" + "---:|" * (len(budgets) + 1),
+    ]
+    rnd = every.drop_duplicates("budget").set_index("budget")["random_expected"]
+    lines.append("| random (expected) | " + " | ".join(f"{rnd[b]:.3f}" for b in budgets) + " | |")
+    for name, g in every.groupby("strategy", sort=False):
+        g = g.set_index("budget")
+        cells = [
+            f"{g.loc[b, 'fraction_of_optimum']:.3f} ({g.loc[b, 'p_score']:+.2f})" for b in budgets
+        ]
+        cost = ms.get(name if name != "default" else DEFAULT_STRATEGY, math.nan)
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {cost:.2f} |")
+    lines += [
+        "",
+        "## Spaces",
+        "",
+        "| space | device | valid configs | failures | optimum ms |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for c in cases:
+        failures = sum(t is None for t in c.ok.values())
+        lines.append(
+            f"| {c.name} | {c.device} | {len(c.space)} | {failures} | {c.optimum_ms:.4g} |"
+        )
+    lines += ["", "## Per space, fraction of the optimum at 50 evaluations", ""]
+    at50 = frame[
+        (frame["space"] != "ALL") & (frame["budget"] == min(budgets, key=lambda b: abs(b - 50)))
+    ]
+    if len(at50):
+        table = at50.pivot_table(index="space", columns="strategy", values="fraction_of_optimum")
+        lines.append("| space | " + " | ".join(table.columns) + " |")
+        lines.append("|---|" + "---:|" * len(table.columns))
+        for space, row in table.iterrows():
+            lines.append(f"| {space} | " + " | ".join(f"{v:.3f}" for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(frame: pd.DataFrame, stem: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    every = frame[(frame["space"] == "ALL") & (frame["strategy"] != "default")]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, g in every.groupby("strategy", sort=False):
+        ax.plot(g["budget"], g["fraction_of_optimum"], marker="o", label=name)
+    rnd = every.drop_duplicates("budget")
+    ax.plot(rnd["budget"], rnd["random_expected"], "k--", lw=1, label="random (expected)")
+    ax.set_xscale("log")
+    ax.set_xticks(sorted(every["budget"].unique()))
+    ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel("mean fraction of the optimum")
+    spaces = int(frame[frame["space"] != "ALL"]["space"].nunique())
+    ax.set_title(f"Search strategies over {spaces} recorded spaces")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
+    for p in paths:
+        fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def available(names: Sequence[str], cases: list[Case]) -> tuple[list[str], list[str]]:
+    """The strategies that can run here, and why the others cannot."""
+    ok, skipped = [], []
+    probe = cases[0].space
+    for name in names:
+        if name == TRANSFER:
+            ok.append(name)
+            continue
+        try:
+            make_strategy(name, probe, 0)
+        except StrategyUnavailable as err:
+            skipped.append(str(err))
+            continue
+        ok.append(name)
+    return ok, skipped
+
+
+def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
+    cases, left_out = [], []
+    for study in load_recordings(paths):
+        case = Case.of(study)
+        if case is None:
+            left_out.append(
+                f"{study.name}: not exhaustive ({study.missing()} valid configs missing)"
+            )
+        else:
+            cases.append(case)
+    return cases, left_out
+
+
+@bench.command("search")
+@click.option(
+    "--recordings",
+    "recordings",
+    multiple=True,
+    type=click.Path(exists=True, path_type=Path),
+    default=[Path("results/recordings")],
+    show_default=True,
+    help="Recording files or directories of *.jsonl.gz (repeatable); only exhaustive studies "
+    "count.",
+)
+@click.option(
+    "--strategies",
+    default=",".join([*STRATEGIES, TRANSFER]),
+    show_default=True,
+    help="Comma-separated strategies; 'transfer' is the default strategy seeded "
+    "leave-one-shape-out.",
+)
+@click.option("--seeds", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option(
+    "--budgets",
+    default=",".join(map(str, BUDGETS)),
+    show_default=True,
+    help="Comma-separated evaluation budgets.",
+)
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Worker processes.")
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("results/bench"),
+    show_default=True,
+)
+def search(recordings, strategies, seeds, budgets, jobs, output_dir) -> None:
+    """Every strategy on every exhaustive recorded space: search.csv, search.md, search.png."""
+    from autotune.recording import RecordingError
+
+    try:
+        cases, left_out = load_cases(recordings)
+    except RecordingError as err:
+        raise click.ClickException(str(err)) from None
+    for line in left_out:
+        click.echo(f"autotune: leaving out {line}", err=True)
+    if not cases:
+        raise click.ClickException("no exhaustive recorded space to benchmark on")
+    names = [s.strip() for s in strategies.split(",") if s.strip()]
+    unknown = [n for n in names if n not in STRATEGIES and n != TRANSFER]
+    if unknown:
+        raise click.BadParameter(f"unknown strategy {unknown[0]!r}", param_hint="--strategies")
+    try:
+        budget_list = sorted({int(b) for b in budgets.split(",") if b.strip()})
+    except ValueError:
+        raise click.BadParameter(
+            f"{budgets!r} is not a list of integers", param_hint="--budgets"
+        ) from None
+    if not budget_list or budget_list[0] < 1:
+        raise click.BadParameter("budgets must be positive", param_hint="--budgets")
+    names, skipped = available(names, cases)
+    for why in skipped:
+        click.echo(f"autotune: leaving out {why}", err=True)
+    jobs = jobs or os.cpu_count() or 1
+    click.echo(
+        f"autotune: {len(names)} strategies x {len(cases)} spaces x {seeds} seeds, budgets "
+        f"{budget_list}, {jobs} processes",
+        err=True,
+    )
+    start = time.monotonic()
+    last = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        if time.monotonic() - last[0] > 15 or done == total:
+            last[0] = time.monotonic()
+            click.echo(f"autotune: {done}/{total} runs, {time.monotonic() - start:.0f} s", err=True)
+
+    frame, ask = benchmark(cases, names, seeds, budget_list, jobs, on_done=progress)
+    meta = (
+        f"{len(cases)} exhaustive spaces ({', '.join(sorted({c.device for c in cases}))}), "
+        f"{seeds} seeds per strategy and space"
+        + "".join(f" ({n}: {s} seeds)" for n, s in SLOW.items() if n in names)
+        + f"; the default strategy is `{DEFAULT_STRATEGY}`; `transfer` is it started at the best"
+        " configs of the nearest other recorded shapes of the family (leave-one-shape-out)."
+    )
+    for path in write_outputs(frame, ask, cases, output_dir, meta):
+        click.echo(f"autotune: wrote {path}", err=True)
+    every = frame[(frame["space"] == "ALL") & (frame["strategy"] != "default")]
+    table = every.pivot_table(index="strategy", columns="budget", values="fraction_of_optimum")
+    click.echo(table.round(3).to_string())
