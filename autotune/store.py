@@ -557,7 +557,7 @@ class Store:
             "rel_error": _float(m.rel_error),
             "compile_s": _float(m.compile_s),
             "time_ms": _float(m.time_ms),
-            "samples_ms": [float(s) for s in m.samples_ms],
+            "samples_ms": _samples(m.samples_ms),
             "gflops": _float(gflops),
             "registers": m.registers,
             "smem_bytes": m.smem_bytes,
@@ -594,7 +594,7 @@ class Store:
             "value": float(value),
             "unit": unit,
             "detail": detail,
-            "samples_ms": [float(s) for s in samples_ms],
+            "samples_ms": _samples(samples_ms),
             "created_at": _now(),
         }
         with self._errors("cannot record ceiling"), self._engine.begin() as conn:
@@ -621,7 +621,7 @@ class Store:
             "status": m.status.value,
             "error": m.error,
             "time_ms": _float(m.time_ms),
-            "samples_ms": [float(s) for s in m.samples_ms],
+            "samples_ms": _samples(m.samples_ms),
             "gflops": _float(m.gflops(flops)),
             "created_at": _now(),
         }
@@ -948,6 +948,13 @@ def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) ->
     for row in rows.all():
         shape = {n: getattr(row, n) for n in KIND_FIELDS["conv2d"]}
         conn.execute(table.update().where(c.id == row.id).values(shape=shape))
+
+
+def _samples(samples_ms) -> list[float]:
+    """Timing samples as stored: CUDA events resolve about half a microsecond, so 1 ns (six
+    decimals of a millisecond) keeps every digit that means anything, in half the bytes of a
+    float32 value printed as a double (the samples are most of the database)."""
+    return [round(float(s), 6) for s in samples_ms]
 
 
 def _now() -> datetime:

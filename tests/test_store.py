@@ -508,3 +508,14 @@ def test_two_processes_upgrading_one_file_at_once(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
         assert conn.execute("SELECT count(*) FROM evaluations").fetchone() == (3,)
+
+
+def test_samples_are_stored_to_the_nanosecond(store: Store) -> None:
+    """CUDA-event samples arrive as float32 values widened to doubles; they are kept to 1 ns."""
+    run_id, device_id = setup_run(store)
+    raw = (0.029407999291419983, 12.345678329467773, 0.0010000000474974513)
+    m = Measurement(Status.OK, time_ms=raw[0], samples_ms=raw)
+    store.record(run_id, device_id, FAMILY, PROBLEM, cfg(8), m, PROBLEM.flops)
+    (stored,) = store.history()["samples_ms"]
+    assert stored == [0.029408, 12.345678, 0.001]
+    assert all(abs(a - b) <= 5e-7 for a, b in zip(stored, raw, strict=True))
