@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autotune.families.base import Family, KernelPlan, Launch, cdiv
+from autotune.families.conv2d import problem_defines
 from autotune.problem import ConvProblem
 from autotune.records import Status
 from autotune.space import Config
@@ -46,12 +47,7 @@ class FaultInjection(Family):
         block = int(config["BLOCK"])
         p = problem
         defines = (
-            ("B", p.B),
-            ("C", p.C),
-            ("N", p.N),
-            ("K", p.K),
-            ("F", p.F),
-            ("STRIDE", p.stride),
+            *problem_defines(p),
             ("BLOCK", block),
             ("FAULT", code),
             ("REPEAT", REPEAT),

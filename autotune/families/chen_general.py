@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
+from autotune.families.conv2d import problem_defines
 from autotune.problem import ConvProblem
 from autotune.space import Config
 
@@ -97,12 +98,7 @@ class ChenGeneral(Family):
         geo = geometry(p, config)
         tunables = tuple((name, int(config[name])) for name in TUNABLES)
         defines = (
-            ("B", p.B),
-            ("C", p.C),
-            ("N", p.N),
-            ("K", p.K),
-            ("F", p.F),
-            ("STRIDE", p.stride),
+            *problem_defines(p),
             *tunables,
         )
         launch = Launch(

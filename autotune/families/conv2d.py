@@ -19,6 +19,12 @@ def buffers(problem: ConvProblem) -> Buffers:
     )
 
 
+def problem_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
+    """The problem as the conv2d kernels read it: -D defines B, C, N, K, F, STRIDE."""
+    p = problem
+    return (("B", p.B), ("C", p.C), ("N", p.N), ("K", p.K), ("F", p.F), ("STRIDE", p.stride))
+
+
 def reference_plan(problem: ConvProblem) -> KernelPlan:
     """Float64 direct convolution on the GPU, writing 'y_ref' (double); one thread per output."""
     outputs = problem.B * problem.F * problem.N * problem.N
@@ -28,18 +34,7 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
         block=(REFERENCE_BLOCK, 1, 1),
         args=("x", "w", "y_ref"),
     )
-    defines = tuple(
-        (name, value)
-        for name, value in (
-            ("B", problem.B),
-            ("C", problem.C),
-            ("N", problem.N),
-            ("K", problem.K),
-            ("F", problem.F),
-            ("STRIDE", problem.stride),
-        )
-    )
-    return KernelPlan(REFERENCE_SOURCE, defines, (launch,))
+    return KernelPlan(REFERENCE_SOURCE, problem_defines(problem), (launch,))
 
 
 def reference_numpy(problem: ConvProblem, x: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from autotune.families.base import Family, KernelPlan, Launch, cdiv
+from autotune.families.conv2d import problem_defines
 from autotune.problem import ConvProblem
 from autotune.space import Config
 
@@ -20,12 +21,7 @@ class DirectNaive(Family):
         in_const = int(config["FILTER_IN_CONST"])
         p = problem
         defines = (
-            ("B", p.B),
-            ("C", p.C),
-            ("N", p.N),
-            ("K", p.K),
-            ("F", p.F),
-            ("STRIDE", p.stride),
+            *problem_defines(p),
             ("BLOCK_X", bx),
             ("BLOCK_Y", by),
             ("FILTER_IN_CONST", in_const),

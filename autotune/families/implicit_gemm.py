@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
+from autotune.families.conv2d import problem_defines
 from autotune.problem import ConvProblem
 from autotune.space import Config
 
@@ -53,12 +54,7 @@ class ImplicitGemm(Family):
         p = problem
         values = {name: int(config[name]) for name in TUNABLES}
         defines = (
-            ("B", p.B),
-            ("C", p.C),
-            ("N", p.N),
-            ("K", p.K),
-            ("F", p.F),
-            ("STRIDE", p.stride),
+            *problem_defines(p),
             *values.items(),
         )
         columns = p.B * p.N * p.N

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
+from autotune.families.conv2d import problem_defines
 from autotune.problem import ConvProblem
 from autotune.space import Config
 
@@ -113,12 +114,7 @@ class MaxDnn(Family):
         lay = Layout.of(p, bm, bn, bk)
         s, pixels, patch = p.input_size, p.N * p.N, p.C * p.K * p.K
         defines = (
-            ("B", p.B),
-            ("C", p.C),
-            ("N", p.N),
-            ("K", p.K),
-            ("F", p.F),
-            ("STRIDE", p.stride),
+            *problem_defines(p),
             ("BM", bm),
             ("BN", bn),
             ("BK", bk),

@@ -14,10 +14,6 @@ REFERENCE_SOURCE = KERNELS_DIR / "reference_conv2d_bias.cu"
 ELEMENTWISE_BLOCK = 256
 
 
-def _problem_defines(p: ConvProblem) -> tuple[tuple[str, int], ...]:
-    return (("B", p.B), ("C", p.C), ("N", p.N), ("K", p.K), ("F", p.F), ("STRIDE", p.stride))
-
-
 class SmemChannels(Family):
     name = "smem_channels"
     description = (
@@ -45,7 +41,7 @@ class SmemChannels(Family):
             block=(conv2d.REFERENCE_BLOCK, 1, 1),
             args=("x", "w", "bias", "y_ref"),
         )
-        return KernelPlan(REFERENCE_SOURCE, _problem_defines(problem), (launch,))
+        return KernelPlan(REFERENCE_SOURCE, conv2d.problem_defines(problem), (launch,))
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem
@@ -55,7 +51,7 @@ class SmemChannels(Family):
         fpb = int(config["FILTERS_PER_BLOCK"])
         filter_in_smem = int(config["FILTER_IN_SMEM"])
         defines = (
-            *_problem_defines(p),
+            *conv2d.problem_defines(p),
             ("TILE_W", tile_w),
             ("TILE_H", tile_h),
             ("THREADS_Y", threads_y),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
+from autotune.families.conv2d import problem_defines
 from autotune.problem import ConvProblem
 from autotune.space import Config
 
@@ -61,12 +62,7 @@ class Tiled2d(Family):
         bx, by = int(config["BLOCK_SIZE_X"]), int(config["BLOCK_SIZE_Y"])
         tx, ty = int(config["TILE_SIZE_X"]), int(config["TILE_SIZE_Y"])
         defines = (
-            ("B", p.B),
-            ("C", p.C),
-            ("N", p.N),
-            ("K", p.K),
-            ("F", p.F),
-            ("STRIDE", p.stride),
+            *problem_defines(p),
             *((name, int(config[name])) for name in TUNABLES),
         )
         launch = Launch(
