@@ -22,7 +22,7 @@ from autotune.problem import Problem
 from autotune.records import Measurement, Status
 from autotune.space import BoundSpace, Config, DeviceLimits
 from autotune.store import Store
-from autotune.strategies import make_strategy
+from autotune.strategies import DEFAULT_STRATEGY, make_strategy
 from autotune.warmstart import warm_start
 
 # A job's timeout: the floor covers what any job may spend besides its runs (module load, a fresh
@@ -171,7 +171,7 @@ class Tuner:
         evaluator: Evaluator,
         store: Store,
         *,
-        strategy: str = "tpe",
+        strategy: str = DEFAULT_STRATEGY,
         seed: int = 0,
         timing: TimingPolicy | None = None,
         command: str = "",
@@ -273,8 +273,8 @@ class Tuner:
             ):
                 result.best = (h.config, Measurement(Status.OK, time_ms=h.time_ms))
         self._emit(study, "start", result, target, counters)
-        # Compile ahead: keep up to `jobs` asked configs compiling on threads (NVRTC is
-        # thread-safe and ctypes releases the GIL) while the GPU evaluates them in ask order.
+        # Compile ahead: keep up to `jobs` asked configs compiling (on NVRTC worker processes
+        # when compile_processes, else threads) while the GPU evaluates whichever is ready.
         pending: deque[tuple[Config, Future]] = deque()
         try:
             while True:
