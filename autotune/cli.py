@@ -207,6 +207,13 @@ class ProgressPrinter:
     "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
 )
 @click.option(
+    "--gpus",
+    default=None,
+    metavar="0,1,... | all",
+    help="One worker process per GPU on the same storage (each this command with its own "
+    "--gpu), with one progress display; workers' output goes to results/logs/.",
+)
+@click.option(
     "--cache-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=DEFAULT_CACHE,
@@ -257,6 +264,7 @@ def run(
     time_limit,
     seed,
     gpu,
+    gpus,
     cache_dir,
     no_baseline,
     jobs,
@@ -274,6 +282,13 @@ def run(
     from autotune.report import best_table, format_table
     from autotune.tuner import Tuner, plan_studies
 
+    if gpus is not None:  # the parent of one worker per GPU; the workers do the rest
+        from autotune.workers_cli import run_on_gpus
+
+        source = click.get_current_context().get_parameter_source
+        if replay or source("gpu") != click.core.ParameterSource.DEFAULT:
+            raise click.UsageError("--gpus cannot be combined with --gpu or --replay")
+        sys.exit(run_on_gpus(gpus, storage, sys.argv[1:]))
     chosen = [get_family(name) for name in families] or list(FAMILIES.values())
     explicit = collect_shapes(shape_sets, shapes, shape_files)
     pairs = [
@@ -765,3 +780,7 @@ main.add_command(bench)
 from autotune.recording_cli import export_recording  # noqa: E402
 
 main.add_command(export_recording)
+
+from autotune.workers_cli import status  # noqa: E402
+
+main.add_command(status)

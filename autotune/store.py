@@ -249,6 +249,10 @@ class Store:
                 text = default_url(text)
             parsed = make_url(text)
             self.url = parsed.render_as_string(hide_password=True)
+            if parsed.drivername == "postgresql":
+                # SQLAlchemy's default PostgreSQL driver is psycopg2; the postgres extra
+                # installs psycopg (3), so a plain postgresql:// URL means that one.
+                parsed = parsed.set(drivername="postgresql+psycopg")
             file = _sqlite_file(parsed)
             if file is not None and not create and not file.is_file():
                 raise StoreError(f"no results database at {file}")
@@ -278,8 +282,9 @@ class Store:
                 try:
                     METADATA.create_all(self._engine)
                     break
-                except sa.exc.OperationalError:
-                    # Another process created a table between our check and our CREATE.
+                except (sa.exc.OperationalError, sa.exc.IntegrityError, sa.exc.ProgrammingError):
+                    # Another process created a table between our check and our CREATE (SQLite
+                    # says OperationalError; PostgreSQL a duplicate table or a duplicate type).
                     if attempt == CREATE_ATTEMPTS - 1:
                         raise
             version = self._schema_version()
@@ -321,8 +326,12 @@ class Store:
             else:
                 conn.begin()
             try:
+                # FOR UPDATE (PostgreSQL): a second process upgrading at once waits here, then
+                # reads the new version (SQLite's BEGIN IMMEDIATE above did the same).
                 version = conn.execute(
-                    sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+                    sa.select(meta_table.c.value)
+                    .where(meta_table.c.key == "schema_version")
+                    .with_for_update()
                 ).scalar_one()
                 rebuilt = False
                 if version != str(SCHEMA_VERSION):

@@ -17,3 +17,6 @@ from autotune.bench import search  # noqa: E402, F401
 
 # isort: split
 from autotune.bench import throughput  # noqa: E402, F401
+
+# isort: split
+from autotune.bench import scaling  # noqa: E402, F401

@@ -1,0 +1,156 @@
+"""What the runs on a results database are doing (`autotune status`): runs, claims, recent work."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+
+import pandas as pd
+import sqlalchemy as sa
+
+from autotune.store import Store, claims_table, devices_table, evaluations_table, runs_table
+
+RECENT_MINUTES = 5.0
+
+
+def _run_activity(store: Store, where: list, recent_since: datetime) -> pd.DataFrame:
+    """Per run: id, device, host, command, started_at, finished_at, evaluations (all),
+    recent (recorded since recent_since), last_at (its newest evaluation), claims (held now),
+    lease_left_s (of its claim that runs out first, negative when expired; NaN without one)."""
+    r, d, e, c = runs_table.c, devices_table.c, evaluations_table.c, claims_table.c
+    evals = (
+        sa.select(
+            e.run_id,
+            sa.func.count().label("evaluations"),
+            sa.func.sum(sa.case((e.created_at >= recent_since, 1), else_=0)).label("recent"),
+            sa.func.max(e.created_at).label("last_at"),
+        )
+        .group_by(e.run_id)
+        .subquery("evals")
+    )
+    held = (
+        sa.select(
+            c.run_id,
+            sa.func.count().label("claims"),
+            sa.func.min(c.expires_at).label("expires_at"),
+        )
+        .group_by(c.run_id)
+        .subquery("held")
+    )
+    query = (
+        sa.select(
+            r.id,
+            d.name.label("device"),
+            r.host,
+            r.command,
+            r.started_at,
+            r.finished_at,
+            sa.func.coalesce(evals.c.evaluations, 0).label("evaluations"),
+            sa.func.coalesce(evals.c.recent, 0).label("recent"),
+            evals.c.last_at,
+            sa.func.coalesce(held.c.claims, 0).label("claims"),
+            held.c.expires_at,
+        )
+        .select_from(
+            runs_table.join(devices_table)
+            .outerjoin(evals, evals.c.run_id == r.id)
+            .outerjoin(held, held.c.run_id == r.id)
+        )
+        .where(*where)
+        .order_by(r.id)
+    )
+    frame = store._frame(query, "cannot read runs")
+    now = time.time()
+    frame["lease_left_s"] = [
+        None if pd.isna(x) else float(x) - now for x in frame.pop("expires_at")
+    ]
+    for name in ("evaluations", "recent", "claims"):
+        frame[name] = frame[name].astype(int)
+    return frame
+
+
+def runs_since(store: Store, since: datetime) -> pd.DataFrame:
+    """The runs started at or after `since` (UTC), with their activity (see _run_activity)."""
+    return _run_activity(store, [runs_table.c.started_at >= since], since)
+
+
+def run_status(
+    store: Store, minutes: float = RECENT_MINUTES, all_runs: bool = False
+) -> pd.DataFrame:
+    """The runs worth showing: unfinished ones, ones holding claims and ones that recorded
+    something in the last `minutes` (every run with all_runs), with their activity."""
+    recent_since = datetime.now(timezone.utc) - timedelta(minutes=minutes)
+    frame = _run_activity(store, [], recent_since)
+    if not all_runs and len(frame):
+        keep = frame["finished_at"].isna() | (frame["claims"] > 0) | (frame["recent"] > 0)
+        frame = frame[keep].reset_index(drop=True)
+    return frame
+
+
+def claims_status(store: Store) -> pd.DataFrame:
+    """The studies held now: run, device, family, problem_key, host, pid, lease_left_s."""
+    frame = store.claims()
+    frame["lease_left_s"] = frame.pop("expires_at") - time.time()
+    return frame[["run_id", "device", "family", "problem_key", "host", "pid", "lease_left_s"]]
+
+
+def _age(value) -> str:
+    if value is None or pd.isna(value):
+        return "--"
+    when = pd.Timestamp(value)
+    if when.tzinfo is None:
+        when = when.tz_localize("UTC")  # SQLite keeps the UTC time without its zone
+    seconds = max(0.0, (pd.Timestamp.now(tz="UTC") - when).total_seconds())
+    if seconds < 120:
+        return f"{seconds:.0f}s ago"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f}m ago"
+    return f"{seconds / 3600:.1f}h ago"
+
+
+def _lease(seconds) -> str:
+    if seconds is None or pd.isna(seconds):
+        return "--"
+    return f"{seconds:.0f}s" if seconds >= 0 else f"expired {-seconds:.0f}s ago"
+
+
+def format_status(runs: pd.DataFrame, claims: pd.DataFrame, minutes: float = RECENT_MINUTES) -> str:
+    """Two plain-text tables: the runs, then the claims held now."""
+    from autotune.report import format_table
+
+    if runs.empty:
+        text = "no active runs (none unfinished, holding a study or recording lately)\n"
+    else:
+        shown = pd.DataFrame(
+            {
+                "run": runs["id"],
+                "device": runs["device"],
+                "host": runs["host"],
+                "state": ["finished" if not pd.isna(f) else "running" for f in runs["finished_at"]],
+                "started": [_age(v) for v in runs["started_at"]],
+                "evaluations": runs["evaluations"],
+                f"last {minutes:g} min": runs["recent"],
+                "last evaluation": [_age(v) for v in runs["last_at"]],
+                "studies held": runs["claims"],
+                "lease left": [_lease(v) for v in runs["lease_left_s"]],
+                "command": runs["command"],
+            }
+        )
+        text = format_table(shown, "markdown") + "\n"
+    if claims.empty:
+        return text + "\nno study is claimed now\n"
+    held = pd.DataFrame(
+        {
+            "run": claims["run_id"],
+            "device": claims["device"],
+            "family": claims["family"],
+            "shape": claims["problem_key"],
+            "host": claims["host"],
+            "pid": claims["pid"],
+            "lease left": [_lease(v) for v in claims["lease_left_s"]],
+        }
+    )
+    return text + "\n" + format_table(held, "markdown") + "\n"
+
+
+__all__ = ["claims_status", "format_status", "run_status", "runs_since"]
