@@ -6,72 +6,15 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import pandas as pd
-import sqlalchemy as sa
 
-from autotune.store import Store, claims_table, devices_table, evaluations_table, runs_table
+from autotune.store import Store
 
 RECENT_MINUTES = 5.0
 
 
-def _run_activity(store: Store, where: list, recent_since: datetime) -> pd.DataFrame:
-    """Per run: id, device, host, command, started_at, finished_at, evaluations (all),
-    recent (recorded since recent_since), last_at (its newest evaluation), claims (held now),
-    lease_left_s (of its claim that runs out first, negative when expired; NaN without one)."""
-    r, d, e, c = runs_table.c, devices_table.c, evaluations_table.c, claims_table.c
-    evals = (
-        sa.select(
-            e.run_id,
-            sa.func.count().label("evaluations"),
-            sa.func.sum(sa.case((e.created_at >= recent_since, 1), else_=0)).label("recent"),
-            sa.func.max(e.created_at).label("last_at"),
-        )
-        .group_by(e.run_id)
-        .subquery("evals")
-    )
-    held = (
-        sa.select(
-            c.run_id,
-            sa.func.count().label("claims"),
-            sa.func.min(c.expires_at).label("expires_at"),
-        )
-        .group_by(c.run_id)
-        .subquery("held")
-    )
-    query = (
-        sa.select(
-            r.id,
-            d.name.label("device"),
-            r.host,
-            r.command,
-            r.started_at,
-            r.finished_at,
-            sa.func.coalesce(evals.c.evaluations, 0).label("evaluations"),
-            sa.func.coalesce(evals.c.recent, 0).label("recent"),
-            evals.c.last_at,
-            sa.func.coalesce(held.c.claims, 0).label("claims"),
-            held.c.expires_at,
-        )
-        .select_from(
-            runs_table.join(devices_table)
-            .outerjoin(evals, evals.c.run_id == r.id)
-            .outerjoin(held, held.c.run_id == r.id)
-        )
-        .where(*where)
-        .order_by(r.id)
-    )
-    frame = store._frame(query, "cannot read runs")
-    now = time.time()
-    frame["lease_left_s"] = [
-        None if pd.isna(x) else float(x) - now for x in frame.pop("expires_at")
-    ]
-    for name in ("evaluations", "recent", "claims"):
-        frame[name] = frame[name].astype(int)
-    return frame
-
-
 def runs_since(store: Store, since: datetime) -> pd.DataFrame:
-    """The runs started at or after `since` (UTC), with their activity (see _run_activity)."""
-    return _run_activity(store, [runs_table.c.started_at >= since], since)
+    """The runs started at or after `since` (UTC), with their activity (see Store.run_activity)."""
+    return store.run_activity(since, started_since=since)
 
 
 def run_status(
@@ -80,7 +23,7 @@ def run_status(
     """The runs worth showing: unfinished ones, ones holding claims and ones that recorded
     something in the last `minutes` (every run with all_runs), with their activity."""
     recent_since = datetime.now(timezone.utc) - timedelta(minutes=minutes)
-    frame = _run_activity(store, [], recent_since)
+    frame = store.run_activity(recent_since)
     if not all_runs and len(frame):
         keep = frame["finished_at"].isna() | (frame["claims"] > 0) | (frame["recent"] > 0)
         frame = frame[keep].reset_index(drop=True)
