@@ -15,6 +15,7 @@ from autotune import __version__
 from autotune.compiler import Compiler, CompilerUnavailable
 from autotune.device import TimingPolicy
 from autotune.families import FAMILIES, UnknownFamily, UnsupportedProblem, get_family
+from autotune.interrupt import exit_code, terminate_as_interrupt
 from autotune.problem import KINDS, ProblemError, parse_shape
 from autotune.shapes import (
     collect_shapes,
@@ -357,7 +358,8 @@ def run(
             _ceilings_and_baselines(
                 evaluator, compiler, store, tuner.device_id, [s.problem for s in studies]
             )
-        outcome = tuner.run(studies, None if exhaustive else budget, time_limit, skipped)
+        with terminate_as_interrupt() as signals:
+            outcome = tuner.run(studies, None if exhaustive else budget, time_limit, skipped)
     finally:
         evaluator.close()
     failures = sum(s.failures for s in outcome.studies)
@@ -380,7 +382,7 @@ def run(
         summary = ["family", "shape", "config", "time_ms", "gflops", "speedup", "efficiency"]
         click.echo(format_table(table[[c for c in summary if c in table.columns]], "markdown"))
     if outcome.interrupted:
-        sys.exit(130)
+        sys.exit(exit_code(signals))
 
 
 def _library_name(problem) -> str:

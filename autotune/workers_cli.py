@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from autotune.interrupt import terminate_as_interrupt
+
 LOG_ROOT = Path("results") / "logs"
 PRINT_EVERY_S = 15.0  # a progress line this often when stderr is not a terminal
 
@@ -69,7 +71,9 @@ def run_on_gpus(gpus_text: str, storage: str, argv: list[str], log_root: Path = 
         f"{storage}; their output goes to {log_dir}/",
         err=True,
     )
-    outcome = run_workers(specs, storage, on_progress=CampaignPrinter())
+    # A scheduler's SIGTERM stops the workers the way Ctrl-C does (each is told, then waited for).
+    with terminate_as_interrupt():
+        outcome = run_workers(specs, storage, on_progress=CampaignPrinter())
     for name in outcome.failed:
         spec = next(s for s in specs if s.name == name)
         code = outcome.returncodes[name]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from autotune.compiler import Compiler
 from autotune.families import get_family
+from autotune.interrupt import exit_code, terminate_as_interrupt
 from autotune.problem import ConvProblem
 from autotune.store import Store
 from autotune.tuner import Tuner, plan_studies
@@ -59,6 +60,12 @@ def main(db: str, cache_dir: str, log: str, mode: str = "resume") -> None:
         Path(f"{log}.ready.{os.getpid()}").touch()
         while not Path(f"{log}.go").exists():
             time.sleep(0.01)
+    if mode == "sigterm":  # as `autotune run` does: SIGTERM ends the run like Ctrl-C
+        with terminate_as_interrupt() as signals:
+            outcome = tuner.run(studies, budget=None, skipped=skipped)
+        if outcome.interrupted:
+            sys.exit(exit_code(signals))
+        return
     tuner.run(studies, budget=None, skipped=skipped)
 
 
