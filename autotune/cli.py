@@ -127,7 +127,7 @@ def main() -> None:
 # run
 
 
-def _format_duration(seconds: float | None) -> str:
+def format_duration(seconds: float | None) -> str:
     if seconds is None:
         return "--"
     seconds = int(seconds)
@@ -152,7 +152,7 @@ class ProgressPrinter:
         line = (
             f"{p.study}: {p.done}/{p.planned} evals, {p.failures} failed, best {best} | "
             f"run {p.campaign_done}/{p.campaign_planned}, elapsed "
-            f"{_format_duration(p.elapsed_s)}, ETA {_format_duration(p.eta_s)}"
+            f"{format_duration(p.elapsed_s)}, ETA {format_duration(p.eta_s)}"
         )
         if self.tty:
             pad = max(0, self.width - len(line))
@@ -364,7 +364,7 @@ def run(
         evaluator.close()
     failures = sum(s.failures for s in outcome.studies)
     click.echo(
-        f"autotune: {outcome.evaluated} new evaluations in {_format_duration(outcome.elapsed_s)}"
+        f"autotune: {outcome.evaluated} new evaluations in {format_duration(outcome.elapsed_s)}"
         f" ({failures} failed in total across the studies)"
         + ("; interrupted: run the same command to resume" if outcome.interrupted else ""),
         err=True,
@@ -372,7 +372,7 @@ def run(
     if outcome.gpu_busy_fraction is not None:
         click.echo(
             f"autotune: GPU busy {outcome.gpu_busy_fraction:.0%} of the "
-            f"{_format_duration(outcome.compile_wall_s)} since compilation started",
+            f"{format_duration(outcome.compile_wall_s)} since compilation started",
             err=True,
         )
     table = best_table(store, device=info.name, family=None)

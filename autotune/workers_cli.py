@@ -25,11 +25,11 @@ class CampaignPrinter:
         self.width = 0
 
     def __call__(self, p) -> None:
-        from autotune.cli import _format_duration
+        from autotune.cli import format_duration
 
         line = (
             f"campaign: {p.evaluations} evaluations recorded, {p.studies_held} studies being "
-            f"tuned, {p.alive}/{p.workers} workers running, elapsed {_format_duration(p.elapsed_s)}"
+            f"tuned, {p.alive}/{p.workers} workers running, elapsed {format_duration(p.elapsed_s)}"
         )
         if self.tty:
             self.stream.write("\r" + line + " " * max(0, self.width - len(line)))
@@ -48,7 +48,7 @@ class CampaignPrinter:
 def run_on_gpus(gpus_text: str, storage: str, argv: list[str], log_root: Path = LOG_ROOT) -> int:
     """`autotune run ... --gpus LIST`: one `autotune run ... --gpu i` per GPU on the same
     storage; returns the exit code (non-zero if any worker failed, 130 after Ctrl-C)."""
-    from autotune.cli import _format_duration
+    from autotune.cli import format_duration
     from autotune.workers import (
         GpuListError,
         gpu_worker_specs,
@@ -81,7 +81,7 @@ def run_on_gpus(gpus_text: str, storage: str, argv: list[str], log_root: Path = 
         click.echo(log_tail(spec.log), err=True)
     click.echo(
         f"autotune: {outcome.evaluations} new evaluations by {len(specs)} workers in "
-        f"{_format_duration(outcome.elapsed_s)}"
+        f"{format_duration(outcome.elapsed_s)}"
         + ("; interrupted: run the same command to resume" if outcome.interrupted else "")
         + (f"; {len(outcome.failed)} failed" if outcome.failed else ""),
         err=True,
