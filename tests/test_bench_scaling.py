@@ -60,6 +60,8 @@ def test_scaling_runs_one_then_several_gpus_and_writes_the_ratio(tmp_path, monke
     md = (out / "scaling.md").read_text()
     assert "meets the target" in md and "| 2 | 52.0 | 12 | 4 | 0 |" in md
     assert "ratio 0.51" in result.output
+    assert (out / "scaling_1gpu.log").read_text() == "done\n"
+    assert (out / "scaling_2gpu.log").exists()
 
 
 def test_a_failed_campaign_is_an_error_with_its_log(tmp_path, monkeypatch) -> None:

@@ -223,3 +223,42 @@ def test_job_timeout_grows_with_work_and_the_best_time_within_floor_and_ceiling(
     # A best time of 100 ms makes 50x that per run plausible for a slow candidate.
     assert job_timeout_s(10**6, timing, best_ms=100.0) > tiny + (2 + timing.warmup) * 4.9
     assert job_timeout_s(10**15, timing) == JOB_TIMEOUT_CEILING_S
+
+
+def test_studies_are_tuned_longest_first(compiler, store, synthetic_evaluator):
+    small, large = ConvProblem(N=9, K=3, C=2, F=3), ConvProblem(N=61, K=5, C=7, F=9)
+    medium = ConvProblem(N=29, K=5, C=7, F=9)
+    studies = _studies(problems=(small, large, medium))
+    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="random").run(studies, budget=3)
+    # The campaign's end is bounded by its last study: the biggest go first.
+    assert [r.study.problem for r in outcome.studies] == [large, medium, small]
+    first_n = [dict(j.plan.defines)["N"] for j in synthetic_evaluator.jobs[:3]]
+    assert first_n == [61, 61, 61]
+
+
+def test_a_finished_study_is_ranked_last_whatever_its_size(compiler, store, synthetic_evaluator):
+    small, large = ConvProblem(N=9, K=3, C=2, F=3), ConvProblem(N=61, K=5, C=7, F=9)
+    Tuner(compiler, synthetic_evaluator, store, strategy="random").run(
+        _studies(problems=(large,)), budget=3
+    )
+    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="random").run(
+        _studies(problems=(large, small)), budget=3
+    )
+    assert [r.study.problem for r in outcome.studies] == [small, large]
+    assert outcome.evaluated == 3
+
+
+def test_estimated_cost_grows_with_size_and_evaluations():
+    from autotune.device import TimingPolicy
+    from autotune.tuner import estimated_cost_s
+
+    timing = TimingPolicy()
+    assert estimated_cost_s(10**9, 0, timing) == 0
+    # Small problems cost the minimum sampling time per evaluation, big ones their run time.
+    assert estimated_cost_s(10**6, 10, timing) == pytest.approx(
+        10 * (timing.min_time_s + (timing.warmup + 2) * 10**6 / 20e12)
+    )
+    assert estimated_cost_s(10**12, 10, timing) > estimated_cost_s(10**9, 10, timing)
+    assert estimated_cost_s(10**9, 20, timing) == pytest.approx(
+        2 * estimated_cost_s(10**9, 10, timing)
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -112,7 +113,7 @@ def write_results(figures: dict, output_dir: Path) -> tuple[Path, Path]:
         "",
         f"Wall-time ratio (several / one): **{ratio}** ({verdict} the target of at most {target}).",
         "",
-        "Commands:",
+        "Commands (their output: scaling_1gpu.log and the several-GPU run's log beside this file):",
         "",
         *(f"    {r['command']}" for r in figures["runs"]),
         "",
@@ -173,8 +174,12 @@ def scaling(gpus, families, shapes, budget, strategy, quick_timing, output_dir) 
     if len(chosen) < 2:
         raise click.UsageError(f"--gpus {gpus}: scaling needs at least 2 GPUs")
     base = campaign_args(families, shapes, budget, strategy, quick_timing)
+    output_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="autotune-scaling-") as work:
         figures = measure(base, chosen, Path(work))
+        # The campaigns' own output (progress, GPU busy per worker) explains the ratio.
+        for log in sorted(Path(work).glob("*gpu.log")):
+            shutil.copyfile(log, output_dir / f"scaling_{log.name}")
     figures |= {
         "device": _device_name(chosen[0]),
         "host": platform.node(),
