@@ -81,3 +81,21 @@ def test_scaling_input_errors() -> None:
         result = CliRunner().invoke(main, ["bench", "scaling", "--gpus", gpus])
         assert result.exit_code == 2 and message in result.output, result.output
     assert CliRunner().invoke(main, ["bench", "scaling"]).exit_code == 2  # --gpus is required
+
+
+def test_stopped_slow_candidates_are_not_counted_as_failures(tmp_path) -> None:
+    from autotune.records import Status
+
+    storage = str(tmp_path / "s.db")
+    with Store(storage) as store:
+        device_id = store.register_device(DeviceInfo("Fake GPU", "9.0", 132))
+        run_id = store.start_run(device_id, "fake", {})
+        outcomes = {
+            8: Measurement.from_samples([1.0]),
+            16: Measurement(Status.SLOW, time_ms=9.0, samples_ms=(9.0, 9.1, 9.2)),
+            32: Measurement(Status.WRONG_RESULT, error="wrong"),
+        }
+        for bx, m in outcomes.items():
+            problem = ConvProblem(N=9, K=3, C=1, F=1)
+            store.record(run_id, device_id, "f", problem, Config.of({"BLOCK_X": bx}), m, 1)
+    assert scaling._stored(storage) == (3, 1, 1)
