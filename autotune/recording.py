@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autotune.families import get_family
+from autotune.families import UnknownFamily, get_family
 from autotune.problem import Problem, problem_from_dict
 from autotune.records import Status
 from autotune.space import ARCH_LIMITS, BoundSpace, Config, DeviceLimits, SearchSpace, SpaceError
@@ -150,6 +150,24 @@ class RecordedStudy:
         return min(times) if times else None
 
 
+def predating_completed(study: RecordedStudy) -> RecordedStudy:
+    """A study recorded before its family gained a later tunable, read as a study of the space
+    with it: configs completed with the value its kernels ran with, and pinned to that value."""
+    try:
+        family = get_family(study.family)
+    except UnknownFamily:
+        return study  # an unknown family is reported where its space is needed
+    missing = {
+        name: value
+        for name, value in family.later_tunables.items()
+        if any(name not in c.as_dict() for c in study.outcomes)
+    }
+    if missing:
+        study.outcomes = {family.complete(c): o for c, o in study.outcomes.items()}
+        study.pins = {**{k: (v,) for k, v in missing.items()}, **study.pins}
+    return study
+
+
 def save_recording(studies: list[RecordedStudy], path: str | Path) -> Path:
     """Write studies as gzip'd JSON lines: a header line per study, then one line per outcome."""
     path = Path(path)
@@ -216,7 +234,7 @@ def load_recording(path: str | Path) -> list[RecordedStudy]:
                 )
     except (KeyError, TypeError, ValueError) as err:
         raise RecordingError(f"recording {str(path)!r}: malformed entry ({err})") from None
-    return list(studies.values())
+    return [predating_completed(s) for s in studies.values()]
 
 
 def load_recordings(paths: Iterable[str | Path]) -> list[RecordedStudy]:
@@ -271,7 +289,7 @@ def export_studies(
         error = (row.error or "").strip().splitlines()[0][:ERROR_CHARS] if row.error else ""
         time_ms = float(row.time_ms) if timed(status) and row.time_ms is not None else None
         studies[key].outcomes[Config.from_json(row.config)] = Outcome(status, time_ms, error)
-    out = list(studies.values())
+    out = [predating_completed(s) for s in studies.values()]
     for s in out:
         if s.pins:
             space = s.space()

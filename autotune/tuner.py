@@ -217,9 +217,7 @@ class Tuner:
         outcome = CampaignOutcome(skipped=list(skipped or []))
         start = time.monotonic()
         deadline = start + time_limit_s if time_limit_s else None
-        histories = {
-            id(s): self.store.evaluations(self.device_id, s.family.name, s.problem) for s in studies
-        }
+        histories = {id(s): self._history(s) for s in studies}
         targets = {id(s): _target(budget, len(s.space)) for s in studies}
         campaign_planned = sum(
             max(0, targets[id(s)] - _valid_count(histories[id(s)], s.space)) for s in studies
@@ -245,7 +243,7 @@ class Tuner:
                 result = StudyOutcome(study)
                 outcome.studies.append(result)
                 # Read again now that it is ours: another run may have tuned it since the start.
-                history = self.store.evaluations(self.device_id, study.family.name, study.problem)
+                history = self._history(study)
                 self._tune(study, history, targets[id(study)], deadline, result, counters)
                 if result.stopped == "time limit":
                     break
@@ -265,6 +263,11 @@ class Tuner:
         return outcome
 
     # -- one study -----------------------------------------------------------------------------
+
+    def _history(self, study: Study) -> list:
+        """The study's stored evaluations, configs stored before a later tunable completed."""
+        stored = self.store.evaluations(self.device_id, study.family.name, study.problem)
+        return [dataclasses.replace(h, config=study.family.complete(h.config)) for h in stored]
 
     def _tune(self, study, history, target, deadline, result: StudyOutcome, counters) -> None:
         strategy = make_strategy(self.strategy, study.space, self.seed)

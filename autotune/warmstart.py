@@ -36,6 +36,7 @@ def warm_start(strategy: Strategy, store: Store, device: str, study) -> Strategy
         except (ProblemError, TypeError, ValueError):
             continue  # a row this version cannot read is no neighbour
         configs = list(dict.fromkeys(rows["config"].head(4 * PER_SHAPE)))[:PER_SHAPE]
-        neighbours.append((problem, [Config.from_json(c) for c in configs]))
+        configs = [study.family.complete(Config.from_json(c)) for c in configs]
+        neighbours.append((problem, configs))
     seeds = transfer_seeds(study.problem, study.space, neighbours)
     return Transfer(strategy, seeds) if seeds else strategy

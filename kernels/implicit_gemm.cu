@@ -6,7 +6,11 @@
 // filter slice beside it, and each thread accumulates a TM x TN register tile.
 //
 // Gather cost is kept out of the FMA loop: a thread's column bases (image, output pixel) are
-// computed once, and the (c, ky, kx) decomposition happens once per loaded row per slice.
+// computed once, and the (c, ky, kx) decomposition happens once per loaded row per slice, or,
+// with OFFSET_TABLE, not at all: the row offsets come from a __constant__ table that the
+// compiler fills (the problem is compile-time), as maxdnn reads its gather offsets. All threads
+// of a warp gather the same row (BN >= 32 consecutive threads take consecutive columns), so each
+// table read is one constant-cache broadcast instead of about ten integer instructions a row.
 // Filters are read as VEC-wide vectors along the reduction and stored transposed, so that
 // fragments along m and n are read as float4 from shared memory. Threads own TM / 4 groups of
 // 4 rows spaced BM / (TM / 4) apart (likewise for columns), which makes consecutive threads read
@@ -16,7 +20,7 @@
 // reduction and writes partial sums, which implicit_gemm_reduce adds up into y.
 //
 // Problem defines: B, C, N, K, F, STRIDE. Tunables: BM, BN, BK, TM, TN, VEC, DOUBLE_BUFFER,
-// SPLIT_K. Output NFHW, input NCHW, filters FCKK: no layout conversion.
+// SPLIT_K, OFFSET_TABLE. Output NFHW, input NCHW, filters FCKK: no layout conversion.
 
 #define S ((N - 1) * STRIDE + K)   // input side
 #define SS (S * S)
@@ -101,14 +105,31 @@ template <> struct Vec<4> {
     }
 };
 
-// Offset of reduction row k = (c, ky, kx) from a column's top-left input pixel. K is a
-// compile-time constant, so the divisions are multiplications.
-__device__ __forceinline__ int row_offset(int k) {
+// Offset of reduction row k = (c, ky, kx) from a column's top-left input pixel: the one place
+// the formula lives, evaluated per row in the kernel (K is a compile-time constant, so the
+// divisions are multiplications) or by the compiler into the table below.
+__host__ __device__ __forceinline__ constexpr int row_offset(int k) {
     const int c = k / KK;
     const int r = k - c * KK;
     const int ky = r / K;
     return c * SS + ky * S + (r - ky * K);
 }
+
+#if OFFSET_TABLE
+// Every slice, split-K's included, starts at a multiple of BK below GK_PAD. The table holds
+// GK_PAD ints; the space keeps it within half of the 64 KB constant bank (the compiler has
+// constants of its own there). Rows past GK are 0: their loads are masked anyway.
+#define GK_PAD ((GK + BK - 1) / BK * BK)
+struct RowTable {
+    int v[GK_PAD];
+    // Constant initialisation (no code runs): NVRTC evaluates the loop and the cubin carries
+    // the values.
+    __host__ __device__ constexpr RowTable() : v() {
+        for (int k = 0; k < GK; ++k) v[k] = row_offset(k);
+    }
+};
+__constant__ RowTable row_table = RowTable();
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y) {
@@ -162,7 +183,14 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
 #pragma unroll
         for (int i = 0; i < B_ROWS; ++i) {
             const int k = k0 + b_r + i * B_RSTEP;
+#if OFFSET_TABLE
+            // Rows of the last step past BK (masked below) read the slice's last row instead of
+            // past the table.
+            const int row = BK % B_RSTEP == 0 ? k : k0 + min(b_r + i * B_RSTEP, BK - 1);
+            const int off = row_table.v[row];
+#else
             const int off = row_offset(k);
+#endif
             const bool in =
                 (BK % B_RSTEP == 0 || b_r + i * B_RSTEP < BK) && (GK % BK == 0 || k < GK);
 #pragma unroll

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import struct
 
 import pytest
 
@@ -14,7 +15,7 @@ from autotune.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("implicit_gemm")
 LIMITS = ARCH_LIMITS["sm_90"]
-TUNABLES = {"BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER", "SPLIT_K"}
+TUNABLES = {"BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER", "SPLIT_K", "OFFSET_TABLE"}
 
 ODD_SHAPES = [
     ConvProblem(N=29, K=5, C=7, F=9),
@@ -57,6 +58,10 @@ COMPILE_SAMPLE = [
     (ConvProblem(N=29, K=5, C=7, F=9), {**tile(32, 64, 4, 2, 4, 1), "SPLIT_K": 8}),
 ]
 COMPILE_SAMPLE = [(p, {**v, "DOUBLE_BUFFER": v.get("DOUBLE_BUFFER", 1)}) for p, v in COMPILE_SAMPLE]
+# Every sample with the row offsets computed in the kernel and read from the constant table
+# (at N=32, K=7 the 32 x 64 tile gathers 8 rows a step at BK = 4: the table read of the masked
+# rows past BK is clamped).
+COMPILE_SAMPLE = [(p, {**v, "OFFSET_TABLE": t}) for p, v in COMPILE_SAMPLE for t in (0, 1)]
 
 
 def bound(problem: ConvProblem):
@@ -128,11 +133,11 @@ def test_split_k_only_where_the_grid_is_small() -> None:
 
 def test_space_holds_the_sgemm_class_and_small_tiles() -> None:
     space = bound(ConvProblem(N=13, K=3, C=256, F=256, B=128))
-    big = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=1)
+    big = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=1, OFFSET_TABLE=1)
     assert space.is_valid(Config.of(big))
     assert space.is_valid(Config.of({**big, "BM": 64, "DOUBLE_BUFFER": 0}))
     small = bound(ConvProblem(N=32, K=3, C=64, F=64))
-    tile32 = dict(BM=32, BN=32, BK=8, TM=4, TN=4, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=4)
+    tile32 = dict(BM=32, BN=32, BK=8, TM=4, TN=4, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=4, OFFSET_TABLE=0)
     assert small.is_valid(Config.of(tile32))
     # The C*K*K = 363 reduction of conv1 only admits scalar filter loads.
     conv1 = bound(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4))
@@ -141,7 +146,7 @@ def test_space_holds_the_sgemm_class_and_small_tiles() -> None:
 
 def test_space_refuses_what_cannot_launch() -> None:
     space = bound(ConvProblem(N=13, K=3, C=256, F=256, B=128))
-    base = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=1)
+    base = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=1, OFFSET_TABLE=1)
     assert not space.is_valid(Config.of({**base, "TM": 2, "TN": 2}))  # 4096 threads
     assert not space.is_valid(Config.of({**base, "BM": 32, "BN": 32}))  # 16 threads
     assert not space.is_valid(Config.of({**base, "BM": 32, "BN": 64}))  # one warp
@@ -155,12 +160,17 @@ def test_space_refuses_what_cannot_launch() -> None:
 
 def test_plan_defines_and_launch() -> None:
     problem = ConvProblem(N=27, K=5, C=64, F=192, B=128)
-    config = Config.of(dict(BM=64, BN=128, BK=16, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=1))
+    values = dict(BM=64, BN=128, BK=16, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=1)
+    config = Config.of({**values, "OFFSET_TABLE": 1})
     plan = FAMILY.plan(problem, config)
     assert dict(plan.defines) == dict(
         B=128, C=64, N=27, K=5, F=192, STRIDE=1, BM=64, BN=128, BK=16, TM=8, TN=8, VEC=4,
-        DOUBLE_BUFFER=1, SPLIT_K=1,
+        DOUBLE_BUFFER=1, SPLIT_K=1, OFFSET_TABLE=1,
     )  # fmt: skip
+    # A config stored before OFFSET_TABLE existed plans the kernel it measured: offsets computed.
+    old = FAMILY.plan(problem, Config.of(values))
+    assert dict(old.defines) == {**dict(plan.defines), "OFFSET_TABLE": 0}
+    assert not bound(problem).is_valid(Config.of(values))  # the space itself names the tunable
     assert plan.entries == ("implicit_gemm",)
     (launch,) = plan.launches
     assert launch.args == ("x", "w", "y")
@@ -172,7 +182,9 @@ def test_plan_defines_and_launch() -> None:
 
 def test_split_k_plan() -> None:
     problem = ConvProblem(N=32, K=5, C=64, F=64)
-    config = Config.of(dict(BM=32, BN=32, BK=16, TM=4, TN=4, VEC=4, DOUBLE_BUFFER=0, SPLIT_K=8))
+    config = Config.of(
+        dict(BM=32, BN=32, BK=16, TM=4, TN=4, VEC=4, DOUBLE_BUFFER=0, SPLIT_K=8, OFFSET_TABLE=1)
+    )
     plan = FAMILY.plan(problem, config)
     assert plan.entries == ("implicit_gemm", "implicit_gemm_reduce")
     gemm, reduce = plan.launches  # both timed
@@ -217,3 +229,95 @@ def test_nvrtc_compiles_without_spills(compiler, problem: ConvProblem, values: d
     if tile_8x8 and gemm.threads == 256 and values["SPLIT_K"] == 1:
         # The SGEMM-class tile keeps two blocks per multiprocessor: 128 registers at most.
         assert compiled.resources["implicit_gemm"].registers <= 128
+
+
+# ---------------------------------------------------------------------------------------------
+# The row-offset table
+
+
+def table_bytes(problem: ConvProblem, bk: int) -> int:
+    """The kernel's table: C*K*K rows rounded up to a whole slice of BK, 4 bytes each."""
+    return -(-problem.C * problem.K**2 // bk) * bk * 4
+
+
+def test_offset_table_only_where_it_fits_half_the_constant_bank() -> None:
+    # conv2 (1600 rows) and conv5 (2304 rows) take the table at every tile.
+    for problem in (
+        ConvProblem(N=27, K=5, C=64, F=192, B=128),
+        ConvProblem(N=13, K=3, C=256, F=256, B=128),
+    ):
+        space = bound(problem)
+        without = {
+            Config.of({**c.as_dict(), "OFFSET_TABLE": 1}) for c in space if not c["OFFSET_TABLE"]
+        }
+        assert (
+            without == {c for c in space if c["OFFSET_TABLE"]} and len(without) == len(space) // 2
+        )
+    # C=256, K=11: 30976 rows, 121 KB: computed offsets only.
+    big = ConvProblem(N=13, K=11, C=256, F=256, B=1)
+    assert table_bytes(big, 4) > LIMITS.CONST_BYTES // 2
+    assert {int(c["OFFSET_TABLE"]) for c in bound(big)} == {0}
+    # The edge: 8192 rows (32 KB) fit at every BK; 8196 rows, padded to BK, do not.
+    edge = ConvProblem(N=8, K=2, C=2048, F=64)
+    assert {(int(c["BK"]), int(c["OFFSET_TABLE"])) for c in bound(edge)} == {
+        (bk, t) for bk in (4, 8, 16, 32) for t in (0, 1)
+    }
+    past = ConvProblem(N=8, K=2, C=2049, F=64)
+    assert table_bytes(past, 4) == 32784
+    assert {int(c["OFFSET_TABLE"]) for c in bound(past)} == {0}
+
+
+def elf_symbol(cubin: bytes, name: str) -> bytes | None:
+    """The initial bytes of a symbol of a cubin (ELF64, little-endian), or None when absent."""
+    assert cubin[:4] == b"\x7fELF" and cubin[4] == 2 and cubin[5] == 1
+    (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", cubin, 0x3A)
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)
+    ]
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[link][4]
+        for pos in range(offset, offset + size, entsize):
+            st_name, _, _, shndx, value, st_size = struct.unpack_from("<IBBHQQ", cubin, pos)
+            end = cubin.index(b"\0", strtab + st_name)
+            if cubin[strtab + st_name : end].decode() == name:
+                data = sections[shndx][4] + value
+                return cubin[data : data + st_size]
+    return None
+
+
+@pytest.mark.parametrize(
+    ("problem", "bk"),
+    [
+        (ConvProblem(N=27, K=5, C=64, F=192, B=128), 16),
+        (ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4), 8),  # 363 rows: 5 of padding
+        (ConvProblem(N=13, K=11, C=3, F=20, stride=4, B=2), 32),
+        (ConvProblem(N=29, K=5, C=7, F=9), 4),
+    ],
+    ids=str,
+)
+def test_offset_table_holds_every_rows_input_offset(
+    compiler, problem: ConvProblem, bk: int
+) -> None:
+    """What the compiler's constant evaluation put into the cubin, against the offsets of
+    (c, ky, kx) in the padded NCHW input computed here."""
+    values = dict(BM=32, BN=64, BK=bk, TM=2, TN=4, VEC=1, DOUBLE_BUFFER=1, SPLIT_K=1)
+    space = bound(problem)
+    with_table = Config.of({**values, "OFFSET_TABLE": 1})
+    assert space.is_valid(with_table)
+    table = elf_symbol(compiler.compile(FAMILY.plan(problem, with_table)).cubin, "row_table")
+    assert table is not None and len(table) == table_bytes(problem, bk)
+    s = problem.input_size
+    expected = [
+        c * s * s + ky * s + kx
+        for c in range(problem.C)
+        for ky in range(problem.K)
+        for kx in range(problem.K)
+    ]
+    expected += [0] * (len(table) // 4 - len(expected))
+    assert list(struct.unpack(f"<{len(table) // 4}i", table)) == expected
+    # Without the table the kernel has none.
+    without = compiler.compile(FAMILY.plan(problem, Config.of({**values, "OFFSET_TABLE": 0})))
+    assert elf_symbol(without.cubin, "row_table") is None

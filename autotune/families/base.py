@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from autotune import KERNELS_DIR, SPACES_DIR
 from autotune.families import conv2d
 from autotune.families.plan import Arg, Buffers, KernelPlan, Launch, cdiv
 from autotune.problem import ConvProblem
-from autotune.space import Config, SearchSpace
+from autotune.space import Config, SearchSpace, Value
 
 __all__ = ["Arg", "Buffers", "Family", "KernelPlan", "Launch", "UnsupportedProblem", "cdiv"]
 
@@ -29,6 +31,9 @@ class Family:
     precision: str = "fp32"
     tolerance: float = 1e-5
     default_shape_set: str = "general"
+    # Tunables added after results were stored, each with the value that reproduces the kernel
+    # those results measured: a stored config without one is read as the config with it.
+    later_tunables: Mapping[str, Value] = MappingProxyType({})
 
     @property
     def source_path(self) -> Path:
@@ -40,6 +45,12 @@ class Family:
 
     def load_space(self) -> SearchSpace:
         return SearchSpace.from_toml(self.space_path)
+
+    def complete(self, config: Config) -> Config:
+        """`config` with the later tunables it predates (stored before they existed) filled in."""
+        stored = config.as_dict()
+        missing = {k: v for k, v in self.later_tunables.items() if k not in stored}
+        return Config.of({**stored, **missing}) if missing else config
 
     def check(self, problem: ConvProblem) -> None:
         """Raise UnsupportedProblem when this family cannot compute `problem`."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
 from autotune.families.conv2d import problem_defines
 from autotune.problem import ConvProblem
@@ -12,7 +14,7 @@ MAX_ELEMENTS = 2**31 - 1
 # The filter tile in shared memory is padded by this many floats per row (see the kernel).
 A_PAD = 4
 REDUCE_BLOCK = 256  # threads of the split-K reduction (REDUCE_BLOCK in the kernel)
-TUNABLES = ("BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER", "SPLIT_K")
+TUNABLES = ("BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER", "SPLIT_K", "OFFSET_TABLE")
 
 
 def shared_bytes(config: Config) -> int:
@@ -31,10 +33,13 @@ class ImplicitGemm(Family):
     description = (
         "one GEMM, F x (B*N*N) = filters x conceptual unrolled input, gathered from NCHW while "
         "loading BK-deep shared tiles; BM x BN block tile, TM x TN register tile per thread, "
-        "float4 fragments, optional double buffering, optional split-K with a reduction kernel"
+        "float4 fragments, optional double buffering, optional split-K with a reduction kernel, "
+        "gather row offsets computed or read from a compile-time __constant__ table"
     )
     paper = "003 (ECE408 lecture), GEMM with built-in unrolling, joint register-shared tiling"
     default_shape_set = "general"
+    # Configs stored before the table existed computed their row offsets in the kernel.
+    later_tunables = MappingProxyType({"OFFSET_TABLE": 0})
 
     def check(self, problem: ConvProblem) -> None:
         super().check(problem)
@@ -52,6 +57,7 @@ class ImplicitGemm(Family):
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem
+        config = self.complete(config)
         values = {name: int(config[name]) for name in TUNABLES}
         defines = (
             *problem_defines(p),

@@ -1,0 +1,76 @@
+"""Results stored before a family gained a tunable: read as configs with its old value, in the
+tuner's history, in recordings and in transfer seeds."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from autotune.families.direct_naive import DirectNaive
+from autotune.families.implicit_gemm import ImplicitGemm
+from autotune.problem import ConvProblem
+from autotune.recording import Outcome, RecordedStudy, load_recording, save_recording
+from autotune.records import Measurement, Status
+from autotune.space import Config, DeviceLimits
+from autotune.store import Store
+from autotune.tuner import Tuner, plan_studies
+
+PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
+
+
+class NaiveWithLaterConst(DirectNaive):
+    """direct_naive as if FILTER_IN_CONST had been added after results were stored."""
+
+    later_tunables = MappingProxyType({"FILTER_IN_CONST": 0})
+
+
+def test_complete_fills_only_what_a_config_lacks() -> None:
+    family = NaiveWithLaterConst()
+    old = Config.of({"BLOCK_X": 32, "BLOCK_Y": 4})
+    assert family.complete(old) == Config.of({"BLOCK_X": 32, "BLOCK_Y": 4, "FILTER_IN_CONST": 0})
+    new = Config.of({"BLOCK_X": 32, "BLOCK_Y": 4, "FILTER_IN_CONST": 1})
+    assert family.complete(new) is new
+    assert DirectNaive().complete(old) is old  # no later tunables: unchanged
+
+
+def test_a_stored_config_predating_a_tunable_counts_and_is_not_evaluated_again(
+    tmp_path, compiler, synthetic_evaluator
+) -> None:
+    store = Store(str(tmp_path / "t.db"))
+    device_id = store.register_device(synthetic_evaluator.device)
+    run_id = store.start_run(device_id, "old", {})
+    old = Config.of({"BLOCK_X": 32, "BLOCK_Y": 4})
+    store.record(
+        run_id, device_id, "direct_naive", PROBLEM, old, Measurement.from_samples([1.0]), 1
+    )
+    studies, _ = plan_studies([(NaiveWithLaterConst(), PROBLEM)], DeviceLimits())
+    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="brute_force").run(studies, 4)
+    # Read as FILTER_IN_CONST=0, the stored config is one of the 4: 3 new evaluations, and the
+    # brute-force walk never asks for it again.
+    assert outcome.evaluated == 3
+    asked = [dict(j.plan.defines) for j in synthetic_evaluator.jobs]
+    assert not any(
+        d["BLOCK_X"] == 32 and d["BLOCK_Y"] == 4 and d["FILTER_IN_CONST"] == 0 for d in asked
+    )
+
+
+def test_a_recording_predating_a_tunable_is_pinned_to_its_old_value(tmp_path) -> None:
+    problem = ConvProblem(N=28, K=3, C=16, F=16)
+    config = {"BK": 16, "BM": 64, "BN": 64, "TM": 8, "TN": 8, "VEC": 2}
+    config |= {"DOUBLE_BUFFER": 1, "SPLIT_K": 1}
+    study = RecordedStudy(
+        "implicit_gemm",
+        problem,
+        "Old GPU",
+        pins={"VEC": (2,)},
+        outcomes={Config.of(config): Outcome(Status.OK, 0.5, "")},
+    )
+    path = save_recording([study], tmp_path / "old.jsonl.gz")
+    (loaded,) = load_recording(path)
+    assert loaded.pins == {"OFFSET_TABLE": (0,), "VEC": (2,)}
+    assert list(loaded.outcomes) == [Config.of({**config, "OFFSET_TABLE": 0})]
+    assert all(c["OFFSET_TABLE"] == 0 for c in loaded.space().configs)
+    assert loaded.outcomes[Config.of({**config, "OFFSET_TABLE": 0})].time_ms == 0.5
+    # A recording made with the tunable is left as it is.
+    (again,) = load_recording(save_recording([loaded], tmp_path / "new.jsonl.gz"))
+    assert again.pins == loaded.pins and list(again.outcomes) == list(loaded.outcomes)
+    assert ImplicitGemm().later_tunables == {"OFFSET_TABLE": 0}
