@@ -21,17 +21,18 @@ from autotune.records import DeviceInfo, Measurement
 from autotune.space import Config, DeviceLimits
 from autotune.store import SCHEMA_VERSION, Store, StudyClaim
 from autotune.tuner import Tuner, plan_studies
+from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
+from tests.campaign_worker import evaluated as logged
 from tests.conftest import SyntheticEvaluator
-from tests.interruptible_campaign import CONCURRENT_PROBLEMS
 
 ROOT = Path(__file__).resolve().parent.parent
 DEVICE = DeviceInfo(name="Synthetic GPU", compute_capability="9.0", sm_count=132)
 
 
 def _campaign(db: Path, cache: Path, log: Path) -> subprocess.Popen:
-    command = [sys.executable, "-m", "tests.interruptible_campaign"]
+    command = [sys.executable, "-m", "tests.campaign_worker"]
     return subprocess.Popen(
-        [*command, str(db), str(cache), str(log), "concurrent"],
+        [*command, str(db), str(cache), str(log), "--wait-go"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -45,12 +46,6 @@ def _finish(proc: subprocess.Popen) -> None:
 def _finished(db: Path) -> list[tuple[str, str, str]]:
     with sqlite3.connect(db) as con:
         return con.execute("SELECT family, problem_key, config FROM evaluations").fetchall()
-
-
-def _evaluated(log: Path) -> list[tuple[int, str]]:
-    """(pid, study and configuration as the defines say) of every evaluation performed."""
-    lines = log.read_text().splitlines() if log.exists() else []
-    return [(int(pid), defines) for pid, defines in (line.split("\t") for line in lines)]
 
 
 def _check_database(db: Path) -> None:
@@ -74,7 +69,7 @@ def reference(tmp_path_factory) -> tuple[Path, list]:
     (where / "single.log.go").touch()
     _finish(_campaign(where / "single.db", cache, log))
     expected = sorted(_finished(where / "single.db"))
-    assert len(expected) == len(_evaluated(log)) == 14 * len(CONCURRENT_PROBLEMS)
+    assert len(expected) == len(logged(log)) == 14 * len(CONCURRENT_PROBLEMS)
     return cache, expected
 
 
@@ -97,7 +92,7 @@ def test_two_campaigns_at_once_share_the_studies_and_repeat_nothing(tmp_path, re
         _finish(proc)
 
     assert sorted(_finished(db)) == expected  # the union is exactly the single run's
-    evaluated = _evaluated(log)
+    evaluated = logged(log)
     configs = [defines for _, defines in evaluated]
     assert len(configs) == len(set(configs)) == len(expected)  # nothing evaluated twice
     assert {pid for pid, _ in evaluated} == {p.pid for p in procs}  # both did part of the work
@@ -110,7 +105,7 @@ def test_a_killed_runs_claim_is_taken_over_and_its_study_finished(tmp_path, refe
     (tmp_path / "taken.log.go").touch()
     first = _campaign(db, cache, log)
     waited = time.monotonic()
-    while len(_evaluated(log)) < 5:  # well inside its first study
+    while len(logged(log)) < 5:  # well inside its first study
         assert time.monotonic() - waited < 120 and first.poll() is None
         time.sleep(0.02)
     os.kill(first.pid, signal.SIGKILL)
@@ -125,9 +120,9 @@ def test_a_killed_runs_claim_is_taken_over_and_its_study_finished(tmp_path, refe
     _finish(second)
     assert time.monotonic() - began < 120  # it did not wait out the 600 s lease
     assert sorted(_finished(db)) == expected
-    evaluated = [defines for _, defines in _evaluated(log)]
+    evaluated = [defines for _, defines in logged(log)]
     assert len(evaluated) - len(set(evaluated)) <= 1  # only the evaluation in flight at the kill
-    assert {pid for pid, _ in _evaluated(log)} == {first.pid, second.pid}
+    assert {pid for pid, _ in logged(log)} == {first.pid, second.pid}
     _check_database(db)
 
 

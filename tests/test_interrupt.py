@@ -36,8 +36,8 @@ def test_a_terminated_campaign_releases_its_studies_and_records_its_end(tmp_path
         pytest.skip(str(err))
     db, log = tmp_path / "t.db", tmp_path / "t.log"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.interruptible_campaign", str(db), str(tmp_path), str(log)]
-        + ["sigterm"],
+        [sys.executable, "-m", "tests.campaign_worker", str(db), str(tmp_path), str(log)]
+        + ["--two-studies"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

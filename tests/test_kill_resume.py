@@ -14,14 +14,16 @@ from pathlib import Path
 import pytest
 
 from autotune.compiler import CompilerUnavailable, nvrtc_version
+from tests.campaign_worker import evaluated
 
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 20  # the acceptance: kill -9 at 20 random moments
+WORKER = [sys.executable, "-m", "tests.campaign_worker"]
 
 
 def _campaign(db: Path, cache: Path, log: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.interruptible_campaign", str(db), str(cache), str(log)],
+        [*WORKER, str(db), str(cache), str(log), "--two-studies"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -36,7 +38,7 @@ def _finished(db: Path) -> list[tuple[str, str, str]]:
 
 
 def _evaluated(log: Path) -> list[str]:
-    return log.read_text().splitlines() if log.exists() else []
+    return [defines for _, defines in evaluated(log)]
 
 
 @pytest.fixture(scope="module")

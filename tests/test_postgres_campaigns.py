@@ -16,7 +16,8 @@ import sqlalchemy as sa
 from autotune.compiler import CompilerUnavailable, nvrtc_version
 from autotune.store import Store
 from autotune.workers import WorkerSpec, run_workers
-from tests.interruptible_campaign import CONCURRENT_PROBLEMS
+from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
+from tests.campaign_worker import evaluated as logged
 from tests.pg_server import pg_server, pg_url  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,12 +53,6 @@ def _stored(storage: str) -> list[tuple[str, str, str]]:
     with Store(storage) as store:
         rows = store.history()[["family", "problem_key", "config"]]
     return sorted(map(tuple, rows.itertuples(index=False)))
-
-
-def _evaluated(log: Path) -> list[tuple[int, str]]:
-    """(pid, the study and configuration as the defines say) of every evaluation performed."""
-    lines = log.read_text().splitlines() if log.exists() else []
-    return [(int(pid), defines) for pid, defines in (line.split("\t") for line in lines)]
 
 
 def _check_database(storage: str, killed: int = 0) -> None:
@@ -112,7 +107,7 @@ def expected(tmp_path_factory) -> tuple[Path, list]:
     cache, log = where / "cubins", where / "single.log"
     _finish(_start(str(where / "single.db"), cache, log))
     rows = _stored(str(where / "single.db"))
-    assert len(rows) == len(_evaluated(log)) == STUDY_SIZE * len(CONCURRENT_PROBLEMS)
+    assert len(rows) == len(logged(log)) == STUDY_SIZE * len(CONCURRENT_PROBLEMS)
     return cache, rows
 
 
@@ -140,7 +135,7 @@ def test_four_workers_share_the_studies_and_their_union_is_a_single_run(
     for proc in procs:
         _finish(proc)
     assert _stored(storage) == rows  # the union is exactly the single run's
-    evaluated = _evaluated(log)
+    evaluated = logged(log)
     configs = [defines for _, defines in evaluated]
     assert len(configs) == len(set(configs)) == len(rows)  # nothing evaluated twice or lost
     assert len({pid for pid, _ in evaluated}) >= 3  # six studies were spread over the workers
@@ -156,7 +151,7 @@ def _kill_one_mid_study(
     others = [_start(storage, cache, log, "--wait-go") for _ in range(2)]
     _wait_ready(tmp_path, log, [victim, *others])
     waited = time.monotonic()
-    while sum(pid == victim.pid for pid, _ in _evaluated(log)) < 3:
+    while sum(pid == victim.pid for pid, _ in logged(log)) < 3:
         assert time.monotonic() - waited < 120 and victim.poll() is None
         time.sleep(0.01)
     os.kill(victim.pid, signal.SIGKILL)
@@ -166,11 +161,11 @@ def _kill_one_mid_study(
 
 def _after_kill(storage, log, victim, others, rows) -> None:
     assert _stored(storage) == rows  # nothing lost: the others finished the victim's study
-    evaluated = [defines for _, defines in _evaluated(log)]
+    evaluated = [defines for _, defines in logged(log)]
     # At most the evaluation in flight at the kill (done, not yet recorded) is done again.
     assert len(evaluated) - len(set(evaluated)) <= 1
-    assert set(evaluated) == {d for _, d in _evaluated(log)}
-    assert victim.pid in {pid for pid, _ in _evaluated(log)}
+    assert set(evaluated) == {d for _, d in logged(log)}
+    assert victim.pid in {pid for pid, _ in logged(log)}
     _check_database(storage, killed=1)
 
 
@@ -241,7 +236,7 @@ def test_local_workers_of_one_campaign_finish_it_with_one_progress_display(
     outcome = run_workers(specs, storage, on_progress=seen.append, poll_s=0.2, env=env)
     assert outcome.exit_code == 0, [p.read_text()[-2000:] for p in tmp_path.glob("w*.log")]
     assert outcome.returncodes == {"w0": 0, "w1": 0, "w2": 0}
-    assert outcome.evaluations == len(rows) == len(_evaluated(log))
+    assert outcome.evaluations == len(rows) == len(logged(log))
     assert _stored(storage) == rows
     assert seen and seen[-1].alive == 0 and seen[-1].workers == 3
     assert seen[-1].evaluations == len(rows)
