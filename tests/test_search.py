@@ -355,3 +355,22 @@ def test_export_recording_command_and_a_pinned_replay(tmp_path) -> None:
     replayed = Store(str(tmp_path / "replayed.db")).history()
     assert len(replayed) == len(space.bind(problem.fields(), ARCH_LIMITS["sm_90"]))
     assert set(replayed["config"].str.contains('"FILTER_IN_CONST":1')) == {True}
+
+
+def _threads_here() -> tuple[str | None, int | None]:
+    import os
+    import sys
+
+    torch = sys.modules.get("torch")
+    return os.environ.get("OMP_NUM_THREADS"), torch.get_num_threads() if torch else None
+
+
+def test_benchmark_workers_run_their_libraries_on_one_thread_each() -> None:
+    import multiprocessing as mp
+
+    from autotune.bench.search import one_thread_each
+
+    with mp.get_context("fork").Pool(1, initializer=one_thread_each) as pool:
+        omp, torch_threads = pool.apply(_threads_here)
+    assert omp == "1"
+    assert torch_threads in (None, 1)  # torch only where it was imported before the fork

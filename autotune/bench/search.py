@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -154,6 +155,16 @@ def at_budget(trajectory: list[float], budget: int) -> float:
     return trajectory[min(budget, len(trajectory)) - 1]
 
 
+def one_thread_each() -> None:
+    """Pool initializer: the worker processes already share the cores, and a library's own
+    thread pool (torch's, under Optuna's GP sampler) would oversubscribe them: two processes
+    with two torch threads each on two cores made a 200-ask GP run take minutes, not 19 s."""
+    os.environ["OMP_NUM_THREADS"] = "1"  # for a torch imported after the fork
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(1)
+
+
 def benchmark(
     cases: list[Case],
     strategies: Sequence[str],
@@ -179,7 +190,7 @@ def benchmark(
                 tasks.append((name, ci, seed, top, inner))
     results = []
     if jobs > 1 and len(tasks) > 1:
-        with mp.get_context("fork").Pool(jobs) as pool:
+        with mp.get_context("fork").Pool(jobs, initializer=one_thread_each) as pool:
             for r in pool.imap_unordered(run_one, tasks, chunksize=1):
                 results.append(r)
                 if on_done:
