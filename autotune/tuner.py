@@ -219,17 +219,14 @@ class Tuner:
         deadline = start + time_limit_s if time_limit_s else None
         histories = {id(s): self._history(s) for s in studies}
         targets = {id(s): _target(budget, len(s.space)) for s in studies}
-        campaign_planned = sum(
-            max(0, targets[id(s)] - _valid_count(histories[id(s)], s.space)) for s in studies
-        )
-        counters = {"done": 0, "planned": campaign_planned, "start": start}
+        remaining = {
+            id(s): max(0, targets[id(s)] - _valid_count(histories[id(s)], s.space)) for s in studies
+        }
+        counters = {"done": 0, "planned": sum(remaining.values()), "start": start}
         # Longest first (LPT scheduling): with several runs on one store the campaign ends when
         # its last study does, so the big studies go first and only small ones are left to
         # even out the end. Measured on two H200s before this, the largest study came last
         # and one GPU idled for most of it.
-        remaining = {
-            id(s): max(0, targets[id(s)] - _valid_count(histories[id(s)], s.space)) for s in studies
-        }
         studies = sorted(
             studies,
             key=lambda s: -estimated_cost_s(s.problem.flops, remaining[id(s)], self.timing),

@@ -50,6 +50,7 @@ def _run_campaign(argv: list[str], log: Path) -> tuple[float, int]:
 def _stored(storage: str) -> tuple[int, int, int]:
     """(evaluations, studies, failures) in a storage after a campaign; candidates stopped early
     as slower than the best (SLOW) were timed and are not failures."""
+    from autotune.records import Status
     from autotune.store import Store
 
     with Store(storage, create=False) as store:
@@ -57,7 +58,8 @@ def _stored(storage: str) -> tuple[int, int, int]:
     if history.empty:
         return 0, 0, 0
     studies = history.groupby(["family", "problem_key"]).ngroups
-    return len(history), studies, int((~history["status"].isin(["OK", "SLOW"])).sum())
+    failed = ~history["status"].map(lambda status: Status(status).timed)
+    return len(history), studies, int(failed.sum())
 
 
 def measure(base: list[str], gpus: list[int], work: Path) -> dict:

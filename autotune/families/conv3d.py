@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import numpy as np
 
 from autotune import KERNELS_DIR
@@ -25,19 +27,12 @@ TUNABLES = (
     "Z_STEPS",
     "RING",
 )
-# Configurations stored before a tunable existed mean the kernel they ran: no ring.
-DEFAULTS = {"RING": 0}
 # Depth slices in flight in the ring's shared-memory pipeline (the kernel's STAGES).
 RING_STAGES = 3
 
 
 def _problem_defines(p: Conv3dProblem) -> tuple[tuple[str, int], ...]:
     return (("D", p.D), ("R", p.R), ("Cc", p.Cc), ("Kd", p.Kd), ("Kr", p.Kr), ("Kc", p.Kc))
-
-
-def _value(config: Config, name: str) -> int:
-    values = config.as_dict()
-    return int(values[name] if name in values or name not in DEFAULTS else DEFAULTS[name])
 
 
 def per_thread(config: Config) -> tuple[int, int, int]:
@@ -65,7 +60,7 @@ def tile_bytes(problem: Conv3dProblem, config: Config) -> int:
     oz, oy, ox = output_tile(config)
     pitch = ox + cdiv(problem.Kc - 1, 4) * 4  # rows padded to 16 bytes
     plane = (oy + problem.Kr - 1) * pitch * 4
-    if _value(config, "RING"):
+    if int(config["RING"]):
         return RING_STAGES * plane
     buffers = 2 if int(config["Z_STEPS"]) > 1 else 1
     return buffers * (oz + problem.Kd - 1) * plane
@@ -86,6 +81,8 @@ class Conv3d(Family):
     problem_type = Conv3dProblem
     layout = "input D x R x Cc, filter Kd x Kr x Kc, output (D-Kd+1) x (R-Kr+1) x (Cc-Kc+1)"
     default_shape_set = "conv3d"
+    # Configurations stored before the ring existed ran the kernel without it.
+    later_tunables = MappingProxyType({"RING": 0})
 
     def check(self, problem: Conv3dProblem) -> None:
         super().check(problem)
@@ -113,7 +110,8 @@ class Conv3d(Family):
         return KernelPlan(REFERENCE_SOURCE, _problem_defines(problem), (launch,))
 
     def plan(self, problem: Conv3dProblem, config: Config) -> KernelPlan:
-        tunables = tuple((name, _value(config, name)) for name in TUNABLES)
+        config = self.complete(config)
+        tunables = tuple((name, int(config[name])) for name in TUNABLES)
         oz, oy, ox = output_tile(config)
         smem = tile_bytes(problem, config)
         depth_blocks = cdiv(cdiv(problem.OD, oz), int(config["Z_STEPS"]))
