@@ -3,8 +3,7 @@
 // staged through shared memory (USE_SMEM) or read straight from global memory, and every thread is
 // coarsened: COARSEN contiguous outputs along COARSEN_AXIS (0 = columns, 1 = rows, 2 = depth; the
 // blog's fastest kernel is a 32 x 16 x 1 block with COARSEN = 4 along depth), times VEC contiguous
-// columns read as float2/float4 from shared memory (the bank-width idea of Chen et al.; VEC = 8 is
-// read as float4 pairs).
+// columns read as float2/float4 from shared memory (the bank-width idea of Chen et al.).
 //
 // A thread walks the input window behind its outputs once, row by row, and adds every value it
 // loads into each of its outputs that the value reaches, so one load feeds up to COARSEN x VEC
@@ -18,8 +17,7 @@
 // depth halo is re-read. Each step of the ring's fill and drain is unrolled with only the filter
 // depths it reaches.
 // Problem defines: D, R, Cc (input depth, rows, columns), Kd, Kr, Kc (filter).
-// Tunables: TILE_X, TILE_Y, TILE_Z, COARSEN, COARSEN_AXIS, VEC, USE_SMEM, Z_STEPS, RING,
-// SM_THREADS.
+// Tunables: TILE_X, TILE_Y, TILE_Z, COARSEN, COARSEN_AXIS, VEC, USE_SMEM, Z_STEPS, RING.
 
 #define OD (D - Kd + 1)  // output sides
 #define OR (R - Kr + 1)
@@ -41,16 +39,14 @@
 #define OUT_Z (TILE_Z * CZ)
 #define OUT_Y (TILE_Y * CY)
 #define OUT_X (TILE_X * CX)
-// Input window behind one thread's outputs; a window row is read as NV aligned LV-wide loads
-// (float4 at most: wider is two of them).
+// Input window behind one thread's outputs; a window row is read as NV aligned VEC-wide loads.
 #define EZ (CZ + Kd - 1)
 #define EY (CY + Kr - 1)
 #define EX (CX + Kc - 1)
-#define LV (VEC < 4 ? VEC : 4)
-#define NV ((EX + LV - 1) / LV)
+#define NV ((EX + VEC - 1) / VEC)
 // A thread's output row is stored as SV-wide vectors, aligned when OC is a multiple of SV (ox is
 // a multiple of VEC, hence of SV): each vector is then wholly inside the output or wholly past it.
-#define SV ((LV == 4 && OC % 4 == 0) ? 4 : (LV >= 2 && OC % 2 == 0) ? 2 : 1)
+#define SV ((VEC == 4 && OC % 4 == 0) ? 4 : (VEC >= 2 && OC % 2 == 0) ? 2 : 1)
 // Shared tile: the block's input window; a row is padded to a multiple of 4 floats, so that the
 // last thread's last vector fits and every row starts 16-byte aligned (VEC-wide reads, 4-float
 // copies).
@@ -66,13 +62,11 @@
 // which the plan sizes with the same formula and the evaluator opts in to.
 #define STATIC_SMEM (BUFFERS * TILE_FLOATS * 4 <= 48 * 1024)
 
-// The register budget: SM_THREADS threads' worth of blocks per multiprocessor (512: 128 registers
-// a thread; 256: 255), or one block when it is larger. With the thread count alone ptxas would aim
-// at a full SM of small blocks and squeeze the accumulators into 32 registers; a large ring of
-// accumulators needs more than 128, and the grid of a small problem fills fewer threads anyway.
-#define MIN_BLOCKS ((THREADS >= SM_THREADS) ? 1 : SM_THREADS / THREADS)
-#define REG_BUDGET_RAW (65536 / (MIN_BLOCKS * THREADS))
-#define REG_BUDGET (REG_BUDGET_RAW < 255 ? REG_BUDGET_RAW : 255)
+// The register budget: 512 threads' worth of blocks per multiprocessor (128 registers a thread),
+// or one block when it is larger. With the thread count alone ptxas would aim at a full SM of small
+// blocks and squeeze the accumulators into 32 registers.
+#define MIN_BLOCKS ((THREADS >= 512) ? 1 : 512 / THREADS)
+#define REG_BUDGET (65536 / ((THREADS > 512) ? THREADS : 512))
 
 // Every FMA of a thread: up to 2048 (past that NVVM no longer unrolls the whole window) the window
 // is unrolled whole and every tap is an immediate operand; larger bodies loop over the window's
@@ -204,11 +198,11 @@ __device__ __forceinline__ void compute_tile(const float* __restrict__ x, const 
     for (int ez = 0; ez < EZ; ++ez) {
 #pragma unroll EY_UNROLL
         for (int ey = 0; ey < EY; ++ey) {
-            float row[NV * LV];
+            float row[NV * VEC];
 #if USE_SMEM
 #pragma unroll
             for (int v = 0; v < NV; ++v)
-                Vec<LV>::load(window + (ez * IN_Y + ey) * PITCH + v * LV, row + v * LV);
+                Vec<VEC>::load(window + (ez * IN_Y + ey) * PITCH + v * VEC, row + v * VEC);
 #else
             // Straight from global memory, cached in L1. Rows past the input are clamped to it,
             // columns past it read as zero; both only reach outputs that are never stored.
@@ -263,9 +257,9 @@ template <int KLO, int KHI>
 __device__ __forceinline__ void ring_slice(Ring& acc, const float* window) {
 #pragma unroll
     for (int ey = 0; ey < EY; ++ey) {
-        float row[NV * LV];
+        float row[NV * VEC];
 #pragma unroll
-        for (int v = 0; v < NV; ++v) Vec<LV>::load(window + ey * PITCH + v * LV, row + v * LV);
+        for (int v = 0; v < NV; ++v) Vec<VEC>::load(window + ey * PITCH + v * VEC, row + v * VEC);
 #pragma unroll
         for (int kd = KLO; kd <= KHI; ++kd) {
 #pragma unroll

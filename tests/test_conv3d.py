@@ -26,7 +26,6 @@ TUNABLES = {
     "USE_SMEM",
     "Z_STEPS",
     "RING",
-    "SM_THREADS",
 }
 STATIC_SMEM = 48 * 1024
 
@@ -43,29 +42,11 @@ SHAPES = [*named_shapes("conv3d"), *ODD_SHAPES]
 BLOG = Conv3dProblem(D=256, R=128, Cc=128, Kd=5, Kr=5, Kc=5)
 # The blog post's fastest kernel: a 32 x 16 block, each thread 4 outputs down the depth.
 BLOG_FASTEST = dict(
-    TILE_X=32,
-    TILE_Y=16,
-    TILE_Z=1,
-    COARSEN=4,
-    COARSEN_AXIS=2,
-    VEC=1,
-    USE_SMEM=1,
-    Z_STEPS=1,
-    RING=0,
-    SM_THREADS=512,
+    TILE_X=32, TILE_Y=16, TILE_Z=1, COARSEN=4, COARSEN_AXIS=2, VEC=1, USE_SMEM=1, Z_STEPS=1, RING=0
 )
 # The depth ring: a 32 x 8 block, each thread 4 rows x 2 columns for Kd output depths, walking 8.
 BLOG_RING = dict(
-    TILE_X=32,
-    TILE_Y=8,
-    TILE_Z=1,
-    COARSEN=4,
-    COARSEN_AXIS=1,
-    VEC=2,
-    USE_SMEM=1,
-    Z_STEPS=8,
-    RING=1,
-    SM_THREADS=512,
+    TILE_X=32, TILE_Y=8, TILE_Z=1, COARSEN=4, COARSEN_AXIS=1, VEC=2, USE_SMEM=1, Z_STEPS=8, RING=1
 )
 
 
@@ -260,30 +241,14 @@ COMPILE_SAMPLE = [
     (ODD_SHAPES[0], ring(TILE_X=16, COARSEN=2, Z_STEPS=4)),
     (Conv3dProblem(D=70, R=13, Cc=131, Kd=5, Kr=5, Kc=5), ring(TILE_Y=4, COARSEN=2)),
     (ODD_SHAPES[3], ring(COARSEN=1, COARSEN_AXIS=2, VEC=4, Z_STEPS=6)),
-    # Eight columns a thread (float4 pairs), and the register budgets past 128 a thread: rings of
-    # 40 accumulators (8 columns, or 2 rows of 4) at 255 and 168 registers, 8 columns without the
-    # ring, and odd output widths (scalar or float2 stores of the 8).
-    (BLOG, ring(COARSEN=1, COARSEN_AXIS=2, VEC=8, TILE_X=8, TILE_Y=8, Z_STEPS=12, SM_THREADS=256)),
-    (BLOG, ring(COARSEN=2, VEC=4, TILE_X=16, TILE_Y=8, Z_STEPS=8, SM_THREADS=256)),
-    (BLOG, ring(COARSEN=2, VEC=4, TILE_X=16, TILE_Y=8, Z_STEPS=8, SM_THREADS=384)),
-    (BLOG, ring(COARSEN=2, VEC=8, TILE_X=8, TILE_Y=8, Z_STEPS=8, SM_THREADS=256)),
-    (BLOG, dict(BLOG_FASTEST, VEC=8, TILE_X=16, TILE_Y=8, COARSEN=2)),
-    (
-        Conv3dProblem(D=37, R=29, Cc=72, Kd=3, Kr=5, Kc=2),
-        ring(COARSEN=1, COARSEN_AXIS=2, VEC=8, TILE_X=8, Z_STEPS=4, SM_THREADS=256),
-    ),
-    (
-        Conv3dProblem(D=40, R=21, Cc=68, Kd=3, Kr=3, Kc=3),
-        ring(COARSEN=2, VEC=8, TILE_X=8, TILE_Y=4, Z_STEPS=6, SM_THREADS=256),
-    ),
+    # 66 output columns: rows of 4 stored as float2 pairs.
+    (Conv3dProblem(D=40, R=21, Cc=68, Kd=3, Kr=3, Kc=3), ring(TILE_Y=4, COARSEN=2, VEC=4)),
 ]
 
 
-def register_budget(threads: int, sm_threads: int = 512) -> int:
-    """What __launch_bounds__(THREADS, MIN_BLOCKS) leaves a thread: the register file over the
-    whole blocks that fit in sm_threads (at least one)."""
-    blocks = max(1, sm_threads // threads)
-    return min(LIMITS.REGS_PER_THREAD, LIMITS.REGS_PER_BLOCK // (blocks * threads))
+def register_budget(threads: int) -> int:
+    """What __launch_bounds__(THREADS, MIN_BLOCKS) leaves a thread."""
+    return min(LIMITS.REGS_PER_THREAD, LIMITS.REGS_PER_BLOCK // max(512, threads))
 
 
 def bound(problem: Conv3dProblem):
@@ -382,11 +347,12 @@ def test_large_tiles_use_dynamic_shared_memory() -> None:
     values = dict(
         TILE_X=32, TILE_Y=8, TILE_Z=1, COARSEN=8, COARSEN_AXIS=2, VEC=4, USE_SMEM=1, Z_STEPS=1
     )
-    # Stored before RING and SM_THREADS existed: the same kernel as RING = 0 at 512 threads.
+    # Stored before RING existed: the same kernel as RING = 0.
     assert FAMILY.plan(BLOG, Config.of(values)) == FAMILY.plan(
-        BLOG, Config.of(dict(values, RING=0, SM_THREADS=512))
+        BLOG, Config.of(dict(values, RING=0))
     )
-    config = FAMILY.complete(Config.of(values))
+    values["RING"] = 0
+    config = Config.of(values)
     (launch,) = FAMILY.plan(BLOG, config).launches
     # (8 + 4) x (8 + 4) x (128 + 4) floats.
     assert tile_bytes(BLOG, config) == 12 * 12 * 132 * 4 == launch.smem_bytes > STATIC_SMEM
@@ -424,11 +390,8 @@ def test_space_binds_and_every_config_launches(problem: Conv3dProblem) -> None:
         cz, cy, cx = per_thread(config)
         assert cz * cy * cx == d["COARSEN"] * (d["VEC"] if d["COARSEN_AXIS"] else 1)
         need = cz * cy * cx + cx + problem.Kc + 24
-        assert need <= register_budget(launch.threads, d["SM_THREADS"])
+        assert need <= register_budget(launch.threads)
         assert d["VEC"] == 1 or d["COARSEN_AXIS"] != 0
-        # Every budget is a different kernel: no two values give the same block count.
-        blocks = max(1, d["SM_THREADS"] // launch.threads)
-        assert d["SM_THREADS"] == 512 or blocks * launch.threads == d["SM_THREADS"]
 
 
 def test_space_holds_every_axis_and_both_paths_at_the_blog_shape() -> None:
@@ -437,11 +400,6 @@ def test_space_holds_every_axis_and_both_paths_at_the_blog_shape() -> None:
     for axis, smem in itertools.product((0, 1, 2), (0, 1)):
         assert (axis, smem, 1) in combos
     assert (2, 1, 4) in combos and (1, 1, 2) in combos
-    assert (2, 1, 8) in combos and (1, 1, 8) in combos
-    # Registers past 128 a thread only for the ring's vector rows.
-    rings = [c for c in space if c["RING"] and c["VEC"] > 1]
-    assert {c["SM_THREADS"] for c in rings} == {256, 384, 512}
-    assert {c["SM_THREADS"] for c in space if not c["RING"] or c["VEC"] == 1} == {512}
     # The blog's 8 x 8 x 8 block without coarsening is there too.
     assert space.is_valid(
         Config.of(
@@ -455,7 +413,6 @@ def test_space_holds_every_axis_and_both_paths_at_the_blog_shape() -> None:
                 USE_SMEM=1,
                 Z_STEPS=1,
                 RING=0,
-                SM_THREADS=512,
             )
         )
     )
@@ -485,7 +442,7 @@ def test_numpy_reference_is_the_definition() -> None:
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )
 def test_nvrtc_compiles_without_spills(compiler, problem: Conv3dProblem, values: dict) -> None:
-    config = FAMILY.complete(Config.of(values))
+    config = Config.of(values)
     assert bound(problem).is_valid(config), config
     plan = FAMILY.plan(problem, config)
     compiled = compiler.compile(plan)
@@ -494,7 +451,7 @@ def test_nvrtc_compiles_without_spills(compiler, problem: Conv3dProblem, values:
     assert res.spill_stores == 0 and res.spill_loads == 0, res
     smem = tile_bytes(problem, config)
     assert res.smem_bytes == (smem if smem <= STATIC_SMEM else 0)
-    assert res.registers <= register_budget(launch.threads, int(config["SM_THREADS"]))
+    assert res.registers <= register_budget(launch.threads)
     assert res.registers * launch.threads <= LIMITS.REGS_PER_BLOCK
 
 

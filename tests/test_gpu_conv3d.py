@@ -31,6 +31,7 @@ ODD_SHAPES = [
     Conv3dProblem(D=70, R=13, Cc=131, Kd=5, Kr=5, Kc=5),
 ]
 BLOG = Conv3dProblem(D=256, R=128, Cc=128, Kd=5, Kr=5, Kc=5)
+HALF_ALIGNED = Conv3dProblem(D=40, R=21, Cc=68, Kd=3, Kr=3, Kc=3)
 # The blog's fastest kernel, and tiles past 48 KB of shared memory (dynamic, opted in), on the
 # blog's shape and on an odd one.
 CHOSEN = [
@@ -62,19 +63,9 @@ RING_WALKS = [
         Conv3dProblem(D=128, R=128, Cc=128, Kd=7, Kr=7, Kc=7),
         dict(RING, TILE_Y=8, COARSEN=2, VEC=1, Z_STEPS=12),
     ),
-    # Eight columns a thread (float4 pairs) at register budgets past 128: float4, float2 (66
-    # columns) and scalar (71) stores of them; two rows of four.
-    (BLOG, dict(RING, COARSEN=1, COARSEN_AXIS=2, VEC=8, TILE_X=8, Z_STEPS=12, SM_THREADS=256)),
-    (BLOG, dict(RING, COARSEN=2, VEC=8, TILE_X=8, TILE_Y=8, Z_STEPS=8, SM_THREADS=256)),
-    (BLOG, dict(RING, COARSEN=2, VEC=4, TILE_X=16, TILE_Y=8, Z_STEPS=8, SM_THREADS=384)),
-    (
-        Conv3dProblem(D=40, R=21, Cc=68, Kd=3, Kr=3, Kc=3),
-        dict(RING, COARSEN=2, VEC=8, TILE_X=8, TILE_Y=4, Z_STEPS=6, SM_THREADS=256),
-    ),
-    (
-        Conv3dProblem(D=37, R=29, Cc=72, Kd=3, Kr=5, Kc=2),
-        dict(RING, COARSEN=1, COARSEN_AXIS=2, VEC=8, TILE_X=8, Z_STEPS=4, SM_THREADS=384),
-    ),
+    # 66 output columns: rows of 4 stored as float2 pairs, with and without the ring.
+    (HALF_ALIGNED, dict(RING, TILE_Y=4, COARSEN=2, VEC=4, Z_STEPS=6)),
+    (HALF_ALIGNED, dict(RING, TILE_Y=4, TILE_Z=2, COARSEN=2, VEC=4, Z_STEPS=2, RING=0)),
 ]
 # Blocks walking 1, 2, 3 (a partial last walk) or 8 depth tiles, double-buffered.
 WALKS = [
@@ -99,9 +90,8 @@ WALKS = [
         ),
     ),
 ]
+WALKS = [(problem, dict(values, RING=values.get("RING", 0))) for problem, values in WALKS]
 WALKS += RING_WALKS
-# Without RING or SM_THREADS: the kernel they predate (no ring, 512 threads' worth of registers).
-WALKS = [(problem, FAMILY.complete(Config.of(values)).as_dict()) for problem, values in WALKS]
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,6 @@ TUNABLES = (
     "USE_SMEM",
     "Z_STEPS",
     "RING",
-    "SM_THREADS",
 )
 # Depth slices in flight in the ring's shared-memory pipeline (the kernel's STAGES).
 RING_STAGES = 3
@@ -82,9 +81,8 @@ class Conv3d(Family):
     problem_type = Conv3dProblem
     layout = "input D x R x Cc, filter Kd x Kr x Kc, output (D-Kd+1) x (R-Kr+1) x (Cc-Kc+1)"
     default_shape_set = "conv3d"
-    # Configurations stored before the ring (and before the register budget was a tunable) ran
-    # the kernel without it, at 512 threads' worth of registers per multiprocessor.
-    later_tunables = MappingProxyType({"RING": 0, "SM_THREADS": 512})
+    # Configurations stored before the ring existed ran the kernel without it.
+    later_tunables = MappingProxyType({"RING": 0})
 
     def check(self, problem: Conv3dProblem) -> None:
         super().check(problem)
