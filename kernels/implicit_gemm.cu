@@ -8,9 +8,19 @@
 // Gather cost is kept out of the FMA loop: a thread's column bases (image, output pixel) are
 // computed once, and the (c, ky, kx) decomposition happens once per loaded row per slice, or,
 // with OFFSET_TABLE, not at all: the row offsets come from a __constant__ table that the
-// compiler fills (the problem is compile-time), as maxdnn reads its gather offsets. All threads
-// of a warp gather the same row (BN >= 32 consecutive threads take consecutive columns), so each
-// table read is one constant-cache broadcast instead of about ten integer instructions a row.
+// compiler fills (the problem is compile-time), as maxdnn reads its gather offsets. With
+// GATHER_ROWS = 1 all threads of a warp gather the same row (BN >= 32 consecutive threads take
+// consecutive columns), so each table read is one constant-cache broadcast instead of about ten
+// integer instructions a row (GATHER_ROWS rows of a warp: that many constant reads).
+//
+// GATHER_ROWS = G > 1 is for strided convolutions: consecutive columns of one row are STRIDE
+// floats apart in the input, so a warp of 32 columns spans 32 * STRIDE floats (512 bytes at
+// stride 4) to use 128. Instead the lanes of a warp take G consecutive rows (fastest) x 32 / G
+// consecutive columns; rows k..k+G-1 within one filter row are neighbouring kx, so the warp reads
+// (ox * STRIDE + kx) for 32 / G output pixels and G taps: at G = STRIDE one contiguous 128-byte
+// span (maxdnn gets this from its CHWN layout; the input stays NCHW here). The gathered tile's
+// rows are then padded by 32 / G floats, so that the warp's stores (G rows x 32 / G columns) fall
+// into 32 different banks while every row stays float4-aligned for compute_slice.
 // Filters are read as VEC-wide vectors along the reduction and stored transposed, so that
 // fragments along m and n are read as float4 from shared memory. Threads own TM / 4 groups of
 // 4 rows spaced BM / (TM / 4) apart (likewise for columns), which makes consecutive threads read
@@ -20,7 +30,8 @@
 // reduction and writes partial sums, which implicit_gemm_reduce adds up into y.
 //
 // Problem defines: B, C, N, K, F, STRIDE. Tunables: BM, BN, BK, TM, TN, VEC, DOUBLE_BUFFER,
-// SPLIT_K, OFFSET_TABLE. Output NFHW, input NCHW, filters FCKK: no layout conversion.
+// SPLIT_K, OFFSET_TABLE, GATHER_ROWS. Output NFHW, input NCHW, filters FCKK: no layout
+// conversion.
 
 #define S ((N - 1) * STRIDE + K)   // input side
 #define SS (S * S)
@@ -41,15 +52,24 @@
 // transposed stores of threads VEC rows apart fall into different banks.
 #define AS_LD (BM + 4)
 #define AS_SIZE (BK * AS_LD)
-#define BS_SIZE (BK * BN)
+// The gathered tile: a warp stores G rows x 32 / G columns; a pitch of BN + 32 / G (BN is a
+// multiple of 32) puts lane (row r, column c) in bank (r * 32 / G + c) % 32, all different.
+// Unpadded with one row a warp (consecutive columns of one row are consecutive banks).
+#define B_PAD (GATHER_ROWS > 1 ? 32 / GATHER_ROWS : 0)
+#define BS_LD (BN + B_PAD)
+#define BS_SIZE (BK * BS_LD)
 
 // Filter loader: each row of the tile is BK / VEC vectors; a thread keeps one column of vectors.
 #define A_VPR (BK / VEC)
 #define A_RSTEP (THREADS / A_VPR)
 #define A_LOADS ((BM + A_RSTEP - 1) / A_RSTEP)
-// Gather loader: consecutive threads take consecutive columns (coalesced along output pixels).
-#define B_RSTEP (THREADS >= BN ? THREADS / BN : 1)
-#define B_COLS (THREADS >= BN ? 1 : BN / THREADS)
+// Gather loader: GATHER_ROWS consecutive threads take consecutive rows of one column, and the
+// B_QT groups of them consecutive columns (coalesced along output pixels). With B_QT >= BN the
+// block covers B_RSTEP = THREADS / BN rows of the tile a step, each thread one column; with fewer
+// it covers GATHER_ROWS rows a step, each thread B_COLS columns B_QT apart.
+#define B_QT (THREADS / GATHER_ROWS)
+#define B_RSTEP (THREADS / BN > GATHER_ROWS ? THREADS / BN : GATHER_ROWS)
+#define B_COLS (B_QT >= BN ? 1 : BN / B_QT)
 #define B_ROWS ((BK + B_RSTEP - 1) / B_RSTEP)
 
 // Ask ptxas for as many resident blocks as the register file holds at an estimated
@@ -76,6 +96,9 @@
 #endif
 #if (THREADS % A_VPR)
 #error "THREADS must be a multiple of BK / VEC"
+#endif
+#if GATHER_ROWS > 1 && ((32 % GATHER_ROWS) || (BN % (32 / GATHER_ROWS)) || (THREADS % 32))
+#error "GATHER_ROWS must divide the warp, and a warp's 32 / GATHER_ROWS columns must fit BN"
 #endif
 
 // Loads and stores of V consecutive floats as one access.
@@ -115,6 +138,16 @@ __host__ __device__ __forceinline__ constexpr int row_offset(int k) {
     return c * SS + ky * S + (r - ky * K);
 }
 
+// The gather loader's first tile row and its column of thread tid: GATHER_ROWS consecutive
+// threads share a column. With fewer groups of them than columns (B_QT < BN) every thread starts
+// at row tid % GATHER_ROWS and takes B_COLS columns.
+__host__ __device__ __forceinline__ constexpr int gather_row(int tid) {
+    return (B_QT >= BN ? tid / GATHER_ROWS / BN : 0) * GATHER_ROWS + tid % GATHER_ROWS;
+}
+__host__ __device__ __forceinline__ constexpr int gather_col(int tid) {
+    return tid / GATHER_ROWS % BN;
+}
+
 #if OFFSET_TABLE
 // Every slice, split-K's included, starts at a multiple of BK below GK_PAD. The table holds
 // GK_PAD ints; the space keeps it within half of the 64 KB constant bank (the compiler has
@@ -135,7 +168,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y) {
     extern __shared__ __align__(16) float smem[];
     float* const a_s = smem;                    // [STAGES][BK][AS_LD], filters transposed
-    float* const b_s = smem + STAGES * AS_SIZE; // [STAGES][BK][BN], unrolled input
+    float* const b_s = smem + STAGES * AS_SIZE; // [STAGES][BK][BS_LD], unrolled input
 
     const int tid = threadIdx.x;
     const int tx = tid % TX;
@@ -150,13 +183,15 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
     const float* const a_ptr = w + (long long)(m0 + a_r) * GK + a_k;
     const int a_rows = F - m0 - a_r;  // rows i * A_RSTEP < a_rows exist
 
-    // Gather loader: the top-left input pixel of each column this thread loads. Columns past
-    // the last output pixel read the last one (never stored).
-    const int b_r = THREADS >= BN ? tid / BN : 0;
+    // Gather loader: this thread's first row and column of the tile, and the top-left input
+    // pixel of each column it loads. Columns past the last output pixel read the last one (never
+    // stored).
+    const int b_r = gather_row(tid);
+    const int b_c = gather_col(tid);
     int b_base[B_COLS];
 #pragma unroll
     for (int j = 0; j < B_COLS; ++j) {
-        const int n = min(n0 + (tid % BN) + j * THREADS, GN - 1);
+        const int n = min(n0 + b_c + j * B_QT, GN - 1);
         const int b = n / NN;
         const int p = n - b * NN;
         const int oy = p / N;
@@ -216,7 +251,7 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
             if (BK % B_RSTEP == 0 || r < BK) {
 #pragma unroll
                 for (int j = 0; j < B_COLS; ++j) {
-                    bs[r * BN + (tid % BN) + j * THREADS] = b_reg[i][j];
+                    bs[r * BS_LD + b_c + j * B_QT] = b_reg[i][j];
                 }
             }
         }
@@ -242,7 +277,7 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
             }
 #pragma unroll
             for (int g = 0; g < TN / FN; ++g) {
-                Vec<FN>::load(bs + kk * BN + g * TX * FN, b + g * FN);
+                Vec<FN>::load(bs + kk * BS_LD + g * TX * FN, b + g * FN);
             }
 #pragma unroll
             for (int i = 0; i < TM; ++i) {

@@ -15,7 +15,9 @@ from autotune.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("implicit_gemm")
 LIMITS = ARCH_LIMITS["sm_90"]
-TUNABLES = {"BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER", "SPLIT_K", "OFFSET_TABLE"}
+TUNABLES = {
+    "BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER", "SPLIT_K", "OFFSET_TABLE", "GATHER_ROWS",
+}  # fmt: skip
 
 ODD_SHAPES = [
     ConvProblem(N=29, K=5, C=7, F=9),
@@ -60,8 +62,38 @@ COMPILE_SAMPLE = [
 COMPILE_SAMPLE = [(p, {**v, "DOUBLE_BUFFER": v.get("DOUBLE_BUFFER", 1)}) for p, v in COMPILE_SAMPLE]
 # Every sample with the row offsets computed in the kernel and read from the constant table
 # (at N=32, K=7 the 32 x 64 tile gathers 8 rows a step at BK = 4: the table read of the masked
-# rows past BK is clamped).
-COMPILE_SAMPLE = [(p, {**v, "OFFSET_TABLE": t}) for p, v in COMPILE_SAMPLE for t in (0, 1)]
+# rows past BK is clamped), one row a warp.
+COMPILE_SAMPLE = [
+    (p, {**v, "OFFSET_TABLE": t, "GATHER_ROWS": 1}) for p, v in COMPILE_SAMPLE for t in (0, 1)
+]
+# Rows interleaved in a warp, at stride 4 and 2 with ragged columns and reductions: threads
+# >= BN x rows (more rows a step than BK = 4 at 256 threads, BN 32), = BN x rows, between BN and
+# BN x rows (several columns a thread), < BN, 1024 threads, the 8 x 8 tiles, split-K.
+STRIDED = [
+    (ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4), tile(64, 32, 4, 2, 4, 1), 4),
+    (ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4), tile(128, 64, 8, 8, 4, 1), 4),
+    (ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4), tile(64, 64, 8, 4, 4, 1), 4),
+    (ConvProblem(N=56, K=11, C=3, F=96, B=128, stride=4), tile(128, 128, 8, 8, 8, 1), 4),
+    (ConvProblem(N=56, K=11, C=3, F=96, B=128, stride=4), tile(64, 128, 16, 8, 8, 1), 2),
+    (ConvProblem(N=56, K=11, C=3, F=96, B=128, stride=4), tile(128, 128, 8, 4, 4, 1), 2),
+    (ConvProblem(N=13, K=11, C=3, F=20, stride=4, B=2), tile(32, 128, 32, 4, 4, 1), 4),
+    (ConvProblem(N=13, K=11, C=3, F=20, stride=4, B=2), tile(32, 256, 8, 2, 8, 1), 2),
+    (ConvProblem(N=17, K=3, C=5, F=9, stride=2, B=3), tile(32, 64, 8, 2, 2, 1), 2),
+    (ConvProblem(N=17, K=3, C=5, F=9, stride=2, B=3), tile(32, 32, 4, 2, 2, 1), 2),
+]
+COMPILE_SAMPLE += [
+    (p, {**v, "GATHER_ROWS": g, "DOUBLE_BUFFER": db, "SPLIT_K": 1, "OFFSET_TABLE": db})
+    for p, v, g in STRIDED
+    for db in (0, 1)
+] + [
+    # Split-K with 4 rows a warp at a small stride-4 problem.
+    (
+        ConvProblem(N=13, K=11, C=3, F=20, stride=4, B=2),
+        {**tile(32, 64, 4, 2, 4, 1), "GATHER_ROWS": 4, "SPLIT_K": 4}
+        | {"DOUBLE_BUFFER": db, "OFFSET_TABLE": db},
+    )
+    for db in (0, 1)
+]
 
 
 def bound(problem: ConvProblem):
@@ -134,11 +166,12 @@ def test_split_k_only_where_the_grid_is_small() -> None:
 def test_space_holds_the_sgemm_class_and_small_tiles() -> None:
     space = bound(ConvProblem(N=13, K=3, C=256, F=256, B=128))
     big = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=1, OFFSET_TABLE=1)
+    big["GATHER_ROWS"] = 1
     assert space.is_valid(Config.of(big))
     assert space.is_valid(Config.of({**big, "BM": 64, "DOUBLE_BUFFER": 0}))
     small = bound(ConvProblem(N=32, K=3, C=64, F=64))
     tile32 = dict(BM=32, BN=32, BK=8, TM=4, TN=4, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=4, OFFSET_TABLE=0)
-    assert small.is_valid(Config.of(tile32))
+    assert small.is_valid(Config.of({**tile32, "GATHER_ROWS": 1}))
     # The C*K*K = 363 reduction of conv1 only admits scalar filter loads.
     conv1 = bound(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4))
     assert {int(c["VEC"]) for c in conv1} == {1}
@@ -147,6 +180,8 @@ def test_space_holds_the_sgemm_class_and_small_tiles() -> None:
 def test_space_refuses_what_cannot_launch() -> None:
     space = bound(ConvProblem(N=13, K=3, C=256, F=256, B=128))
     base = dict(BM=128, BN=128, BK=8, TM=8, TN=8, VEC=4, DOUBLE_BUFFER=1, SPLIT_K=1, OFFSET_TABLE=1)
+    base["GATHER_ROWS"] = 1
+    assert space.is_valid(Config.of(base))
     assert not space.is_valid(Config.of({**base, "TM": 2, "TN": 2}))  # 4096 threads
     assert not space.is_valid(Config.of({**base, "BM": 32, "BN": 32}))  # 16 threads
     assert not space.is_valid(Config.of({**base, "BM": 32, "BN": 64}))  # one warp
@@ -165,11 +200,14 @@ def test_plan_defines_and_launch() -> None:
     plan = FAMILY.plan(problem, config)
     assert dict(plan.defines) == dict(
         B=128, C=64, N=27, K=5, F=192, STRIDE=1, BM=64, BN=128, BK=16, TM=8, TN=8, VEC=4,
-        DOUBLE_BUFFER=1, SPLIT_K=1, OFFSET_TABLE=1,
+        DOUBLE_BUFFER=1, SPLIT_K=1, OFFSET_TABLE=1, GATHER_ROWS=1,
     )  # fmt: skip
-    # A config stored before OFFSET_TABLE existed plans the kernel it measured: offsets computed.
+    # A config stored before OFFSET_TABLE existed plans the kernel it measured: offsets computed,
+    # one row a warp; one stored before GATHER_ROWS, one row a warp.
     old = FAMILY.plan(problem, Config.of(values))
     assert dict(old.defines) == {**dict(plan.defines), "OFFSET_TABLE": 0}
+    assert FAMILY.plan(problem, Config.of({**values, "OFFSET_TABLE": 1, "GATHER_ROWS": 1})) == plan
+    assert FAMILY.later_tunables == {"OFFSET_TABLE": 0, "GATHER_ROWS": 1}
     assert not bound(problem).is_valid(Config.of(values))  # the space itself names the tunable
     assert plan.entries == ("implicit_gemm",)
     (launch,) = plan.launches
@@ -178,6 +216,35 @@ def test_plan_defines_and_launch() -> None:
     assert launch.block == (128, 1, 1)
     assert launch.smem_bytes == 2 * 16 * (64 + 4 + 128) * 4
     assert plan.scratch_bytes == 0
+
+
+def test_gather_rows_only_for_strided_convolutions() -> None:
+    def rows(problem: ConvProblem) -> set[int]:
+        return {int(c["GATHER_ROWS"]) for c in bound(problem)}
+
+    conv1 = ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4)
+    assert rows(conv1) == {1, 2, 4}
+    # Neither the padded tile nor the registers of more column addresses exclude a conv1 tile.
+    space = bound(conv1)
+    one_row = {c for c in space if c["GATHER_ROWS"] == 1}
+    assert len(space) == 3 * len(one_row)
+    for g in (2, 4):
+        assert {Config.of({**c.as_dict(), "GATHER_ROWS": g}) for c in one_row} <= set(space)
+    assert rows(ConvProblem(N=17, K=3, C=5, F=9, stride=2, B=3)) == {1, 2}  # rows <= stride
+    assert rows(ConvProblem(N=16, K=1, C=8, F=33, stride=2, B=2)) == {1}  # rows are channels
+    assert rows(ConvProblem(N=27, K=5, C=64, F=192, B=128)) == {1}  # stride 1
+
+
+def test_interleaved_rows_pad_the_gathered_tile() -> None:
+    problem = ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4)
+    values = dict(BM=128, BN=64, BK=8, TM=8, TN=4, VEC=1, DOUBLE_BUFFER=1, SPLIT_K=1)
+    values["OFFSET_TABLE"] = 1
+    for g, pad in ((1, 0), (2, 16), (4, 8)):
+        config = Config.of({**values, "GATHER_ROWS": g})
+        assert bound(problem).is_valid(config)
+        (launch,) = FAMILY.plan(problem, config).launches
+        assert launch.smem_bytes == 2 * 8 * (128 + 4 + 64 + pad) * 4
+        assert dict(FAMILY.plan(problem, config).defines)["GATHER_ROWS"] == g
 
 
 def test_split_k_plan() -> None:
@@ -303,7 +370,7 @@ def test_offset_table_holds_every_rows_input_offset(
 ) -> None:
     """What the compiler's constant evaluation put into the cubin, against the offsets of
     (c, ky, kx) in the padded NCHW input computed here."""
-    values = dict(BM=32, BN=64, BK=bk, TM=2, TN=4, VEC=1, DOUBLE_BUFFER=1, SPLIT_K=1)
+    values = dict(BM=32, BN=64, BK=bk, TM=2, TN=4, VEC=1, DOUBLE_BUFFER=1, SPLIT_K=1, GATHER_ROWS=1)
     space = bound(problem)
     with_table = Config.of({**values, "OFFSET_TABLE": 1})
     assert space.is_valid(with_table)

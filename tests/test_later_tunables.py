@@ -66,11 +66,12 @@ def test_a_recording_predating_a_tunable_is_pinned_to_its_old_value(tmp_path) ->
     )
     path = save_recording([study], tmp_path / "old.jsonl.gz")
     (loaded,) = load_recording(path)
-    assert loaded.pins == {"OFFSET_TABLE": (0,), "VEC": (2,)}
-    assert list(loaded.outcomes) == [Config.of({**config, "OFFSET_TABLE": 0})]
-    assert all(c["OFFSET_TABLE"] == 0 for c in loaded.space().configs)
-    assert loaded.outcomes[Config.of({**config, "OFFSET_TABLE": 0})].time_ms == 0.5
+    assert loaded.pins == {"GATHER_ROWS": (1,), "OFFSET_TABLE": (0,), "VEC": (2,)}
+    old = Config.of({**config, "OFFSET_TABLE": 0, "GATHER_ROWS": 1})
+    assert list(loaded.outcomes) == [old]
+    assert all(c["OFFSET_TABLE"] == 0 and c["GATHER_ROWS"] == 1 for c in loaded.space().configs)
+    assert loaded.outcomes[old].time_ms == 0.5
     # A recording made with the tunable is left as it is.
     (again,) = load_recording(save_recording([loaded], tmp_path / "new.jsonl.gz"))
     assert again.pins == loaded.pins and list(again.outcomes) == list(loaded.outcomes)
-    assert ImplicitGemm().later_tunables == {"OFFSET_TABLE": 0}
+    assert ImplicitGemm().later_tunables == {"OFFSET_TABLE": 0, "GATHER_ROWS": 1}

@@ -14,14 +14,24 @@ MAX_ELEMENTS = 2**31 - 1
 # The filter tile in shared memory is padded by this many floats per row (see the kernel).
 A_PAD = 4
 REDUCE_BLOCK = 256  # threads of the split-K reduction (REDUCE_BLOCK in the kernel)
-TUNABLES = ("BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER", "SPLIT_K", "OFFSET_TABLE")
+WARP = 32  # threads a warp: the kernel's gathered-tile padding assumes 32 banks
+TUNABLES = (
+    "BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER", "SPLIT_K", "OFFSET_TABLE", "GATHER_ROWS",
+)  # fmt: skip
+
+
+def gather_pad(gather_rows: int) -> int:
+    """Floats the gathered tile's rows are padded by (B_PAD in the kernel): a warp storing G rows
+    x 32 / G columns hits 32 different banks at a pitch of BN + 32 / G; one row needs none."""
+    return WARP // gather_rows if gather_rows > 1 else 0
 
 
 def shared_bytes(config: Config) -> int:
     """Dynamic shared memory: transposed filter tile and gathered input tile, per stage."""
     bm, bn, bk = int(config["BM"]), int(config["BN"]), int(config["BK"])
     stages = 2 if int(config["DOUBLE_BUFFER"]) else 1
-    return stages * bk * (bm + A_PAD + bn) * 4
+    pad = gather_pad(int(config["GATHER_ROWS"]))
+    return stages * bk * (bm + A_PAD + bn + pad) * 4
 
 
 def threads(config: Config) -> int:
@@ -34,12 +44,15 @@ class ImplicitGemm(Family):
         "one GEMM, F x (B*N*N) = filters x conceptual unrolled input, gathered from NCHW while "
         "loading BK-deep shared tiles; BM x BN block tile, TM x TN register tile per thread, "
         "float4 fragments, optional double buffering, optional split-K with a reduction kernel, "
-        "gather row offsets computed or read from a compile-time __constant__ table"
+        "gather row offsets computed or read from a compile-time __constant__ table; for strided "
+        "convolutions a warp may gather GATHER_ROWS neighbouring filter taps x 32 / GATHER_ROWS "
+        "pixels (one contiguous span at GATHER_ROWS = stride) into a padded shared tile"
     )
     paper = "003 (ECE408 lecture), GEMM with built-in unrolling, joint register-shared tiling"
     default_shape_set = "general"
-    # Configs stored before the table existed computed their row offsets in the kernel.
-    later_tunables = MappingProxyType({"OFFSET_TABLE": 0})
+    # Configs stored before the table existed computed their row offsets in the kernel; those
+    # stored before the row-interleaved gather gathered one row a warp.
+    later_tunables = MappingProxyType({"OFFSET_TABLE": 0, "GATHER_ROWS": 1})
 
     def check(self, problem: ConvProblem) -> None:
         super().check(problem)
