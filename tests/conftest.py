@@ -33,6 +33,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="module")
+def evaluator():
+    """The GPU worker process, one per test module, for the tests marked gpu."""
+    from autotune.evaluator import GpuEvaluator
+
+    with GpuEvaluator() as ev:
+        yield ev
+
+
 class SyntheticEvaluator:
     """Answers like the GPU worker, from a cost function of the config's defines; no GPU.
 

@@ -10,13 +10,13 @@ import pytest
 
 from autotune.compiler import Compiler
 from autotune.device import Job, TimingPolicy
-from autotune.evaluator import GpuEvaluator
 from autotune.families import FAMILIES, conv2d
 from autotune.families.plan import KernelPlan, Launch, cdiv
 from autotune.problem import ConvProblem
 from autotune.records import Status
 from autotune.store import Store
 from autotune.tuner import Tuner, plan_studies
+from tests.gpu_checks import failures
 
 pytestmark = pytest.mark.gpu
 
@@ -35,12 +35,6 @@ ODD_SHAPES = [
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with GpuEvaluator() as ev:
-        yield ev
-
-
-@pytest.fixture(scope="module")
 def tuner(evaluator, tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu") / "gpu.db"
     compiler = Compiler(arch=evaluator.device.arch)
@@ -56,16 +50,13 @@ def test_family_correct_on_random_configs_at_odd_shapes(family_name, tuner, eval
     studies, _ = plan_studies([(family, p) for p in ODD_SHAPES], evaluator.limits)
     assert studies, f"{family_name} supports none of the odd shapes"
     rng = random.Random(7)
-    failures = []
-    for study in studies:
-        for config in rng.sample(study.space.configs, min(6, len(study.space))):
-            m = tuner.evaluate(study, config)
-            if m.status is not Status.OK:
-                failures.append(f"{study.label} {config}: {m.status.value} {m.error[:300]}")
-            else:
-                assert m.rel_error is not None and m.rel_error <= family.tolerance
-                assert m.time_ms > 0 and len(m.samples_ms) >= QUICK.min_repeats
-    assert not failures, "\n".join(failures)
+    picks = [
+        (study, config)
+        for study in studies
+        for config in rng.sample(study.space.configs, min(6, len(study.space)))
+    ]
+    failed = failures(tuner, picks, QUICK.min_repeats)
+    assert not failed, "\n".join(failed)
 
 
 def test_gpu_reference_matches_numpy(evaluator):

@@ -9,14 +9,13 @@ import pytest
 
 from autotune.compiler import Compiler
 from autotune.device import TimingPolicy
-from autotune.evaluator import GpuEvaluator
 from autotune.families import get_family
 from autotune.families.conv3d import reference_numpy, tile_bytes
 from autotune.problem import Conv3dProblem
-from autotune.records import Status
 from autotune.space import Config
 from autotune.store import Store
 from autotune.tuner import Tuner, plan_studies
+from tests.gpu_checks import failures
 
 pytestmark = pytest.mark.gpu
 
@@ -95,28 +94,10 @@ WALKS += RING_WALKS
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with GpuEvaluator() as ev:
-        yield ev
-
-
-@pytest.fixture(scope="module")
 def tuner(evaluator, tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu3d") / "gpu.db"
     compiler = Compiler(arch=evaluator.device.arch)
     return Tuner(compiler, evaluator, Store(str(path)), strategy="random", timing=QUICK)
-
-
-def _failures(tuner, studies, picks) -> list[str]:
-    failures = []
-    for study, config in picks:
-        m = tuner.evaluate(study, config)
-        if m.status is not Status.OK:
-            failures.append(f"{study.label} {config}: {m.status.value} {m.error[:300]}")
-        else:
-            assert m.rel_error is not None and m.rel_error <= FAMILY.tolerance
-            assert m.time_ms > 0 and len(m.samples_ms) >= QUICK.min_repeats
-    return failures
 
 
 def test_correct_on_random_configs_at_odd_shapes(tuner, evaluator):
@@ -128,8 +109,8 @@ def test_correct_on_random_configs_at_odd_shapes(tuner, evaluator):
         for study in studies
         for config in rng.sample(study.space.configs, min(5, len(study.space)))
     ]
-    failures = _failures(tuner, studies, picks)
-    assert not failures, "\n".join(failures)
+    failed = failures(tuner, picks, QUICK.min_repeats)
+    assert not failed, "\n".join(failed)
 
 
 def test_correct_on_chosen_configs(tuner, evaluator):
@@ -143,8 +124,8 @@ def test_correct_on_chosen_configs(tuner, evaluator):
         assert study.space.is_valid(config), config
         picks.append((study, config))
     assert tile_bytes(BLOG, Config.of(WALKS[3][1])) > 48 * 1024
-    failures = _failures(tuner, studies, picks)
-    assert not failures, "\n".join(failures)
+    failed = failures(tuner, picks, QUICK.min_repeats)
+    assert not failed, "\n".join(failed)
 
 
 def test_gpu_reference_matches_numpy(evaluator):

@@ -9,13 +9,13 @@ import pytest
 
 from autotune.compiler import Compiler
 from autotune.device import TimingPolicy
-from autotune.evaluator import GpuEvaluator
 from autotune.families import gemm, get_family
 from autotune.problem import GemmProblem
 from autotune.records import Status
 from autotune.space import Config
 from autotune.store import Store
 from autotune.tuner import Tuner, plan_studies
+from tests.gpu_checks import failures
 
 pytestmark = pytest.mark.gpu
 
@@ -39,12 +39,6 @@ FIXED = [  # the SGEMM-class configuration and its split-K and single-buffer var
 
 
 @pytest.fixture(scope="module")
-def evaluator():
-    with GpuEvaluator() as ev:
-        yield ev
-
-
-@pytest.fixture(scope="module")
 def tuner(evaluator, tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu_gemm") / "gpu.db"
     compiler = Compiler(arch=evaluator.device.arch)
@@ -56,7 +50,7 @@ def test_sgemm_correct_on_random_configs_at_odd_shapes(tuner, evaluator):
     studies, skipped = plan_studies([(family, p) for p in ODD_SHAPES], evaluator.limits)
     assert len(studies) == len(ODD_SHAPES), skipped
     rng = random.Random(11)
-    failures = []
+    picks = []
     for study in studies:
         configs = rng.sample(study.space.configs, min(8, len(study.space)))
         configs += [
@@ -64,14 +58,9 @@ def test_sgemm_correct_on_random_configs_at_odd_shapes(tuner, evaluator):
             for values in FIXED
             if study.space.is_valid(Config.of({**values, "MIN_BLOCKS": 2}))
         ]
-        for config in configs:
-            m = tuner.evaluate(study, config)
-            if m.status is not Status.OK:
-                failures.append(f"{study.label} {config}: {m.status.value} {m.error[:300]}")
-            else:
-                assert m.rel_error is not None and m.rel_error <= family.tolerance
-                assert m.time_ms > 0 and len(m.samples_ms) >= QUICK.min_repeats
-    assert not failures, "\n".join(failures)
+        picks += [(study, config) for config in configs]
+    failed = failures(tuner, picks, QUICK.min_repeats)
+    assert not failed, "\n".join(failed)
 
 
 def test_split_k_records_its_scratch_bytes(tuner, evaluator):

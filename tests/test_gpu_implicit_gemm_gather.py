@@ -10,12 +10,11 @@ import pytest
 
 from autotune.compiler import Compiler
 from autotune.device import TimingPolicy
-from autotune.evaluator import GpuEvaluator
 from autotune.families import get_family
-from autotune.records import Status
 from autotune.space import Config
 from autotune.store import Store
 from autotune.tuner import Tuner, plan_studies
+from tests.gpu_checks import failures
 from tests.test_implicit_gemm import STRIDED
 from tests.test_implicit_gemm_gather import PROBED
 
@@ -23,12 +22,6 @@ pytestmark = pytest.mark.gpu
 
 QUICK = TimingPolicy(warmup=1, min_repeats=2, min_time_s=0.0, max_repeats=3, max_time_s=0.5)
 FAMILY = get_family("implicit_gemm")
-
-
-@pytest.fixture(scope="module")
-def evaluator():
-    with GpuEvaluator() as ev:
-        yield ev
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +47,6 @@ def test_interleaved_gather_correct_in_every_loader_case(tuner, evaluator):
                 {**tile, "GATHER_ROWS": rows, "DOUBLE_BUFFER": db, "SPLIT_K": 1, "OFFSET_TABLE": db}
             )
     rng = random.Random(5)
-    failures = []
     studies, skipped = plan_studies([(FAMILY, p) for p in cases], evaluator.limits)
     assert len(studies) == len(cases), skipped
     picks = []
@@ -71,10 +63,5 @@ def test_interleaved_gather_correct_in_every_loader_case(tuner, evaluator):
         picks += [(study, config) for config in dict.fromkeys(configs)]
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         list(pool.map(lambda p: tuner.compiler.compile(FAMILY.plan(p[0].problem, p[1])), picks))
-    for study, config in picks:
-        m = tuner.evaluate(study, config)
-        if m.status is not Status.OK:
-            failures.append(f"{study.label} {config}: {m.status.value} {m.error[:300]}")
-        else:
-            assert m.rel_error is not None and m.rel_error <= FAMILY.tolerance
-    assert not failures, "\n".join(failures)
+    failed = failures(tuner, picks)
+    assert not failed, "\n".join(failed)
