@@ -13,10 +13,10 @@ import click
 
 from autotune import __version__
 from autotune.compiler import Compiler, CompilerUnavailable
-from autotune.device import TimingPolicy
 from autotune.families import FAMILIES, UnknownFamily, UnsupportedProblem, get_family
 from autotune.interrupt import exit_code, terminate_as_interrupt
 from autotune.problem import KINDS, ProblemError, parse_shape
+from autotune.records import TIMING_PROTOCOL
 from autotune.shapes import (
     collect_shapes,
     describe_shape_sets,
@@ -26,6 +26,7 @@ from autotune.shapes import (
 )
 from autotune.space import ARCH_LIMITS, SpaceError
 from autotune.strategies import DEFAULT_STRATEGY, STRATEGIES, StrategyUnavailable, UnknownStrategy
+from autotune.timing import QUICK_TIMING, TimingPolicy
 
 DEFAULT_STORAGE = "results/autotune.db"
 DEFAULT_BUDGET = 12
@@ -77,6 +78,16 @@ storage_option = click.option(
     default=DEFAULT_STORAGE,
     show_default=True,
     help="Results database: a SQLite file path or any SQLAlchemy URL.",
+)
+
+protocol_option = click.option(
+    "--protocol",
+    type=click.IntRange(1, TIMING_PROTOCOL),
+    default=TIMING_PROTOCOL,
+    show_default=True,
+    help="Read the measurements of this timing protocol (DESIGN section 2): 2 queues an L2 "
+    "flush before each sample and hides the host's launch; 1 is everything stored before "
+    "2026-11-24. Protocols are never mixed.",
 )
 
 
@@ -328,19 +339,8 @@ def run(
             f"budget {'exhaustive' if exhaustive else budget} per study; storage {storage}",
             err=True,
         )
-        versions = {
-            "autotune": __version__,
-            "nvrtc": compiler.version,
-            "driver": info.driver_version,
-            "cuda_runtime": info.runtime_version,
-            "cupy": str(info.extra.get("cupy", "")),
-            "python": platform.python_version(),
-        }
-        timing = (
-            TimingPolicy(warmup=3, min_repeats=5, min_time_s=0.02)
-            if quick_timing
-            else (TimingPolicy())
-        )
+        versions = _versions(info, compiler)
+        timing = QUICK_TIMING if quick_timing else TimingPolicy()
         tuner = Tuner(
             compiler,
             evaluator,
@@ -383,6 +383,19 @@ def run(
         click.echo(format_table(table[[c for c in summary if c in table.columns]], "markdown"))
     if outcome.interrupted:
         sys.exit(exit_code(signals))
+
+
+def _versions(info, compiler) -> dict[str, str]:
+    """What a run records of the software that measured (DESIGN section 2)."""
+    return {
+        "autotune": __version__,
+        "nvrtc": compiler.version,
+        "driver": info.driver_version,
+        "cuda_runtime": info.runtime_version,
+        "cupy": str(info.extra.get("cupy", "")),
+        "python": platform.python_version(),
+        "timing_protocol": str(TIMING_PROTOCOL),
+    }
 
 
 def _library_name(problem) -> str:
@@ -539,6 +552,126 @@ def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
     click.echo(f"autotune: {counts} baselines measured", err=True)
 
 
+@main.command()
+@click.option(
+    "--family",
+    "families",
+    multiple=True,
+    metavar="NAME",
+    help="Only this family's studies (repeatable). Default: every stored family.",
+)
+@shape_options("Default: every stored shape.")
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="How many of each study's fastest stored configurations to measure again.",
+)
+@click.option(
+    "--no-baseline",
+    is_flag=True,
+    help="Do not measure the ceilings and the studies' libraries again under this protocol.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="SECONDS",
+    help="Stop after this many seconds (the same command resumes).",
+)
+@click.option(
+    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Compile processes working ahead of the GPU. Default: one per CPU core.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_CACHE,
+    show_default=True,
+    help="Cubin cache shared between runs.",
+)
+@storage_option
+@friendly_errors
+def remeasure(
+    families,
+    shape_sets,
+    shapes,
+    shape_files,
+    top,
+    no_baseline,
+    time_limit,
+    gpu,
+    jobs,
+    cache_dir,
+    storage,
+) -> None:
+    """Bring stored results to the current timing protocol without searching again: for each
+    study of this GPU measured under an older protocol, check and time its TOP fastest stored
+    configurations under the current one, and measure the studies' libraries and the device
+    ceilings likewise. Old measurements stay (they keep their protocol number); rerunning
+    resumes. Follow with `autotune run` where the best may have moved."""
+    from autotune.remeasure import protocol_comparison, remeasure_studies
+    from autotune.report import format_table
+    from autotune.tuner import Tuner
+
+    for name in families:
+        get_family(name)
+    keys = {p.key for p in collect_shapes(shape_sets, shapes, shape_files)}
+    store, evaluator, compiler, _ = _start_gpu(gpu, storage, cache_dir)
+    try:
+        info = evaluator.device
+        studies, skipped, unreadable = remeasure_studies(
+            store, info.name, evaluator.limits, top, families, keys
+        )
+        for line in unreadable:
+            click.echo(f"autotune: skipping {line}", err=True)
+        for s in skipped:
+            click.echo(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}", err=True)
+        if not studies:
+            _fail(f"nothing to re-measure: no study of {info.name} from an older protocol", 1)
+        click.echo(
+            f"autotune: {info.name}; re-measuring the {top} fastest configurations of "
+            f"{len(studies)} studies under timing protocol {TIMING_PROTOCOL}; storage {storage}",
+            err=True,
+        )
+        tuner = Tuner(
+            compiler,
+            evaluator,
+            store,
+            command=shlex.join(["autotune", *sys.argv[1:]]),
+            versions=_versions(info, compiler),
+            on_progress=ProgressPrinter(),
+            jobs=jobs,
+            compile_processes=True,
+        )
+        if not no_baseline:
+            problems = [s.problem for s in studies]
+            _ceilings_and_baselines(evaluator, compiler, store, tuner.device_id, problems)
+        with terminate_as_interrupt() as signals:
+            outcome = tuner.run(studies, None, time_limit)
+    finally:
+        evaluator.close()
+    click.echo(
+        f"autotune: {outcome.evaluated} configurations measured again in "
+        f"{format_duration(outcome.elapsed_s)}"
+        + ("; interrupted: run the same command to resume" if outcome.interrupted else ""),
+        err=True,
+    )
+    for old in range(1, TIMING_PROTOCOL):
+        table = protocol_comparison(store, info.name, studies, old)
+        if len(table):
+            click.echo(f"Best GFlop/s under protocol {old} and {TIMING_PROTOCOL}:")
+            click.echo(format_table(table, "markdown"))
+    if outcome.interrupted:
+        sys.exit(exit_code(signals))
+
+
 # ---------------------------------------------------------------------------------------------
 # best, plot
 
@@ -562,21 +695,26 @@ def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
     default=None,
     help="Write to this file instead of standard output.",
 )
+@protocol_option
 @storage_option
 @friendly_errors
-def best(fmt, family, device, problem_kind, output, storage) -> None:
+def best(fmt, family, device, problem_kind, output, protocol, storage) -> None:
     """Best verified configuration per (device, family, shape), beside its library (cuDNN for
-    conv2d, cuBLAS for gemm) and the device ceilings."""
+    conv2d, cuBLAS for gemm) and the device ceilings, all measured under one timing protocol;
+    `spread` is the measurement's interquartile range over its median."""
     from autotune.report import best_table, format_table
     from autotune.store import Store
 
     if family is not None:
         get_family(family)
     table = best_table(
-        Store(storage, create=False), device=device, family=family, kind=problem_kind
+        Store(storage, create=False, protocol=protocol),
+        device=device,
+        family=family,
+        kind=problem_kind,
     )
     if not len(table):
-        _fail(f"no successful evaluations stored in {storage}", 1)
+        _fail(f"no successful evaluations of timing protocol {protocol} stored in {storage}", 1)
     text = format_table(table, fmt)
     if output:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -634,9 +772,10 @@ def forget(family, device, shape_text, yes, storage) -> None:
     default=None,
     help="Only shapes of this kind (conv2d, gemm, conv3d).",
 )
+@protocol_option
 @storage_option
 @friendly_errors
-def plot(family, device, kind, output, problem_kind, storage) -> None:
+def plot(family, device, kind, output, problem_kind, protocol, storage) -> None:
     """Plot the best configurations from the results database (no GPU needed)."""
     from autotune import report
     from autotune.store import Store
@@ -645,7 +784,7 @@ def plot(family, device, kind, output, problem_kind, storage) -> None:
         get_family(family)
     output = output or Path("results") / kind
     output.parent.mkdir(parents=True, exist_ok=True)
-    store = Store(storage, create=False)
+    store = Store(storage, create=False, protocol=protocol)
     if kind == "roofline":
         paths = report.plot_roofline(store, output, device=device, kind=problem_kind)
     else:
@@ -664,15 +803,17 @@ def plot(family, device, kind, output, problem_kind, storage) -> None:
     show_default=True,
     help="REPORT.md goes here, its images in report/ below it.",
 )
+@protocol_option
 @storage_option
 @friendly_errors
-def report(device, output_dir, storage) -> None:
+def report(device, output_dir, protocol, storage) -> None:
     """Write REPORT.md: ceilings, best configurations beside cuDNN, Chen's Table 1 and maxDNN's
-    Table 1 forms, plots, and each seed paper's experiment beside our figures."""
+    Table 1 forms, plots, and each seed paper's experiment beside our figures, all from the
+    measurements of one timing protocol."""
     from autotune.report_md import write_report
     from autotune.store import Store
 
-    path = write_report(Store(storage, create=False), output_dir, device)
+    path = write_report(Store(storage, create=False, protocol=protocol), output_dir, device)
     click.echo(f"autotune: wrote {path}", err=True)
 
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from autotune.early_stop import EarlyStop
 from autotune.families.plan import Buffers, KernelPlan, Launch
 from autotune.records import DeviceInfo, Measurement, Status
 from autotune.space import DeviceLimits
+from autotune.timing import TimingPolicy, flush_bytes
 
 try:
     import cupy as cp
@@ -54,24 +54,12 @@ CUDA_ATTR = {
     "MaxRegistersPerBlock": 12,
     "MultiProcessorCount": 16,
     "MaxSharedMemoryPerBlockOptin": 97,
+    "L2CacheSize": 38,
 }
 
 
 class StickyCudaError(RuntimeError):
     """A fault that poisons the CUDA context (recorded as CRASH)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TimingPolicy:
-    """DESIGN section 2: warm-up launches, then samples until both minimums are met."""
-
-    warmup: int = 3
-    min_repeats: int = 10
-    min_time_s: float = 0.05
-    max_repeats: int = 500
-    max_time_s: float = 2.0
-    # Stop timing a candidate already far slower than the best so far (None: never stop early).
-    early_stop: EarlyStop | None = EarlyStop()
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +132,8 @@ class GpuSession:
         self.device.use()
         self._reference_modules: dict[str, object] = {}
         self._tmp = tempfile.TemporaryDirectory(prefix="autotune-cubins-")
+        self._flush_buffer = None  # allocated at the first timing, kept for the session
+        self._events: list[tuple[object, object]] = []
 
     # -- description -----------------------------------------------------------------------
 
@@ -173,9 +163,7 @@ class GpuSession:
     def limits(self) -> DeviceLimits:
         # Asked attribute by attribute: the cudaDeviceProp struct changed in CUDA 13 (fields
         # removed), the attribute enum values did not.
-        def attr(code: int) -> int:
-            return int(cp.cuda.runtime.deviceGetAttribute(code, self.device.id))
-
+        attr = self._attribute_code
         return DeviceLimits(
             MAX_THREADS=attr(CUDA_ATTR["MaxThreadsPerBlock"]),
             SMEM_PER_BLOCK=attr(CUDA_ATTR["MaxSharedMemoryPerBlock"]),
@@ -309,25 +297,53 @@ class GpuSession:
         return float(np.sqrt(num / den))
 
     def time_runs(self, run, policy: TimingPolicy, best_ms: float | None = None) -> list[float]:
+        """Timing protocol 2 (DESIGN section 2): per sample, a write of a scratch buffer larger
+        than the L2 is queued, then the start event, the run's launches and the end event. The
+        host queues a batch of samples without waiting, so it submits each sample's launches
+        while the GPU is still busy with its flush: every sample starts with a cold L2, and the
+        host's submission is not counted. Batches follow the policy (autotune/timing.py)."""
         for _ in range(policy.warmup):
             run()
         self.sync()
-        start, end = cp.cuda.Event(), cp.cuda.Event()
+        flush = self._l2_flush()
         samples: list[float] = []
         began = time.perf_counter()
-        while True:
-            start.record()
-            run()
-            end.record()
-            end.synchronize()
-            samples.append(cp.cuda.get_elapsed_time(start, end))
-            spent = time.perf_counter() - began
-            enough = len(samples) >= policy.min_repeats and spent >= policy.min_time_s
-            slow = policy.early_stop is not None and policy.early_stop.stops(samples, best_ms)
-            if enough or slow or len(samples) >= policy.max_repeats or spent >= policy.max_time_s:
-                break
+        batch = policy.first_batch(best_ms)
+        while batch > 0:
+            events = self._event_pairs(batch)
+            for start, end in events:
+                flush()
+                start.record()
+                run()
+                end.record()
+            events[-1][1].synchronize()
+            samples += [cp.cuda.get_elapsed_time(start, end) for start, end in events]
+            batch = policy.next_batch(samples, time.perf_counter() - began, best_ms)
         self.sync()
         return samples
+
+    def _l2_flush(self) -> Callable[[], None]:
+        """A function queueing the flush: a memset of a buffer of twice the L2 (or more) on the
+        current stream, the stream the samples' events and launches use too."""
+        if self._flush_buffer is None:
+            l2 = self._attribute_code(CUDA_ATTR["L2CacheSize"])
+            self._flush_buffer = cp.empty(flush_bytes(l2), dtype=cp.uint8)
+        buffer = self._flush_buffer
+
+        def flush() -> None:
+            stream = cp.cuda.get_current_stream().ptr
+            cp.cuda.runtime.memsetAsync(buffer.data.ptr, 0, buffer.nbytes, stream)
+
+        return flush
+
+    def _event_pairs(self, count: int) -> list[tuple[object, object]]:
+        """count (start, end) event pairs, reused across batches once their times are read."""
+        while len(self._events) < count:
+            self._events.append((cp.cuda.Event(), cp.cuda.Event()))
+        return self._events[:count]
+
+    def _attribute_code(self, code: int) -> int:
+        return int(cp.cuda.runtime.deviceGetAttribute(code, self.device.id))
 
 
 def _load_module(cubin: bytes, entries: tuple[str, ...], directory: str, keep: bool):

@@ -7,7 +7,7 @@ import os
 from typing import Any, Protocol
 
 from autotune.device import Job, NoGpu
-from autotune.records import DeviceInfo, Measurement, Status
+from autotune.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.space import DeviceLimits
 
 __all__ = ["Evaluator", "GpuEvaluator", "Job", "NoGpu", "Task"]
@@ -23,6 +23,9 @@ class Task(Protocol):
 class Evaluator(Protocol):
     device: DeviceInfo
     limits: DeviceLimits
+    # The timing protocol of the times it returns (DESIGN section 2): the tuner resumes, seeds
+    # and stops early only from stored measurements of the same protocol.
+    protocol: int
 
     def evaluate(self, job: Job, timeout_s: float) -> Measurement: ...
 
@@ -62,6 +65,8 @@ def _worker_main(conn, device_index: int) -> None:
 
 class GpuEvaluator:
     """Owns one worker process per GPU; replaces it after a timeout, a crash or a sticky error."""
+
+    protocol = TIMING_PROTOCOL
 
     def __init__(self, device_index: int = 0, start_timeout_s: float = 180.0) -> None:
         self.device_index = device_index

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from autotune.families import UnknownFamily, get_family
 from autotune.problem import Problem, problem_from_dict
-from autotune.records import Status
+from autotune.records import TIMING_PROTOCOL, Status
 from autotune.space import ARCH_LIMITS, BoundSpace, Config, DeviceLimits, SearchSpace, SpaceError
 from autotune.store import Store
 
@@ -122,6 +122,9 @@ class RecordedStudy:
     nvrtc: str = ""
     pins: dict[str, tuple] = field(default_factory=dict)
     outcomes: dict[Config, Outcome] = field(default_factory=dict)
+    # The timing protocol of its times (DESIGN section 2); a file written before protocols were
+    # numbered holds protocol 1 measurements (load_recording says so).
+    protocol: int = TIMING_PROTOCOL
 
     @property
     def name(self) -> str:
@@ -185,6 +188,7 @@ def save_recording(studies: list[RecordedStudy], path: str | Path) -> Path:
                 "device": s.device,
                 "arch": s.arch,
                 "nvrtc": s.nvrtc,
+                "protocol": s.protocol,
                 "pins": {k: list(v) for k, v in sorted(s.pins.items())},
                 "valid_configs": len(space),
                 "recorded": len(s.outcomes),
@@ -227,6 +231,7 @@ def load_recording(path: str | Path) -> list[RecordedStudy]:
                     arch=row.get("arch", "sm_90"),
                     nvrtc=row.get("nvrtc", ""),
                     pins={k: tuple(v) for k, v in row.get("pins", {}).items()},
+                    protocol=_protocol(row.get("protocol", 1)),
                 )
             else:
                 studies[row["s"]].outcomes[Config.of(row["c"])] = Outcome(
@@ -258,9 +263,11 @@ def export_studies(
     families: Iterable[str] = (),
     problem_keys: Iterable[str] = (),
     pins: Mapping[str, Mapping[str, tuple]] | None = None,
+    protocol: int = TIMING_PROTOCOL,
 ) -> list[RecordedStudy]:
-    """The stored studies (filtered by device, family and problem key) as recordings. A family
-    with pins keeps only the evaluations inside its subspace."""
+    """The stored studies measured under one timing protocol (filtered by device, family and
+    problem key) as recordings. A family with pins keeps only the evaluations inside its
+    subspace."""
     families, problem_keys, pins = set(families), set(problem_keys), pins or {}
     devices = store.devices()
     arch = {
@@ -268,7 +275,7 @@ def export_studies(
         for _, row in devices.iterrows()
     }
     nvrtc = {row["name"]: str(row["nvrtc_version"]) for _, row in devices.iterrows()}
-    history = store.history(device=device)
+    history = store.history(device=device, protocol=protocol)
     studies: dict[tuple, RecordedStudy] = {}
     for row in history.itertuples(index=False):
         if families and row.family not in families:
@@ -284,6 +291,7 @@ def export_studies(
                 arch=arch.get(row.device, "sm_90"),
                 nvrtc=nvrtc.get(row.device, ""),
                 pins=dict(pins.get(row.family, {})),
+                protocol=protocol,
             )
         status = Status(row.status)
         error = (row.error or "").strip().splitlines()[0][:ERROR_CHARS] if row.error else ""
@@ -300,6 +308,12 @@ def export_studies(
 def timed(status: Status) -> bool:
     """Checked and timed: OK, or stopped early as slower with a pessimistic time (SLOW)."""
     return bool(getattr(status, "timed", status.ok))
+
+
+def _protocol(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"protocol {value!r} is not a protocol number")
+    return value
 
 
 def _shape(shape: object) -> dict:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from autotune.cli import SHAPE_METAVAR, friendly_errors, storage_option
+from autotune.cli import SHAPE_METAVAR, friendly_errors, protocol_option, storage_option
 from autotune.families import get_family
 from autotune.problem import parse_shape
 
@@ -29,9 +29,12 @@ from autotune.problem import parse_shape
     help="The recording to write (gzip'd JSON lines, e.g. results/recordings/h100.jsonl.gz).",
 )
 @click.option("--exhaustive-only", is_flag=True, help="Leave out studies that miss a valid config.")
+@protocol_option
 @storage_option
 @friendly_errors
-def export_recording(families, shapes, device, subspace, output, exhaustive_only, storage):
+def export_recording(
+    families, shapes, device, subspace, output, exhaustive_only, protocol, storage
+):
     """Export stored evaluations (config, status, time) per study to a compact recording, for
     `autotune run --replay` and `autotune bench search`. Says which studies are exhaustive: every
     valid configuration of the (sub)space recorded."""
@@ -42,7 +45,8 @@ def export_recording(families, shapes, device, subspace, output, exhaustive_only
         get_family(name)
     keys = [parse_shape(s).key for s in shapes]
     pins = load_pins(subspace)
-    studies = export_studies(Store(storage, create=False), device, families, keys, pins)
+    store = Store(storage, create=False, protocol=protocol)
+    studies = export_studies(store, device, families, keys, pins, protocol)
     kept = []
     for s in studies:
         space = s.space()

@@ -6,6 +6,12 @@ import enum
 import statistics
 from dataclasses import asdict, dataclass, field
 
+# The timing protocol of DESIGN section 2 that this version measures with. 1: one run between two
+# events on an idle GPU with a warm L2 (everything stored before 2026-11-24); 2: an L2 flush queued
+# before each sample and the host's submission hidden behind it. Measurements of different
+# protocols are never compared: every stored time carries its number.
+TIMING_PROTOCOL = 2
+
 
 class Status(enum.Enum):
     OK = "OK"
@@ -55,6 +61,7 @@ class Measurement:
     smem_bytes: int | None = None
     spills: int | None = None
     scratch_bytes: int | None = None  # extra device memory the plan allocates (im2col's matrix)
+    protocol: int = TIMING_PROTOCOL  # how time_ms was measured (a replay keeps its recording's)
 
     @classmethod
     def from_samples(cls, samples_ms: list[float], **extra: object) -> Measurement:
@@ -65,10 +72,25 @@ class Measurement:
             **extra,  # type: ignore[arg-type]
         )
 
+    @property
+    def spread(self) -> float | None:
+        """Interquartile range over the median of the samples (None with fewer than two)."""
+        return spread(self.samples_ms)
+
     def gflops(self, flops: int) -> float | None:
         if self.status is not Status.OK or not self.time_ms:
             return None
         return flops / (self.time_ms * 1e-3) / 1e9
+
+
+def spread(samples_ms: tuple[float, ...] | list[float]) -> float | None:
+    """Interquartile range of the samples over their median: the noise of a measurement, in a
+    unit that compares across kernels of any duration. None with fewer than two samples."""
+    if len(samples_ms) < 2:
+        return None
+    q1, _, q3 = statistics.quantiles(samples_ms, n=4, method="inclusive")
+    median = statistics.median(samples_ms)
+    return (q3 - q1) / median if median > 0 else None
 
 
 @dataclass(frozen=True, slots=True)

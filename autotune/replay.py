@@ -32,6 +32,12 @@ class ReplayEvaluator:
         devices = {s.device for s in studies}
         if len(devices) > 1:
             raise RecordingError(f"a replay needs one device; the recording has {sorted(devices)}")
+        protocols = {s.protocol for s in studies}
+        if len(protocols) > 1:
+            raise RecordingError(
+                f"a replay needs one timing protocol; the recording has {sorted(protocols)}"
+            )
+        self.protocol = first.protocol
         cc = first.arch.removeprefix("sm_")
         self.device = DeviceInfo(
             name=first.device + REPLAY_SUFFIX,
@@ -64,9 +70,12 @@ class ReplayEvaluator:
         self.calls += 1
         if timed(outcome.status) and outcome.time_ms is not None:
             return Measurement(
-                outcome.status, time_ms=outcome.time_ms, samples_ms=(outcome.time_ms,)
+                outcome.status,
+                time_ms=outcome.time_ms,
+                samples_ms=(outcome.time_ms,),
+                protocol=self.protocol,
             )
-        return Measurement(outcome.status, error=outcome.error)
+        return Measurement(outcome.status, error=outcome.error, protocol=self.protocol)
 
     def evaluate(self, job, timeout_s: float) -> Measurement:  # pragma: no cover - never called
         raise RecordingError("a replay evaluates nothing on a GPU")
@@ -95,7 +104,8 @@ def open_replay(paths: str | Path | list, storage: str | None):
 
     paths = paths if isinstance(paths, list | tuple) else [paths]
     evaluator = ReplayEvaluator.from_paths(*paths)
-    store = Store(storage if storage else "sqlite://")
+    # The replayed times keep the recording's protocol; so do the store's reads (best table).
+    store = Store(storage if storage else "sqlite://", protocol=evaluator.protocol)
     return store, evaluator, ReplayCompiler(evaluator.device.nvrtc_version)
 
 

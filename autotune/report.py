@@ -49,6 +49,8 @@ BEST_COLUMNS = (
     "scratch_bytes",  # extra device memory of the plan (im2col's unrolled matrix)
     "evaluations",
     "failures",
+    "spread",  # interquartile range of the samples over their median (the measurement's noise)
+    "protocol",  # the timing protocol of every time in the row (DESIGN section 2)
     "shape",
     "kind",
     "baseline_library",  # cudnn for conv2d, cublas for gemm, empty for conv3d
@@ -153,6 +155,7 @@ def best_table(
     intensity = _problem_series(df, "flops") / min_bytes
     df["bound"] = bound_of(intensity, fma / copy)
     df["time_ms"] = df["time_ms"].map(_significant)
+    df["spread"] = df["spread"].astype(float).round(FRACTION_DECIMALS)
     df["gflops"] = df["gflops"].astype(float).round(GFLOPS_DECIMALS)
     df["baseline_gflops"] = df["baseline_gflops"].astype(float).round(GFLOPS_DECIMALS)
     for name in ("registers", "smem_bytes", "scratch_bytes"):

@@ -18,14 +18,15 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from autotune.problem import KIND_FIELDS, Problem
-from autotune.records import DeviceInfo, Measurement, Status
+from autotune.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status, spread
 from autotune.space import Config
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Versions this one can open by adding what it lacks: 1 had no ceilings and no baselines tables;
 # 2 knew only 2D convolutions (no kind, no shape JSON, no scratch_bytes, conv2d columns required);
-# 3 had no claims table (an older autotune would ignore other runs' claims, hence the new number).
-UPGRADABLE_FROM = ("1", "2", "3")
+# 3 had no claims table (an older autotune would ignore other runs' claims, hence the new number);
+# 4 had no timing protocol and no spread (its rows are protocol 1, DESIGN section 2).
+UPGRADABLE_FROM = ("1", "2", "3", "4")
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's transaction
 CREATE_ATTEMPTS = 5  # two processes creating the same tables at once: the loser retries
 
@@ -70,6 +71,15 @@ def _shape_columns() -> list[sa.Column]:
         sa.Column("kind", sa.String(16), nullable=False, server_default=KIND_DEFAULT),
         sa.Column("shape", sa.JSON),
         *(sa.Column(name, sa.Integer) for name in SHAPE_COLUMNS),
+    ]
+
+
+def _timing_columns() -> list[sa.Column]:
+    """How a time was measured: the timing protocol's number (rows written before protocols were
+    numbered are protocol 1) and the spread of the samples (interquartile range over median)."""
+    return [
+        sa.Column("protocol", sa.Integer, nullable=False, server_default="1"),
+        sa.Column("spread", sa.Float),
     ]
 
 
@@ -141,8 +151,12 @@ evaluations_table = sa.Table(
     sa.Column("spills", sa.Integer),
     sa.Column("scratch_bytes", sa.BigInteger),  # extra device memory of the plan (im2col's matrix)
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    # One row per finished evaluation; the index also serves the per-study queries.
-    sa.UniqueConstraint("device_id", "family", "problem_key", "config", name="uq_evaluations"),
+    *_timing_columns(),
+    # One row per finished evaluation and protocol (a re-measurement under a new protocol is a new
+    # row; the old one stays); the index also serves the per-study queries.
+    sa.UniqueConstraint(
+        "device_id", "family", "problem_key", "config", "protocol", name="uq_evaluations"
+    ),
 )
 
 ceilings_table = sa.Table(
@@ -156,6 +170,7 @@ ceilings_table = sa.Table(
     sa.Column("detail", sa.Text, nullable=False),  # how it was measured
     sa.Column("samples_ms", sa.JSON, nullable=False),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    *_timing_columns(),
 )
 
 baselines_table = sa.Table(
@@ -174,7 +189,8 @@ baselines_table = sa.Table(
     sa.Column("samples_ms", sa.JSON, nullable=False),
     sa.Column("gflops", sa.Float),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    sa.UniqueConstraint("device_id", "library", "problem_key", name="uq_baselines"),
+    *_timing_columns(),
+    sa.UniqueConstraint("device_id", "library", "problem_key", "protocol", name="uq_baselines"),
 )
 
 # Which run is tuning a study: one run at a time per (device, family, problem). The holder renews
@@ -239,10 +255,15 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
 class Store:
     """The results database behind a SQLAlchemy URL (or a SQLite file path)."""
 
-    def __init__(self, url: str | Path, create: bool = True) -> None:
-        """Open (and, unless create=False, create) the results database at url or path."""
+    def __init__(
+        self, url: str | Path, create: bool = True, protocol: int = TIMING_PROTOCOL
+    ) -> None:
+        """Open (and, unless create=False, create) the results database at url or path. Its
+        queries read measurements of one timing protocol (DESIGN section 2), the current one
+        unless told: tables, reports and searches never mix protocols."""
         text = str(url)
         self.url = text
+        self.protocol = protocol
         if not create and "://" not in text and not Path(text).expanduser().is_file():
             raise StoreError(f"no results database at {text}")
         try:
@@ -336,7 +357,7 @@ class Store:
                 ).scalar_one()
                 rebuilt = False
                 if version != str(SCHEMA_VERSION):
-                    for table in (evaluations_table, baselines_table):
+                    for table in (evaluations_table, baselines_table, ceilings_table):
                         old = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
                         missing = {c.name for c in table.columns} - old
                         if not missing:
@@ -574,6 +595,8 @@ class Store:
             "spills": m.spills,
             "scratch_bytes": m.scratch_bytes,
             "created_at": _now(),
+            "protocol": m.protocol,
+            "spread": _float(m.spread),
         }
         with self._errors("cannot record evaluation"):
             try:
@@ -582,7 +605,7 @@ class Store:
                 return True
             except IntegrityError as err:
                 # The same error comes from the UNIQUE constraint and from a foreign key.
-                if self._has(device_id, family, problem.key, row["config"]):
+                if self._has(device_id, family, problem.key, row["config"], m.protocol):
                     return False
                 raise StoreError(
                     f"cannot record evaluation ({self.url}): {_one_line(err)}"
@@ -596,8 +619,9 @@ class Store:
         unit: str,
         detail: str,
         samples_ms: list[float] | tuple[float, ...] = (),
+        protocol: int = TIMING_PROTOCOL,
     ) -> None:
-        """Store a measured device ceiling (the newest one of a name is the one in use)."""
+        """Store a measured device ceiling (the newest one of a name and protocol is in use)."""
         row = {
             "device_id": device_id,
             "name": name,
@@ -606,6 +630,8 @@ class Store:
             "detail": detail,
             "samples_ms": _samples(samples_ms),
             "created_at": _now(),
+            "protocol": protocol,
+            "spread": _float(spread(samples_ms)),
         }
         with self._errors("cannot record ceiling"), self._engine.begin() as conn:
             conn.execute(ceilings_table.insert().values(**row))
@@ -620,7 +646,8 @@ class Store:
         m: Measurement,
         flops: int,
     ) -> None:
-        """Store (or replace) a library's measurement of one shape on one device."""
+        """Store (or replace) a library's measurement of one shape on one device under the
+        measurement's timing protocol (those of other protocols stay)."""
         row = {
             "device_id": device_id,
             "library": library,
@@ -634,6 +661,8 @@ class Store:
             "samples_ms": _samples(m.samples_ms),
             "gflops": _float(m.gflops(flops)),
             "created_at": _now(),
+            "protocol": m.protocol,
+            "spread": _float(m.spread),
         }
         b = baselines_table.c
         with self._errors("cannot record baseline"), self._engine.begin() as conn:
@@ -642,22 +671,28 @@ class Store:
                     b.device_id == device_id,
                     b.library == library,
                     b.problem_key == problem.key,
+                    b.protocol == m.protocol,
                 )
             )
             conn.execute(baselines_table.insert().values(**row))
 
-    def has_baseline(self, device_id: int, library: str, problem: Problem) -> bool:
+    def has_baseline(
+        self, device_id: int, library: str, problem: Problem, protocol: int | None = None
+    ) -> bool:
         b = baselines_table.c
         query = sa.select(b.id).where(
             b.device_id == device_id,
             b.library == library,
             b.problem_key == problem.key,
             b.status == Status.OK.value,
+            b.protocol == self._protocol(protocol),
         )
         with self._errors("cannot read baselines"), self._engine.connect() as conn:
             return conn.execute(query).first() is not None
 
-    def _has(self, device_id: int, family: str, problem_key: str, config_json: str) -> bool:
+    def _has(
+        self, device_id: int, family: str, problem_key: str, config_json: str, protocol: int
+    ) -> bool:
         e = evaluations_table.c
         with self._engine.connect() as conn:
             found = conn.execute(
@@ -666,6 +701,7 @@ class Store:
                     e.family == family,
                     e.problem_key == problem_key,
                     e.config == config_json,
+                    e.protocol == protocol,
                 )
             ).first()
         return found is not None
@@ -687,12 +723,20 @@ class Store:
     # -----------------------------------------------------------------------------------------
     # Queries
 
-    def evaluations(self, device_id: int, family: str, problem: Problem) -> list[StoredEvaluation]:
-        """Everything stored for one study, in insertion order (to resume it)."""
+    def evaluations(
+        self, device_id: int, family: str, problem: Problem, protocol: int | None = None
+    ) -> list[StoredEvaluation]:
+        """Everything stored for one study under one timing protocol, in insertion order (to
+        resume it: a study measured under another protocol is tuned again, not compared)."""
         e = evaluations_table.c
         query = (
             sa.select(e.config, e.status, e.time_ms, e.gflops, e.error)
-            .where(e.device_id == device_id, e.family == family, e.problem_key == problem.key)
+            .where(
+                e.device_id == device_id,
+                e.family == family,
+                e.problem_key == problem.key,
+                e.protocol == self._protocol(protocol),
+            )
             .order_by(e.id)
         )
         with self._errors("cannot read evaluations"), self._engine.connect() as conn:
@@ -705,19 +749,26 @@ class Store:
         ]
 
     def best(
-        self, device: str | None = None, family: str | None = None, kind: str | None = None
+        self,
+        device: str | None = None,
+        family: str | None = None,
+        kind: str | None = None,
+        protocol: int | None = None,
+        top: int = 1,
     ) -> pd.DataFrame:
-        """Fastest OK evaluation per (device, family, problem); studies with none are left out.
+        """Fastest OK evaluation per (device, family, problem) under one timing protocol (the
+        store's reading protocol unless given; the `top` fastest with top > 1, fastest first);
+        studies with none are left out.
 
         A device is its name: measurements on one GPU model under several drivers are one study.
         Columns: device, family, kind, the conv2d columns (empty for other kinds), config,
-        time_ms, gflops, registers, smem_bytes, scratch_bytes, evaluations, failures,
-        problem_key and shape (the problem's fields as a dict, every kind). Rows are ordered by
-        device, family and the shape's fields.
+        time_ms, spread, gflops, registers, smem_bytes, scratch_bytes, evaluations, failures
+        (both of that protocol), protocol, problem_key and shape (the problem's fields as a dict,
+        every kind). Rows are ordered by device, family and the shape's fields.
         """
         e, d = evaluations_table.c, devices_table.c
         study = (d.name, e.family, e.problem_key)
-        where = self._filters(device, family, kind)
+        where = [*self._filters(device, family, kind), e.protocol == self._protocol(protocol)]
         counts = (
             sa.select(
                 *study,
@@ -739,10 +790,12 @@ class Store:
                 *(e[name] for name in SHAPE_COLUMNS),
                 e.config,
                 e.time_ms,
+                e.spread,
                 e.gflops,
                 e.registers,
                 e.smem_bytes,
                 e.scratch_bytes,
+                e.protocol,
                 sa.func.row_number()
                 .over(partition_by=study, order_by=(e.time_ms, e.id))
                 .label("place"),
@@ -760,12 +813,14 @@ class Store:
                 *(r[name] for name in SHAPE_COLUMNS),
                 r.config,
                 r.time_ms,
+                r.spread,
                 r.gflops,
                 r.registers,
                 r.smem_bytes,
                 r.scratch_bytes,
                 c.evaluations,
                 c.failures,
+                r.protocol,
                 r.problem_key,
                 r.shape,
             )
@@ -779,8 +834,8 @@ class Store:
                     ),
                 )
             )
-            .where(r.place == 1)
-            .order_by(r.device, r.family)
+            .where(r.place <= top)
+            .order_by(r.device, r.family, r.place)
         )
         frame = self._frame(query, "cannot read best configurations")
         return _by_shape(frame, ["device", "family"])
@@ -844,25 +899,49 @@ class Store:
         return frame
 
     def history(
-        self, device: str | None = None, family: str | None = None, kind: str | None = None
+        self,
+        device: str | None = None,
+        family: str | None = None,
+        kind: str | None = None,
+        protocol: int | None = None,
+        every_protocol: bool = False,
     ) -> pd.DataFrame:
-        """Every stored evaluation with its device name, in insertion order."""
+        """Every stored evaluation of one timing protocol (the store's reading protocol unless
+        given; all of them with every_protocol) with its device name, in insertion order."""
         e, d = evaluations_table.c, devices_table.c
         columns = [c for c in evaluations_table.c if c.name != "id"]
+        where = self._filters(device, family, kind)
+        if not every_protocol:
+            where.append(e.protocol == self._protocol(protocol))
         query = (
             sa.select(e.id, d.name.label("device"), *columns)
             .select_from(evaluations_table.join(devices_table))
-            .where(*self._filters(device, family, kind))
+            .where(*where)
             .order_by(e.id)
         )
         return self._frame(query, "cannot read history")
 
-    def ceilings(self, device: str | None = None) -> pd.DataFrame:
-        """The newest measurement of each ceiling per device: device, name, value, unit, detail."""
+    def ceilings(self, device: str | None = None, protocol: int | None = None) -> pd.DataFrame:
+        """The newest measurement of each ceiling per device under one timing protocol: device,
+        name, value, unit, detail, created_at, spread, protocol."""
         c, d = ceilings_table.c, devices_table.c
-        newest = sa.select(sa.func.max(c.id)).group_by(c.device_id, c.name).scalar_subquery()
+        newest = (
+            sa.select(sa.func.max(c.id))
+            .where(c.protocol == self._protocol(protocol))
+            .group_by(c.device_id, c.name)
+            .scalar_subquery()
+        )
         query = (
-            sa.select(d.name.label("device"), c.name, c.value, c.unit, c.detail, c.created_at)
+            sa.select(
+                d.name.label("device"),
+                c.name,
+                c.value,
+                c.unit,
+                c.detail,
+                c.created_at,
+                c.spread,
+                c.protocol,
+            )
             .select_from(ceilings_table.join(devices_table))
             .where(c.id.in_(newest), *([d.name == device] if device is not None else []))
             .order_by(d.name, c.name)
@@ -870,12 +949,17 @@ class Store:
         return self._frame(query, "cannot read ceilings")
 
     def baselines(
-        self, device: str | None = None, library: str | None = None, kind: str | None = None
+        self,
+        device: str | None = None,
+        library: str | None = None,
+        kind: str | None = None,
+        protocol: int | None = None,
     ) -> pd.DataFrame:
-        """Library measurements: device, library, kind, the conv2d columns, problem_key, shape,
-        algorithm, version, status, error, time_ms, gflops; by device, library and shape."""
+        """Library measurements under one timing protocol: device, library, kind, the conv2d
+        columns, problem_key, shape, algorithm, version, status, error, time_ms, gflops, spread,
+        protocol; by device, library and shape."""
         b, d = baselines_table.c, devices_table.c
-        where = []
+        where = [b.protocol == self._protocol(protocol)]
         if device is not None:
             where.append(d.name == device)
         if library is not None:
@@ -896,6 +980,8 @@ class Store:
                 b.error,
                 b.time_ms,
                 b.gflops,
+                b.spread,
+                b.protocol,
             )
             .select_from(baselines_table.join(devices_table))
             .where(*where)
@@ -907,8 +993,9 @@ class Store:
         query = sa.select(devices_table).order_by(devices_table.c.id)
         return self._frame(query, "cannot read devices")
 
-    def summary(self) -> pd.DataFrame:
-        """Per device and family: studies, evaluations, OK ones and failures by status."""
+    def summary(self, protocol: int | None = None) -> pd.DataFrame:
+        """Per device and family, under one timing protocol: studies, evaluations, OK ones and
+        failures by status."""
         e, d = evaluations_table.c, devices_table.c
         by_status = [
             sa.func.sum(sa.case((e.status == s.value, 1), else_=0)).label(s.value.lower())
@@ -924,10 +1011,14 @@ class Store:
                 *by_status,
             )
             .select_from(evaluations_table.join(devices_table))
+            .where(e.protocol == self._protocol(protocol))
             .group_by(d.name, e.family)
             .order_by(d.name, e.family)
         )
         return self._frame(query, "cannot read summary")
+
+    def _protocol(self, protocol: int | None) -> int:
+        return self.protocol if protocol is None else protocol
 
     def _filters(
         self, device: str | None, family: str | None, kind: str | None = None
@@ -989,8 +1080,12 @@ def _rebuild_sqlite_table(conn: sa.Connection, table: sa.Table, old_columns: set
     new.create(conn)
     old = sa.table(table.name, *(sa.column(name) for name in old_columns))
     copied = [c.name for c in table.columns if c.name in old_columns]
-    derived = {"kind": sa.literal(KIND_DEFAULT), "shape": _conv2d_shape_json(old.c)}
-    extra = [name for name in derived if name not in old_columns]
+    derived = {}
+    if "shape" in table.columns and "shape" not in old_columns:
+        derived = {"kind": sa.literal(KIND_DEFAULT), "shape": _conv2d_shape_json(old.c)}
+    # Columns new to this version that the old rows cannot fill from others (protocol, spread)
+    # take their server defaults.
+    extra = [n for n in derived if n not in old_columns]
     select = sa.select(*(old.c[n] for n in copied), *(derived[n] for n in extra))
     conn.execute(new.insert().from_select([*copied, *extra], select))
     conn.exec_driver_sql(f'DROP TABLE "{table.name}"')
@@ -998,15 +1093,25 @@ def _rebuild_sqlite_table(conn: sa.Connection, table: sa.Table, old_columns: set
 
 
 def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) -> None:
-    """Other databases (PostgreSQL) alter in place: add the new columns, drop the NOT NULLs of
-    the conv2d columns, and fill the shape JSON of the stored rows."""
+    """Other databases (PostgreSQL) alter in place: add the new columns, widen the unique
+    constraints that gained a column, drop the NOT NULLs of the conv2d columns, and fill the
+    shape JSON of the stored rows."""
     preparer = conn.dialect.identifier_preparer
     name = preparer.format_table(table)
+    added = set()
     for column in table.columns:
         if column.name in old_columns:
             continue
+        added.add(column.name)
         ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
         conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {ddl}")
+    for constraint in table.constraints:
+        if isinstance(constraint, sa.UniqueConstraint) and added & set(constraint.columns.keys()):
+            quoted = preparer.format_constraint(constraint)
+            conn.exec_driver_sql(f"ALTER TABLE {name} DROP CONSTRAINT IF EXISTS {quoted}")
+            conn.execute(sa.schema.AddConstraint(constraint))
+    if "shape" not in table.columns:
+        return
     for column in SHAPE_COLUMNS:
         conn.exec_driver_sql(
             f"ALTER TABLE {name} ALTER COLUMN {preparer.quote(column)} DROP NOT NULL"

@@ -23,6 +23,7 @@ from autotune.records import Measurement, Status
 from autotune.space import BoundSpace, Config, DeviceLimits
 from autotune.store import Store
 from autotune.strategies import DEFAULT_STRATEGY, make_strategy
+from autotune.strategies.brute_force import GivenConfigs
 from autotune.warmstart import warm_start
 
 # A job's timeout: the floor covers what any job may spend besides its runs (module load, a fresh
@@ -49,11 +50,13 @@ def job_timeout_s(flops: int, timing: TimingPolicy, best_ms: float | None = None
 
 @dataclass(frozen=True, slots=True)
 class Study:
-    """One (family, problem) pair to tune, with its valid configurations on this device."""
+    """One (family, problem) pair to tune, with its valid configurations on this device. With
+    `configs`, exactly those are evaluated (in order) instead of a search: a re-measurement."""
 
     family: Family
     problem: Problem
     space: BoundSpace
+    configs: tuple[Config, ...] | None = None
 
     @property
     def label(self) -> str:
@@ -218,7 +221,7 @@ class Tuner:
         start = time.monotonic()
         deadline = start + time_limit_s if time_limit_s else None
         histories = {id(s): self._history(s) for s in studies}
-        targets = {id(s): _target(budget, len(s.space)) for s in studies}
+        targets = {id(s): _target(budget, s, histories[id(s)]) for s in studies}
         remaining = {
             id(s): max(0, targets[id(s)] - _valid_count(histories[id(s)], s.space)) for s in studies
         }
@@ -263,13 +266,20 @@ class Tuner:
 
     def _history(self, study: Study) -> list:
         """The study's stored evaluations, configs stored before a later tunable completed."""
-        stored = self.store.evaluations(self.device_id, study.family.name, study.problem)
+        stored = self.store.evaluations(
+            self.device_id, study.family.name, study.problem, self.evaluator.protocol
+        )
         return [dataclasses.replace(h, config=study.family.complete(h.config)) for h in stored]
 
     def _tune(self, study, history, target, deadline, result: StudyOutcome, counters) -> None:
-        strategy = make_strategy(self.strategy, study.space, self.seed)
-        # Transfer: start at the stored best configs of this family's nearest other shapes.
-        strategy = warm_start(strategy, self.store, self.evaluator.device.name, study)
+        if study.configs is not None:
+            strategy = GivenConfigs(list(study.configs))
+        else:
+            strategy = make_strategy(self.strategy, study.space, self.seed)
+            # Transfer: start at the stored best configs of this family's nearest other shapes.
+            strategy = warm_start(
+                strategy, self.store, self.evaluator.device.name, study, self.evaluator.protocol
+            )
         seen: set[Config] = set()
         for h in history:
             if h.config in seen or not study.space.is_valid(h.config):
@@ -467,7 +477,13 @@ def estimated_cost_s(flops: int, evaluations: int, timing: TimingPolicy) -> floa
     return evaluations * (sampled_s + (timing.warmup + 2) * run_s)
 
 
-def _target(budget: int | None, space_size: int) -> int:
+def _target(budget: int | None, study: Study, history) -> int:
+    """Evaluations the study should have stored when done (earlier runs' included): the budget
+    capped by the space, or, for given configs, those stored plus the given ones not yet."""
+    if study.configs is not None:
+        stored = {h.config for h in history if study.space.is_valid(h.config)}
+        return len(stored | {c for c in study.configs if study.space.is_valid(c)})
+    space_size = len(study.space)
     return space_size if budget is None else min(budget, space_size)
 
 

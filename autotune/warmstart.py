@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from autotune.problem import ProblemError, problem_from_dict
-from autotune.records import Status
+from autotune.records import TIMING_PROTOCOL, Status
 from autotune.space import Config
 from autotune.store import Store
 from autotune.strategies.base import Strategy
@@ -16,12 +16,15 @@ from autotune.strategies.transfer import PER_SHAPE, Transfer, transfer_seeds
 NOT_SEEDED = {"brute_force"}
 
 
-def warm_start(strategy: Strategy, store: Store, device: str, study) -> Strategy:
+def warm_start(
+    strategy: Strategy, store: Store, device: str, study, protocol: int = TIMING_PROTOCOL
+) -> Strategy:
     """The strategy wrapped in Transfer when the store holds other shapes of the study's family
-    on this device (seeded with their best configs, made valid here); else unchanged."""
+    on this device measured under `protocol` (seeded with their best configs, made valid here);
+    else unchanged."""
     if strategy.name in NOT_SEEDED:
         return strategy
-    history = store.history(device=device, family=study.family.name)
+    history = store.history(device=device, family=study.family.name, protocol=protocol)
     if not len(history):
         return strategy
     ok = history[(history["status"] == Status.OK.value) & (history["kind"] == study.problem.kind)]

@@ -6,7 +6,7 @@ import functools
 
 import pytest
 
-from autotune.records import DeviceInfo, Measurement, Status
+from autotune.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.space import DeviceLimits
 
 
@@ -51,6 +51,7 @@ class SyntheticEvaluator:
     def __init__(self, cost, name: str = "Synthetic GPU") -> None:
         self.device = DeviceInfo(name=name, compute_capability="9.0", sm_count=132)
         self.limits = DeviceLimits()
+        self.protocol = TIMING_PROTOCOL
         self.cost = cost
         self.jobs = []
         self.tasks = []

@@ -13,7 +13,7 @@ from autotune.device import Job, TimingPolicy
 from autotune.early_stop import EarlyStop
 from autotune.families.direct_naive import DirectNaive
 from autotune.problem import ConvProblem
-from autotune.records import DeviceInfo, Measurement, Status
+from autotune.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.space import DeviceLimits
 from autotune.store import Store
 from autotune.tuner import Tuner, plan_studies
@@ -63,6 +63,7 @@ class _SampledEvaluator:
     def __init__(self, sequences):
         self.device = DeviceInfo(name="Synthetic GPU", compute_capability="9.0", sm_count=132)
         self.limits = DeviceLimits()
+        self.protocol = TIMING_PROTOCOL
         self.sequences = sequences
         self.jobs: list[Job] = []
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import multiprocessing
 import sqlite3
 from pathlib import Path
@@ -119,7 +121,7 @@ def test_best_picks_fastest_ok_and_never_a_failure(store: Store) -> None:
     assert row["time_ms"] == 0.5
     assert row["gflops"] == pytest.approx(PROBLEM.flops / 0.5e-3 / 1e9)
     assert (row["evaluations"], row["failures"]) == (5, 2)
-    assert list(best.columns[:12]) == [
+    assert list(best.columns[:13]) == [
         "device",
         "family",
         "kind",
@@ -131,6 +133,7 @@ def test_best_picks_fastest_ok_and_never_a_failure(store: Store) -> None:
         "stride",
         "config",
         "time_ms",
+        "spread",
         "gflops",
     ]
 
@@ -385,7 +388,10 @@ def test_version_2_database_is_upgraded_keeping_every_row(tmp_path: Path) -> Non
     path = tmp_path / "v2.db"
     _make_v2(path)
     with Store(path) as upgraded:
-        history = upgraded.history()
+        # Rows stored before protocols were numbered are protocol 1: kept, never mixed with 2.
+        assert upgraded.history().empty and upgraded.best().empty
+        history = upgraded.history(protocol=1)
+        assert list(history["protocol"]) == [1, 1, 1] and history["spread"].isna().all()
         assert list(history["id"]) == [1, 2, 3]
         assert list(history["kind"]) == ["conv2d"] * 3
         assert list(history["problem_key"]) == [V2_PROBLEMS[0].key] * 2 + [V2_PROBLEMS[1].key]
@@ -394,18 +400,23 @@ def test_version_2_database_is_upgraded_keeping_every_row(tmp_path: Path) -> Non
         assert history["scratch_bytes"].isna().all()
         assert list(history["time_ms"]) == [0.5, 0.25, 2.0]
         assert list(history["registers"]) == [40, 40, 40]
-        best = upgraded.best()
+        best = upgraded.best(protocol=1)
         assert list(best["problem_key"]) == [V2_PROBLEMS[1].key, V2_PROBLEMS[0].key]
         assert list(best["time_ms"]) == [2.0, 0.25] and list(best["evaluations"]) == [1, 2]
-        stored = upgraded.evaluations(1, "direct_naive", V2_PROBLEMS[0])
+        stored = upgraded.evaluations(1, "direct_naive", V2_PROBLEMS[0], protocol=1)
         assert [e.config for e in stored] == [cfg(8), cfg(16)]
-        base = upgraded.baselines()
+        assert upgraded.evaluations(1, "direct_naive", V2_PROBLEMS[0]) == []
+        base = upgraded.baselines(protocol=1)
         assert len(base) == 1 and base.iloc[0]["kind"] == "conv2d"
         assert base.iloc[0]["shape"] == V2_PROBLEMS[0].as_dict()
-        assert upgraded.has_baseline(1, "cudnn", V2_PROBLEMS[0])
-        # The upgraded tables take the new kinds and the resumed study goes on.
+        assert upgraded.has_baseline(1, "cudnn", V2_PROBLEMS[0], protocol=1)
+        assert not upgraded.has_baseline(1, "cudnn", V2_PROBLEMS[0])
+        # The upgraded tables take the new kinds, and the same config measured again under the
+        # current protocol is a new row beside the old one; under the old protocol it is not.
         run_id = upgraded.start_run(1, "run", {})
-        assert not upgraded.record(run_id, 1, "direct_naive", V2_PROBLEMS[0], cfg(8), ok(9.0), 1)
+        old = dataclasses.replace(ok(9.0), protocol=1)
+        assert not upgraded.record(run_id, 1, "direct_naive", V2_PROBLEMS[0], cfg(8), old, 1)
+        assert upgraded.record(run_id, 1, "direct_naive", V2_PROBLEMS[0], cfg(8), ok(9.0), 1)
         assert upgraded.record(run_id, 1, "sgemm", GEMM, cfg(1), ok(1.0), GEMM.flops)
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
@@ -414,7 +425,7 @@ def test_version_2_database_is_upgraded_keeping_every_row(tmp_path: Path) -> Non
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert not any(name.endswith("_upgrade") for name in tables)
     with Store(path) as again:  # opening the upgraded file changes nothing
-        assert len(again.history()) == 4
+        assert len(again.history(every_protocol=True)) == 5
 
 
 def test_the_projects_version_2_database_reads_the_same_after_the_upgrade(tmp_path: Path) -> None:
@@ -487,7 +498,7 @@ def test_baselines_per_kind(store: Store) -> None:
 def _open_and_count(path: str, barrier, results) -> None:  # type: ignore[no-untyped-def]
     barrier.wait()
     with Store(path) as s:
-        results.put(len(s.history()))
+        results.put(len(s.history(every_protocol=True)))
 
 
 def test_two_processes_upgrading_one_file_at_once(tmp_path: Path) -> None:

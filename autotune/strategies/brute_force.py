@@ -28,3 +28,15 @@ class BruteForce:
     def tell(self, config: Config, time_ms: float | None) -> None:
         # History told before (or between) asks is skipped when the walk reaches it.
         self._seen.add(config)
+
+
+class GivenConfigs(BruteForce):
+    """Exactly the configs given, in their order (those told before are passed over): no search,
+    for re-measuring known configurations under the tuner's budgets, resume and records."""
+
+    name = "given"
+
+    def __init__(self, configs: list[Config]) -> None:
+        self._order = list(dict.fromkeys(configs))
+        self._next = 0
+        self._seen = set()
