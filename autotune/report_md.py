@@ -78,6 +78,17 @@ SEED_HEADING = "Seed experiments: our {label} figures beside the papers'"
 FC_TIME_SAVED_PCT = 99.86  # 001: the GPU GEMM's time saving over the CPU, the report's figure
 
 
+# What each timing protocol counts (DESIGN section 2), for the report's reader.
+PROTOCOLS = {
+    1: "one run between two CUDA events on an idle GPU, right after the previous sample: the "
+    "host's launch and an L2 still holding the problem are counted",
+    2: "a write of a scratch buffer of at least twice the L2 is queued before each sample, and the "
+    "host queues its samples ahead, so every sample starts with a cold L2 and the host's launch "
+    "is not counted; the median of the samples, with their interquartile range over the median "
+    "as the spread",
+}
+
+
 def write_report(store: Store, out_dir: Path, device: str | None = None) -> Path:
     """Write out_dir/REPORT.md and its images (in out_dir/report/); return the REPORT.md path."""
     devices = _devices(store, device)
@@ -88,7 +99,11 @@ def write_report(store: Store, out_dir: Path, device: str | None = None) -> Path
         f"Generated from the results database `{_database_name(store)}` by "
         "`autotune.report_md.write_report`; "
         "every number below is read from it or quoted from a seed paper. An empty cell means "
-        "nothing was measured; the text next to each table says why.\n",
+        "nothing was measured; the text next to each table says why.\n\n"
+        f"Every time, ceiling and baseline here was measured under timing protocol "
+        f"{store.protocol} ({PROTOCOLS.get(store.protocol, 'see DESIGN section 2')}); "
+        "measurements of other protocols in the database are left out, never mixed in "
+        "(`autotune report --protocol N`).\n",
         _device_section(store, devices),
         _families_section(store, devices),
         _best_section(store, device, devices),
