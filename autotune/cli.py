@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import platform
 import shlex
@@ -42,6 +43,17 @@ USAGE_ERRORS = (ProblemError, SpaceError, UnknownFamily, UnknownStrategy, Unsupp
 def _fail(message: str, code: int) -> None:
     click.echo(f"autotune: {message}", err=True)
     sys.exit(code)
+
+
+@contextlib.contextmanager
+def writing(option: str, path: Path):
+    """A place the user named that cannot be written (read-only, a directory, no space) ends the
+    command in one line, exit 2, as a bad value of that option."""
+    try:
+        yield
+    except OSError as err:
+        where = err.filename or path
+        _fail(f"cannot write {option} {str(where)!r}: {err.strerror or err}", 2)
 
 
 def friendly_errors(fn):
@@ -579,8 +591,9 @@ def best(fmt, family, device, problem_kind, output, storage) -> None:
         _fail(f"no successful evaluations stored in {storage}", 1)
     text = format_table(table, fmt)
     if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text)
+        with writing("--output", output):
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(text)
         click.echo(f"autotune: wrote {output}", err=True)
     else:
         click.echo(text, nl=False)
@@ -644,13 +657,14 @@ def plot(family, device, kind, output, problem_kind, storage) -> None:
     if family is not None:
         get_family(family)
     output = output or Path("results") / kind
-    output.parent.mkdir(parents=True, exist_ok=True)
     store = Store(storage, create=False)
-    if kind == "roofline":
-        paths = report.plot_roofline(store, output, device=device, kind=problem_kind)
-    else:
-        draw = report.plot_gflops if kind == "gflops" else report.plot_speedup
-        paths = draw(store, output, device=device, family=family, kind=problem_kind)
+    with writing("--output", output):
+        output.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "roofline":
+            paths = report.plot_roofline(store, output, device=device, kind=problem_kind)
+        else:
+            draw = report.plot_gflops if kind == "gflops" else report.plot_speedup
+            paths = draw(store, output, device=device, family=family, kind=problem_kind)
     for path in paths:
         click.echo(f"autotune: wrote {path}", err=True)
 
@@ -672,7 +686,9 @@ def report(device, output_dir, storage) -> None:
     from autotune.report_md import write_report
     from autotune.store import Store
 
-    path = write_report(Store(storage, create=False), output_dir, device)
+    store = Store(storage, create=False)
+    with writing("--output-dir", output_dir):
+        path = write_report(store, output_dir, device)
     click.echo(f"autotune: wrote {path}", err=True)
 
 
