@@ -62,13 +62,13 @@ def friendly_errors(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         from autotune.device import NoGpu
-        from autotune.recording import RecordingError
+        from autotune.recording import MalformedRecording, RecordingError
         from autotune.report import ReportError
         from autotune.store import StoreError
 
         try:
             return fn(*args, **kwargs)
-        except USAGE_ERRORS as err:
+        except (*USAGE_ERRORS, MalformedRecording) as err:
             _fail(str(err).splitlines()[0] if str(err) else type(err).__name__, 2)
         except NoGpu as err:
             _fail(f"no usable CUDA GPU: {str(err).splitlines()[0]}", 1)

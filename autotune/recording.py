@@ -30,6 +30,10 @@ class RecordingError(ValueError):
     """A recording that cannot be read, or that lacks what a replay asks of it."""
 
 
+class MalformedRecording(RecordingError):
+    """A file that is not a recording, or holds values of the wrong types: bad input."""
+
+
 # ---------------------------------------------------------------------------------------------
 # Recording subspaces: pinned value lists on top of a family's space
 
@@ -226,17 +230,17 @@ def load_recording(path: str | Path) -> list[RecordedStudy]:
         with gzip.open(path, "rt") as f:
             lines = f.read().splitlines()
     except FileNotFoundError:
-        raise RecordingError(f"recording {str(path)!r} does not exist") from None
+        raise MalformedRecording(f"recording {str(path)!r} does not exist") from None
     except (OSError, EOFError, UnicodeDecodeError) as err:
-        raise RecordingError(
+        raise MalformedRecording(
             f"recording {str(path)!r} is not a gzip'd JSON-lines file: {err}"
         ) from None
     try:
         rows = [json.loads(line) for line in lines if line.strip()]
     except json.JSONDecodeError as err:
-        raise RecordingError(f"recording {str(path)!r}: malformed line ({err})") from None
+        raise MalformedRecording(f"recording {str(path)!r}: malformed line ({err})") from None
     if not rows or not isinstance(rows[0], dict) or rows[0].get("format") != FORMAT:
-        raise RecordingError(f"recording {str(path)!r} is not in format {FORMAT}")
+        raise MalformedRecording(f"recording {str(path)!r} is not in format {FORMAT}")
     studies: dict[int, RecordedStudy] = {}
     try:
         for row in rows[1:]:
@@ -261,7 +265,7 @@ def load_recording(path: str | Path) -> list[RecordedStudy]:
                     Status(row["st"]), time_ms, _typed(row.get("e", ""), str, "error")
                 )
     except (KeyError, TypeError, ValueError) as err:
-        raise RecordingError(f"recording {str(path)!r}: malformed entry ({err})") from None
+        raise MalformedRecording(f"recording {str(path)!r}: malformed entry ({err})") from None
     return [predating_completed(s) for s in studies.values()]
 
 
@@ -346,6 +350,7 @@ def _shape(shape: object) -> dict:
 
 __all__ = [
     "FORMAT",
+    "MalformedRecording",
     "Outcome",
     "RecordedStudy",
     "RecordingError",

@@ -158,13 +158,13 @@ CASES = [
     Case("shape-file-toml-empty", (*RUN, "--shape-file", "{tmp}/s.toml"), 2,
          "s.toml: a shape set needs 'grid', 'layers' or 'shapes'", a_file("s.toml", "")),
     # Recordings with values of the wrong types.
-    Case("recording-config-a-list", REPLAY, 1, "config must be a dict",
+    Case("recording-config-a-list", REPLAY, 2, "config must be a dict",
          a_recording(HEADER, {**OUTCOME, "c": [8, 4, 0]})),
-    Case("recording-pins-nested-lists", REPLAY, 1, "BLOCK_X must be a value or a list of values",
+    Case("recording-pins-nested-lists", REPLAY, 2, "BLOCK_X must be a value or a list of values",
          a_recording({**HEADER, "pins": {"BLOCK_X": [[8]]}}, OUTCOME)),
-    Case("recording-time-a-string", REPLAY, 1, "time '1.0' is not a number",
+    Case("recording-time-a-string", REPLAY, 2, "time '1.0' is not a number",
          a_recording(HEADER, {**OUTCOME, "t": "1.0"})),
-    Case("recording-problem-a-list", REPLAY, 1, "a shape must be a table of fields",
+    Case("recording-problem-a-list", REPLAY, 2, "a shape must be a table of fields",
          a_recording({**HEADER, "problem": [9, 3, 1, 2]}, OUTCOME)),
     # --output into a place that cannot be written.
     Case("best-output-unwritable", ("best", "--storage", "{db}", "--output", "/proc/nope/b.md"),
