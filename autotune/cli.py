@@ -265,6 +265,12 @@ class ProgressPrinter:
     "each family's space cut to those values (for exhaustive recordings).",
 )
 @storage_option
+@click.option(
+    "--share-database",
+    is_flag=True,
+    help="Add autotune's tables to a database that already holds another application's "
+    "(refused otherwise, so that a mistyped --storage changes nothing).",
+)
 @friendly_errors
 def run(
     families,
@@ -285,6 +291,7 @@ def run(
     replay,
     subspace,
     storage,
+    share_database,
 ) -> None:
     """Tune kernel families on problem shapes and store every measurement.
 
@@ -301,7 +308,7 @@ def run(
         source = click.get_current_context().get_parameter_source
         if replay or source("gpu") != click.core.ParameterSource.DEFAULT:
             raise click.UsageError("--gpus cannot be combined with --gpu or --replay")
-        sys.exit(run_on_gpus(gpus, storage, sys.argv[1:]))
+        sys.exit(run_on_gpus(gpus, storage, sys.argv[1:], share=share_database))
     chosen = [get_family(name) for name in families] or list(FAMILIES.values())
     explicit = collect_shapes(shape_sets, shapes, shape_files)
     pairs = [
@@ -314,10 +321,10 @@ def run(
 
         given = click.get_current_context().get_parameter_source("storage")
         storage = storage if given != click.core.ParameterSource.DEFAULT else None
-        store, evaluator, compiler = open_replay(replay, storage)
+        store, evaluator, compiler = open_replay(replay, storage, share=share_database)
         storage, no_baseline = storage or "memory", True
     else:
-        store, evaluator, compiler, _ = _start_gpu(gpu, storage, cache_dir)
+        store, evaluator, compiler, _ = _start_gpu(gpu, storage, cache_dir, share_database)
     try:
         info = evaluator.device
         studies, skipped = plan_studies(pairs, evaluator.limits)
@@ -441,7 +448,7 @@ def _ceiling_text(ceilings) -> str:
     return ", ".join(f"{c.name} {c.value:,.0f} {c.unit}" for c in ceilings)
 
 
-def _start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE):
+def _start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE, share: bool = False):
     """Open the store, start the GPU worker and register the device: (store, evaluator,
     compiler, device_id)."""
     import dataclasses
@@ -449,9 +456,19 @@ def _start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE):
     from autotune.evaluator import GpuEvaluator
     from autotune.store import Store
 
-    store = Store(storage)  # opened before the GPU so a bad URL fails fast
+    # A database that exists is opened before the GPU, so that a bad URL or a foreign database
+    # fails fast; a new SQLite file only once the GPU is up, so that a machine without one is
+    # left without an empty results/autotune.db.
+    new_file = "://" not in storage and not Path(storage).expanduser().exists()
+    store = None if new_file else Store(storage, share=share)
     click.echo("autotune: starting the GPU worker ...", err=True)
     evaluator = GpuEvaluator(gpu)
+    if store is None:
+        try:
+            store = Store(storage, share=share)
+        except BaseException:
+            evaluator.close()
+            raise
     compiler = Compiler(arch=evaluator.device.arch, cache_dir=cache_dir)
     device = dataclasses.replace(evaluator.device, nvrtc_version=compiler.version)
     return store, evaluator, compiler, store.register_device(device)

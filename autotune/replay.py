@@ -89,13 +89,13 @@ class ReplayCompiler:
         raise RecordingError("a replay compiles nothing")
 
 
-def open_replay(paths: str | Path | list, storage: str | None):
+def open_replay(paths: str | Path | list, storage: str | None, share: bool = False):
     """(store, evaluator, compiler) for `autotune run --replay`; storage None is in memory."""
     from autotune.store import Store
 
     paths = paths if isinstance(paths, list | tuple) else [paths]
     evaluator = ReplayEvaluator.from_paths(*paths)
-    store = Store(storage if storage else "sqlite://")
+    store = Store(storage if storage else "sqlite://", share=share)
     return store, evaluator, ReplayCompiler(evaluator.device.nvrtc_version)
 
 

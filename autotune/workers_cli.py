@@ -45,7 +45,9 @@ class CampaignPrinter:
             self.last_print = now
 
 
-def run_on_gpus(gpus_text: str, storage: str, argv: list[str], log_root: Path = LOG_ROOT) -> int:
+def run_on_gpus(
+    gpus_text: str, storage: str, argv: list[str], log_root: Path = LOG_ROOT, share: bool = False
+) -> int:
     """`autotune run ... --gpus LIST`: one `autotune run ... --gpu i` per GPU on the same
     storage; returns the exit code (non-zero if any worker failed, 130 after Ctrl-C)."""
     from autotune.cli import format_duration
@@ -73,7 +75,7 @@ def run_on_gpus(gpus_text: str, storage: str, argv: list[str], log_root: Path = 
     )
     # A scheduler's SIGTERM stops the workers the way Ctrl-C does (each is told, then waited for).
     with terminate_as_interrupt():
-        outcome = run_workers(specs, storage, on_progress=CampaignPrinter())
+        outcome = run_workers(specs, storage, on_progress=CampaignPrinter(), share=share)
     for name in outcome.failed:
         spec = next(s for s in specs if s.name == name)
         code = outcome.returncodes[name]
