@@ -41,7 +41,9 @@ USAGE_ERRORS = (ProblemError, SpaceError, UnknownFamily, UnknownStrategy, Unsupp
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"autotune: {message}", err=True)
+    from autotune.store import hide_passwords  # messages may quote --storage
+
+    click.echo(f"autotune: {hide_passwords(message)}", err=True)
     sys.exit(code)
 
 
@@ -300,6 +302,7 @@ def run(
     same command resumes without evaluating anything again.
     """
     from autotune.report import best_table, format_table
+    from autotune.store import hide_passwords
     from autotune.tuner import Tuner, plan_studies
 
     if gpus is not None:  # the parent of one worker per GPU; the workers do the rest
@@ -344,7 +347,8 @@ def run(
             f"autotune: {info.name} (sm_{info.compute_capability.replace('.', '')}, "
             f"{info.sm_count} SMs, CUDA driver {info.driver_version}, NVRTC {compiler.version}); "
             f"{len(studies)} studies, strategy {strategy}, "
-            f"budget {'exhaustive' if exhaustive else budget} per study; storage {storage}",
+            f"budget {'exhaustive' if exhaustive else budget} per study; "
+            f"storage {hide_passwords(storage)}",
             err=True,
         )
         versions = {
@@ -367,7 +371,8 @@ def run(
             strategy=strategy,
             seed=seed,
             timing=timing,
-            command=shlex.join(["autotune", *sys.argv[1:]]),
+            # Stored, and shown by `status` to anyone who can read the database.
+            command=hide_passwords(shlex.join(["autotune", *sys.argv[1:]])),
             versions=versions,
             on_progress=ProgressPrinter(),
             jobs=jobs,
@@ -627,13 +632,14 @@ def forget(family, device, shape_text, yes, storage) -> None:
     """Delete a family's stored evaluations, for example after its kernel changed: they measured
     another binary, and a later `autotune run` tunes the family again from nothing. Baselines and
     ceilings stay."""
-    from autotune.store import Store
+    from autotune.store import Store, hide_passwords
 
     get_family(family)
     problem = parse_shape(shape_text) if shape_text else None
     what = f"every {family} evaluation" + (f" on {device}" if device else "")
     what += f" at {problem.key}" if problem else ""
-    if not yes and not click.confirm(f"Delete {what} from {storage}?", default=False):
+    where = hide_passwords(storage)
+    if not yes and not click.confirm(f"Delete {what} from {where}?", default=False):
         _fail("nothing deleted", 1)
     count = Store(storage, create=False).forget(family, device, problem.key if problem else None)
     click.echo(f"autotune: deleted {count} evaluations ({what})", err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import sqlite3
 import time
@@ -213,6 +214,16 @@ def _one_line(err: BaseException) -> str:
     cause = err.orig if isinstance(err, DBAPIError) and err.orig is not None else err
     lines = str(cause).strip().splitlines()
     return lines[0] if lines else type(cause).__name__
+
+
+# user:password@ in any URL of a text (a command line, a message); SQLAlchemy's own masking
+# needs a URL it can parse. The password runs to the last @ before the host.
+_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*):[^\s/]*@")
+
+
+def hide_passwords(text: str) -> str:
+    """The text with every URL's password shown as ***, as SQLAlchemy shows it."""
+    return _PASSWORD.sub(r"\1:***@", text)
 
 
 def _sqlite_file(url: URL) -> Path | None:

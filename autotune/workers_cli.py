@@ -51,6 +51,7 @@ def run_on_gpus(
     """`autotune run ... --gpus LIST`: one `autotune run ... --gpu i` per GPU on the same
     storage; returns the exit code (non-zero if any worker failed, 130 after Ctrl-C)."""
     from autotune.cli import format_duration
+    from autotune.store import hide_passwords
     from autotune.workers import (
         GpuListError,
         gpu_worker_specs,
@@ -70,7 +71,7 @@ def run_on_gpus(
     specs = gpu_worker_specs(argv, gpus, log_dir)
     click.echo(
         f"autotune: {len(specs)} workers (GPUs {', '.join(map(str, gpus))}) on storage "
-        f"{storage}; their output goes to {log_dir}/",
+        f"{hide_passwords(storage)}; their output goes to {log_dir}/",
         err=True,
     )
     # A scheduler's SIGTERM stops the workers the way Ctrl-C does (each is told, then waited for).
