@@ -393,6 +393,10 @@ def run(
         + ("; interrupted: run the same command to resume" if outcome.interrupted else ""),
         err=True,
     )
+    if getattr(compiler, "cache_error", None):
+        click.echo(
+            f"autotune: cubins not cached ({compiler.cache_error}); compiled each time", err=True
+        )
     if outcome.gpu_busy_fraction is not None:
         click.echo(
             f"autotune: GPU busy {outcome.gpu_busy_fraction:.0%} of the "

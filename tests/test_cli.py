@@ -365,3 +365,13 @@ def test_baseline_measures_cublas_for_gemm_and_names_kinds_without_one(runner, t
         "cublas": "gemm",
         "cudnn": "conv2d",
     }
+
+
+def test_run_with_a_cache_dir_it_cannot_write_tunes_and_says_so(runner, tmp_path, fake_gpu):
+    (tmp_path / "file").write_text("a file, not a directory")
+    args = ["run", "--family", "direct_naive", "--shape", "N=9,K=3,C=1,F=2", "--budget", "2"]
+    args += ["--no-baseline", "--storage", str(tmp_path / "r.db")]
+    result = runner.invoke(main, [*args, "--cache-dir", str(tmp_path / "file" / "cubins")])
+    assert result.exit_code == 0, result.output
+    assert "autotune: cubins not cached (" in result.output
+    assert "2 new evaluations" in result.output
