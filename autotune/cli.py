@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import platform
 import shlex
 import sys
@@ -152,6 +153,13 @@ def format_duration(seconds: float | None) -> str:
     )
 
 
+def _finite(param, value: float | None) -> float | None:
+    # FloatRange lets nan through (every comparison with nan is false) and inf means no limit.
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds", param=param)
+    return value
+
+
 class ProgressPrinter:
     """One status line on a terminal; a line per finished study (and every 15 s) otherwise."""
 
@@ -211,6 +219,7 @@ class ProgressPrinter:
 @click.option(
     "--time-limit",
     type=click.FloatRange(min=1),
+    callback=lambda ctx, param, value: _finite(param, value),
     default=None,
     metavar="SECONDS",
     help="Stop the whole run after this many seconds.",
@@ -339,10 +348,14 @@ def run(
             pins = load_pins(subspace) if subspace else pins
             studies, cut = restrict_studies(studies, pins, evaluator.limits)
             skipped += cut
+        studies, too_large = _fitting(studies, info.memory_bytes)
+        skipped += too_large
         for s in skipped:
             click.echo(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}", err=True)
         if not studies:
-            raise click.UsageError("nothing to tune: no (family, shape) pair can run")
+            raise click.UsageError(
+                "nothing to tune: no (family, shape) pair can run (" + _reasons(skipped) + ")"
+            )
         click.echo(
             f"autotune: {info.name} (sm_{info.compute_capability.replace('.', '')}, "
             f"{info.sm_count} SMs, CUDA driver {info.driver_version}, NVRTC {compiler.version}); "
@@ -411,6 +424,36 @@ def run(
         click.echo(format_table(table[[c for c in summary if c in table.columns]], "markdown"))
     if outcome.interrupted:
         sys.exit(exit_code(signals))
+
+
+def _fitting(studies: list, memory_bytes: int) -> tuple[list, list]:
+    """The studies whose problem's own arrays fit in the device's memory, and the others as
+    skipped (they would only fail, one candidate after another, out of memory)."""
+    from autotune.tuner import Skipped
+
+    if not memory_bytes:  # not known (a replay, an evaluator that does not say)
+        return studies, []
+    kept, skipped = [], []
+    for study in studies:
+        need = study.problem.min_bytes
+        if need > memory_bytes:
+            reason = (
+                f"its inputs and outputs alone take {need / 1e9:,.1f} GB, the device has "
+                f"{memory_bytes / 1e9:,.1f} GB"
+            )
+            skipped.append(Skipped(study.family.name, study.problem, reason))
+        else:
+            kept.append(study)
+    return kept, skipped
+
+
+def _reasons(skipped: list, shown: int = 3) -> str:
+    """Why nothing can run, in one line: the distinct reasons, the first few of them."""
+    reasons = list(dict.fromkeys(f"{s.family} {s.problem.key}: {s.reason}" for s in skipped))
+    if not reasons:
+        return "no shapes"
+    more = f"; {len(reasons) - shown} more above" if len(reasons) > shown else ""
+    return "; ".join(reasons[:shown]) + more
 
 
 def _library_name(problem) -> str:

@@ -6,6 +6,7 @@ and `run`, N=0, F=-1, missing fields, a missing shape file, --budget 0, a corrup
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import shutil
@@ -191,6 +192,8 @@ CASES = [
     Case("unknown-shape-set-listing", ("shapes", "nope"), 2, "unknown shape set 'nope'"),
     Case("unknown-option", (*RUN, "--bogus"), 2, "No such option '--bogus'"),
     Case("unknown-strategy", (*RUN, "--strategy", "nope"), 2, "Invalid value for '--strategy'"),
+    Case("time-limit-nan", (*RUN, "--time-limit", "nan"), 2, "nan is not a number of seconds"),
+    Case("time-limit-inf", (*RUN, "--time-limit", "inf"), 2, "inf is not a number of seconds"),
     # Constraints: a syntax error, hostile ones (never run: the pwned file must not appear).
     Case("constraint-syntax-error", RUN, 2, "'BLOCK_X <' is not valid: invalid syntax",
          constraint("BLOCK_X <")),
@@ -298,3 +301,21 @@ def test_the_run_without_a_valid_configuration_names_why(tmp_path, monkeypatch) 
     args = [a.replace("{db}", str(tmp_path / "r.db")).replace("{tmp}", str(tmp_path)) for a in RUN]
     output = CliRunner().invoke(main, args).output
     assert "skipping direct_naive N=9,K=3,C=1,F=2: no valid configuration on this device" in output
+
+
+def test_a_shape_no_device_can_hold_says_why_nothing_runs(tmp_path, monkeypatch) -> None:
+    def gpu(index=0):
+        evaluator = SyntheticEvaluator(lambda d: 1.0)
+        evaluator.device = dataclasses.replace(evaluator.device, memory_bytes=80 << 30)
+        return evaluator
+
+    monkeypatch.setattr(autotune.evaluator, "GpuEvaluator", gpu)
+    args = ["run", "--shape", "N=4096,K=3,C=256,F=256,B=8", "--no-baseline"]
+    result = CliRunner().invoke(main, [*args, "--storage", str(tmp_path / "r.db")])
+    assert result.exit_code == 2, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("Error: nothing to tune: no (family, shape) pair can run (")
+    shape = "N=4096,K=3,C=256,F=256,B=8"
+    memory = "its inputs and outputs alone take 275.0 GB, the device has 85.9 GB"
+    assert f"skipping direct_naive {shape}: {memory}" in result.output
+    assert f"chen_special {shape}: chen_special computes one input channel" in last

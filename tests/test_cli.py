@@ -375,3 +375,12 @@ def test_run_with_a_cache_dir_it_cannot_write_tunes_and_says_so(runner, tmp_path
     assert result.exit_code == 0, result.output
     assert "autotune: cubins not cached (" in result.output
     assert "2 new evaluations" in result.output
+
+
+def test_a_missing_driver_is_not_called_an_old_one() -> None:
+    from autotune.evaluator import no_gpu_reason
+
+    text = "CUDARuntimeError: cudaErrorInsufficientDriver: CUDA driver version is insufficient"
+    assert no_gpu_reason(text, lambda: False).startswith("no NVIDIA driver found")
+    assert no_gpu_reason(text, lambda: True) == text  # a driver is there: it is too old
+    assert no_gpu_reason("no CUDA device found", lambda: False) == "no CUDA device found"

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -26,3 +28,12 @@ def test_bare_pytest_collects_tests_that_import_their_helpers() -> None:
         timeout=300,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_what_commands_write_under_results_is_ignored_by_git() -> None:
+    # `run --gpus` writes its workers' logs there; the database's WAL files sit beside it.
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    paths = ["results/logs/run-20261124-050000/gpu0.log", "results/autotune.db-wal"]
+    done = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True, text=True)
+    assert done.stdout.split() == paths, done.stderr
