@@ -36,6 +36,8 @@ SHAPE_METAVAR = (
     "N=..,K=..,C=..,F=..[,B=..,stride=..] | M=..,N=..,K=.. | D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=.."
 )
 LIBRARY_NAMES = {"cudnn": "cuDNN", "cublas": "cuBLAS"}
+READABLE_COLUMNS = ("device", "family", "shape", "config", "time_ms", "gflops", "speedup")
+READABLE_COLUMNS += ("efficiency",)
 
 # Errors that describe bad input: one line, exit 2. Everything here is expected, never a traceback.
 USAGE_ERRORS = (ProblemError, SpaceError, UnknownFamily, UnknownStrategy, UnsupportedProblem)
@@ -643,9 +645,16 @@ def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
     default=None,
     help="Write to this file instead of standard output.",
 )
+@click.option(
+    "--columns",
+    default=None,
+    metavar="NAME,... | all",
+    help="Columns to show, comma-separated, or all. Default: all for CSV; for Markdown "
+    f"{', '.join(READABLE_COLUMNS[1:])} (and device when there are several).",
+)
 @storage_option
 @friendly_errors
-def best(fmt, family, device, problem_kind, output, storage) -> None:
+def best(fmt, family, device, problem_kind, output, columns, storage) -> None:
     """Best verified configuration per (device, family, shape), beside its library (cuDNN for
     conv2d, cuBLAS for gemm) and the device ceilings."""
     from autotune.report import best_table, format_table
@@ -658,7 +667,7 @@ def best(fmt, family, device, problem_kind, output, storage) -> None:
     )
     if not len(table):
         _fail(f"no successful evaluations stored in {storage}", 1)
-    text = format_table(table, fmt)
+    text = format_table(_chosen_columns(table, columns, fmt), fmt)
     if output:
         with writing("--output", output):
             output.parent.mkdir(parents=True, exist_ok=True)
@@ -666,6 +675,27 @@ def best(fmt, family, device, problem_kind, output, storage) -> None:
         click.echo(f"autotune: wrote {output}", err=True)
     else:
         click.echo(text, nl=False)
+
+
+def _chosen_columns(table, columns: str | None, fmt: str):
+    """The table cut to --columns; by default every column for CSV (programs read it) and a
+    page-wide few for Markdown (people read it: all 26 made lines of over 1,000 characters)."""
+    if columns == "all" or (columns is None and fmt == "csv"):
+        return table
+    if columns is None:
+        names = [c for c in READABLE_COLUMNS if c in table.columns]
+        if "device" in names and table["device"].nunique() == 1:
+            names.remove("device")
+        return table[names]
+    names = [c.strip() for c in columns.split(",") if c.strip()]
+    unknown = [c for c in names if c not in table.columns]
+    if unknown or not names:
+        raise click.BadParameter(
+            f"unknown column(s) {', '.join(unknown) or '(none given)'}; the columns are "
+            f"{', '.join(table.columns)} or all",
+            param_hint="'--columns'",
+        )
+    return table[names]
 
 
 @main.command()

@@ -384,3 +384,25 @@ def test_a_missing_driver_is_not_called_an_old_one() -> None:
     assert no_gpu_reason(text, lambda: False).startswith("no NVIDIA driver found")
     assert no_gpu_reason(text, lambda: True) == text  # a driver is there: it is too old
     assert no_gpu_reason("no CUDA device found", lambda: False) == "no CUDA device found"
+
+
+def test_best_shows_readable_columns_and_any_on_request(runner, tmp_path, fake_gpu):
+    db = str(tmp_path / "r.db")
+    args = ["run", "--family", "direct_naive", "--shape", "N=9,K=3,C=1,F=2", "--budget", "2"]
+    assert runner.invoke(main, [*args, "--no-baseline", "--storage", db]).exit_code == 0
+
+    md = runner.invoke(main, ["best", "--storage", db]).output.splitlines()
+    assert [c.strip() for c in md[0].strip("|").split("|")] == [
+        *("family", "shape", "config", "time_ms", "gflops", "speedup", "efficiency")
+    ]
+    assert max(len(line) for line in md) < 160  # all 26 columns: 359 here
+    picked = runner.invoke(main, ["best", "--storage", db, "--columns", "shape,gflops"]).output
+    assert picked.splitlines()[0].replace(" ", "") == "|shape|gflops|"
+    every = runner.invoke(main, ["best", "--storage", db, "--columns", "all"]).output
+    assert "registers" in every.splitlines()[0] and "baseline_gflops" in every.splitlines()[0]
+    csv = runner.invoke(main, ["best", "--storage", db, "--format", "csv"]).output
+    assert csv.splitlines()[0].startswith("device,family,B,N,K,C,F,stride,config,time_ms,gflops")
+    csv = runner.invoke(main, ["best", "--storage", db, "--format", "csv", "--columns", "gflops"])
+    assert csv.output.splitlines()[0] == "gflops"
+    bad = runner.invoke(main, ["best", "--storage", db, "--columns", "shape,speed"])
+    assert bad.exit_code == 2 and "unknown column(s) speed; the columns are device," in bad.output
