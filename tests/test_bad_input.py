@@ -202,6 +202,10 @@ CASES = [
          constraint(HOSTILE)),
     Case("constraint-attribute", RUN, 2, "attribute access is not allowed",
          constraint("N.__class__.__name__ == 'int'")),
+    Case("space-product-too-large", RUN, 2, "configurations at BLOCK_Y before its constraints",
+         space_file("constraints = ['BLOCK_X < BLOCK_Y']\n[parameters]\n"
+                    f"BLOCK_X = {list(range(1, 3001))}\nBLOCK_Y = {list(range(1, 3001))}\n"
+                    "FILTER_IN_CONST = [0]\n")),
     Case("constraint-huge-exponent", RUN, 2, "operator ** is not allowed",
          constraint("9**9**9 > 0")),
     Case("constraint-string-repetition", RUN, 2, "arithmetic on a string is not allowed",
