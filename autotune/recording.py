@@ -96,7 +96,9 @@ def restrict(space: SearchSpace, pins: Mapping[str, Iterable]) -> SearchSpace:
             keep = set(pins[p.name])
             missing = keep - set(p.values)
             if missing:
-                raise SpaceError(f"{space.name}: {p.name} has no value(s) {sorted(missing)}")
+                # Sorted by type first: a pin may mix numbers and strings.
+                shown = sorted(missing, key=lambda v: (type(v).__name__, v))
+                raise SpaceError(f"{space.name}: {p.name} has no value(s) {shown}")
             p = type(p)(p.name, tuple(v for v in p.values if v in keep))
         params.append(p)
     return SearchSpace(space.name, tuple(params), space.constraints, space.defaults)
