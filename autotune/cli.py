@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import math
 import platform
 import shlex
 import sys
@@ -35,14 +37,29 @@ SHAPE_METAVAR = (
     "N=..,K=..,C=..,F=..[,B=..,stride=..] | M=..,N=..,K=.. | D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=.."
 )
 LIBRARY_NAMES = {"cudnn": "cuDNN", "cublas": "cuBLAS"}
+READABLE_COLUMNS = ("device", "family", "shape", "config", "time_ms", "gflops", "speedup")
+READABLE_COLUMNS += ("efficiency",)
 
 # Errors that describe bad input: one line, exit 2. Everything here is expected, never a traceback.
 USAGE_ERRORS = (ProblemError, SpaceError, UnknownFamily, UnknownStrategy, UnsupportedProblem)
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"autotune: {message}", err=True)
+    from autotune.store import hide_passwords  # messages may quote --storage
+
+    click.echo(f"autotune: {hide_passwords(message)}", err=True)
     sys.exit(code)
+
+
+@contextlib.contextmanager
+def writing(option: str, path: Path):
+    """A place the user named that cannot be written (read-only, a directory, no space) ends the
+    command in one line, exit 2, as a bad value of that option."""
+    try:
+        yield
+    except OSError as err:
+        where = err.filename or path
+        _fail(f"cannot write {option} {str(where)!r}: {err.strerror or err}", 2)
 
 
 def friendly_errors(fn):
@@ -51,13 +68,13 @@ def friendly_errors(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         from autotune.device import NoGpu
-        from autotune.recording import RecordingError
+        from autotune.recording import MalformedRecording, RecordingError
         from autotune.report import ReportError
         from autotune.store import StoreError
 
         try:
             return fn(*args, **kwargs)
-        except USAGE_ERRORS as err:
+        except (*USAGE_ERRORS, MalformedRecording) as err:
             _fail(str(err).splitlines()[0] if str(err) else type(err).__name__, 2)
         except NoGpu as err:
             _fail(f"no usable CUDA GPU: {str(err).splitlines()[0]}", 1)
@@ -149,6 +166,13 @@ def format_duration(seconds: float | None) -> str:
     )
 
 
+def _finite(param, value: float | None) -> float | None:
+    # FloatRange lets nan through (every comparison with nan is false) and inf means no limit.
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds", param=param)
+    return value
+
+
 class ProgressPrinter:
     """One status line on a terminal; a line per finished study (and every 15 s) otherwise."""
 
@@ -208,6 +232,7 @@ class ProgressPrinter:
 @click.option(
     "--time-limit",
     type=click.FloatRange(min=1),
+    callback=lambda ctx, param, value: _finite(param, value),
     default=None,
     metavar="SECONDS",
     help="Stop the whole run after this many seconds.",
@@ -264,6 +289,12 @@ class ProgressPrinter:
     "each family's space cut to those values (for exhaustive recordings).",
 )
 @storage_option
+@click.option(
+    "--share-database",
+    is_flag=True,
+    help="Add autotune's tables to a database that already holds another application's "
+    "(refused otherwise, so that a mistyped --storage changes nothing).",
+)
 @friendly_errors
 def run(
     families,
@@ -284,6 +315,7 @@ def run(
     replay,
     subspace,
     storage,
+    share_database,
 ) -> None:
     """Tune kernel families on problem shapes and store every measurement.
 
@@ -292,6 +324,7 @@ def run(
     same command resumes without evaluating anything again.
     """
     from autotune.report import best_table, format_table
+    from autotune.store import hide_passwords
     from autotune.tuner import Tuner, plan_studies
 
     if gpus is not None:  # the parent of one worker per GPU; the workers do the rest
@@ -300,7 +333,7 @@ def run(
         source = click.get_current_context().get_parameter_source
         if replay or source("gpu") != click.core.ParameterSource.DEFAULT:
             raise click.UsageError("--gpus cannot be combined with --gpu or --replay")
-        sys.exit(run_on_gpus(gpus, storage, sys.argv[1:]))
+        sys.exit(run_on_gpus(gpus, storage, sys.argv[1:], share=share_database))
     chosen = [get_family(name) for name in families] or list(FAMILIES.values())
     explicit = collect_shapes(shape_sets, shapes, shape_files)
     pairs = [
@@ -313,10 +346,10 @@ def run(
 
         given = click.get_current_context().get_parameter_source("storage")
         storage = storage if given != click.core.ParameterSource.DEFAULT else None
-        store, evaluator, compiler = open_replay(replay, storage)
+        store, evaluator, compiler = open_replay(replay, storage, share=share_database)
         storage, no_baseline = storage or "memory", True
     else:
-        store, evaluator, compiler, _ = _start_gpu(gpu, storage, cache_dir)
+        store, evaluator, compiler, _ = _start_gpu(gpu, storage, cache_dir, share_database)
     try:
         info = evaluator.device
         studies, skipped = plan_studies(pairs, evaluator.limits)
@@ -328,15 +361,20 @@ def run(
             pins = load_pins(subspace) if subspace else pins
             studies, cut = restrict_studies(studies, pins, evaluator.limits)
             skipped += cut
+        studies, too_large = _fitting(studies, info.memory_bytes)
+        skipped += too_large
         for s in skipped:
             click.echo(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}", err=True)
         if not studies:
-            raise click.UsageError("nothing to tune: no (family, shape) pair can run")
+            raise click.UsageError(
+                "nothing to tune: no (family, shape) pair can run (" + _reasons(skipped) + ")"
+            )
         click.echo(
             f"autotune: {info.name} (sm_{info.compute_capability.replace('.', '')}, "
             f"{info.sm_count} SMs, CUDA driver {info.driver_version}, NVRTC {compiler.version}); "
             f"{len(studies)} studies, strategy {strategy}, "
-            f"budget {'exhaustive' if exhaustive else budget} per study; storage {storage}",
+            f"budget {'exhaustive' if exhaustive else budget} per study; "
+            f"storage {hide_passwords(storage)}",
             err=True,
         )
         versions = _versions(info, compiler)
@@ -348,7 +386,8 @@ def run(
             strategy=strategy,
             seed=seed,
             timing=timing,
-            command=shlex.join(["autotune", *sys.argv[1:]]),
+            # Stored, and shown by `status` to anyone who can read the database.
+            command=hide_passwords(shlex.join(["autotune", *sys.argv[1:]])),
             versions=versions,
             on_progress=ProgressPrinter(),
             jobs=jobs,
@@ -369,6 +408,10 @@ def run(
         + ("; interrupted: run the same command to resume" if outcome.interrupted else ""),
         err=True,
     )
+    if getattr(compiler, "cache_error", None):
+        click.echo(
+            f"autotune: cubins not cached ({compiler.cache_error}); compiled each time", err=True
+        )
     if outcome.gpu_busy_fraction is not None:
         click.echo(
             f"autotune: GPU busy {outcome.gpu_busy_fraction:.0%} of the "
@@ -396,6 +439,36 @@ def _versions(info, compiler) -> dict[str, str]:
         "python": platform.python_version(),
         "timing_protocol": str(TIMING_PROTOCOL),
     }
+
+
+def _fitting(studies: list, memory_bytes: int) -> tuple[list, list]:
+    """The studies whose problem's own arrays fit in the device's memory, and the others as
+    skipped (they would only fail, one candidate after another, out of memory)."""
+    from autotune.tuner import Skipped
+
+    if not memory_bytes:  # not known (a replay, an evaluator that does not say)
+        return studies, []
+    kept, skipped = [], []
+    for study in studies:
+        need = study.problem.min_bytes
+        if need > memory_bytes:
+            reason = (
+                f"its inputs and outputs alone take {need / 1e9:,.1f} GB, the device has "
+                f"{memory_bytes / 1e9:,.1f} GB"
+            )
+            skipped.append(Skipped(study.family.name, study.problem, reason))
+        else:
+            kept.append(study)
+    return kept, skipped
+
+
+def _reasons(skipped: list, shown: int = 3) -> str:
+    """Why nothing can run, in one line: the distinct reasons, the first few of them."""
+    reasons = list(dict.fromkeys(f"{s.family} {s.problem.key}: {s.reason}" for s in skipped))
+    if not reasons:
+        return "no shapes"
+    more = f"; {len(reasons) - shown} more above" if len(reasons) > shown else ""
+    return "; ".join(reasons[:shown]) + more
 
 
 def _library_name(problem) -> str:
@@ -442,7 +515,7 @@ def _ceiling_text(ceilings) -> str:
     return ", ".join(f"{c.name} {c.value:,.0f} {c.unit}" for c in ceilings)
 
 
-def _start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE):
+def _start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE, share: bool = False):
     """Open the store, start the GPU worker and register the device: (store, evaluator,
     compiler, device_id)."""
     import dataclasses
@@ -450,9 +523,19 @@ def _start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE):
     from autotune.evaluator import GpuEvaluator
     from autotune.store import Store
 
-    store = Store(storage)  # opened before the GPU so a bad URL fails fast
+    # A database that exists is opened before the GPU, so that a bad URL or a foreign database
+    # fails fast; a new SQLite file only once the GPU is up, so that a machine without one is
+    # left without an empty results/autotune.db.
+    new_file = "://" not in storage and not Path(storage).expanduser().exists()
+    store = None if new_file else Store(storage, share=share)
     click.echo("autotune: starting the GPU worker ...", err=True)
     evaluator = GpuEvaluator(gpu)
+    if store is None:
+        try:
+            store = Store(storage, share=share)
+        except BaseException:
+            evaluator.close()
+            raise
     compiler = Compiler(arch=evaluator.device.arch, cache_dir=cache_dir)
     device = dataclasses.replace(evaluator.device, nvrtc_version=compiler.version)
     return store, evaluator, compiler, store.register_device(device)
@@ -618,6 +701,7 @@ def remeasure(
     resumes. Follow with `autotune run` where the best may have moved."""
     from autotune.remeasure import protocol_comparison, remeasure_studies
     from autotune.report import format_table
+    from autotune.store import hide_passwords
     from autotune.tuner import Tuner
 
     for name in families:
@@ -637,14 +721,15 @@ def remeasure(
             _fail(f"nothing to re-measure: no study of {info.name} from an older protocol", 1)
         click.echo(
             f"autotune: {info.name}; re-measuring the {top} fastest configurations of "
-            f"{len(studies)} studies under timing protocol {TIMING_PROTOCOL}; storage {storage}",
+            f"{len(studies)} studies under timing protocol {TIMING_PROTOCOL}; "
+            f"storage {hide_passwords(storage)}",
             err=True,
         )
         tuner = Tuner(
             compiler,
             evaluator,
             store,
-            command=shlex.join(["autotune", *sys.argv[1:]]),
+            command=hide_passwords(shlex.join(["autotune", *sys.argv[1:]])),
             versions=_versions(info, compiler),
             on_progress=ProgressPrinter(),
             jobs=jobs,
@@ -695,10 +780,17 @@ def remeasure(
     default=None,
     help="Write to this file instead of standard output.",
 )
+@click.option(
+    "--columns",
+    default=None,
+    metavar="NAME,... | all",
+    help="Columns to show, comma-separated, or all. Default: all for CSV; for Markdown "
+    f"{', '.join(READABLE_COLUMNS[1:])} (and device when there are several).",
+)
 @protocol_option
 @storage_option
 @friendly_errors
-def best(fmt, family, device, problem_kind, output, protocol, storage) -> None:
+def best(fmt, family, device, problem_kind, output, columns, protocol, storage) -> None:
     """Best verified configuration per (device, family, shape), beside its library (cuDNN for
     conv2d, cuBLAS for gemm) and the device ceilings, all measured under one timing protocol;
     `spread` is the measurement's interquartile range over its median."""
@@ -715,13 +807,35 @@ def best(fmt, family, device, problem_kind, output, protocol, storage) -> None:
     )
     if not len(table):
         _fail(f"no successful evaluations of timing protocol {protocol} stored in {storage}", 1)
-    text = format_table(table, fmt)
+    text = format_table(_chosen_columns(table, columns, fmt), fmt)
     if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text)
+        with writing("--output", output):
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(text)
         click.echo(f"autotune: wrote {output}", err=True)
     else:
         click.echo(text, nl=False)
+
+
+def _chosen_columns(table, columns: str | None, fmt: str):
+    """The table cut to --columns; by default every column for CSV (programs read it) and a
+    page-wide few for Markdown (people read it: all 26 made lines of over 1,000 characters)."""
+    if columns == "all" or (columns is None and fmt == "csv"):
+        return table
+    if columns is None:
+        names = [c for c in READABLE_COLUMNS if c in table.columns]
+        if "device" in names and table["device"].nunique() == 1:
+            names.remove("device")
+        return table[names]
+    names = [c.strip() for c in columns.split(",") if c.strip()]
+    unknown = [c for c in names if c not in table.columns]
+    if unknown or not names:
+        raise click.BadParameter(
+            f"unknown column(s) {', '.join(unknown) or '(none given)'}; the columns are "
+            f"{', '.join(table.columns)} or all",
+            param_hint="'--columns'",
+        )
+    return table[names]
 
 
 @main.command()
@@ -735,13 +849,14 @@ def forget(family, device, shape_text, yes, storage) -> None:
     """Delete a family's stored evaluations, for example after its kernel changed: they measured
     another binary, and a later `autotune run` tunes the family again from nothing. Baselines and
     ceilings stay."""
-    from autotune.store import Store
+    from autotune.store import Store, hide_passwords
 
     get_family(family)
     problem = parse_shape(shape_text) if shape_text else None
     what = f"every {family} evaluation" + (f" on {device}" if device else "")
     what += f" at {problem.key}" if problem else ""
-    if not yes and not click.confirm(f"Delete {what} from {storage}?", default=False):
+    where = hide_passwords(storage)
+    if not yes and not click.confirm(f"Delete {what} from {where}?", default=False):
         _fail("nothing deleted", 1)
     count = Store(storage, create=False).forget(family, device, problem.key if problem else None)
     click.echo(f"autotune: deleted {count} evaluations ({what})", err=True)
@@ -783,13 +898,14 @@ def plot(family, device, kind, output, problem_kind, protocol, storage) -> None:
     if family is not None:
         get_family(family)
     output = output or Path("results") / kind
-    output.parent.mkdir(parents=True, exist_ok=True)
     store = Store(storage, create=False, protocol=protocol)
-    if kind == "roofline":
-        paths = report.plot_roofline(store, output, device=device, kind=problem_kind)
-    else:
-        draw = report.plot_gflops if kind == "gflops" else report.plot_speedup
-        paths = draw(store, output, device=device, family=family, kind=problem_kind)
+    with writing("--output", output):
+        output.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "roofline":
+            paths = report.plot_roofline(store, output, device=device, kind=problem_kind)
+        else:
+            draw = report.plot_gflops if kind == "gflops" else report.plot_speedup
+            paths = draw(store, output, device=device, family=family, kind=problem_kind)
     for path in paths:
         click.echo(f"autotune: wrote {path}", err=True)
 
@@ -813,7 +929,9 @@ def report(device, output_dir, protocol, storage) -> None:
     from autotune.report_md import write_report
     from autotune.store import Store
 
-    path = write_report(Store(storage, create=False, protocol=protocol), output_dir, device)
+    store = Store(storage, create=False, protocol=protocol)
+    with writing("--output-dir", output_dir):
+        path = write_report(store, output_dir, device)
     click.echo(f"autotune: wrote {path}", err=True)
 
 

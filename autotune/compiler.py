@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import hashlib
@@ -9,6 +10,8 @@ import json
 import multiprocessing as mp
 import os
 import re
+import stat
+import tempfile
 import threading
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -21,6 +24,7 @@ from autotune.records import Resources
 from autotune.space import Value
 
 DEFAULT_OPTIONS = ("-std=c++17", "-Xptxas=-v", "--fmad=true")
+ELF_MAGIC = b"\x7fELF"  # every cubin is an ELF file
 
 
 class CompileError(RuntimeError):
@@ -184,6 +188,7 @@ class Compiler:
     options: tuple[str, ...] = DEFAULT_OPTIONS
     _version: str = field(default="", init=False)
     _pool: Executor | None = field(default=None, init=False, repr=False)
+    cache_error: str | None = field(default=None, init=False)  # why the cache was not written
 
     # NVRTC serialises compilations within a process (measured on 2 cores, 8 compiles of a
     # 17 x 17 tiled2d kernel: 9.9 s on one thread, 8.7 s on two; 8.4 s in one worker process,
@@ -258,40 +263,82 @@ class Compiler:
         return compiled
 
     def _read_cache(self, key: str) -> CompiledKernel | None:
+        """The cached kernel, or None (a miss, recompiled and overwritten) for anything that is
+        not an entry this version wrote for this key: missing, corrupt, of another arch or
+        format, a cubin that is not the one the entry describes, or a symbolic link."""
         if self.cache_dir is None:
             return None
-        cubin_path = self.cache_dir / f"{key}.cubin"
-        meta_path = self.cache_dir / f"{key}.json"
         try:
-            meta = json.loads(meta_path.read_text())
-            cubin = cubin_path.read_bytes()
-        except (OSError, ValueError):
+            meta = json.loads(_read_no_symlink(self.cache_dir / f"{key}.json"))
+            cubin = _read_no_symlink(self.cache_dir / f"{key}.cubin")
+            if (
+                meta["key"] != key
+                or meta["arch"] != self.arch
+                or meta["cubin_sha256"] != hashlib.sha256(cubin).hexdigest()
+                or not cubin.startswith(ELF_MAGIC)
+            ):
+                return None
+            resources = {str(k): Resources(**v) for k, v in meta["resources"].items()}
+            if not all(
+                isinstance(getattr(r, f), int) for r in resources.values() for f in r.__slots__
+            ):
+                return None
+            return CompiledKernel(
+                cubin=cubin,
+                arch=self.arch,
+                resources=resources,
+                log=str(meta["log"]),
+                compile_s=float(meta["compile_s"]),
+                key=key,
+                cached=True,
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
-        return CompiledKernel(
-            cubin=cubin,
-            arch=meta["arch"],
-            resources={k: Resources(**v) for k, v in meta["resources"].items()},
-            log=meta["log"],
-            compile_s=meta["compile_s"],
-            key=key,
-            cached=True,
-        )
 
     def _write_cache(self, compiled: CompiledKernel) -> None:
+        """Best effort: a cache that cannot be written (read-only, full) costs recompiling, not
+        the run; the first failure is kept in cache_error for the command to report."""
         if self.cache_dir is None:
             return
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
         meta = {
+            "key": compiled.key,
             "arch": compiled.arch,
+            "cubin_sha256": hashlib.sha256(compiled.cubin).hexdigest(),
             "log": compiled.log,
             "compile_s": compiled.compile_s,
             "resources": {
                 k: {f: getattr(r, f) for f in r.__slots__} for k, r in compiled.resources.items()
             },
         }
-        # Write to temporaries and rename, so a reader in another process never sees half a file.
-        for suffix, data in ((".cubin", compiled.cubin), (".json", json.dumps(meta).encode())):
-            final = self.cache_dir / f"{compiled.key}{suffix}"
-            tmp = final.with_suffix(suffix + f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_bytes(data)
-            tmp.replace(final)
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            # The cubin first, its description last: a reader finds a complete pair or a miss.
+            for suffix, data in ((".cubin", compiled.cubin), (".json", json.dumps(meta).encode())):
+                _write_atomically(self.cache_dir / f"{compiled.key}{suffix}", data)
+        except OSError as err:
+            if self.cache_error is None:
+                self.cache_error = f"{self.cache_dir}: {err.strerror or err}"
+
+
+def _read_no_symlink(path: Path) -> bytes:
+    """A regular file's bytes; OSError for a symbolic link (O_NOFOLLOW) or anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return fh.read()
+
+
+def _write_atomically(final: Path, data: bytes) -> None:
+    """Write data under a fresh name (mkstemp: created exclusively, so never through a planted
+    symlink) and rename it over final (which replaces a link rather than following it)."""
+    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make the entry a miss for other users
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from autotune.device import Job, NoGpu
@@ -11,6 +13,22 @@ from autotune.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.space import DeviceLimits
 
 __all__ = ["Evaluator", "GpuEvaluator", "Job", "NoGpu", "Task"]
+
+
+def no_gpu_reason(text: str, driver_present: Callable[[], bool] | None = None) -> str:
+    """The worker's reason, except that the CUDA runtime calls a driver that is not there at
+    all an insufficient one ("driver version is insufficient"), which sends people upgrading."""
+    if "InsufficientDriver" in text and not (driver_present or _driver_present)():
+        return f"no NVIDIA driver found (libcuda.so.1 cannot be loaded; CUDA said {text})"
+    return text
+
+
+def _driver_present() -> bool:
+    try:
+        ctypes.CDLL("libcuda.so.1")  # loading it initialises nothing
+    except OSError:
+        return False
+    return True
 
 
 class Task(Protocol):
@@ -98,7 +116,7 @@ class GpuEvaluator:
             raise NoGpu(f"GPU worker exited while starting (exit code {proc.exitcode})") from None
         if message[0] == "nogpu":
             self._kill()
-            raise NoGpu(message[1])
+            raise NoGpu(no_gpu_reason(message[1]))
         _, info, limits = message
         return info, limits
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Union
 
@@ -244,7 +246,7 @@ REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 def check_kind(kind: str) -> str:
-    if kind not in PROBLEM_TYPES:
+    if not isinstance(kind, str) or kind not in PROBLEM_TYPES:
         raise ProblemError(f"unknown problem kind {kind!r} (known: {', '.join(KINDS)})")
     return kind
 
@@ -291,13 +293,18 @@ def parse_shape(text: str, kind: str | None = None) -> Problem:
 def problem_from_dict(values: dict[str, object], kind: str | None = None) -> Problem:
     """Build a problem from a mapping (a TOML table, a CSV row or a stored JSON shape), checking
     field names; empty values are left out, so that a CSV column may be blank."""
+    if not isinstance(values, Mapping):
+        raise ProblemError(f"a shape must be a table of fields, not {values!r}")
     converted: dict[str, int] = {}
     for name, raw in values.items():
         if raw is None or raw == "":
             continue
+        # int() would turn 27.9 into 27 and true into 1; --shape and CSV text refuse both.
+        if isinstance(raw, bool) or not isinstance(raw, numbers.Integral | str):
+            raise ProblemError(f"shape field {name}={raw!r} is not an integer")
         try:
-            converted[name] = int(raw)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
+            converted[name] = int(raw)
+        except ValueError:
             raise ProblemError(f"shape field {name}={raw!r} is not an integer") from None
     kind = check_kind(kind) if kind else guess_kind(values)
     unknown = sorted(set(values) - set(KIND_FIELDS[kind]))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,10 @@ class RecordingError(ValueError):
     """A recording that cannot be read, or that lacks what a replay asks of it."""
 
 
+class MalformedRecording(RecordingError):
+    """A file that is not a recording, or holds values of the wrong types: bad input."""
+
+
 # ---------------------------------------------------------------------------------------------
 # Recording subspaces: pinned value lists on top of a family's space
 
@@ -40,9 +45,17 @@ def load_pins(path: str | Path | None) -> dict[str, dict[str, tuple]]:
         return {}
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SpaceError(f"subspace file {str(path)!r} does not exist") from None
+    except UnicodeDecodeError as err:
+        raise SpaceError(
+            f"subspace file {str(path)!r} is not UTF-8 text (byte {err.start})"
+        ) from None
+    except OSError as err:
+        raise SpaceError(
+            f"cannot read subspace file {str(path)!r}: {err.strerror or err}"
+        ) from None
     except tomllib.TOMLDecodeError as err:
         raise SpaceError(f"{path}: malformed TOML ({err})") from None
     pins: dict[str, dict[str, tuple]] = {}
@@ -51,10 +64,22 @@ def load_pins(path: str | Path | None) -> dict[str, dict[str, tuple]]:
             continue
         if not isinstance(table, Mapping):
             raise SpaceError(f"{path.name}: [{family}] must be a table of value lists")
-        pins[family] = {}
-        for name, values in table.items():
-            values = values if isinstance(values, list) else [values]
-            pins[family][name] = tuple(values)
+        try:
+            pins[family] = pinned_values(table)
+        except ValueError as err:
+            raise SpaceError(f"{path.name}: [{family}] {err}") from None
+    return pins
+
+
+def pinned_values(table: Mapping) -> dict[str, tuple]:
+    """Each parameter's pinned values as a tuple of plain values (a scalar pins one value);
+    ValueError for anything else, which could not be compared with a space's values."""
+    pins: dict[str, tuple] = {}
+    for name, values in table.items():
+        values = values if isinstance(values, list) else [values]
+        if not all(isinstance(v, int | float | str) for v in values):  # bool is an int
+            raise ValueError(f"{name} must be a value or a list of values, not {values!r}")
+        pins[name] = tuple(values)
     return pins
 
 
@@ -71,7 +96,9 @@ def restrict(space: SearchSpace, pins: Mapping[str, Iterable]) -> SearchSpace:
             keep = set(pins[p.name])
             missing = keep - set(p.values)
             if missing:
-                raise SpaceError(f"{space.name}: {p.name} has no value(s) {sorted(missing)}")
+                # Sorted by type first: a pin may mix numbers and strings.
+                shown = sorted(missing, key=lambda v: (type(v).__name__, v))
+                raise SpaceError(f"{space.name}: {p.name} has no value(s) {shown}")
             p = type(p)(p.name, tuple(v for v in p.values if v in keep))
         params.append(p)
     return SearchSpace(space.name, tuple(params), space.constraints, space.defaults)
@@ -209,37 +236,54 @@ def load_recording(path: str | Path) -> list[RecordedStudy]:
         with gzip.open(path, "rt") as f:
             lines = f.read().splitlines()
     except FileNotFoundError:
-        raise RecordingError(f"recording {str(path)!r} does not exist") from None
+        raise MalformedRecording(f"recording {str(path)!r} does not exist") from None
     except (OSError, EOFError, UnicodeDecodeError) as err:
-        raise RecordingError(
+        raise MalformedRecording(
             f"recording {str(path)!r} is not a gzip'd JSON-lines file: {err}"
         ) from None
     try:
         rows = [json.loads(line) for line in lines if line.strip()]
     except json.JSONDecodeError as err:
-        raise RecordingError(f"recording {str(path)!r}: malformed line ({err})") from None
-    if not rows or rows[0].get("format") != FORMAT:
-        raise RecordingError(f"recording {str(path)!r} is not in format {FORMAT}")
+        raise MalformedRecording(f"recording {str(path)!r}: malformed line ({err})") from None
+    if not rows or not isinstance(rows[0], dict) or rows[0].get("format") != FORMAT:
+        raise MalformedRecording(f"recording {str(path)!r} is not in format {FORMAT}")
     studies: dict[int, RecordedStudy] = {}
     try:
         for row in rows[1:]:
+            if not isinstance(row, dict):
+                raise ValueError(f"a line is {type(row).__name__}, not an object")
             if "study" in row:
                 studies[row["study"]] = RecordedStudy(
-                    family=row["family"],
+                    family=_typed(row["family"], str, "family"),
                     problem=problem_from_dict(row["problem"], row["kind"]),
-                    device=row["device"],
-                    arch=row.get("arch", "sm_90"),
-                    nvrtc=row.get("nvrtc", ""),
-                    pins={k: tuple(v) for k, v in row.get("pins", {}).items()},
+                    device=_typed(row["device"], str, "device"),
+                    arch=_typed(row.get("arch", "sm_90"), str, "arch"),
+                    nvrtc=_typed(row.get("nvrtc", ""), str, "nvrtc"),
+                    pins=pinned_values(_typed(row.get("pins", {}), dict, "pins")),
                     protocol=_protocol(row.get("protocol", 1)),
                 )
             else:
-                studies[row["s"]].outcomes[Config.of(row["c"])] = Outcome(
-                    Status(row["st"]), row["t"], row.get("e", "")
+                time_ms = row["t"]
+                if time_ms is not None and not _finite_number(time_ms):
+                    raise ValueError(f"time {time_ms!r} is not a number")
+                config = _typed(row["c"], dict, "config")
+                pinned_values(config)  # a config's values are plain values too
+                studies[row["s"]].outcomes[Config.of(config)] = Outcome(
+                    Status(row["st"]), time_ms, _typed(row.get("e", ""), str, "error")
                 )
     except (KeyError, TypeError, ValueError) as err:
-        raise RecordingError(f"recording {str(path)!r}: malformed entry ({err})") from None
+        raise MalformedRecording(f"recording {str(path)!r}: malformed entry ({err})") from None
     return [predating_completed(s) for s in studies.values()]
+
+
+def _typed(value: object, kind: type, what: str):
+    if not isinstance(value, kind):
+        raise ValueError(f"{what} must be a {kind.__name__}, not {value!r}")
+    return value
+
+
+def _finite_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def load_recordings(paths: Iterable[str | Path]) -> list[RecordedStudy]:
@@ -322,6 +366,7 @@ def _shape(shape: object) -> dict:
 
 __all__ = [
     "FORMAT",
+    "MalformedRecording",
     "Outcome",
     "RecordedStudy",
     "RecordingError",

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import click
 
-from autotune.cli import SHAPE_METAVAR, friendly_errors, protocol_option, storage_option
+from autotune.cli import (
+    SHAPE_METAVAR,
+    friendly_errors,
+    protocol_option,
+    storage_option,
+    writing,
+)
 from autotune.families import get_family
 from autotune.problem import parse_shape
 
@@ -57,5 +63,6 @@ def export_recording(
             kept.append(s)
     if not kept:
         raise click.ClickException("no study to export")
-    path = save_recording(kept, output)
+    with writing("--output", output):
+        path = save_recording(kept, output)
     click.echo(f"autotune: wrote {len(kept)} studies to {path}", err=True)

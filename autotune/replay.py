@@ -98,14 +98,14 @@ class ReplayCompiler:
         raise RecordingError("a replay compiles nothing")
 
 
-def open_replay(paths: str | Path | list, storage: str | None):
+def open_replay(paths: str | Path | list, storage: str | None, share: bool = False):
     """(store, evaluator, compiler) for `autotune run --replay`; storage None is in memory."""
     from autotune.store import Store
 
     paths = paths if isinstance(paths, list | tuple) else [paths]
     evaluator = ReplayEvaluator.from_paths(*paths)
     # The replayed times keep the recording's protocol; so do the store's reads (best table).
-    store = Store(storage if storage else "sqlite://", protocol=evaluator.protocol)
+    store = Store(storage if storage else "sqlite://", share=share, protocol=evaluator.protocol)
     return store, evaluator, ReplayCompiler(evaluator.device.nvrtc_version)
 
 

@@ -650,10 +650,13 @@ def _save(fig: plt.Figure, path_stem: Path) -> list[Path]:
     path_stem = Path(path_stem)
     path_stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [path_stem.with_suffix(".png"), path_stem.with_suffix(".svg")]
-    # Text stays text in the SVG: searchable, editable, and a fraction of the size.
-    with plt.rc_context({"svg.fonttype": "none"}):
+    # Text stays text in the SVG: searchable, editable, and a fraction of the size. A fixed
+    # hash salt (clip-path ids) and no date: the same data writes the same bytes, so a report
+    # regenerated from an unchanged database is no change in git.
+    with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "autotune"}):
         for path in paths:
-            fig.savefig(path, dpi=150)
+            metadata = {"Date": None} if path.suffix == ".svg" else None
+            fig.savefig(path, dpi=150, metadata=metadata)
     return paths
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import sys
 from pathlib import Path
@@ -48,15 +49,23 @@ def shape_set_kinds() -> dict[str, str]:
 
 
 def _expand(spec: dict, origin: str) -> list[Problem]:
-    """A set's problems; its `kind` names the problem type, or the field names tell it."""
+    """A set's problems; its `kind` names the problem type, or the field names tell it. Every
+    error names the origin once."""
+    try:
+        return _expand_checked(spec)
+    except ProblemError as err:
+        raise ProblemError(f"{origin}: {err}") from None
+
+
+def _expand_checked(spec: dict) -> list[Problem]:
     kind = spec.get("kind")
     if kind is not None:
-        try:
-            check_kind(kind)
-        except ProblemError as err:
-            raise ProblemError(f"{origin}: {err}") from None
+        check_kind(kind)
     if "grid" in spec:
-        grid = dict(spec["grid"])
+        grid = spec["grid"]
+        if not isinstance(grid, dict) or not all(isinstance(v, list) for v in grid.values()):
+            raise ProblemError("'grid' must be a table of value lists (N = [64, 128], ...)")
+        grid = dict(grid)
         tied = grid.pop("CF", None)  # C = F, as in Chen et al.'s general-case sweep
         names = list(grid)
         problems = []
@@ -68,11 +77,14 @@ def _expand(spec: dict, origin: str) -> list[Problem]:
                 problems.append(problem_from_dict(values, kind))
         return problems
     if "layers" in spec:
+        layers = spec["layers"]
+        if not isinstance(layers, list) or not all(isinstance(x, dict) for x in layers):
+            raise ProblemError("'shapes' and 'layers' must be lists of tables ({N = 64, ...})")
         return [
             problem_from_dict({k: v for k, v in layer.items() if k != "name"}, kind)
-            for layer in spec["layers"]
+            for layer in layers
         ]
-    raise ProblemError(f"{origin}: a shape set needs 'grid' or 'layers'")
+    raise ProblemError("a shape set needs 'grid', 'layers' or 'shapes'")
 
 
 def named_shapes(name: str) -> list[Problem]:
@@ -87,11 +99,13 @@ def shapes_from_file(path: str | Path) -> list[Problem]:
     header's names give the kind) or TOML file (a 'shapes' list, a 'grid' table or a 'layers'
     list, with an optional top-level `kind`)."""
     path = Path(path)
+    if path.is_dir():
+        raise ProblemError(f"shape file {str(path)!r} is a directory")
     if not path.is_file():
         raise ProblemError(f"shape file {str(path)!r} does not exist")
     if path.suffix.lower() == ".csv":
-        with path.open(newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        # utf-8-sig: spreadsheets start their CSV with a byte-order mark.
+        rows = list(csv.DictReader(io.StringIO(_read_text(path, "shape file"), newline="")))
         if not rows:
             raise ProblemError(f"shape file {str(path)!r} has no rows")
         try:
@@ -107,16 +121,23 @@ def shapes_from_file(path: str | Path) -> list[Problem]:
             raise ProblemError(f"{path}: {err}") from None
     if path.suffix.lower() == ".toml":
         try:
-            data = tomllib.loads(path.read_text())
+            data = tomllib.loads(_read_text(path, "shape file"))
         except tomllib.TOMLDecodeError as err:
             raise ProblemError(f"{path}: malformed TOML ({err})") from None
         if "shapes" in data:
             data = {**{k: v for k, v in data.items() if k == "kind"}, "layers": data["shapes"]}
-        try:
-            return _expand(data, str(path))
-        except ProblemError as err:
-            raise ProblemError(f"{path}: {err}") from None
+        return _expand(data, str(path))
     raise ProblemError(f"shape file {str(path)!r} must end in .csv or .toml")
+
+
+def _read_text(path: Path, what: str) -> str:
+    """A file's text as UTF-8 (a byte-order mark dropped), or a one-line ProblemError."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ProblemError(f"{what} {str(path)!r} is not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise ProblemError(f"cannot read {what} {str(path)!r}: {err.strerror or err}") from None
 
 
 def collect_shapes(

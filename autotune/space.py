@@ -21,6 +21,9 @@ else:  # pragma: no cover
 Value = int | float | bool | str
 
 MAX_EXPRESSION_CHARS = 500
+# The partial product held while enumerating: 4x the largest family's (sgemm, 1.04e6), at most
+# a few hundred MB of columns. A space without constraints on its first parameters tried 31 GiB.
+MAX_ENUMERATED_ROWS = 4_000_000
 MAX_EXPRESSION_NODES = 200
 
 
@@ -358,6 +361,12 @@ class BoundSpace:
         for param in self.space.parameters:
             values = np.array(param.values)
             n = len(values)
+            if rows * n > MAX_ENUMERATED_ROWS:
+                raise SpaceError(
+                    f"{self.space.name}: enumerating it would hold {rows * n:,} configurations "
+                    f"at {param.name} before its constraints cut them (at most "
+                    f"{MAX_ENUMERATED_ROWS:,}); constrain earlier parameters or give fewer values"
+                )
             columns = {k: np.repeat(v, n) for k, v in columns.items()}
             columns[param.name] = np.tile(values, rows)
             rows *= n

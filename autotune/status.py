@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 
-from autotune.store import Store
+from autotune.store import Store, hide_passwords
 
 RECENT_MINUTES = 5.0
 
@@ -76,7 +76,8 @@ def format_status(runs: pd.DataFrame, claims: pd.DataFrame, minutes: float = REC
                 "last evaluation": [_age(v) for v in runs["last_at"]],
                 "studies held": runs["claims"],
                 "lease left": [_lease(v) for v in runs["lease_left_s"]],
-                "command": runs["command"],
+                # Runs stored before passwords were masked on the way in are masked here.
+                "command": [hide_passwords(str(c)) for c in runs["command"]],
             }
         )
         text = format_table(shown, "markdown") + "\n"

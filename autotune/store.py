@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import socket
 import sqlite3
 import time
@@ -231,6 +232,16 @@ def _one_line(err: BaseException) -> str:
     return lines[0] if lines else type(cause).__name__
 
 
+# user:password@ in any URL of a text (a command line, a message); SQLAlchemy's own masking
+# needs a URL it can parse. The password runs to the last @ before the host.
+_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*):[^\s/]*@")
+
+
+def hide_passwords(text: str) -> str:
+    """The text with every URL's password shown as ***, as SQLAlchemy shows it."""
+    return _PASSWORD.sub(r"\1:***@", text)
+
+
 def _sqlite_file(url: URL) -> Path | None:
     database = url.database
     if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
@@ -241,27 +252,39 @@ def _sqlite_file(url: URL) -> Path | None:
 
 
 def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
-    # WAL lets readers run beside one writer; the busy timeout makes a second writer (another
-    # process on the same file) wait instead of failing with "database is locked".
+    # The busy timeout makes a second writer (another process on the same file) wait instead of
+    # failing with "database is locked". WAL is set once the file is known to be ours (_create):
+    # it is a property of the file, and a database of another application is left as it is.
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
         cursor.execute("PRAGMA foreign_keys = ON")
     finally:
         cursor.close()
+
+
+def _names(tables: list[str], shown: int = 5) -> str:
+    more = f" and {len(tables) - shown} more" if len(tables) > shown else ""
+    return ", ".join(tables[:shown]) + more
 
 
 class Store:
     """The results database behind a SQLAlchemy URL (or a SQLite file path)."""
 
     def __init__(
-        self, url: str | Path, create: bool = True, protocol: int = TIMING_PROTOCOL
+        self,
+        url: str | Path,
+        create: bool = True,
+        share: bool = False,
+        protocol: int = TIMING_PROTOCOL,
     ) -> None:
-        """Open (and, unless create=False, create) the results database at url or path. Its
-        queries read measurements of one timing protocol (DESIGN section 2), the current one
-        unless told: tables, reports and searches never mix protocols."""
+        """Open (and, unless create=False, create) the results database at url or path. With
+        create=False a database without our schema is refused, unchanged; with create, one
+        that holds other applications' tables is refused unless share=True. Its queries read
+        measurements of one timing protocol (DESIGN section 2), the current one unless told:
+        tables, reports and searches never mix protocols."""
         text = str(url)
+        self._share = share
         self.url = text
         self.protocol = protocol
         if not create and "://" not in text and not Path(text).expanduser().is_file():
@@ -288,18 +311,20 @@ class Store:
         if parsed.get_backend_name() == "sqlite":
             sa.event.listen(self._engine, "connect", _on_sqlite_connect)
         try:
-            self._create()
+            self._create(create)
         except BaseException:
             self._engine.dispose()
             raise
 
-    def _create(self) -> None:
+    def _create(self, create: bool = True) -> None:
         with self._errors("cannot open results database"):
             # A database of another (newer) schema is refused before anything is written to it.
             if sa.inspect(self._engine).has_table(meta_table.name):
                 found = self._schema_version()
                 if found not in (None, str(SCHEMA_VERSION), *UPGRADABLE_FROM):
                     raise self._version_error(found)
+            else:
+                self._refuse_foreign(create)
             for attempt in range(CREATE_ATTEMPTS):
                 try:
                     METADATA.create_all(self._engine)
@@ -326,8 +351,29 @@ class Store:
                 # their current form); the older tables get their new columns here.
                 self._upgrade()
                 version = str(SCHEMA_VERSION)
+            if self._engine.dialect.name == "sqlite" and create:
+                # WAL lets readers run beside one writer; it stays set in the file.
+                with self._engine.connect() as conn:
+                    conn.exec_driver_sql("PRAGMA journal_mode = WAL")
         if version != str(SCHEMA_VERSION):
             raise self._version_error(version)
+
+    def _refuse_foreign(self, create: bool) -> None:
+        """Called where our schema is missing: a reading command changes nothing in such a
+        database, and a run adds its tables beside another application's only when told to.
+        Some of our tables without the meta row is another process creating them right now."""
+        tables = sorted(set(sa.inspect(self._engine).get_table_names()))
+        others = [name for name in tables if name not in METADATA.tables]
+        if not create:
+            held = f"it holds {_names(others)}" if others else "it is empty"
+            raise StoreError(
+                f"{self.url} is not an autotune results database ({held}); nothing was changed"
+            )
+        if others and not self._share:
+            raise StoreError(
+                f"{self.url} holds tables of another application ({_names(others)}); autotune "
+                "adds its own beside them only with --share-database"
+            )
 
     def _version_error(self, version: str | None) -> StoreError:
         return StoreError(

@@ -126,6 +126,7 @@ def run_workers(
     poll_s: float = POLL_S,
     stop_grace_s: float = STOP_GRACE_S,
     env: dict[str, str] | None = None,
+    share: bool = False,
 ) -> WorkersOutcome:
     """Start every worker, report the campaign's progress from the database until all have
     ended, and return their exit codes. Ctrl-C (KeyboardInterrupt here) is passed on to every
@@ -135,7 +136,9 @@ def run_workers(
     start = time.monotonic()
     procs: dict[str, subprocess.Popen] = {}
     logs = []
-    store = Store(storage)  # created once here, so the workers do not all create it at once
+    store = Store(
+        storage, share=share
+    )  # created once here, so the workers do not all create it at once
     try:
         for spec in specs:
             spec.log.parent.mkdir(parents=True, exist_ok=True)

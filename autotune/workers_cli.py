@@ -45,10 +45,13 @@ class CampaignPrinter:
             self.last_print = now
 
 
-def run_on_gpus(gpus_text: str, storage: str, argv: list[str], log_root: Path = LOG_ROOT) -> int:
+def run_on_gpus(
+    gpus_text: str, storage: str, argv: list[str], log_root: Path = LOG_ROOT, share: bool = False
+) -> int:
     """`autotune run ... --gpus LIST`: one `autotune run ... --gpu i` per GPU on the same
     storage; returns the exit code (non-zero if any worker failed, 130 after Ctrl-C)."""
     from autotune.cli import format_duration
+    from autotune.store import hide_passwords
     from autotune.workers import (
         GpuListError,
         gpu_worker_specs,
@@ -68,12 +71,12 @@ def run_on_gpus(gpus_text: str, storage: str, argv: list[str], log_root: Path = 
     specs = gpu_worker_specs(argv, gpus, log_dir)
     click.echo(
         f"autotune: {len(specs)} workers (GPUs {', '.join(map(str, gpus))}) on storage "
-        f"{storage}; their output goes to {log_dir}/",
+        f"{hide_passwords(storage)}; their output goes to {log_dir}/",
         err=True,
     )
     # A scheduler's SIGTERM stops the workers the way Ctrl-C does (each is told, then waited for).
     with terminate_as_interrupt():
-        outcome = run_workers(specs, storage, on_progress=CampaignPrinter())
+        outcome = run_workers(specs, storage, on_progress=CampaignPrinter(), share=share)
     for name in outcome.failed:
         spec = next(s for s in specs if s.name == name)
         code = outcome.returncodes[name]

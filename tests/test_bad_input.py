@@ -6,6 +6,9 @@ and `run`, N=0, F=-1, missing fields, a missing shape file, --budget 0, a corrup
 
 from __future__ import annotations
 
+import dataclasses
+import gzip
+import json
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -14,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import SyntheticEvaluator
 
 import autotune.evaluator
 import autotune.families.base
@@ -24,6 +26,7 @@ from autotune.problem import ConvProblem
 from autotune.records import Measurement
 from autotune.space import Config
 from autotune.store import Store
+from tests.conftest import SyntheticEvaluator
 
 Prepare = Callable[[Path, pytest.MonkeyPatch], None]
 # Tunes direct_naive on the synthetic GPU into the stored database unless the input is refused.
@@ -67,6 +70,32 @@ def a_file(name: str, text: str) -> Prepare:
     return prepare
 
 
+def a_binary_file(name: str, data: bytes) -> Prepare:
+    def prepare(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        (tmp / name).write_bytes(data)
+
+    return prepare
+
+
+NOT_UTF8 = b"shapes = [{N = 8, K = 3, C = 1, F = 1}]\n# caf\xe9 in Latin-1\n"
+HEADER = {"study": 0, "family": "direct_naive", "kind": "conv2d", "device": "Synthetic GPU"}
+HEADER |= {"problem": {"N": 9, "K": 3, "C": 1, "F": 2}, "arch": "sm_90", "pins": {}}
+OUTCOME = {"s": 0, "c": {"BLOCK_X": 8, "BLOCK_Y": 4, "FILTER_IN_CONST": 0}, "st": "OK", "t": 1.0}
+REPLAY = ("run", "--family", "direct_naive", "--shape", "N=9,K=3,C=1,F=2")
+REPLAY += ("--replay", "{tmp}/r.jsonl.gz", "--storage", "{db}")
+
+
+def a_recording(header: dict, *outcomes: dict) -> Prepare:
+    """A recording (gzip'd JSON lines) of one study."""
+
+    def prepare(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        lines = [{"format": "autotune-recording/1"}, header, *outcomes]
+        text = "".join(json.dumps(line) + "\n" for line in lines)
+        (tmp / "r.jsonl.gz").write_bytes(gzip.compress(text.encode()))
+
+    return prepare
+
+
 def shape_sets(text: str) -> Prepare:
     def prepare(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         (tmp / "sets.toml").write_text(text)
@@ -101,6 +130,58 @@ CASES = [
          "malformed TOML", shape_sets("[general\n")),
     Case("shape-sets-toml-malformed-listing", ("shapes",), 2, "malformed TOML",
          shape_sets("[general\n")),
+    # Files that are not UTF-8, TOML shape files of the wrong types, silent truncation.
+    Case("shape-file-toml-not-utf8", (*RUN, "--shape-file", "{tmp}/s.toml"), 2,
+         "is not UTF-8 text", a_binary_file("s.toml", NOT_UTF8)),
+    Case("shape-file-csv-not-utf8", (*RUN, "--shape-file", "{tmp}/s.csv"), 2,
+         "is not UTF-8 text", a_binary_file("s.csv", b"N,K,C,F\n8,3,1,1\n\xff\xfe,1,1,1\n")),
+    Case("subspace-not-utf8", (*RUN, "--subspace", "{tmp}/p.toml"), 2, "is not UTF-8 text",
+         a_binary_file("p.toml", b"[direct_naive]\nBLOCK_X = [8] # \xe9\n")),
+    Case("shape-file-toml-shapes-a-number", (*RUN, "--shape-file", "{tmp}/s.toml"), 2,
+         "'shapes' and 'layers' must be lists of tables", a_file("s.toml", "shapes = 5\n")),
+    Case("shape-file-toml-shapes-of-numbers", (*RUN, "--shape-file", "{tmp}/s.toml"), 2,
+         "'shapes' and 'layers' must be lists of tables", a_file("s.toml", "shapes = [5]\n")),
+    Case("shape-file-toml-grid-scalar", (*RUN, "--shape-file", "{tmp}/s.toml"), 2,
+         "'grid' must be a table of value lists", a_file("s.toml", "grid = 5\n")),
+    Case("shape-file-toml-grid-of-scalars", (*RUN, "--shape-file", "{tmp}/s.toml"), 2,
+         "'grid' must be a table of value lists",
+         a_file("s.toml", "grid = {N = 8, K = 3, C = 1, F = 1}\n")),
+    Case("shape-file-toml-kind-a-list", (*RUN, "--shape-file", "{tmp}/s.toml"), 2,
+         "unknown problem kind [1]",
+         a_file("s.toml", "kind = [1]\nshapes = [{N = 8, K = 3, C = 1, F = 1}]\n")),
+    Case("shape-file-toml-fractional-size", (*RUN, "--shape-file", "{tmp}/s.toml"), 2,
+         "shape field N=27.9 is not an integer",
+         a_file("s.toml", "shapes = [{N = 27.9, K = 3, C = 1, F = 1}]\n")),
+    Case("shape-file-toml-boolean-size", (*RUN, "--shape-file", "{tmp}/s.toml"), 2,
+         "shape field K=True is not an integer",
+         a_file("s.toml", "shapes = [{N = 8, K = true, C = 1, F = 1}]\n")),
+    Case("shape-file-a-directory", (*RUN, "--shape-file", "{tmp}"), 2, "is a directory"),
+    Case("shape-file-toml-empty", (*RUN, "--shape-file", "{tmp}/s.toml"), 2,
+         "s.toml: a shape set needs 'grid', 'layers' or 'shapes'", a_file("s.toml", "")),
+    # Recordings with values of the wrong types.
+    Case("recording-config-a-list", REPLAY, 2, "config must be a dict",
+         a_recording(HEADER, {**OUTCOME, "c": [8, 4, 0]})),
+    Case("recording-pins-nested-lists", REPLAY, 2, "BLOCK_X must be a value or a list of values",
+         a_recording({**HEADER, "pins": {"BLOCK_X": [[8]]}}, OUTCOME)),
+    Case("recording-time-a-string", REPLAY, 2, "time '1.0' is not a number",
+         a_recording(HEADER, {**OUTCOME, "t": "1.0"})),
+    Case("recording-problem-a-list", REPLAY, 2, "a shape must be a table of fields",
+         a_recording({**HEADER, "problem": [9, 3, 1, 2]}, OUTCOME)),
+    # --output into a place that cannot be written.
+    Case("best-output-unwritable", ("best", "--storage", "{db}", "--output", "/proc/nope/b.md"),
+         2, "cannot write --output"),
+    Case("best-output-below-a-file", ("best", "--storage", "{db}", "--output", "{tmp}/f/b.md"),
+         2, "cannot write --output", a_file("f", "a file, not a directory")),
+    Case("best-output-a-directory", ("best", "--storage", "{db}", "--output", "{tmp}"), 2,
+         "is a directory"),
+    Case("plot-output-unwritable", ("plot", "--storage", "{db}", "--output", "/proc/nope/p"),
+         2, "cannot write --output"),
+    Case("report-output-unwritable",
+         ("report", "--storage", "{db}", "--output-dir", "{tmp}/f/report"), 2,
+         "cannot write --output-dir", a_file("f", "a file, not a directory")),
+    Case("export-recording-output-unwritable",
+         ("export-recording", "--storage", "{db}", "--output", "/proc/nope/r.jsonl.gz"), 2,
+         "cannot write --output"),
     # Unknown names: family, parameter, shape set, option, strategy.
     Case("unknown-family-best", ("best", "--family", "nope", "--storage", "{db}"), 2,
          "unknown family 'nope'"),
@@ -111,6 +192,8 @@ CASES = [
     Case("unknown-shape-set-listing", ("shapes", "nope"), 2, "unknown shape set 'nope'"),
     Case("unknown-option", (*RUN, "--bogus"), 2, "No such option '--bogus'"),
     Case("unknown-strategy", (*RUN, "--strategy", "nope"), 2, "Invalid value for '--strategy'"),
+    Case("time-limit-nan", (*RUN, "--time-limit", "nan"), 2, "nan is not a number of seconds"),
+    Case("time-limit-inf", (*RUN, "--time-limit", "inf"), 2, "inf is not a number of seconds"),
     # Constraints: a syntax error, hostile ones (never run: the pwned file must not appear).
     Case("constraint-syntax-error", RUN, 2, "'BLOCK_X <' is not valid: invalid syntax",
          constraint("BLOCK_X <")),
@@ -119,6 +202,10 @@ CASES = [
          constraint(HOSTILE)),
     Case("constraint-attribute", RUN, 2, "attribute access is not allowed",
          constraint("N.__class__.__name__ == 'int'")),
+    Case("space-product-too-large", RUN, 2, "configurations at BLOCK_Y before its constraints",
+         space_file("constraints = ['BLOCK_X < BLOCK_Y']\n[parameters]\n"
+                    f"BLOCK_X = {list(range(1, 3001))}\nBLOCK_Y = {list(range(1, 3001))}\n"
+                    "FILTER_IN_CONST = [0]\n")),
     Case("constraint-huge-exponent", RUN, 2, "operator ** is not allowed",
          constraint("9**9**9 > 0")),
     Case("constraint-string-repetition", RUN, 2, "arithmetic on a string is not allowed",
@@ -218,3 +305,21 @@ def test_the_run_without_a_valid_configuration_names_why(tmp_path, monkeypatch) 
     args = [a.replace("{db}", str(tmp_path / "r.db")).replace("{tmp}", str(tmp_path)) for a in RUN]
     output = CliRunner().invoke(main, args).output
     assert "skipping direct_naive N=9,K=3,C=1,F=2: no valid configuration on this device" in output
+
+
+def test_a_shape_no_device_can_hold_says_why_nothing_runs(tmp_path, monkeypatch) -> None:
+    def gpu(index=0):
+        evaluator = SyntheticEvaluator(lambda d: 1.0)
+        evaluator.device = dataclasses.replace(evaluator.device, memory_bytes=80 << 30)
+        return evaluator
+
+    monkeypatch.setattr(autotune.evaluator, "GpuEvaluator", gpu)
+    args = ["run", "--shape", "N=4096,K=3,C=256,F=256,B=8", "--no-baseline"]
+    result = CliRunner().invoke(main, [*args, "--storage", str(tmp_path / "r.db")])
+    assert result.exit_code == 2, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("Error: nothing to tune: no (family, shape) pair can run (")
+    shape = "N=4096,K=3,C=256,F=256,B=8"
+    memory = "its inputs and outputs alone take 275.0 GB, the device has 85.9 GB"
+    assert f"skipping direct_naive {shape}: {memory}" in result.output
+    assert f"chen_special {shape}: chen_special computes one input channel" in last

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from conftest import SyntheticEvaluator
 
 import autotune.evaluator
 from autotune.cli import main
+from tests.conftest import SyntheticEvaluator
 
 
 @pytest.fixture
@@ -365,3 +365,44 @@ def test_baseline_measures_cublas_for_gemm_and_names_kinds_without_one(runner, t
         "cublas": "gemm",
         "cudnn": "conv2d",
     }
+
+
+def test_run_with_a_cache_dir_it_cannot_write_tunes_and_says_so(runner, tmp_path, fake_gpu):
+    (tmp_path / "file").write_text("a file, not a directory")
+    args = ["run", "--family", "direct_naive", "--shape", "N=9,K=3,C=1,F=2", "--budget", "2"]
+    args += ["--no-baseline", "--storage", str(tmp_path / "r.db")]
+    result = runner.invoke(main, [*args, "--cache-dir", str(tmp_path / "file" / "cubins")])
+    assert result.exit_code == 0, result.output
+    assert "autotune: cubins not cached (" in result.output
+    assert "2 new evaluations" in result.output
+
+
+def test_a_missing_driver_is_not_called_an_old_one() -> None:
+    from autotune.evaluator import no_gpu_reason
+
+    text = "CUDARuntimeError: cudaErrorInsufficientDriver: CUDA driver version is insufficient"
+    assert no_gpu_reason(text, lambda: False).startswith("no NVIDIA driver found")
+    assert no_gpu_reason(text, lambda: True) == text  # a driver is there: it is too old
+    assert no_gpu_reason("no CUDA device found", lambda: False) == "no CUDA device found"
+
+
+def test_best_shows_readable_columns_and_any_on_request(runner, tmp_path, fake_gpu):
+    db = str(tmp_path / "r.db")
+    args = ["run", "--family", "direct_naive", "--shape", "N=9,K=3,C=1,F=2", "--budget", "2"]
+    assert runner.invoke(main, [*args, "--no-baseline", "--storage", db]).exit_code == 0
+
+    md = runner.invoke(main, ["best", "--storage", db]).output.splitlines()
+    assert [c.strip() for c in md[0].strip("|").split("|")] == [
+        *("family", "shape", "config", "time_ms", "gflops", "speedup", "efficiency")
+    ]
+    assert max(len(line) for line in md) < 160  # all 26 columns: 359 here
+    picked = runner.invoke(main, ["best", "--storage", db, "--columns", "shape,gflops"]).output
+    assert picked.splitlines()[0].replace(" ", "") == "|shape|gflops|"
+    every = runner.invoke(main, ["best", "--storage", db, "--columns", "all"]).output
+    assert "registers" in every.splitlines()[0] and "baseline_gflops" in every.splitlines()[0]
+    csv = runner.invoke(main, ["best", "--storage", db, "--format", "csv"]).output
+    assert csv.splitlines()[0].startswith("device,family,B,N,K,C,F,stride,config,time_ms,gflops")
+    csv = runner.invoke(main, ["best", "--storage", db, "--format", "csv", "--columns", "gflops"])
+    assert csv.output.splitlines()[0] == "gflops"
+    bad = runner.invoke(main, ["best", "--storage", db, "--columns", "shape,speed"])
+    assert bad.exit_code == 2 and "unknown column(s) speed; the columns are device," in bad.output

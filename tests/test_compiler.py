@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import json
+import os
 import random
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +100,104 @@ def test_every_family_has_its_three_files():
         source = family.source_path.read_text()
         for name in family.load_space().names:
             assert name in source, f"{name} missing from {family.source_path.name}"
+
+
+KERNEL = 'extern "C" __global__ void k(float* a) { a[threadIdx.x] *= SCALE; }'
+
+
+def _corrupt_json(text: str):
+    def corrupt(cache: Path, key: str) -> None:
+        (cache / f"{key}.json").write_text(text)
+
+    return corrupt
+
+
+def _edit_meta(**changes):
+    def corrupt(cache: Path, key: str) -> None:
+        path = cache / f"{key}.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+
+    return corrupt
+
+
+def _cubin_bytes(data: bytes):
+    def corrupt(cache: Path, key: str) -> None:
+        (cache / f"{key}.cubin").write_bytes(data)
+
+    return corrupt
+
+
+def _symlinked_entry(cache: Path, key: str) -> None:
+    """The entry replaced by links to a copy elsewhere (valid, but not a file of the cache)."""
+    for suffix in (".json", ".cubin"):
+        entry = cache / f"{key}{suffix}"
+        elsewhere = cache.parent / f"planted{suffix}"
+        elsewhere.write_bytes(entry.read_bytes())
+        entry.unlink()
+        entry.symlink_to(elsewhere)
+
+
+CORRUPTIONS = {
+    "empty-object": _corrupt_json("{}"),
+    "a-list": _corrupt_json("[1, 2]"),
+    "not-json": _corrupt_json("\x00\xff garbage"),
+    "truncated-json": _corrupt_json('{"key": "'),
+    "unexpected-resource-keys": _edit_meta(resources={"k": {"bogus": 1}}),
+    "resources-not-numbers": _edit_meta(resources={"k": {"registers": "many"}}),
+    "another-arch": _edit_meta(arch="sm_80"),
+    "another-key": _edit_meta(key="0" * 32),
+    "cubin-replaced": _cubin_bytes(b"\x7fELF" + b"planted" * 100),
+    "cubin-truncated": _cubin_bytes(b"\x7fEL"),
+    "symlinked-entry": _symlinked_entry,
+}
+
+
+@pytest.mark.parametrize("corrupt", CORRUPTIONS.values(), ids=CORRUPTIONS.keys())
+def test_a_corrupt_or_foreign_cache_entry_is_a_miss_and_is_overwritten(tmp_path, corrupt):
+    source = tmp_path / "k.cu"
+    source.write_text(KERNEL)
+    cache = tmp_path / "cache"
+    first = Compiler(cache_dir=cache).compile_source(source, (("SCALE", 2),))
+    corrupt(cache, first.key)
+
+    compiler = Compiler(cache_dir=cache)
+    again = compiler.compile_source(source, (("SCALE", 2),))
+    assert not again.cached  # recompiled, not loaded
+    assert again.cubin == first.cubin and again.resources == first.resources
+    assert compiler.cache_error is None
+    for suffix in (".json", ".cubin"):
+        assert not (cache / f"{first.key}{suffix}").is_symlink()
+    assert compiler.compile_source(source, (("SCALE", 2),)).cached  # the entry was rewritten
+    assert sorted(p.name for p in cache.iterdir()) == [f"{first.key}.cubin", f"{first.key}.json"]
+
+
+def test_writing_the_cache_never_follows_a_planted_symlink(tmp_path):
+    source = tmp_path / "k.cu"
+    source.write_text(KERNEL)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    compiler = Compiler(cache_dir=cache)
+    key = compiler.cache_key(KERNEL, (("SCALE", 2),))
+    victim = tmp_path / "victim"
+    victim.write_text("not yours")
+    for suffix in (".json", ".cubin"):
+        (cache / f"{key}{suffix}").symlink_to(victim)
+    # Where the temporary names once were predictable (key.suffix.pid.thread.tmp).
+    for suffix in (".json", ".cubin"):
+        tmp_name = f"{key}{suffix}.{os.getpid()}.{threading.get_ident()}.tmp"
+        (cache / tmp_name).symlink_to(victim)
+    compiled = compiler.compile_source(source, (("SCALE", 2),))
+    assert not compiled.cached
+    assert victim.read_text() == "not yours"
+    assert (cache / f"{key}.cubin").read_bytes() == compiled.cubin
+    assert not (cache / f"{key}.cubin").is_symlink()
+
+
+def test_a_cache_that_cannot_be_written_costs_recompiling_not_the_compile(tmp_path):
+    source = tmp_path / "k.cu"
+    source.write_text(KERNEL)
+    (tmp_path / "file").write_text("a file, not a directory")
+    compiler = Compiler(cache_dir=tmp_path / "file" / "cache")
+    compiled = compiler.compile_source(source, (("SCALE", 2),))
+    assert compiled.cubin.startswith(b"\x7fELF")
+    assert compiler.cache_error and "file/cache" in compiler.cache_error

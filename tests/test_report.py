@@ -263,6 +263,14 @@ def test_plots_write_png_and_svg(lab: Store, tmp_path: Path, plot) -> None:  # t
     assert FAKE.name in svg and "cuDNN" in svg
 
 
+def test_plots_are_the_same_bytes_when_drawn_again(lab: Store, tmp_path: Path) -> None:
+    # Committed report images must not change in git when nothing in the database did.
+    first = plot_gflops(lab, tmp_path / "a" / "gflops")
+    second = plot_gflops(lab, tmp_path / "b" / "gflops")
+    for one, other in zip(first, second, strict=True):
+        assert one.read_bytes() == other.read_bytes(), one.name
+
+
 def test_gflops_plot_has_a_panel_per_family_and_the_peak(lab: Store, tmp_path: Path) -> None:
     svg = plot_gflops(lab, tmp_path / "gflops")[1].read_text()
     assert "chen_special on NVIDIA H100 fake" in svg and "direct_naive on NVIDIA H100 fake" in svg

@@ -123,3 +123,10 @@ def test_files_of_the_new_kinds(tmp_path):
 def test_collect_shapes_mixes_kinds():
     shapes = collect_shapes(("conv3d",), ("M=37,N=61,K=29", "N=5,K=1,C=1,F=1"))
     assert [s.kind for s in shapes] == ["conv3d"] * 3 + ["gemm", "conv2d"]
+
+
+def test_a_csv_with_a_byte_order_mark_reads_like_one_without(tmp_path):
+    # Spreadsheets (Excel's "CSV UTF-8") start the file with U+FEFF; it is not part of "N".
+    path = tmp_path / "s.csv"
+    path.write_bytes("N,K,C,F\n8,3,1,2\n".encode("utf-8-sig"))
+    assert shapes_from_file(path) == [ConvProblem(N=8, K=3, C=1, F=2)]

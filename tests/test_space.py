@@ -111,6 +111,16 @@ def test_million_point_product_enumerates_quickly():
     assert len(bound) > 0 and len(bound) <= pairs * 34
 
 
+def test_a_product_too_large_to_enumerate_is_refused_before_it_is_allocated():
+    # Ten parameters of ten values and no constraint until the last: 10^10 rows, 31 GiB a column.
+    params = {f"P{i}": list(range(10)) for i in range(10)}
+    space = SearchSpace.from_dict("wide", {"parameters": params, "constraints": ["P9 < P0"]})
+    start = time.perf_counter()
+    with pytest.raises(SpaceError, match=r"would hold 10,000,000 configurations at P6 before"):
+        space.bind({}, DeviceLimits())
+    assert time.perf_counter() - start < 5.0
+
+
 def test_is_valid_rejects_foreign_values_and_names():
     space = SearchSpace.from_dict("t", {"parameters": {"A": [1, 2]}, "constraints": ["A < 2"]})
     bound = space.bind({}, DeviceLimits())
