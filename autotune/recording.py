@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -257,7 +258,7 @@ def load_recording(path: str | Path) -> list[RecordedStudy]:
                     family=_typed(row["family"], str, "family"),
                     problem=problem_from_dict(row["problem"], row["kind"]),
                     device=_typed(row["device"], str, "device"),
-                    arch=_typed(row.get("arch", "sm_90"), str, "arch"),
+                    arch=_arch(row.get("arch", "sm_90")),
                     nvrtc=_typed(row.get("nvrtc", ""), str, "nvrtc"),
                     pins=pinned_values(_typed(row.get("pins", {}), dict, "pins")),
                     protocol=_protocol(row.get("protocol", 1)),
@@ -274,6 +275,14 @@ def load_recording(path: str | Path) -> list[RecordedStudy]:
     except (KeyError, TypeError, ValueError) as err:
         raise MalformedRecording(f"recording {str(path)!r}: malformed entry ({err})") from None
     return [predating_completed(s) for s in studies.values()]
+
+
+def _arch(value: object) -> str:
+    """A GPU architecture as NVRTC names it (sm_90): the replay derives the compute capability
+    from its digits."""
+    if not isinstance(value, str) or not re.fullmatch(r"sm_\d{2,3}[a-z]?", value):
+        raise ValueError(f"arch must name an architecture like sm_90, not {value!r}")
+    return value
 
 
 def _typed(value: object, kind: type, what: str):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from autotune.problem import Problem
@@ -38,7 +39,7 @@ class ReplayEvaluator:
                 f"a replay needs one timing protocol; the recording has {sorted(protocols)}"
             )
         self.protocol = first.protocol
-        cc = first.arch.removeprefix("sm_")
+        cc = re.sub(r"\D", "", first.arch)  # sm_90a -> 90
         self.device = DeviceInfo(
             name=first.device + REPLAY_SUFFIX,
             compute_capability=f"{cc[:-1]}.{cc[-1]}",

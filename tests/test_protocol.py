@@ -246,3 +246,19 @@ def test_best_reads_one_protocol_and_says_which_is_missing(tmp_path) -> None:
     assert "protocol" in header.split(",") and ",1," in row
     refused = CliRunner().invoke(main, ["best", "--storage", str(db), "--protocol", "3"])
     assert refused.exit_code == 2
+
+
+@pytest.mark.parametrize("arch", ["", "sm_", "90", "sm_9x"])
+def test_a_recording_naming_no_architecture_is_malformed(tmp_path, arch) -> None:
+    path = save_recording([_study(2)], tmp_path / "r.jsonl.gz")
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    header = json.loads(lines[1]) | {"arch": arch}
+    path.write_bytes(gzip.compress("\n".join([lines[0], json.dumps(header), *lines[2:]]).encode()))
+    with pytest.raises(RecordingError, match="arch must name an architecture"):
+        load_recording(path)
+
+
+def test_a_replay_of_an_sm_90a_recording_is_compute_capability_9_0() -> None:
+    study = _study(2)
+    study.arch = "sm_90a"
+    assert ReplayEvaluator([study]).device.compute_capability == "9.0"
