@@ -122,6 +122,10 @@ class RecordedStudy:
     nvrtc: str = ""
     pins: dict[str, tuple] = field(default_factory=dict)
     outcomes: dict[Config, Outcome] = field(default_factory=dict)
+    # A space recorded elsewhere (problem kind "recorded"): its parameters in the file's order,
+    # and the restrictions the file names, kept as text; its configurations are the space.
+    tunables: list[tuple[str, list]] = field(default_factory=list)
+    restrictions: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -133,6 +137,10 @@ class RecordedStudy:
 
     def space(self) -> BoundSpace:
         """The (sub)space the recording was made over, bound to its problem and device."""
+        if self.problem.kind == "recorded":
+            from autotune.recorded import ListedSpace
+
+            return ListedSpace(self.family, self.tunables, self.outcomes)
         searched = restrict(get_family(self.family).load_space(), self.pins)
         return searched.bind(self.problem.fields(), self.limits)
 
@@ -190,6 +198,9 @@ def save_recording(studies: list[RecordedStudy], path: str | Path) -> Path:
                 "recorded": len(s.outcomes),
                 "exhaustive": s.exhaustive(space),
             }
+            if s.problem.kind == "recorded":  # a list of pairs: the parameters' order is kept
+                header["tunables"] = [[name, list(values)] for name, values in s.tunables]
+                header["restrictions"] = list(s.restrictions)
             gz.write((json.dumps(header, sort_keys=True) + "\n").encode())
             for config, o in sorted(s.outcomes.items(), key=lambda kv: kv[0].to_json()):
                 line = {"s": i, "c": config.as_dict(), "st": o.status.value, "t": o.time_ms}
@@ -227,6 +238,8 @@ def load_recording(path: str | Path) -> list[RecordedStudy]:
                     arch=row.get("arch", "sm_90"),
                     nvrtc=row.get("nvrtc", ""),
                     pins={k: tuple(v) for k, v in row.get("pins", {}).items()},
+                    tunables=[(name, list(values)) for name, values in row.get("tunables", [])],
+                    restrictions=tuple(row.get("restrictions", ())),
                 )
             else:
                 studies[row["s"]].outcomes[Config.of(row["c"])] = Outcome(
