@@ -1,0 +1,44 @@
+"""`autotune bench search` on spaces recorded by Kernel Tuner: its strategies in simulation mode
+on the same spaces as ours, and transfer across GPUs (synthetic cache files)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.bench.kt_search import TRANSFER_GPU, other_devices, versus_kt
+from autotune.bench.search import Case, benchmark
+from autotune.kt_cache import read_kt_file
+from autotune.space import Config
+from autotune.strategies.transfer import device_seeds
+from tests.test_kt_cache import cache_data, write
+
+
+def cases_of(tmp_path) -> list[Case]:
+    studies = [
+        read_kt_file(write(tmp_path / f"{d}.json", cache_data(d, shift=s)), family="toy")
+        for d, s in (("GPU A", 0), ("GPU B", 1))
+    ]
+    return [Case.of(s) for s in studies]
+
+
+def test_transfer_across_gpus_starts_at_the_other_gpus_best(tmp_path) -> None:
+    a, b = cases_of(tmp_path)
+    (best_b,) = other_devices(a, [a, b])
+    assert best_b[0] == Config.of({"block_size_x": 128, "tile": 2, "use_shmem": 0})
+    seeds = device_seeds(a.space, [best_b])
+    assert seeds[0] == best_b[0] and all(a.space.is_valid(c) for c in seeds)
+
+
+def test_kernel_tuner_strategies_run_on_the_same_space_in_simulation_mode(tmp_path) -> None:
+    pytest.importorskip("kernel_tuner")
+    cases = cases_of(tmp_path)
+    names = ["local", TRANSFER_GPU, "kt_random_sample", "kt_greedy_ils"]
+    frame, ask = benchmark(cases, names, seeds=2, budgets=(3, 24), jobs=1)
+    every = frame[frame["space"] == "ALL"].set_index(["strategy", "budget"])
+    # Every config (failures too) is one evaluation: 24 of them find the optimum.
+    for name in names:
+        assert every.loc[(name, 24), "fraction_of_optimum"] == pytest.approx(1.0)
+    assert every.loc[("kt_random_sample", 3), "fraction_of_optimum"] < 1.0
+    lines = "\n".join(versus_kt(frame, "local"))
+    assert "| 24 | 1.000 | 1.000 | kt_" in lines
+    assert set(ask["strategy"]) == set(names)
