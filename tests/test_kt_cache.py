@@ -227,3 +227,19 @@ def test_run_replays_a_recorded_space_through_the_tuner(tmp_path) -> None:
     assert '"block_size_x":64' in result.output and "1.0" in result.output  # the optimum
     wrong = CliRunner().invoke(main, [*args, "--family", "other"])
     assert wrong.exit_code == 1 and "no family 'other' (toy)" in wrong.output
+
+
+def test_a_replay_starts_at_the_best_configs_of_the_same_space_on_another_gpu(tmp_path) -> None:
+    """Transfer across GPUs in the tuner: with GPU B's evaluations of the same family and shape
+    in the store, GPU A's study asks B's best config first (B's optimum is block 128)."""
+    from autotune.store import Store
+
+    db = f"sqlite:///{tmp_path / 'both.db'}"
+    for device, shift, budget in (("GPU B", 1, "24"), ("GPU A", 0, "1")):
+        study = read_kt_file(write(tmp_path / f"{device}.json", cache_data(device, shift)), "toy")
+        save_recording([study], tmp_path / f"{device}.jsonl.gz")
+        args = ["run", "--replay", str(tmp_path / f"{device}.jsonl.gz"), "--budget", budget]
+        result = CliRunner().invoke(main, [*args, "--storage", db])
+        assert result.exit_code == 0, result.output
+    (first,) = Store(db).history(device="GPU A (replay)")["config"]
+    assert Config.from_json(first) == Config.of({"block_size_x": 128, "tile": 2, "use_shmem": 0})
