@@ -57,3 +57,28 @@ def test_local_search_restarts_off_a_plateau_of_near_equal_configs() -> None:
     search._CASES[:] = [Case.of(load_recording(path)[0])]
     _, _, _, trajectory, _, _ = search.run_one(("local", 0, 0, 300, "local"))
     assert trajectory[-1] == pytest.approx(1.0)
+
+
+def test_without_kernel_tuner_its_strategies_are_left_out_with_the_reason(
+    tmp_path, monkeypatch
+) -> None:
+    from autotune.bench import kt_search, search
+
+    cases = cases_of(tmp_path)
+    monkeypatch.setattr(kt_search.importlib.util, "find_spec", lambda name: None)
+    ok, skipped = search.available(["local", "kt_genetic_algorithm"], cases)
+    assert ok == ["local"]
+    assert skipped == [
+        "kt_genetic_algorithm: Kernel Tuner is not installed: pip install -e '.[bench]' "
+        "(kernel_tuner==1.5.0)"
+    ]
+
+
+def test_an_unknown_kernel_tuner_strategy_is_named(tmp_path) -> None:
+    pytest.importorskip("kernel_tuner")
+    from autotune.bench import search
+
+    ok, skipped = search.available(["kt_no_such_thing"], cases_of(tmp_path))
+    assert ok == [] and skipped == [
+        "kt_no_such_thing: Kernel Tuner has no strategy 'no_such_thing'"
+    ]
