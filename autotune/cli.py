@@ -334,13 +334,19 @@ def run(
         if replay or source("gpu") != click.core.ParameterSource.DEFAULT:
             raise click.UsageError("--gpus cannot be combined with --gpu or --replay")
         sys.exit(run_on_gpus(gpus, storage, sys.argv[1:], share=share_database))
-    chosen = [get_family(name) for name in families] or list(FAMILIES.values())
-    explicit = collect_shapes(shape_sets, shapes, shape_files)
-    pairs = [
-        (family, problem)
-        for family in chosen
-        for problem in (explicit or named_shapes(family.default_shape_set))
-    ]
+
+    def tuned_pairs():
+        chosen = [get_family(name) for name in families] or list(FAMILIES.values())
+        explicit = collect_shapes(shape_sets, shapes, shape_files)
+        return [
+            (family, problem)
+            for family in chosen
+            for problem in (explicit or named_shapes(family.default_shape_set))
+        ]
+
+    # A bad family or shape fails before a GPU starts; a replay's recording may name families
+    # of its own (spaces recorded elsewhere), so there they are resolved once it is open.
+    pairs = None if replay else tuned_pairs()
     if replay:
         from autotune.replay import open_replay
 
@@ -352,7 +358,13 @@ def run(
         store, evaluator, compiler, _ = _start_gpu(gpu, storage, cache_dir, share_database)
     try:
         info = evaluator.device
-        studies, skipped = plan_studies(pairs, evaluator.limits)
+        # Spaces recorded elsewhere (Kernel Tuner's caches) bring their own studies.
+        recorded = getattr(evaluator, "recorded_studies", lambda _: None)(families)
+        if recorded is not None:
+            studies, skipped = recorded, []
+        else:
+            pairs = tuned_pairs() if pairs is None else pairs
+            studies, skipped = plan_studies(pairs, evaluator.limits)
         # A replay searches the subspaces its recording was made over unless told otherwise.
         pins = getattr(evaluator, "pins", {})
         if subspace or pins:
@@ -1045,3 +1057,7 @@ main.add_command(export_recording)
 from autotune.workers_cli import status  # noqa: E402
 
 main.add_command(status)
+
+from autotune.kt_cache_cli import import_kt_cache  # noqa: E402
+
+main.add_command(import_kt_cache)

@@ -223,12 +223,52 @@ class Conv3dProblem:
         return self.key
 
 
-Problem = Union[ConvProblem, GemmProblem, Conv3dProblem]  # noqa: UP007 - a runtime alias
+@dataclass(frozen=True, slots=True)
+class RecordedProblem:
+    """A problem known only from a recording made elsewhere (a Kernel Tuner cache file): its
+    problem size as X, Y, Z (Kernel Tuner's problem_size), no kernel of ours, no known work."""
+
+    X: int
+    Y: int = 1
+    Z: int = 1
+
+    kind = "recorded"
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)
+
+    @property
+    def flops(self) -> int:
+        """Unknown: a recording from elsewhere carries times, not the work (GFlop/s shows 0)."""
+        return 0
+
+    @property
+    def min_bytes(self) -> int:
+        return 0
+
+    def fields(self) -> dict[str, int]:
+        return asdict(self)
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @property
+    def key(self) -> str:
+        text = f"X={self.X}"
+        text += f",Y={self.Y}" if self.Y != 1 or self.Z != 1 else ""
+        return text + (f",Z={self.Z}" if self.Z != 1 else "")
+
+    def __str__(self) -> str:
+        return self.key
+
+
+Problem = Union[ConvProblem, GemmProblem, Conv3dProblem, RecordedProblem]  # noqa: UP007
 
 PROBLEM_TYPES: dict[str, type] = {
     "conv2d": ConvProblem,
     "gemm": GemmProblem,
     "conv3d": Conv3dProblem,
+    "recorded": RecordedProblem,
 }
 KINDS = tuple(PROBLEM_TYPES)
 
@@ -237,11 +277,13 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "conv2d": PROBLEM_FIELDS,
     "gemm": ("M", "N", "K"),
     "conv3d": ("D", "R", "Cc", "Kd", "Kr", "Kc"),
+    "recorded": ("X", "Y", "Z"),
 }
 REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
     "conv2d": ("N", "K", "C", "F"),
     "gemm": ("M", "N", "K"),
     "conv3d": ("D", "R", "Cc", "Kd", "Kr", "Kc"),
+    "recorded": ("X",),
 }
 
 

@@ -153,6 +153,10 @@ class RecordedStudy:
     # The timing protocol of its times (DESIGN section 2); a file written before protocols were
     # numbered holds protocol 1 measurements (load_recording says so).
     protocol: int = TIMING_PROTOCOL
+    # A space recorded elsewhere (problem kind "recorded"): its parameters in the file's order,
+    # and the restrictions the file names, kept as text; its configurations are the space.
+    tunables: list[tuple[str, list]] = field(default_factory=list)
+    restrictions: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -164,6 +168,10 @@ class RecordedStudy:
 
     def space(self) -> BoundSpace:
         """The (sub)space the recording was made over, bound to its problem and device."""
+        if self.problem.kind == "recorded":
+            from autotune.recorded import ListedSpace
+
+            return ListedSpace(self.family, self.tunables, self.outcomes)
         searched = restrict(get_family(self.family).load_space(), self.pins)
         return searched.bind(self.problem.fields(), self.limits)
 
@@ -222,6 +230,9 @@ def save_recording(studies: list[RecordedStudy], path: str | Path) -> Path:
                 "recorded": len(s.outcomes),
                 "exhaustive": s.exhaustive(space),
             }
+            if s.problem.kind == "recorded":  # a list of pairs: the parameters' order is kept
+                header["tunables"] = [[name, list(values)] for name, values in s.tunables]
+                header["restrictions"] = list(s.restrictions)
             gz.write((json.dumps(header, sort_keys=True) + "\n").encode())
             for config, o in sorted(s.outcomes.items(), key=lambda kv: kv[0].to_json()):
                 line = {"s": i, "c": config.as_dict(), "st": o.status.value, "t": o.time_ms}
@@ -262,6 +273,14 @@ def load_recording(path: str | Path) -> list[RecordedStudy]:
                     nvrtc=_typed(row.get("nvrtc", ""), str, "nvrtc"),
                     pins=pinned_values(_typed(row.get("pins", {}), dict, "pins")),
                     protocol=_protocol(row.get("protocol", 1)),
+                    tunables=[
+                        (_typed(name, str, "tunable"), list(_typed(values, list, "values")))
+                        for name, values in _typed(row.get("tunables", []), list, "tunables")
+                    ],
+                    restrictions=tuple(
+                        _typed(r, str, "restriction")
+                        for r in _typed(row.get("restrictions", []), list, "restrictions")
+                    ),
                 )
             else:
                 time_ms = row["t"]
@@ -280,8 +299,8 @@ def load_recording(path: str | Path) -> list[RecordedStudy]:
 def _arch(value: object) -> str:
     """A GPU architecture as NVRTC names it (sm_90): the replay derives the compute capability
     from its digits."""
-    if not isinstance(value, str) or not re.fullmatch(r"sm_\d{2,3}[a-z]?", value):
-        raise ValueError(f"arch must name an architecture like sm_90, not {value!r}")
+    if not isinstance(value, str) or not re.fullmatch(r"(sm_\d{2,3}[a-z]?)?", value):
+        raise ValueError(f"arch must name an architecture like sm_90 (or be empty), not {value!r}")
     return value
 
 

@@ -39,10 +39,11 @@ class ReplayEvaluator:
                 f"a replay needs one timing protocol; the recording has {sorted(protocols)}"
             )
         self.protocol = first.protocol
-        cc = re.sub(r"\D", "", first.arch)  # sm_90a -> 90
+        digits = re.sub(r"\D", "", first.arch)  # sm_90a -> 90
         self.device = DeviceInfo(
             name=first.device + REPLAY_SUFFIX,
-            compute_capability=f"{cc[:-1]}.{cc[-1]}",
+            # A recording made elsewhere may not know the GPU's architecture.
+            compute_capability=f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 else "unknown",
             sm_count=first.limits.SM_COUNT,
             driver_version="replay",
             nvrtc_version=first.nvrtc,
@@ -58,6 +59,25 @@ class ReplayEvaluator:
     @classmethod
     def from_paths(cls, *paths: str | Path) -> ReplayEvaluator:
         return cls(load_recordings(paths))
+
+    def recorded_studies(self, families=()) -> list | None:
+        """Studies (autotune.tuner.Study) of the spaces recorded elsewhere (problem kind
+        "recorded": no family of ours), those of `families` if given; None if there is none."""
+        from autotune.recorded import RecordedFamily
+        from autotune.tuner import Study
+
+        recorded = [s for s in self.studies.values() if s.problem.kind == "recorded"]
+        if not recorded:
+            return None
+        unknown = set(families) - {s.family for s in recorded}
+        if unknown:
+            known = ", ".join(sorted({s.family for s in recorded}))
+            raise RecordingError(f"the recording has no family {sorted(unknown)[0]!r} ({known})")
+        return [
+            Study(RecordedFamily(s.family), s.problem, s.space())
+            for s in recorded
+            if not families or s.family in families
+        ]
 
     def study(self, family: str, problem: Problem) -> RecordedStudy | None:
         return self.studies.get((family, problem.key))

@@ -36,6 +36,7 @@ KIND_COLUMNS = {
     "conv2d": SHAPE_COLUMNS,
     "gemm": ("M", "N", "K"),
     "conv3d": ("D", "R", "Cc", "Kd", "Kr", "Kc"),
+    "recorded": ("X", "Y", "Z"),
 }
 BEST_COLUMNS = (
     "device",

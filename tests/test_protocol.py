@@ -248,7 +248,7 @@ def test_best_reads_one_protocol_and_says_which_is_missing(tmp_path) -> None:
     assert refused.exit_code == 2
 
 
-@pytest.mark.parametrize("arch", ["", "sm_", "90", "sm_9x"])
+@pytest.mark.parametrize("arch", ["sm_", "90", "sm_9x", 90])
 def test_a_recording_naming_no_architecture_is_malformed(tmp_path, arch) -> None:
     path = save_recording([_study(2)], tmp_path / "r.jsonl.gz")
     lines = gzip.decompress(path.read_bytes()).decode().splitlines()

@@ -3,6 +3,8 @@ budgets: mean fraction of the optimum, P score against random search, time per a
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
 import multiprocessing as mp
 import os
@@ -17,6 +19,18 @@ import numpy as np
 import pandas as pd
 
 from autotune.bench import bench
+from autotune.bench.kt_search import (
+    KT_DEFAULT,
+    KT_PREFIX,
+    KT_SLOW,
+    TRANSFER_GPU,
+    kt_available,
+    kt_unknown,
+    other_devices,
+    run_kt,
+    versus_kt,
+    write_caches,
+)
 from autotune.problem import Problem
 from autotune.recording import RecordedStudy, load_recordings, timed
 from autotune.records import Status
@@ -27,12 +41,13 @@ from autotune.strategies import (
     StrategyUnavailable,
     make_strategy,
 )
-from autotune.strategies.transfer import PER_SHAPE, Transfer, transfer_seeds
+from autotune.strategies.transfer import PER_SHAPE, Transfer, device_seeds, transfer_seeds
 
 BUDGETS = (10, 20, 25, 50, 100, 200)  # 20: the target for transfer
 COLUMNS = ["space", "strategy", "budget", "fraction_of_optimum", "p_score", "seeds"]
 TRANSFER = "transfer"  # the default strategy started at the neighbouring shapes' optima
-SLOW = {"gp": 5}  # seeds for strategies that take seconds per ask (GP refits on every ask)
+# Seeds for strategies that take seconds per ask (GP refits on every ask)
+SLOW = {"gp": 5, **KT_SLOW}
 
 
 @dataclass
@@ -47,6 +62,7 @@ class Case:
     times: dict[Config, float | None]  # what the strategy is told: None for a failure
     ok: dict[Config, float | None]  # checked and fully timed (a SLOW config is never best)
     optimum_ms: float
+    study: RecordedStudy | None = None  # what Kernel Tuner's simulation is given
 
     @classmethod
     def of(cls, study: RecordedStudy) -> Case | None:
@@ -63,7 +79,9 @@ class Case:
         if not best:
             return None
         s = study
-        return cls(s.name, s.family, s.device, s.problem, space, times, ok, min(best))
+        # Spaces recorded elsewhere are one kernel at one size on several GPUs: named by GPU.
+        name = f"{s.name} on {s.device}" if s.problem.kind == "recorded" else s.name
+        return cls(name, s.family, s.device, s.problem, space, times, ok, min(best), s)
 
     def fractions(self) -> np.ndarray:
         """Every config's fraction of the optimum (0 unless OK), best first."""
@@ -121,6 +139,9 @@ def make_for(name: str, case: Case, seed: int, inner: str):
     if name == TRANSFER:
         seeds = transfer_seeds(case.problem, case.space, neighbours_of(case, _CASES))
         return Transfer(make_strategy(inner, case.space, seed), seeds)
+    if name == TRANSFER_GPU:
+        seeds = device_seeds(case.space, other_devices(case, _CASES))
+        return Transfer(make_strategy(inner, case.space, seed), seeds)
     return make_strategy(name, case.space, seed)
 
 
@@ -129,6 +150,9 @@ def run_one(task: tuple[str, int, int, int, str]) -> tuple[str, int, int, list[f
     seconds spent in ask() and tell(), and how many asks."""
     name, case_index, seed, budget, inner = task
     case = _CASES[case_index]
+    if name.startswith(KT_PREFIX):
+        trajectory, spent, evaluations = run_kt(name, case, case_index, seed, budget)
+        return name, case_index, seed, trajectory, spent, evaluations
     strategy = make_for(name, case, seed, inner)
     best = math.inf
     trajectory: list[float] = []
@@ -174,33 +198,81 @@ def benchmark(
     inner: str = DEFAULT_STRATEGY,
     slow: dict[str, int] | None = None,
     on_done=None,
+    runs: Path | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(results, ask times): results has COLUMNS plus per-space random expectations; ALL rows
-    average the spaces; the default strategy's rows are repeated as 'default'."""
+    average the spaces; the default strategy's rows are repeated as 'default'. With `runs`, the
+    runs that file holds (to the same top budget) are reused, and every run is written to it."""
     global _CASES
     _CASES = list(cases)
     slow = SLOW if slow is None else slow
     top = max(budgets)
+    earlier = load_runs(runs, cases, top) if runs else []
+    done = {(name, ci, seed) for name, ci, seed, *_ in earlier}
     tasks = []
     for name in strategies:
         for ci, case in enumerate(cases):
             if name == TRANSFER and not neighbours_of(case, cases):
                 continue  # no other shape of the family: nothing to transfer from
+            if name == TRANSFER_GPU and not other_devices(case, cases):
+                continue
             for seed in range(min(seeds, slow.get(name, seeds))):
-                tasks.append((name, ci, seed, top, inner))
-    results = []
+                if (name, ci, seed) not in done:
+                    tasks.append((name, ci, seed, top, inner))
+    results = [r for r in earlier if r[0] in strategies]
+    caches = write_caches(cases) if any(n.startswith(KT_PREFIX) for n in strategies) else None
     if jobs > 1 and len(tasks) > 1:
         with mp.get_context("fork").Pool(jobs, initializer=one_thread_each) as pool:
             for r in pool.imap_unordered(run_one, tasks, chunksize=1):
                 results.append(r)
+                if runs:
+                    save_runs(runs, cases, top, [r])
                 if on_done:
                     on_done(len(results), len(tasks))
     else:
         for task in tasks:
             results.append(run_one(task))
+            if runs:
+                save_runs(runs, cases, top, results[-1:])
             if on_done:
                 on_done(len(results), len(tasks))
+    if caches is not None:
+        caches.cleanup()
     return summarise(cases, results, budgets, inner)
+
+
+def save_runs(path: Path, cases: list[Case], top: int, results) -> None:
+    """Runs' trajectories appended as JSON lines, the space by name, as each run ends: a long
+    benchmark stopped half-way keeps what it did, and a later call adds strategies."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "at") as f:  # appended gzip members read back as one stream
+        for name, ci, seed, trajectory, spent, asks in results:
+            row = {"strategy": name, "space": cases[ci].name, "seed": seed, "top": top}
+            row |= {"seconds": spent, "asks": asks, "trajectory": [round(x, 6) for x in trajectory]}
+            f.write(json.dumps(row) + "\n")
+
+
+def load_runs(path: Path, cases: list[Case], top: int) -> list:
+    """The runs of `path` on these spaces to this top budget (none if the file is absent)."""
+    if not path.exists():
+        return []
+    index = {c.name: i for i, c in enumerate(cases)}
+    out = []
+    with gzip.open(path, "rt") as f:
+        for line in f:
+            r = json.loads(line)
+            if r["space"] in index and r["top"] == top:
+                out.append(
+                    (
+                        r["strategy"],
+                        index[r["space"]],
+                        r["seed"],
+                        r["trajectory"],
+                        r["seconds"],
+                        r["asks"],
+                    )
+                )
+    return out
 
 
 def summarise(cases, results, budgets, inner) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -261,14 +333,17 @@ def summarise(cases, results, budgets, inner) -> tuple[pd.DataFrame, pd.DataFram
 # Output
 
 
-def write_outputs(frame: pd.DataFrame, ask: pd.DataFrame, cases: list[Case], out: Path, meta):
+def write_outputs(
+    frame: pd.DataFrame, ask: pd.DataFrame, cases: list[Case], out: Path, meta, stem="search"
+):
     out.mkdir(parents=True, exist_ok=True)
-    csv = out / "search.csv"
+    csv = out / f"{stem}.csv"
     frame[COLUMNS].to_csv(csv, index=False, float_format="%.4f")
-    (out / "search.md").write_text(markdown(frame, ask, cases, meta))
-    ask.to_csv(out / "search_ask_ms.csv", index=False, float_format="%.4f")
-    paths = [csv, out / "search.md", out / "search_ask_ms.csv", *plot(frame, out / "search")]
-    return paths
+    md = out / f"{stem}.md"
+    md.write_text(markdown(frame, ask, cases, meta))
+    ask_csv = out / f"{stem}_ask_ms.csv"
+    ask.to_csv(ask_csv, index=False, float_format="%.4f")
+    return [csv, md, ask_csv, *plot(frame, out / stem)]
 
 
 def markdown(frame: pd.DataFrame, ask: pd.DataFrame, cases: list[Case], meta: str) -> str:
@@ -297,6 +372,7 @@ def markdown(frame: pd.DataFrame, ask: pd.DataFrame, cases: list[Case], meta: st
         ]
         cost = ms.get(name if name != "default" else DEFAULT_STRATEGY, math.nan)
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {cost:.2f} |")
+    lines += versus_kt(frame, DEFAULT_STRATEGY)
     lines += [
         "",
         "## Spaces",
@@ -331,7 +407,8 @@ def plot(frame: pd.DataFrame, stem: Path) -> list[Path]:
     every = frame[(frame["space"] == "ALL") & (frame["strategy"] != "default")]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for name, g in every.groupby("strategy", sort=False):
-        ax.plot(g["budget"], g["fraction_of_optimum"], marker="o", label=name)
+        style = "--" if name.startswith(KT_PREFIX) else "-"  # Kernel Tuner's dashed
+        ax.plot(g["budget"], g["fraction_of_optimum"], style, marker="o", label=name)
     rnd = every.drop_duplicates("budget")
     ax.plot(rnd["budget"], rnd["random_expected"], "k--", lw=1, label="random (expected)")
     ax.set_xscale("log")
@@ -356,8 +433,16 @@ def available(names: Sequence[str], cases: list[Case]) -> tuple[list[str], list[
     ok, skipped = [], []
     probe = cases[0].space
     for name in names:
-        if name == TRANSFER:
+        if name in (TRANSFER, TRANSFER_GPU):
             ok.append(name)
+            continue
+        if name.startswith(KT_PREFIX):
+            missing = kt_available()
+            why = f"{name}: {missing}" if missing else kt_unknown(name)
+            if why:
+                skipped.append(why)
+            else:
+                ok.append(name)
             continue
         try:
             make_strategy(name, probe, 0)
@@ -394,10 +479,12 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
 )
 @click.option(
     "--strategies",
-    default=",".join([*STRATEGIES, TRANSFER]),
+    default=",".join([*STRATEGIES, TRANSFER, TRANSFER_GPU, *(KT_PREFIX + k for k in KT_DEFAULT)]),
     show_default=True,
-    help="Comma-separated strategies; 'transfer' is the default strategy seeded "
-    "leave-one-shape-out.",
+    help="Comma-separated strategies; kt_<name> is Kernel Tuner's strategy <name> in its "
+    "simulation mode (needs the 'bench' extra); 'transfer_gpu' is the default strategy seeded "
+    "from the same space's best configs on the other GPUs; 'transfer' is the default strategy "
+    "seeded leave-one-shape-out.",
 )
 @click.option("--seeds", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option(
@@ -413,7 +500,28 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
     default=Path("results/bench"),
     show_default=True,
 )
-def search(recordings, strategies, seeds, budgets, jobs, output_dir) -> None:
+@click.option(
+    "--name",
+    "stem",
+    default="search",
+    show_default=True,
+    help="Output file stem: <name>.csv, .md, .png, .svg under --output-dir.",
+)
+@click.option(
+    "--runs",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Keep every run's trajectory in this file (gzip'd JSON lines) and reuse the runs it "
+    "already holds, so that a later call can add or redo strategies.",
+)
+@click.option(
+    "--few-seeds",
+    default=",".join(f"{n}={k}" for n, k in SLOW.items()),
+    show_default=True,
+    metavar="NAME=SEEDS,...",
+    help="Fewer seeds for the strategies that take seconds per run.",
+)
+def search(recordings, strategies, seeds, budgets, jobs, output_dir, stem, runs, few_seeds):
     """Every strategy on every exhaustive recorded space: search.csv, search.md, search.png."""
     from autotune.recording import RecordingError
 
@@ -426,7 +534,8 @@ def search(recordings, strategies, seeds, budgets, jobs, output_dir) -> None:
     if not cases:
         raise click.ClickException("no exhaustive recorded space to benchmark on")
     names = [s.strip() for s in strategies.split(",") if s.strip()]
-    unknown = [n for n in names if n not in STRATEGIES and n != TRANSFER]
+    ours = {*STRATEGIES, TRANSFER, TRANSFER_GPU}
+    unknown = [n for n in names if n not in ours and not n.startswith(KT_PREFIX)]
     if unknown:
         raise click.BadParameter(f"unknown strategy {unknown[0]!r}", param_hint="--strategies")
     try:
@@ -454,15 +563,33 @@ def search(recordings, strategies, seeds, budgets, jobs, output_dir) -> None:
             last[0] = time.monotonic()
             click.echo(f"autotune: {done}/{total} runs, {time.monotonic() - start:.0f} s", err=True)
 
-    frame, ask = benchmark(cases, names, seeds, budget_list, jobs, on_done=progress)
+    try:
+        slow = {n.strip(): int(k) for n, k in (p.split("=") for p in few_seeds.split(",") if p)}
+    except ValueError:
+        raise click.BadParameter(f"{few_seeds!r} is not NAME=SEEDS,...", "--few-seeds") from None
+    frame, ask = benchmark(
+        cases, names, seeds, budget_list, jobs, slow=slow, on_done=progress, runs=runs
+    )
     meta = (
         f"{len(cases)} exhaustive spaces ({', '.join(sorted({c.device for c in cases}))}), "
         f"{seeds} seeds per strategy and space"
-        + "".join(f" ({n}: {s} seeds)" for n, s in SLOW.items() if n in names)
+        + "".join(f" ({n}: {s} seeds)" for n, s in slow.items() if n in names)
         + f"; the default strategy is `{DEFAULT_STRATEGY}`; `transfer` is it started at the best"
         " configs of the nearest other recorded shapes of the family (leave-one-shape-out)."
     )
-    for path in write_outputs(frame, ask, cases, output_dir, meta):
+    if TRANSFER_GPU in names:
+        meta += (
+            " `transfer_gpu` is it started at the best configs of the same space recorded on the"
+            " other GPUs (leave-one-GPU-out)."
+        )
+    if any(n.startswith(KT_PREFIX) for n in names):
+        meta += (
+            " `kt_<name>`: Kernel Tuner's strategy <name> with its default options in its"
+            " simulation mode on the same configurations (failures included) and budget"
+            " (max_fevals); its ms/ask is its whole run's time per evaluation, start-up"
+            " (reading the cache, building the space) included."
+        )
+    for path in write_outputs(frame, ask, cases, output_dir, meta, stem):
         click.echo(f"autotune: wrote {path}", err=True)
     every = frame[(frame["space"] == "ALL") & (frame["strategy"] != "default")]
     table = every.pivot_table(index="strategy", columns="budget", values="fraction_of_optimum")

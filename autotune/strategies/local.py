@@ -21,6 +21,11 @@ N_INIT = 6
 MAX_RADIUS = 2
 # After this many results without a new best, one random config (a cheap restart).
 PATIENCE = 20
+# ... and the neighbourhood walk restarts there: only configs visited since the restart are
+# centres until it finds a new best of its own. Without it, the walk around a wide plateau of
+# near-equal configs (pnpoly's 31 block sizes in Kernel Tuner's published spaces) used up 500
+# evaluations at 0.87 of the optimum, where random sampling reached 0.98.
+RESTART = True
 # Every GLOBAL_EVERY-th ask leaves the neighbourhoods for the config the model likes best among
 # GLOBAL_POOL random unvisited ones: main effects (a vector width, a tile size that is good
 # everywhere) carry across the space, and this finds basins that no neighbour walk reaches.
@@ -131,6 +136,8 @@ class LocalSearch:
         self._best = math.inf
         self._stale = 0  # results since the last improvement
         self._full: dict[int, int] = {}  # centre -> the radius its neighbourhood is used up to
+        self._epoch = np.ones(n, dtype=bool)  # may be centres: everything until a restart
+        self._epoch_best = math.inf
         self._start: list[Config] = []
         self._random_left = N_INIT
         self._turn = 0
@@ -159,7 +166,12 @@ class LocalSearch:
             return self._take(self._random())
         if self._stale >= PATIENCE:
             self._stale = 0
-            return self._take(self._random())
+            if RESTART:
+                self._epoch[:] = False
+                self._epoch_best = math.inf
+            i = self._random()
+            self._epoch[i] = True
+            return self._take(i)
         self._turn += 1
         if GLOBAL_EVERY and self._turn % GLOBAL_EVERY == 0:
             free = np.flatnonzero(~self._visited)
@@ -178,14 +190,16 @@ class LocalSearch:
         ok = time_ms is not None and 0 < time_ms < math.inf
         self._time[i] = time_ms if ok else math.inf
         self._failed[i] = not ok
-        if ok and time_ms < self._best:
-            self._best = time_ms
+        self._best = min(self._best, time_ms) if ok else self._best
+        if ok and self._epoch[i] and time_ms < self._epoch_best:
+            self._epoch_best = time_ms
             self._stale = 0
         else:
             self._stale += 1
 
     def _take(self, i: int) -> Config:
         self._visited[i] = True
+        self._epoch[i] = True
         self._asked += 1
         return self._coords.configs[i]
 
@@ -195,7 +209,7 @@ class LocalSearch:
 
     def _neighbour(self) -> int | None:
         """The nearest unvisited config within MAX_RADIUS of the best centre that has one."""
-        order = np.argsort(self._time, kind="stable")
+        order = np.argsort(np.where(self._epoch, self._time, math.inf), kind="stable")
         for radius in range(1, MAX_RADIUS + 1):
             for centre in order:
                 if not math.isfinite(self._time[centre]):

@@ -56,6 +56,26 @@ def transfer_seeds(
     return seeds
 
 
+def device_seeds(
+    space: BoundSpace,
+    others: Sequence[Sequence[Config]],
+    max_devices: int = MAX_SHAPES,
+    per_device: int = PER_SHAPE,
+) -> list[Config]:
+    """Transfer across GPUs: the best configs of the same space measured on other devices (each
+    device's list fastest first), every device's best, then every device's second..., each made
+    valid here as the nearest valid config, without repeats."""
+    coords = Coordinates(space)
+    seeds: list[Config] = []
+    for rank in range(per_device):
+        for best in others[:max_devices]:
+            if rank < len(best):
+                near = coords.nearest(best[rank])
+                if near is not None and near not in seeds:
+                    seeds.append(near)
+    return seeds
+
+
 class Transfer:
     """Asks the seeds first, then hands over to the inner strategy (which is told every
     result). An inner strategy with start_from() (local search) takes the seeds as its start and
@@ -89,4 +109,11 @@ class Transfer:
         self.inner.tell(config, time_ms)
 
 
-__all__ = ["MAX_SHAPES", "PER_SHAPE", "Transfer", "shape_distance", "transfer_seeds"]
+__all__ = [
+    "MAX_SHAPES",
+    "PER_SHAPE",
+    "Transfer",
+    "device_seeds",
+    "shape_distance",
+    "transfer_seeds",
+]
