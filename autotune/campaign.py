@@ -12,23 +12,19 @@ from autotune.compiler import Compiler
 from autotune.device import TimingPolicy
 from autotune.evaluator import Evaluator
 from autotune.families import conv2d, gemm
+from autotune.kinds import library_of
 from autotune.problem import Problem
 from autotune.records import Measurement
 from autotune.store import Store
 
 CEILING_NAMES = ("fma_peak", "copy_bandwidth", "sgemm")
 TASK_TIMEOUT_S = 300.0  # cuDNN's algorithm search at a large shape takes a while
-CUDNN = "cudnn"
-CUBLAS = "cublas"
-# The library each problem kind is compared with; a kind not named here has no baseline.
-BASELINE_LIBRARIES = {"conv2d": CUDNN, "gemm": CUBLAS}
-LIBRARY_NAMES = {CUDNN: "cuDNN", CUBLAS: "cuBLAS"}
 BASELINE_TOLERANCE = 1e-5
 
 
 def baseline_library(problem: Problem) -> str | None:
     """The library measured as the baseline of a problem's kind, or None (conv3d has none)."""
-    return BASELINE_LIBRARIES.get(problem.kind)
+    return library_of(problem.kind)
 
 
 def ensure_ceilings(

@@ -36,7 +36,6 @@ DEFAULT_CACHE = Path.home() / ".cache" / "autotune" / "cubins"
 SHAPE_METAVAR = (
     "N=..,K=..,C=..,F=..[,B=..,stride=..] | M=..,N=..,K=.. | D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=.."
 )
-LIBRARY_NAMES = {"cudnn": "cuDNN", "cublas": "cuBLAS"}
 READABLE_COLUMNS = ("device", "family", "shape", "config", "time_ms", "gflops", "speedup")
 READABLE_COLUMNS += ("efficiency",)
 
@@ -484,10 +483,10 @@ def _reasons(skipped: list, shown: int = 3) -> str:
 
 
 def _library_name(problem) -> str:
-    from autotune.campaign import baseline_library
+    """How messages name the library a problem is compared with ("" for none)."""
+    from autotune.kinds import KIND_SPECS
 
-    library = baseline_library(problem) or ""
-    return LIBRARY_NAMES.get(library, library)
+    return KIND_SPECS[problem.kind].library_label or ""
 
 
 def _ceilings_and_baselines(evaluator, compiler, store, device_id, problems) -> None:

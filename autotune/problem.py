@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Union
 
+from autotune.kinds import KIND_SPECS
+
 FLOAT32_BYTES = 4
 
 
@@ -272,19 +274,9 @@ PROBLEM_TYPES: dict[str, type] = {
 }
 KINDS = tuple(PROBLEM_TYPES)
 
-PROBLEM_FIELDS = ("N", "K", "C", "F", "B", "stride")  # conv2d, kept for existing callers
-KIND_FIELDS: dict[str, tuple[str, ...]] = {
-    "conv2d": PROBLEM_FIELDS,
-    "gemm": ("M", "N", "K"),
-    "conv3d": ("D", "R", "Cc", "Kd", "Kr", "Kc"),
-    "recorded": ("X", "Y", "Z"),
-}
-REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {
-    "conv2d": ("N", "K", "C", "F"),
-    "gemm": ("M", "N", "K"),
-    "conv3d": ("D", "R", "Cc", "Kd", "Kr", "Kc"),
-    "recorded": ("X",),
-}
+PROBLEM_FIELDS = KIND_SPECS["conv2d"].fields  # kept for existing callers
+KIND_FIELDS: dict[str, tuple[str, ...]] = {k: spec.fields for k, spec in KIND_SPECS.items()}
+REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {k: s.required for k, s in KIND_SPECS.items()}
 
 
 def check_kind(kind: str) -> str:

@@ -16,6 +16,7 @@ matplotlib.use("Agg")  # files only; never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
+from autotune.kinds import KIND_SPECS, LIBRARY_LABELS  # noqa: E402
 from autotune.problem import KINDS, ConvProblem, Problem, problem_from_dict  # noqa: E402
 from autotune.shapes import SHAPE_SETS_FILE, named_shapes  # noqa: E402
 from autotune.store import SHAPE_COLUMNS, Store  # noqa: E402
@@ -27,17 +28,10 @@ else:  # pragma: no cover
 
 TABLE_FORMATS = ("markdown", "csv")
 BASELINE_LIBRARY = "cudnn"
-# The library each problem kind is compared with (as campaign.BASELINE_LIBRARIES; the report
-# reads the store only) and how tables and plots name it.
-KIND_LIBRARIES = {"conv2d": "cudnn", "gemm": "cublas"}
-LIBRARY_LABELS = {"cudnn": "cuDNN", "cublas": "cuBLAS"}
-# A table's shape columns per kind, in reading order; a table of several kinds has the union.
-KIND_COLUMNS = {
-    "conv2d": SHAPE_COLUMNS,
-    "gemm": ("M", "N", "K"),
-    "conv3d": ("D", "R", "Cc", "Kd", "Kr", "Kc"),
-    "recorded": ("X", "Y", "Z"),
-}
+# From the one kind table: the library each kind is compared with (kinds without one are left
+# out), and a table's shape columns per kind (a table of several kinds has the union).
+KIND_LIBRARIES = {k: s.library for k, s in KIND_SPECS.items() if s.library}
+KIND_COLUMNS = {k: s.columns for k, s in KIND_SPECS.items()}
 BEST_COLUMNS = (
     "device",
     "family",

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
+from autotune.kinds import KIND_SPECS
 from autotune.problem import KIND_FIELDS, Problem
 from autotune.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status, spread
 from autotune.space import Config
@@ -61,7 +62,7 @@ class StudyClaim:
 # Schema
 
 METADATA = sa.MetaData()
-SHAPE_COLUMNS = ("B", "N", "K", "C", "F", "stride")  # a 2D convolution's fields
+SHAPE_COLUMNS = KIND_SPECS["conv2d"].columns  # a 2D convolution's fields, as integer columns
 KIND_DEFAULT = "conv2d"  # what every row of a version-2 database is
 
 
