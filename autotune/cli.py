@@ -249,7 +249,7 @@ class ProgressPrinter:
     "--subspace",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="TOML of pinned value lists per family (search_spaces/recording/h100.toml): tune "
+    help="TOML of pinned value lists per family (autotune/data/recording/h100.toml): tune "
     "each family's space cut to those values (for exhaustive recordings).",
 )
 @storage_option

@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from conftest import SyntheticEvaluator
 
 import autotune.evaluator
-import autotune.families.base
 import autotune.shapes
 from autotune.cli import main
+from autotune.families import get_family
 from autotune.problem import ConvProblem
 from autotune.records import Measurement
 from autotune.space import Config
@@ -47,10 +47,12 @@ def space_file(text: str) -> Prepare:
     """direct_naive's search space replaced by text (in a directory of the test's own)."""
 
     def prepare(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        family = get_family("direct_naive")
         spaces = tmp / "spaces"
         spaces.mkdir()
+        shutil.copy(family.source_path, spaces)
         (spaces / "direct_naive.toml").write_text(text.replace("{tmp}", str(tmp)))
-        monkeypatch.setattr(autotune.families.base, "SPACES_DIR", spaces)
+        monkeypatch.setattr(family, "directory", spaces)
 
     return prepare
 

@@ -162,9 +162,9 @@ def test_launch_error_is_recorded_not_raised(evaluator):
 
 def test_ceilings_are_measured_and_plausible(evaluator):
     from autotune.baselines import MeasureCeilings
-    from autotune.campaign import KERNELS_DIR
+    from autotune.campaign import CEILING_FMA_SOURCE
 
-    fma = Compiler(arch=evaluator.device.arch).compile_source(KERNELS_DIR / "ceiling_fma.cu", ())
+    fma = Compiler(arch=evaluator.device.arch).compile_source(CEILING_FMA_SOURCE, ())
     result = evaluator.call(MeasureCeilings(fma.cubin, QUICK), timeout_s=300)
     assert isinstance(result, list), result
     values = {c.name: c.value for c in result}
