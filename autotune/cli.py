@@ -770,19 +770,3 @@ def space(family_name, shape_text, arch, samples, do_compile) -> None:
                 f"{compiled.spills} B spilled, {compiled.compile_s:.2f} s"
             )
         click.echo(line)
-
-
-# ---------------------------------------------------------------------------------------------
-# bench: the group lives in autotune.bench, each benchmark in a module of its own.
-
-from autotune.bench import bench  # noqa: E402
-
-main.add_command(bench)
-
-from autotune.recording_cli import export_recording  # noqa: E402
-
-main.add_command(export_recording)
-
-from autotune.workers_cli import status  # noqa: E402
-
-main.add_command(status)

@@ -18,7 +18,7 @@ from conftest import SyntheticEvaluator
 
 import autotune.evaluator
 import autotune.shapes
-from autotune.cli import main
+from autotune.app import main
 from autotune.families import get_family
 from autotune.problem import ConvProblem
 from autotune.records import Measurement

@@ -7,8 +7,8 @@ import json
 
 from click.testing import CliRunner
 
+from autotune.app import main
 from autotune.bench import scaling
-from autotune.cli import main
 from autotune.problem import ConvProblem
 from autotune.records import DeviceInfo, Measurement
 from autotune.space import Config

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from conftest import SyntheticEvaluator
 
 import autotune.evaluator
-from autotune.cli import main
+from autotune.app import main
 
 
 @pytest.fixture

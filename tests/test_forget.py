@@ -6,7 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from autotune.cli import main
+from autotune.app import main
 from autotune.problem import ConvProblem
 from autotune.records import DeviceInfo, Measurement, Status
 from autotune.space import Config

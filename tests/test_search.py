@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from autotune.app import main
 from autotune.bench.search import COLUMNS, Case, benchmark, expected_random, p_score
-from autotune.cli import main
 from autotune.families import get_family
 from autotune.problem import ConvProblem
 from autotune.recording import (

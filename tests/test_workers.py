@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from autotune import workers
-from autotune.cli import main
+from autotune.app import main
 from autotune.records import DeviceInfo, Measurement
 from autotune.space import Config
 from autotune.store import Store, StudyClaim

@@ -16,7 +16,6 @@ import click
 import numpy as np
 import pandas as pd
 
-from autotune.bench import bench
 from autotune.problem import Problem
 from autotune.recording import RecordedStudy, load_recordings, timed
 from autotune.records import Status
@@ -381,7 +380,7 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
     return cases, left_out
 
 
-@bench.command("search")
+@click.command("search")
 @click.option(
     "--recordings",
     "recordings",
