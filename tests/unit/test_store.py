@@ -225,6 +225,7 @@ def _record_range(path: str, tiles: list[int], barrier, results) -> None:  # typ
     results.put(inserted)
 
 
+@pytest.mark.slow  # spawns writer processes
 def test_two_processes_share_one_file(db: Path, store: Store) -> None:
     store.close()
     ctx = multiprocessing.get_context("spawn")
@@ -418,7 +419,7 @@ def test_version_2_database_is_upgraded_keeping_every_row(tmp_path: Path) -> Non
 
 
 def test_the_projects_version_2_database_reads_the_same_after_the_upgrade(tmp_path: Path) -> None:
-    source = Path(__file__).resolve().parent.parent / "results" / "autotune.db"
+    source = Path(__file__).resolve().parents[2] / "results" / "autotune.db"
     if not source.is_file():
         pytest.skip("no results/autotune.db in this checkout")
     with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as conn:
@@ -490,6 +491,7 @@ def _open_and_count(path: str, barrier, results) -> None:  # type: ignore[no-unt
         results.put(len(s.history()))
 
 
+@pytest.mark.slow  # spawns processes
 def test_two_processes_upgrading_one_file_at_once(tmp_path: Path) -> None:
     path = tmp_path / "v2.db"
     _make_v2(path)

@@ -12,7 +12,7 @@ from autotune.families import get_family
 from autotune.families.implicit_gemm import gather_pad, shared_bytes, threads
 from autotune.problem import ConvProblem
 from autotune.space import ARCH_LIMITS, Config, Expression
-from tests.test_implicit_gemm import elf_symbol
+from tests.nvrtc.test_implicit_gemm import elf_symbol
 
 FAMILY = get_family("implicit_gemm")
 LIMITS = ARCH_LIMITS["sm_90"]

@@ -15,7 +15,7 @@ import pytest
 from autotune.compiler import CompilerUnavailable, nvrtc_version
 from autotune.interrupt import EXIT_INTERRUPTED, EXIT_TERMINATED, exit_code, terminate_as_interrupt
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_sigterm_inside_the_block_is_a_keyboard_interrupt_and_the_old_handler_returns() -> None:
@@ -29,6 +29,7 @@ def test_sigterm_inside_the_block_is_a_keyboard_interrupt_and_the_old_handler_re
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+@pytest.mark.slow  # a campaign in a subprocess
 def test_a_terminated_campaign_releases_its_studies_and_records_its_end(tmp_path: Path) -> None:
     try:
         nvrtc_version()

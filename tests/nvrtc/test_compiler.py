@@ -67,6 +67,9 @@ def _sample_problems(family):
     return picks
 
 
+# Several shapes x 3 configs per family: minutes on a shared CPU, so out of the quick loop; each
+# family's own tests compile a few configurations in it.
+@pytest.mark.slow
 @pytest.mark.parametrize("family", list(FAMILIES.values()), ids=list(FAMILIES))
 def test_every_family_compiles_at_sampled_configs_within_limits(family):
     compiler = Compiler(arch="sm_90")

@@ -15,8 +15,8 @@ from autotune.space import Config
 from autotune.store import Store
 from autotune.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
-from tests.test_implicit_gemm import STRIDED
-from tests.test_implicit_gemm_gather import PROBED
+from tests.nvrtc.test_implicit_gemm import STRIDED
+from tests.nvrtc.test_implicit_gemm_gather import PROBED
 
 pytestmark = pytest.mark.gpu
 

@@ -25,7 +25,7 @@ from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
 from tests.campaign_worker import evaluated as logged
 from tests.conftest import SyntheticEvaluator
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEVICE = DeviceInfo(name="Synthetic GPU", compute_capability="9.0", sm_count=132)
 
 
@@ -73,6 +73,7 @@ def reference(tmp_path_factory) -> tuple[Path, list]:
     return cache, expected
 
 
+@pytest.mark.slow  # two campaigns in subprocesses
 def test_two_campaigns_at_once_share_the_studies_and_repeat_nothing(tmp_path, reference) -> None:
     cache, expected = reference
     db, log = tmp_path / "shared.db", tmp_path / "shared.log"
@@ -99,6 +100,7 @@ def test_two_campaigns_at_once_share_the_studies_and_repeat_nothing(tmp_path, re
     _check_database(db)
 
 
+@pytest.mark.slow  # campaigns in subprocesses, one killed
 def test_a_killed_runs_claim_is_taken_over_and_its_study_finished(tmp_path, reference) -> None:
     cache, expected = reference
     db, log = tmp_path / "taken.db", tmp_path / "taken.log"

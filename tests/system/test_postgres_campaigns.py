@@ -20,7 +20,11 @@ from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
 from tests.campaign_worker import evaluated as logged
 from tests.pg_server import pg_server, pg_url  # noqa: F401 - fixtures
 
-ROOT = Path(__file__).resolve().parent.parent
+# Campaigns of worker subprocesses, on SQLite and on a private PostgreSQL server: out of the
+# quick loop (-m 'not slow').
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 STORAGES = ["sqlite", "postgres"]
 STUDY_SIZE = 14  # valid direct_naive configurations of each of CONCURRENT_PROBLEMS
 

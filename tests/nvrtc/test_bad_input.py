@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import SyntheticEvaluator
 
 import autotune.evaluator
 import autotune.shapes
@@ -24,6 +23,7 @@ from autotune.problem import ConvProblem
 from autotune.records import Measurement
 from autotune.space import Config
 from autotune.store import Store
+from tests.conftest import SyntheticEvaluator
 
 Prepare = Callable[[Path, pytest.MonkeyPatch], None]
 # Tunes direct_naive on the synthetic GPU into the stored database unless the input is refused.

@@ -18,7 +18,7 @@ from autotune.space import DeviceLimits
 from autotune.store import Store
 from autotune.tuner import Tuner, plan_studies
 
-SAMPLES = Path(__file__).parent / "data" / "early_stop_samples.json.gz"
+SAMPLES = Path(__file__).parents[1] / "data" / "early_stop_samples.json.gz"
 
 
 def test_rule() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from conftest import SyntheticEvaluator
 
 import autotune.evaluator
 from autotune.app import main
+from tests.conftest import SyntheticEvaluator
 
 
 @pytest.fixture

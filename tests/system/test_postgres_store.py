@@ -21,7 +21,8 @@ PROBLEM = ConvProblem(N=9, K=3, C=1, F=2)
 OTHER = ConvProblem(N=12, K=3, C=1, F=1, B=2)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+# The PostgreSQL cases start a private server: out of the quick loop (-m "not slow").
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
 def url(request, tmp_path) -> str:
     if request.param == "postgres":
         return request.getfixturevalue("pg_url")

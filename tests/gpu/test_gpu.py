@@ -86,7 +86,7 @@ def _write(cubin: bytes) -> str:
     return path
 
 
-FAULTY = Path(__file__).parent / "data" / "faulty.cu"
+FAULTY = Path(__file__).parents[1] / "data" / "faulty.cu"
 
 
 FAULT_PROBLEM = ConvProblem(N=17, K=3, C=2, F=3)

@@ -16,7 +16,10 @@ import pytest
 from autotune.compiler import CompilerUnavailable, nvrtc_version
 from tests.campaign_worker import evaluated
 
-ROOT = Path(__file__).resolve().parent.parent
+# Campaigns in subprocesses killed and resumed: out of the quick loop (-m 'not slow').
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
 KILLS = 20  # the acceptance: kill -9 at 20 random moments
 WORKER = [sys.executable, "-m", "tests.campaign_worker"]
 

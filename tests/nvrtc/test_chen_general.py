@@ -210,7 +210,7 @@ def test_nvrtc_compiles_without_spills(compiler, problem: ConvProblem, values: d
 
 # -- the kernel's arithmetic on the host -----------------------------------------------------
 
-HOST_DIR = Path(__file__).parent / "data" / "cuda_host"
+HOST_DIR = Path(__file__).parents[1] / "data" / "cuda_host"
 # Channel tail (C % CSH), filter tail (F % FTB), edge tiles, batch, the cluster split, stride 4
 # with K = 11, both PREFETCH paths, VEC 2 and 4.
 HOST_SAMPLE = [
@@ -231,6 +231,7 @@ def host_source() -> str:
     return text.replace(shared, "float* smem = host_smem;")
 
 
+@pytest.mark.slow  # builds and runs a host program (g++, a thread per CUDA thread)
 @pytest.mark.parametrize(
     ("problem", "values"), HOST_SAMPLE, ids=[f"{p}:{Config.of(v)}" for p, v in HOST_SAMPLE]
 )

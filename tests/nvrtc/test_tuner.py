@@ -191,10 +191,9 @@ def test_a_family_meets_only_its_own_problem_kind():
 
 
 def test_gemm_studies_run_and_record_their_scratch_bytes(compiler, store):
-    from conftest import SyntheticEvaluator
-
     from autotune.families.sgemm import Sgemm
     from autotune.problem import GemmProblem
+    from tests.conftest import SyntheticEvaluator
 
     problem = GemmProblem(M=1, N=1000, K=4096)
     evaluator = SyntheticEvaluator(lambda d: 1.0 + d["SPLIT_K"] / 16 + d["BM"] / 8)
