@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import inspect
 import random
-from pathlib import Path
 
 import pytest
 
@@ -89,16 +87,3 @@ def test_every_family_compiles_at_sampled_configs_within_limits(family):
                 assert res.smem_bytes + launch.smem_bytes <= limits.SMEM_PER_BLOCK_OPTIN
             reference = compiler.compile(family.reference_plan(problem))
             assert set(family.reference_plan(problem).entries) <= set(reference.resources)
-
-
-def test_every_family_has_its_three_files():
-    for family in FAMILIES.values():
-        assert family.source_path.is_file(), family.source_path
-        assert family.space_path.is_file(), family.space_path
-        # The module beside its kernel and space, as package data is shipped.
-        module = Path(inspect.getfile(type(family)))
-        assert module == family.source_path.with_suffix(".py"), module
-        # A tunable has the same name in the .cu and the .toml.
-        source = family.source_path.read_text()
-        for name in family.load_space().names:
-            assert name in source, f"{name} missing from {family.source_path.name}"

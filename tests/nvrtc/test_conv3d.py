@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from autotune.families import FAMILIES, UnsupportedProblem, get_family
+from autotune.families import UnsupportedProblem, get_family
 from autotune.families.conv3d import output_tile, per_thread, reference_numpy, tile_bytes
 from autotune.families.plan import cdiv
 from autotune.problem import Conv3dProblem, ConvProblem
@@ -16,17 +16,6 @@ from autotune.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("conv3d")
 LIMITS = ARCH_LIMITS["sm_90"]
-TUNABLES = {
-    "TILE_X",
-    "TILE_Y",
-    "TILE_Z",
-    "COARSEN",
-    "COARSEN_AXIS",
-    "VEC",
-    "USE_SMEM",
-    "Z_STEPS",
-    "RING",
-}
 STATIC_SMEM = 48 * 1024
 
 ODD_SHAPES = [
@@ -253,14 +242,6 @@ def register_budget(threads: int) -> int:
 
 def bound(problem: Conv3dProblem):
     return FAMILY.load_space().bind(problem.fields(), LIMITS)
-
-
-def test_registered_with_its_three_files() -> None:
-    assert FAMILIES["conv3d"] is FAMILY
-    assert FAMILY.source_path.is_file() and FAMILY.space_path.is_file()
-    assert FAMILY.problem_type is Conv3dProblem
-    assert FAMILY.default_shape_set == "conv3d"
-    assert set(FAMILY.load_space().names) == TUNABLES
 
 
 def test_buffers_constants_and_reference() -> None:

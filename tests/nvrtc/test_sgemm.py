@@ -6,9 +6,8 @@ import random
 
 import pytest
 
-from autotune.families import UnsupportedProblem
 from autotune.families.sgemm import TUNABLES, Sgemm
-from autotune.problem import ConvProblem, GemmProblem
+from autotune.problem import GemmProblem
 from autotune.shapes import named_shapes
 from autotune.space import ARCH_LIMITS, Config
 
@@ -104,16 +103,6 @@ def shared_bytes(config: Config) -> int:
 
 def bound(problem: GemmProblem):
     return FAMILY.load_space().bind(problem.fields(), LIMITS)
-
-
-def test_family_files_tunables_and_kind() -> None:
-    assert FAMILY.source_path.is_file() and FAMILY.space_path.is_file()
-    assert set(FAMILY.load_space().names) == set(TUNABLES)
-    source = FAMILY.source_path.read_text()
-    assert all(name in source for name in TUNABLES)
-    assert FAMILY.problem_type is GemmProblem and FAMILY.default_shape_set == "alexnet_fc"
-    with pytest.raises(UnsupportedProblem, match="GemmProblem, not ConvProblem"):
-        FAMILY.check(ConvProblem(N=8, K=3, C=1, F=1))
 
 
 @pytest.mark.parametrize("problem", SHAPES, ids=str)

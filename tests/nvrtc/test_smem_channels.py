@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from autotune.families import FAMILIES, UnsupportedProblem, get_family
+from autotune.families import UnsupportedProblem, get_family
 from autotune.families.plan import cdiv
 from autotune.problem import ConvProblem
 from autotune.shapes import named_shapes
@@ -14,16 +14,6 @@ from autotune.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("smem_channels")
 LIMITS = ARCH_LIMITS["sm_90"]
-TUNABLES = {
-    "TILE_W",
-    "TILE_H",
-    "THREADS_Y",
-    "CH_PER_BLOCK",
-    "CH_STAGE",
-    "FILTERS_PER_BLOCK",
-    "FILTER_IN_SMEM",
-}
-
 ODD_SHAPES = [
     ConvProblem(N=1, K=1, C=1, F=1),
     ConvProblem(N=37, K=3, C=1, F=3),
@@ -87,14 +77,6 @@ def register_budget(threads: int) -> int:
 
 def bound(problem: ConvProblem):
     return FAMILY.load_space().bind(problem.fields(), LIMITS)
-
-
-def test_registered_with_its_three_files() -> None:
-    assert FAMILIES["smem_channels"] is FAMILY
-    assert FAMILY.source_path.is_file()
-    assert FAMILY.space_path.is_file()
-    assert FAMILY.default_shape_set == "general"
-    assert set(FAMILY.load_space().names) == TUNABLES
 
 
 def test_bias_is_an_input_and_the_reference_adds_it() -> None:
