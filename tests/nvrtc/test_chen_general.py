@@ -80,6 +80,7 @@ def test_tuned_shapes_have_spaces_worth_tuning(problem: ConvProblem) -> None:
         assert len({c["CSH"] for c in space}) > 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", TUNED_SHAPES + ODD_SHAPES, ids=str)
 def test_every_config_launches_and_covers_the_output(problem: ConvProblem) -> None:
     FAMILY.check(problem)
@@ -178,6 +179,7 @@ TIGHT_SHAPES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("problem", "values"),
     COMPILE_SAMPLE + [(p, _tightest(p).as_dict()) for p in TIGHT_SHAPES],

@@ -93,6 +93,7 @@ def test_check_refuses(problem: ConvProblem) -> None:
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )

@@ -120,6 +120,7 @@ def test_run_refuses_a_corrupt_database_and_leaves_it_alone(runner, tmp_path, fa
     assert db.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_run_best_plot_end_to_end_on_a_synthetic_gpu(runner, tmp_path, fake_gpu):
     db = str(tmp_path / "r.db")
     args = [
@@ -269,6 +270,7 @@ def test_run_no_baseline_measures_nothing_extra(runner, tmp_path, fake_gpu):
     assert fake_gpu[-1].tasks == [] and len(fake_gpu[-1].jobs) == 2
 
 
+@pytest.mark.slow
 def test_report_and_every_plot_kind_from_a_tuned_database(runner, tmp_path, fake_gpu):
     db = str(tmp_path / "r.db")
     tuned = runner.invoke(
@@ -318,6 +320,7 @@ def test_space_binds_a_gemm_shape(runner):
     assert "sgemm M=37,N=61,K=29 on sm_90:" in result.output
 
 
+@pytest.mark.slow
 def test_run_and_best_for_gemm_beside_cublas(runner, tmp_path, fake_gpu):
     db = str(tmp_path / "r.db")
     args = ["run", "--family", "sgemm", "--family", "direct_naive", "--shape", "M=37,N=61,K=29"]

@@ -340,6 +340,7 @@ def test_large_tiles_use_dynamic_shared_memory() -> None:
     assert bound(BLOG).is_valid(config)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", SHAPES, ids=str)
 def test_space_binds_and_every_config_launches(problem: Conv3dProblem) -> None:
     FAMILY.check(problem)
@@ -419,6 +420,7 @@ def test_numpy_reference_is_the_definition() -> None:
     np.testing.assert_allclose(reference_numpy(problem, x, w), expect, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )

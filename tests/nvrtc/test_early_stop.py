@@ -87,6 +87,7 @@ class _SampledEvaluator:
         pass
 
 
+@pytest.mark.slow
 def test_tuner_passes_best_and_never_makes_a_slow_candidate_best(tmp_path) -> None:
     from autotune.compiler import Compiler
 

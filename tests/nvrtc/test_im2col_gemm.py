@@ -46,6 +46,7 @@ def bound(problem: ConvProblem):
     return FAMILY.load_space().bind(problem.fields(), LIMITS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", SHAPES, ids=str)
 def test_space_binds_and_every_config_launches(problem: ConvProblem) -> None:
     FAMILY.check(problem)
@@ -146,6 +147,7 @@ def test_check_refuses(problem: ConvProblem) -> None:
     assert "\n" not in str(err.value) and "32-bit" in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )

@@ -100,6 +100,7 @@ def test_the_kernel_reduces_in_blocks_of_the_modules_reduce_block() -> None:
     assert f"#define REDUCE_BLOCK {REDUCE_BLOCK} " in source
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", SHAPES, ids=str)
 def test_space_binds_and_every_config_launches(problem: ConvProblem) -> None:
     FAMILY.check(problem)
@@ -263,6 +264,7 @@ def test_check_refuses(problem: ConvProblem) -> None:
     assert "\n" not in str(err.value) and "32-bit" in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )

@@ -92,6 +92,7 @@ def test_the_layout_names_chwn_converted_outside_the_timed_region() -> None:
     assert "CHWN" in FAMILY.layout and "outside the timed region" in FAMILY.layout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", SHAPES, ids=str)
 def test_space_binds_and_every_config_launches(problem: ConvProblem) -> None:
     FAMILY.check(problem)
@@ -304,6 +305,7 @@ def test_check_accepts_overfeat_l5() -> None:
     FAMILY.check(problem)  # 36 KB of offsets
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )

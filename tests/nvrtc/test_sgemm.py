@@ -105,6 +105,7 @@ def bound(problem: GemmProblem):
     return FAMILY.load_space().bind(problem.fields(), LIMITS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", SHAPES, ids=str)
 def test_space_binds_and_every_config_launches(problem: GemmProblem) -> None:
     FAMILY.check(problem)
@@ -159,6 +160,7 @@ def test_plan_defines() -> None:
     assert FAMILY.reference_plan(problem).entries == ("reference_gemm",)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )

@@ -127,6 +127,7 @@ def test_plan_zeroes_then_convolves_then_adds_the_bias() -> None:
     assert conv.args == ("x", "w", "y")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", SHAPES, ids=str)
 def test_space_binds_and_every_config_launches(problem: ConvProblem) -> None:
     FAMILY.check(problem)
@@ -194,6 +195,7 @@ def _check_compiled(compiler, problem: ConvProblem, config: Config) -> None:
     assert compiled.resources["smem_channels_bias"].cmem_bytes >= 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("filter_in_smem", [0, 1])
 @pytest.mark.parametrize(
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]

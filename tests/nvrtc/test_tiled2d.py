@@ -81,6 +81,7 @@ def test_constraints_admit_exactly_the_launchable_configs(k: int) -> None:
     assert admitted == len(space) == {5: 7656, 17: 6164}[k]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("problem", SHAPES, ids=str)
 def test_space_binds_and_every_config_launches(problem: ConvProblem) -> None:
     FAMILY.check(problem)
@@ -139,6 +140,7 @@ def test_check_refuses(problem: ConvProblem) -> None:
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )

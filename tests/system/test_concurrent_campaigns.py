@@ -184,6 +184,7 @@ def test_claims_one_holder_at_a_time_renew_release_and_expiry(store) -> None:
     assert store.release_claims(runs[2]) == 1 and store.claims().empty
 
 
+@pytest.mark.slow
 def test_a_study_held_elsewhere_is_left_alone_until_the_deadline(store, tmp_path) -> None:
     evaluator = _evaluator()
     tuner = _tuner(store, tmp_path, evaluator)

@@ -108,6 +108,7 @@ def test_three_files_share_the_name_and_the_tunables(name: str) -> None:
     assert not missing, f"{name}: tunables not used in {family.source_path.name}: {missing}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FAMILY_NAMES)
 def test_every_shape_of_its_own_set_binds_and_every_config_launches(name: str) -> None:
     family = FAMILIES[name]

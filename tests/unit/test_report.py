@@ -397,6 +397,7 @@ def test_plots_label_gemm_and_conv3d_shapes(kinds: Store, tmp_path: Path) -> Non
     assert plot_roofline(kinds, tmp_path / "r", kind="conv3d")[0].is_file()
 
 
+@pytest.mark.slow
 def test_report_has_gemm_and_conv3d_tables(kinds: Store, tmp_path: Path) -> None:
     text = write_report(kinds, tmp_path).read_text()
     assert "### GEMM (fully connected layers) beside cuBLAS" in text
@@ -408,6 +409,7 @@ def test_report_has_gemm_and_conv3d_tables(kinds: Store, tmp_path: Path) -> None
     assert "6 of 8 shapes have no successful sgemm result stored" in text
 
 
+@pytest.mark.slow
 def test_chen_general_beside_the_papers_table1_and_its_losses(lab: Store, tmp_path: Path) -> None:
     from autotune.shapes import named_shapes
 

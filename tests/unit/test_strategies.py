@@ -171,6 +171,7 @@ def test_deterministic_under_a_seed(name: str, small: BoundSpace) -> None:
     assert run() == run()
 
 
+@pytest.mark.slow
 def test_tpe_beats_the_median(big: BoundSpace) -> None:
     times = [t for t in map(cost, big.configs) if t is not None]
     median = statistics.median(times)

@@ -157,6 +157,7 @@ def test_run_gpus_bad_input_is_a_usage_error(args, message, tmp_path) -> None:
     assert result.exit_code == 2 and message in result.output
 
 
+@pytest.mark.slow
 def test_status_cli_shows_runs_and_claims(tmp_path) -> None:
     db = tmp_path / "s.db"
     with Store(db) as store:
