@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 
 __version__ = "0.1.0"
 
-# kernels/ and search_spaces/ sit beside the package in the repository (editable install).
-REPO_ROOT = Path(__file__).resolve().parent.parent
-KERNELS_DIR = REPO_ROOT / "kernels"
-SPACES_DIR = REPO_ROOT / "search_spaces"
-RESULTS_DIR = REPO_ROOT / "results"
+
+def package_path(package: str, *parts: str) -> Path:
+    """A data file shipped inside `package` (a kernel, a search space), as a filesystem path.
+
+    Read through importlib.resources, so it is the same in a checkout, an editable install and a
+    wheel install; pip installs packages unpacked, so the path is real and can be given to NVRTC
+    and to readers that want a path."""
+    root = files(package)
+    if not isinstance(root, Path):
+        raise RuntimeError(f"{package} is not installed as files on disk ({root!r})")
+    return root.joinpath(*parts)

@@ -10,7 +10,7 @@ from autotune.families.plan import Buffers, KernelPlan
 from autotune.problem import ConvProblem, GemmProblem
 from autotune.records import Measurement, Status
 
-FMA_CHAINS, FMA_UNROLL = 8, 64  # as in kernels/ceiling_fma.cu
+FMA_CHAINS, FMA_UNROLL = 8, 64  # as in autotune/ceiling_fma.cu
 FMA_THREADS, FMA_BLOCKS_PER_SM, FMA_ITERATIONS = 256, 8, 2048
 COPY_BYTES = 1 << 30
 SGEMM_SIZE = 8192

@@ -6,7 +6,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Iterable
 
-from autotune import KERNELS_DIR
+from autotune import package_path
 from autotune.baselines import BaselineResult, Ceiling, CublasGemm, CudnnConv, MeasureCeilings
 from autotune.compiler import Compiler
 from autotune.device import TimingPolicy
@@ -18,6 +18,8 @@ from autotune.records import Measurement
 from autotune.store import Store
 
 CEILING_NAMES = ("fma_peak", "copy_bandwidth", "sgemm")
+# Shipped beside this module: a ceiling is part of the package, not of a family.
+CEILING_FMA_SOURCE = package_path("autotune", "ceiling_fma.cu")
 TASK_TIMEOUT_S = 300.0  # cuDNN's algorithm search at a large shape takes a while
 BASELINE_TOLERANCE = 1e-5
 
@@ -39,7 +41,7 @@ def ensure_ceilings(
     stored = store.ceilings(device=evaluator.device.name)
     if not remeasure and set(CEILING_NAMES) <= set(stored["name"]):
         return None
-    fma = compiler.compile_source(KERNELS_DIR / "ceiling_fma.cu", ())
+    fma = compiler.compile_source(CEILING_FMA_SOURCE, ())
     result = evaluator.call(MeasureCeilings(fma.cubin, timing), TASK_TIMEOUT_S)
     if isinstance(result, Measurement):
         return result

@@ -284,7 +284,7 @@ class ProgressPrinter:
     "--subspace",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="TOML of pinned value lists per family (search_spaces/recording/h100.toml): tune "
+    help="TOML of pinned value lists per family (autotune/data/recording/h100.toml): tune "
     "each family's space cut to those values (for exhaustive recordings).",
 )
 @storage_option
@@ -1040,23 +1040,3 @@ def space(family_name, shape_text, arch, samples, do_compile) -> None:
                 f"{compiled.spills} B spilled, {compiled.compile_s:.2f} s"
             )
         click.echo(line)
-
-
-# ---------------------------------------------------------------------------------------------
-# bench: the group lives in autotune.bench, each benchmark in a module of its own.
-
-from autotune.bench import bench  # noqa: E402
-
-main.add_command(bench)
-
-from autotune.recording_cli import export_recording  # noqa: E402
-
-main.add_command(export_recording)
-
-from autotune.workers_cli import status  # noqa: E402
-
-main.add_command(status)
-
-from autotune.kt_cache_cli import import_kt_cache  # noqa: E402
-
-main.add_command(import_kt_cache)

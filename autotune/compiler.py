@@ -6,6 +6,8 @@ import contextlib
 import ctypes
 import ctypes.util
 import hashlib
+import importlib.metadata
+import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -59,43 +61,96 @@ class CompiledKernel:
 
 
 # ---------------------------------------------------------------------------------------------
-# NVRTC through ctypes (the library from PyPI's nvidia-cuda-nvrtc, or the system toolkit)
+# NVRTC through ctypes: from PyPI's NVRTC wheels (nvidia-cuda-nvrtc for CUDA 13,
+# nvidia-cuda-nvrtc-cu12 for CUDA 12; both may be installed side by side), else wherever
+# cuda.pathfinder or the system's loader finds one.
 
+# Where each NVRTC wheel puts its library under site-packages/nvidia/, by CUDA major version.
+WHEEL_LIBRARIES = {13: "cu13/lib/libnvrtc.so.13", 12: "cuda_nvrtc/lib/libnvrtc.so.12"}
 
-_lib: ctypes.CDLL | None = None
+_libs: dict[int | None, ctypes.CDLL] = {}
 _lib_lock = threading.Lock()
 
 
-def _load_nvrtc() -> ctypes.CDLL:
-    global _lib
+def cupy_cuda_major() -> int | None:
+    """The CUDA major version of the installed CuPy wheel (cupy-cuda12x or cupy-cuda13x), from its
+    metadata, without importing CuPy; None without one."""
+    for major in sorted(WHEEL_LIBRARIES, reverse=True):
+        try:
+            importlib.metadata.version(f"cupy-cuda{major}x")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        return major
+    return None
+
+
+def wheel_nvrtc_libraries() -> dict[int, Path]:
+    """The libraries of the installed NVRTC wheels, by CUDA major version."""
+    spec = importlib.util.find_spec("nvidia")
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    found: dict[int, Path] = {}
+    for major, relative in WHEEL_LIBRARIES.items():
+        for root in roots:
+            if (Path(root) / relative).is_file():
+                found[major] = Path(root) / relative
+                break
+    return found
+
+
+def _open_wheel_library(path: Path) -> ctypes.CDLL:
+    # NVRTC loads its builtins library by name at the first compile, and the 13.0 wheel's library
+    # has no RUNPATH to find it beside itself: load it first, globally (as cuda.pathfinder does).
+    for builtins in sorted(path.parent.glob("libnvrtc-builtins.so.*")):
+        ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
+    return ctypes.CDLL(str(path))
+
+
+def load_nvrtc(major: int | None = None) -> ctypes.CDLL:
+    """NVRTC of CUDA `major`. With None, the one this process compiles with: a wheel's of the
+    installed CuPy's major (its cubins must load on the driver CuPy runs on), else the newest."""
     with _lib_lock:
-        if _lib is not None:
-            return _lib
-        errors = []
+        if major not in _libs:
+            _libs[major] = _find_nvrtc(major)
+        return _libs[major]
+
+
+def _find_nvrtc(major: int | None) -> ctypes.CDLL:
+    errors = []
+    wheels = wheel_nvrtc_libraries()
+    preferred = major if major is not None else cupy_cuda_major()
+    for m in sorted(wheels, key=lambda m: (m != preferred, -m)):
+        if major is None or m == major:
+            try:
+                return _open_wheel_library(wheels[m])
+            except OSError as err:
+                errors.append(str(err))
+    if major is None:
         try:
             from cuda.pathfinder import load_nvidia_dynamic_lib
 
-            _lib = ctypes.CDLL(load_nvidia_dynamic_lib("nvrtc").abs_path)
-            return _lib
+            return ctypes.CDLL(load_nvidia_dynamic_lib("nvrtc").abs_path)
         except Exception as err:  # pathfinder missing, or no nvrtc where it looks
             errors.append(str(err))
+    majors = [major] if major is not None else sorted(WHEEL_LIBRARIES, reverse=True)
+    names = [f"libnvrtc.so.{m}" for m in majors]
+    if major is None:
+        names = [ctypes.util.find_library("nvrtc"), *names, "libnvrtc.so"]
+    for name in names:
+        if not name:
+            continue
+        try:
+            return ctypes.CDLL(name)
+        except OSError as err:
+            errors.append(str(err))
+    which = f"NVRTC {major}" if major is not None else "NVRTC"
+    raise CompilerUnavailable(f"cannot load {which}: " + "; ".join(errors))
 
-        for name in (ctypes.util.find_library("nvrtc"), "libnvrtc.so.13", "libnvrtc.so"):
-            if not name:
-                continue
-            try:
-                _lib = ctypes.CDLL(name)
-                return _lib
-            except OSError as err:
-                errors.append(str(err))
-        raise CompilerUnavailable("cannot load NVRTC: " + "; ".join(errors))
 
-
-def nvrtc_version() -> str:
-    lib = _load_nvrtc()
-    major, minor = ctypes.c_int(), ctypes.c_int()
-    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-    return f"{major.value}.{minor.value}"
+def nvrtc_version(major: int | None = None) -> str:
+    lib = load_nvrtc(major)
+    major_out, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major_out), ctypes.byref(minor))
+    return f"{major_out.value}.{minor.value}"
 
 
 def _check(lib: ctypes.CDLL, code: int, what: str) -> None:
@@ -104,8 +159,10 @@ def _check(lib: ctypes.CDLL, code: int, what: str) -> None:
         raise CompileError(f"{what}: {lib.nvrtcGetErrorString(code).decode()}")
 
 
-def _nvrtc_compile(source: str, name: str, options: list[str]) -> tuple[bytes, str]:
-    lib = _load_nvrtc()
+def _nvrtc_compile(
+    source: str, name: str, options: list[str], major: int | None = None
+) -> tuple[bytes, str]:
+    lib = load_nvrtc(major)
     prog = ctypes.c_void_p()
     _check(
         lib,

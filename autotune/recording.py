@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autotune import package_path
 from autotune.families import UnknownFamily, get_family
 from autotune.problem import Problem, problem_from_dict
 from autotune.records import TIMING_PROTOCOL, Status
@@ -23,7 +24,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 FORMAT = "autotune-recording/1"
-SUBSPACE_DIR = Path(__file__).resolve().parent.parent / "search_spaces" / "recording"
+SUBSPACE_DIR = package_path("autotune", "data", "recording")
 ERROR_CHARS = 200  # a recorded failure keeps the first line of its error, cut to this
 
 

@@ -1,2 +1,2 @@
-"""The test suite: a package, so that tests import their helpers as tests.<module> whether
-pytest runs as `pytest` or `python -m pytest`."""
+"""The test suite. A package (as are its folders), so that plain `pytest` puts the checkout's root
+on sys.path and the helpers here import as `tests.*`, as they do under `python -m pytest`."""

@@ -32,14 +32,8 @@ GRID_Y_OVER_LIMIT = 65536  # gridDim.y is at most 65535
 class FaultInjection(Family):
     name = "fault_injection"
     description = "test-only: hangs, writes out of bounds, returns wrong values, over-asks, fails"
-
-    @property
-    def source_path(self) -> Path:
-        return DATA / "fault_injection.cu"
-
-    @property
-    def space_path(self) -> Path:
-        return DATA / "fault_injection.toml"
+    # Read from a directory of its own, as a family from a user's kernel directory would be.
+    directory = DATA
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         fault = str(config["FAULT"])

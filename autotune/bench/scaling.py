@@ -14,8 +14,6 @@ from pathlib import Path
 
 import click
 
-from autotune.bench import bench
-
 DEFAULT_OUTPUT = Path("results/bench")
 TARGET_RATIO = 0.55  # issue 9: two GPUs in at most 0.55x the wall time of one
 # The fixed campaign: 18 studies (the general set) so that the studies, the unit a worker
@@ -136,7 +134,7 @@ def _device_name(gpu: int) -> str:
         return "unknown"
 
 
-@bench.command()
+@click.command("scaling")
 @click.option(
     "--gpus",
     required=True,

@@ -18,7 +18,6 @@ import click
 import numpy as np
 import pandas as pd
 
-from autotune.bench import bench
 from autotune.bench.kt_search import (
     KT_DEFAULT,
     KT_PREFIX,
@@ -466,7 +465,7 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
     return cases, left_out
 
 
-@bench.command("search")
+@click.command("search")
 @click.option(
     "--recordings",
     "recordings",

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import click
 
-from autotune.bench import bench
 from autotune.problem import ConvProblem
 
 FILTER_SIZES = (5, 17)
@@ -244,7 +243,7 @@ def markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-@bench.command("throughput")
+@click.command("throughput")
 @click.option(
     "--evals-5x5", "evals5", type=click.IntRange(min=1), default=DEFAULT_EVALS[5], show_default=True
 )

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from autotune import KERNELS_DIR, SPACES_DIR
+from autotune import package_path
 from autotune.families import conv2d
 from autotune.families.plan import Arg, Buffers, KernelPlan, Launch, cdiv
 from autotune.problem import ConvProblem
@@ -19,9 +19,13 @@ class UnsupportedProblem(ValueError):
     """A problem this family cannot compute (e.g. C != 1 for a C = 1 family)."""
 
 
+# The built-in families' kernels and search spaces: package data beside their modules.
+BUILTIN_DIR = package_path("autotune.families")
+
+
 class Family:
-    """Base of every kernel family. A family is three files sharing its name:
-    kernels/<name>.cu, search_spaces/<name>.toml and autotune/families/<name>.py."""
+    """Base of every kernel family. A family is files sharing its name in one directory:
+    <name>.cu, <name>.toml and, for the built-in ones, the module <name>.py beside them."""
 
     name: str = ""
     description: str = ""
@@ -34,14 +38,17 @@ class Family:
     # Tunables added after results were stored, each with the value that reproduces the kernel
     # those results measured: a stored config without one is read as the config with it.
     later_tunables: Mapping[str, Value] = MappingProxyType({})
+    # Where <name>.cu and <name>.toml are read from: the package for the built-in families; a
+    # family from a user's kernel directory sets its own.
+    directory: Path = BUILTIN_DIR
 
     @property
     def source_path(self) -> Path:
-        return KERNELS_DIR / f"{self.name}.cu"
+        return self.directory / f"{self.name}.cu"
 
     @property
     def space_path(self) -> Path:
-        return SPACES_DIR / f"{self.name}.toml"
+        return self.directory / f"{self.name}.toml"
 
     def load_space(self) -> SearchSpace:
         return SearchSpace.from_toml(self.space_path)

@@ -20,7 +20,7 @@ MAX_CSPLIT = 8
 
 @dataclass(frozen=True, slots=True)
 class Geometry:
-    """What one configuration launches, in the kernel's own terms (kernels/chen_general.cu)."""
+    """What one configuration launches, in the kernel's own terms (chen_general.cu)."""
 
     threads: int
     grid: tuple[int, int, int]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from autotune import KERNELS_DIR
+from autotune import package_path
 from autotune.families.plan import Buffers, KernelPlan, Launch, cdiv
 from autotune.problem import ConvProblem
 
-REFERENCE_SOURCE = KERNELS_DIR / "reference_conv2d.cu"
+REFERENCE_SOURCE = package_path("autotune.families", "reference", "reference_conv2d.cu")
 REFERENCE_BLOCK = 256
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from autotune import KERNELS_DIR
+from autotune import package_path
 from autotune.families.plan import Buffers, KernelPlan, Launch, cdiv
 from autotune.problem import GemmProblem
 
-REFERENCE_SOURCE = KERNELS_DIR / "reference_gemm.cu"
-REFERENCE_TILE = 16  # as T in kernels/reference_gemm.cu
+REFERENCE_SOURCE = package_path("autotune.families", "reference", "reference_gemm.cu")
+REFERENCE_TILE = 16  # as T in reference/reference_gemm.cu
 
 
 def buffers(problem: GemmProblem) -> Buffers:

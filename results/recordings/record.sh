@@ -1,6 +1,6 @@
 #!/bin/sh
 # Exhaustive recordings for `autotune bench search`: brute force over every valid configuration
-# of each family's recording subspace (search_spaces/recording/h100.toml) at the shapes below,
+# of each family's recording subspace (autotune/data/recording/h100.toml) at the shapes below,
 # then the export. Resumable: each run stops after LIMIT seconds (default 540) and the same
 # command carries on where it stopped, evaluating nothing twice.
 #   usage: sh results/recordings/record.sh [DB] [LIMIT_S] [OUTPUT]
@@ -9,7 +9,7 @@ DB=${1:-results/recordings/h100.db}
 LIMIT=${2:-540}
 OUTPUT=${3:-results/recordings/h100.jsonl.gz}
 PY=${PYTHON:-python3}
-SUB=search_spaces/recording/h100.toml
+SUB=autotune/data/recording/h100.toml
 START=$(date +%s)
 
 record() {

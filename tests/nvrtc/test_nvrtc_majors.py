@@ -1,0 +1,56 @@
+"""NVRTC of CUDA 12 and of CUDA 13 (the `cuda12` and `cuda13` extras) each compile a family's
+kernel on the CPU, side by side in one environment; the compiler picks the installed CuPy's."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune import compiler
+from autotune.compiler import (
+    WHEEL_LIBRARIES,
+    Compiler,
+    _nvrtc_compile,
+    nvrtc_version,
+    parse_resources,
+    wheel_nvrtc_libraries,
+)
+from autotune.families import get_family
+from autotune.problem import ConvProblem
+from autotune.space import ARCH_LIMITS
+
+# The test extra installs both NVRTC wheels; without one of them these tests say so and skip.
+INSTALL_BOTH = "the test extra (pip install -e '.[cuda13,test]') brings NVRTC 12 and 13"
+
+
+def _wheel(major: int):
+    path = wheel_nvrtc_libraries().get(major)
+    if path is None:
+        pytest.skip(f"no NVRTC {major} wheel installed: {INSTALL_BOTH}")
+    return path
+
+
+@pytest.mark.parametrize("major", sorted(WHEEL_LIBRARIES))
+def test_each_nvrtc_major_compiles_a_kernel_on_the_cpu(major):
+    _wheel(major)
+    assert nvrtc_version(major).split(".")[0] == str(major)
+    family = get_family("chen_general")
+    problem = ConvProblem(N=32, K=3, C=64, F=64)
+    bound = family.load_space().bind(problem.fields(), ARCH_LIMITS["sm_90"])
+    plan = family.plan(problem, bound.configs[0])
+    flags = Compiler(arch="sm_90")._flags(plan.defines)
+    cubin, log = _nvrtc_compile(plan.source.read_text(), plan.source.name, flags, major)
+    assert cubin[:4] == b"\x7fELF"
+    resources = parse_resources(log)
+    assert set(plan.entries) <= set(resources)
+    assert all(resources[entry].registers > 0 for entry in plan.entries)
+
+
+@pytest.mark.parametrize("major", sorted(WHEEL_LIBRARIES))
+def test_the_compiler_uses_the_nvrtc_of_the_installed_cupy(major, monkeypatch):
+    # A cubin must load on the driver CuPy runs on, so with both NVRTCs installed the compiler
+    # takes the one of CuPy's CUDA major.
+    for each in WHEEL_LIBRARIES:
+        _wheel(each)
+    monkeypatch.setattr(compiler, "_libs", {})
+    monkeypatch.setattr(compiler, "cupy_cuda_major", lambda: major)
+    assert nvrtc_version().split(".")[0] == str(major)

@@ -1,0 +1,264 @@
+"""Timing protocol 2 without a GPU: the sampling policy, the spread, protocol numbers in the
+store, resume and re-measurement that never mix protocols, recordings that keep theirs."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from autotune.app import main
+from autotune.compiler import Compiler
+from autotune.early_stop import EarlyStop
+from autotune.families.direct_naive import DirectNaive
+from autotune.problem import ConvProblem
+from autotune.recording import RecordedStudy, RecordingError, load_recording, save_recording
+from autotune.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status, spread
+from autotune.remeasure import protocol_comparison, remeasure_studies
+from autotune.replay import ReplayEvaluator
+from autotune.space import Config, DeviceLimits
+from autotune.store import Store
+from autotune.timing import FLUSH_MIN_BYTES, TimingPolicy, flush_bytes
+from autotune.tuner import Tuner, plan_studies
+
+PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
+OTHER = ConvProblem(N=17, K=3, C=5, F=4)
+
+
+def old(time_ms: float) -> Measurement:
+    """A protocol-1 measurement, as every row stored before 2026-11-24 is."""
+    return dataclasses.replace(Measurement.from_samples([time_ms] * 3), protocol=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# The sampling policy
+
+
+def test_spread_is_the_interquartile_range_over_the_median() -> None:
+    assert spread([1.0, 1.0, 1.0, 1.0]) == 0.0
+    assert spread([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx((4.0 - 2.0) / 3.0)
+    assert spread([2.0]) is None and spread([]) is None
+    assert Measurement.from_samples([1.0, 1.1, 0.9, 1.0]).spread == pytest.approx(0.05)
+
+
+def test_flush_is_at_least_twice_the_l2() -> None:
+    assert flush_bytes(50 << 20) == FLUSH_MIN_BYTES >= 2 * (50 << 20)
+    assert flush_bytes(200 << 20) == 400 << 20
+
+
+def test_sampling_stops_once_both_minimums_are_met_and_the_spread_is_low() -> None:
+    policy = TimingPolicy(min_repeats=10, min_time_s=0.05, max_spread=0.05, early_stop=None)
+    assert policy.first_batch(None) == 10
+    steady = [1.0] * 10
+    assert policy.next_batch(steady, spent_s=0.06, best_ms=None) == 0
+    # Count met, time not: enough samples to fill the minimum time at the observed rate.
+    assert policy.next_batch(steady, spent_s=0.01, best_ms=None) == 40
+    # Time met, count not.
+    assert policy.next_batch([1.0] * 4, spent_s=0.5, best_ms=None) == 6
+
+
+def test_a_noisy_measurement_samples_on_up_to_the_maximums() -> None:
+    policy = TimingPolicy(min_repeats=10, min_time_s=0.0, max_repeats=25, max_time_s=10.0)
+    noisy = [1.0, 1.5] * 5
+    assert spread(noisy) > policy.max_spread
+    assert policy.next_batch(noisy, spent_s=0.01, best_ms=None) == 10  # as many again
+    assert policy.next_batch(noisy * 2, spent_s=0.02, best_ms=None) == 5  # up to max_repeats
+    assert policy.next_batch(noisy * 3, spent_s=0.03, best_ms=None) == 0
+    # The time limit caps a batch too: 0.1 s a sample with 0.5 s left is 5 more.
+    assert TimingPolicy(max_time_s=1.5).next_batch(noisy, spent_s=1.0, best_ms=None) == 5
+
+
+def test_the_first_batch_is_what_the_early_stop_judges() -> None:
+    policy = TimingPolicy(early_stop=EarlyStop(factor=4.0, after=3))
+    assert policy.first_batch(best_ms=1.0) == 3
+    assert policy.next_batch([5.0, 4.5, 6.0], spent_s=0.001, best_ms=1.0) == 0  # stopped: SLOW
+    assert policy.next_batch([1.1, 1.0, 1.2], spent_s=0.001, best_ms=1.0) > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(str(tmp_path / "p.db"))
+    yield s
+    s.close()
+
+
+def _device(store: Store, name: str = "Synthetic GPU") -> tuple[int, int]:
+    device_id = store.register_device(DeviceInfo(name, "9.0", 132))
+    return store.start_run(device_id, "test", {}), device_id
+
+
+def test_each_row_keeps_its_protocol_and_reads_never_mix_them(store: Store) -> None:
+    run, dev = _device(store)
+    config = Config.of({"BLOCK_X": 32, "BLOCK_Y": 4, "FILTER_IN_CONST": 0})
+    assert store.record(run, dev, "direct_naive", PROBLEM, config, old(1.0), PROBLEM.flops)
+    new = Measurement.from_samples([2.0, 2.2, 1.8, 2.0])
+    assert store.record(run, dev, "direct_naive", PROBLEM, config, new, PROBLEM.flops)
+    assert not store.record(run, dev, "direct_naive", PROBLEM, config, new, PROBLEM.flops)
+    (row,) = store.best().itertuples()
+    assert (row.time_ms, row.protocol, row.spread) == (2.0, TIMING_PROTOCOL, pytest.approx(0.05))
+    assert store.best(protocol=1)["time_ms"].tolist() == [1.0]
+    assert Store(store.url, protocol=1).best()["time_ms"].tolist() == [1.0]
+    assert len(store.history()) == 1 and len(store.history(every_protocol=True)) == 2
+    assert [e.time_ms for e in store.evaluations(dev, "direct_naive", PROBLEM, protocol=1)] == [1]
+
+
+def test_a_baseline_under_a_new_protocol_is_stored_beside_the_old_one(store: Store) -> None:
+    _, dev = _device(store)
+    store.record_baseline(dev, "cudnn", PROBLEM, "algo", "9", old(3.0), PROBLEM.flops)
+    assert not store.has_baseline(dev, "cudnn", PROBLEM)
+    store.record_baseline(dev, "cudnn", PROBLEM, "algo", "9", old(4.0), PROBLEM.flops)  # replaces
+    store.record_baseline(dev, "cudnn", PROBLEM, "algo", "9", Measurement.from_samples([2.0]), 1)
+    assert store.has_baseline(dev, "cudnn", PROBLEM)
+    assert store.baselines(protocol=1)["time_ms"].tolist() == [4.0]
+    assert store.baselines()["time_ms"].tolist() == [2.0]
+
+
+def test_ceilings_are_read_per_protocol(store: Store) -> None:
+    _, dev = _device(store)
+    store.record_ceiling(dev, "fma_peak", 64000.0, "GFlop/s", "old", (1.0,), protocol=1)
+    assert store.ceilings().empty
+    store.record_ceiling(dev, "fma_peak", 65000.0, "GFlop/s", "new", (1.0, 1.0, 1.1))
+    assert store.ceilings()["value"].tolist() == [65000.0]
+    assert store.ceilings(protocol=1)["value"].tolist() == [64000.0]
+
+
+def test_best_can_give_each_studys_top_configs_fastest_first(store: Store) -> None:
+    run, dev = _device(store)
+    for x, t in ((8, 3.0), (16, 1.0), (32, 2.0), (64, 4.0)):
+        config = Config.of({"BLOCK_X": x, "BLOCK_Y": 4, "FILTER_IN_CONST": 0})
+        store.record(run, dev, "direct_naive", PROBLEM, config, old(t), PROBLEM.flops)
+    top = store.best(protocol=1, top=3)
+    assert top["time_ms"].tolist() == [1.0, 2.0, 3.0]
+    assert top["evaluations"].tolist() == [4, 4, 4]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tuning and re-measuring
+
+
+@pytest.fixture
+def compiler(tmp_path):
+    return Compiler(cache_dir=tmp_path / "cubins")
+
+
+def _seed_protocol_1(store: Store, evaluator, problems=(PROBLEM,)) -> dict:
+    """Protocol-1 rows for every config of the studies, timed by the synthetic cost."""
+    run, dev = _device(store, evaluator.device.name)
+    studies, _ = plan_studies([(DirectNaive(), p) for p in problems], DeviceLimits())
+    times = {}
+    for study in studies:
+        for config in study.space.configs[:12]:
+            result = evaluator.cost(dict(DirectNaive().plan(study.problem, config).defines))
+            m = old(result) if not isinstance(result, Status) else Measurement(result, protocol=1)
+            store.record(run, dev, "direct_naive", study.problem, config, m, study.problem.flops)
+            times[(study.problem.key, config)] = result
+    return times
+
+
+def test_a_study_of_another_protocol_is_tuned_again_not_resumed(
+    compiler, store, synthetic_evaluator
+) -> None:
+    _seed_protocol_1(store, synthetic_evaluator)
+    studies, _ = plan_studies([(DirectNaive(), PROBLEM)], DeviceLimits())
+    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="random").run(studies, 5)
+    assert outcome.evaluated == 5  # the 12 protocol-1 evaluations do not count
+    assert len(store.history()) == 5 and len(store.history(protocol=1)) == 12
+
+
+def test_remeasure_times_exactly_the_top_configs_once_and_keeps_the_old_rows(
+    compiler, store, synthetic_evaluator
+) -> None:
+    times = _seed_protocol_1(store, synthetic_evaluator, (PROBLEM, OTHER))
+    device = synthetic_evaluator.device.name
+    studies, skipped, unreadable = remeasure_studies(store, device, DeviceLimits(), top=3)
+    assert not skipped and not unreadable
+    assert sorted(s.problem.key for s in studies) == sorted([PROBLEM.key, OTHER.key])
+    for study in studies:
+        ok = {
+            c: t
+            for (k, c), t in times.items()
+            if k == study.problem.key and not isinstance(t, Status)
+        }
+        assert list(study.configs) == sorted(ok, key=ok.get)[:3]
+    outcome = Tuner(compiler, synthetic_evaluator, store).run(studies, None)
+    assert outcome.evaluated == 6 and all(not s.stopped for s in outcome.studies)
+    measured = {Config.from_json(c) for c in store.history()["config"]}
+    assert measured == {c for s in studies for c in s.configs}
+    assert len(store.history(protocol=1)) == 24  # nothing stored is lost
+    again = Tuner(compiler, synthetic_evaluator, store).run(studies, None)
+    assert again.evaluated == 0  # resumes: done is done
+    table = protocol_comparison(store, device, studies, old=1)
+    assert len(table) == 2 and set(table.columns) >= {"old_gflops", "new_gflops", "ratio"}
+    only = remeasure_studies(store, device, DeviceLimits(), 1, problem_keys=[OTHER.key])[0]
+    assert [s.problem.key for s in only] == [OTHER.key] and len(only[0].configs) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Recordings and the CLI
+
+
+def _study(protocol: int) -> RecordedStudy:
+    study = RecordedStudy("direct_naive", PROBLEM, "Recorded GPU", protocol=protocol)
+    config = Config.of({"BLOCK_X": 32, "BLOCK_Y": 4, "FILTER_IN_CONST": 0})
+    from autotune.recording import Outcome
+
+    study.outcomes[config] = Outcome(Status.OK, 1.0)
+    return study
+
+
+def test_a_recording_keeps_its_protocol_and_an_old_file_is_protocol_1(tmp_path) -> None:
+    path = save_recording([_study(2)], tmp_path / "new.jsonl.gz")
+    assert [s.protocol for s in load_recording(path)] == [2]
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    header = json.loads(lines[1])
+    del header["protocol"]
+    old_file = tmp_path / "old.jsonl.gz"
+    old_file.write_bytes(
+        gzip.compress("\n".join([lines[0], json.dumps(header), *lines[2:]]).encode())
+    )
+    (loaded,) = load_recording(old_file)
+    assert loaded.protocol == 1
+    assert ReplayEvaluator([loaded]).protocol == 1
+    with pytest.raises(RecordingError, match="one timing protocol"):
+        ReplayEvaluator([loaded, _study(2)])
+
+
+def test_best_reads_one_protocol_and_says_which_is_missing(tmp_path) -> None:
+    db = tmp_path / "cli.db"
+    with Store(db) as store:
+        run, dev = _device(store)
+        config = Config.of({"BLOCK_X": 32, "BLOCK_Y": 4, "FILTER_IN_CONST": 0})
+        store.record(run, dev, "direct_naive", PROBLEM, config, old(1.0), PROBLEM.flops)
+    result = CliRunner().invoke(main, ["best", "--storage", str(db)])
+    assert result.exit_code == 1 and "timing protocol 2" in result.output
+    result = CliRunner().invoke(
+        main, ["best", "--storage", str(db), "--protocol", "1", "--format", "csv"]
+    )
+    assert result.exit_code == 0, result.output
+    header, row = result.output.splitlines()[:2]
+    assert "protocol" in header.split(",") and ",1," in row
+    refused = CliRunner().invoke(main, ["best", "--storage", str(db), "--protocol", "3"])
+    assert refused.exit_code == 2
+
+
+@pytest.mark.parametrize("arch", ["sm_", "90", "sm_9x", 90])
+def test_a_recording_naming_no_architecture_is_malformed(tmp_path, arch) -> None:
+    path = save_recording([_study(2)], tmp_path / "r.jsonl.gz")
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
+    header = json.loads(lines[1]) | {"arch": arch}
+    path.write_bytes(gzip.compress("\n".join([lines[0], json.dumps(header), *lines[2:]]).encode()))
+    with pytest.raises(RecordingError, match="arch must name an architecture"):
+        load_recording(path)
+
+
+def test_a_replay_of_an_sm_90a_recording_is_compute_capability_9_0() -> None:
+    study = _study(2)
+    study.arch = "sm_90a"
+    assert ReplayEvaluator([study]).device.compute_capability == "9.0"

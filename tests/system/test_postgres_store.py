@@ -1,0 +1,139 @@
+"""The store end to end on PostgreSQL as on SQLite: tables, record, best, claims, forget, status,
+and the upgrade of a version-3 database."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from autotune.claims import StudyClaims
+from autotune.problem import ConvProblem
+from autotune.records import DeviceInfo, Measurement, Status
+from autotune.space import Config
+from autotune.status import claims_status, format_status, run_status, runs_since
+from autotune.store import SCHEMA_VERSION, Store, StudyClaim
+from tests.pg_server import pg_server, pg_url  # noqa: F401 - fixtures
+
+DEVICE = DeviceInfo(name="Synthetic GPU", compute_capability="9.0", sm_count=132)
+PROBLEM = ConvProblem(N=9, K=3, C=1, F=2)
+OTHER = ConvProblem(N=12, K=3, C=1, F=1, B=2)
+
+
+# The PostgreSQL cases start a private server: out of the quick loop (-m "not slow").
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
+def url(request, tmp_path) -> str:
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_url")
+    return str(tmp_path / "s.db")
+
+
+def _config(bx: int) -> Config:
+    return Config.of({"BLOCK_X": bx, "BLOCK_Y": 4, "FILTER_IN_CONST": 0})
+
+
+def test_record_best_forget_and_the_unique_constraint(url) -> None:
+    with Store(url) as store:
+        device_id = store.register_device(DEVICE)
+        assert store.register_device(DEVICE) == device_id
+        run_id = store.start_run(device_id, "autotune run", {"autotune": "0"})
+        for bx, ms in ((8, 2.0), (16, 1.0), (32, 3.0)):
+            m = Measurement.from_samples([ms, ms])
+            assert store.record(run_id, device_id, "direct_naive", PROBLEM, _config(bx), m, 10**9)
+        failed = Measurement(Status.WRONG_RESULT, error="off")
+        assert store.record(run_id, device_id, "direct_naive", OTHER, _config(8), failed, 10**9)
+        ok = Measurement.from_samples([5.0])
+        assert store.record(run_id, device_id, "direct_naive", OTHER, _config(16), ok, 10**9)
+        # The same configuration again: refused by the unique constraint, reported, not raised.
+        again = Measurement.from_samples([0.1])
+        assert not store.record(run_id, device_id, "direct_naive", PROBLEM, _config(8), again, 1)
+        store.finish_run(run_id)
+
+        best = store.best()
+        assert list(best["evaluations"]) == [3, 2] and list(best["failures"]) == [0, 1]
+        assert best["time_ms"].iloc[0] == pytest.approx(1.0)
+        assert Config.from_json(best["config"].iloc[0]) == _config(16)
+        assert best["shape"].iloc[0]["N"] == 9
+        assert len(store.history()) == 5
+        assert store.summary()["evaluations"].sum() == 5
+        assert [e.config for e in store.evaluations(device_id, "direct_naive", PROBLEM)] == [
+            _config(8),
+            _config(16),
+            _config(32),
+        ]
+        assert store.forget("direct_naive", problem_key=OTHER.key) == 2
+        assert store.forget("direct_naive", device="Synthetic GPU") == 3
+        assert store.history().empty
+
+
+def test_claims_and_status_on_either_database(url) -> None:
+    with Store(url) as store:
+        device_id = store.register_device(DEVICE)
+        before = datetime.now(timezone.utc) - timedelta(seconds=5)
+        runs = [store.start_run(device_id, f"autotune run --gpu {i}", {}) for i in range(2)]
+        now = time.time()
+        a = StudyClaim(runs[0], "host-a", 11, now + 100)
+        b = StudyClaim(runs[1], "host-b", 12, now + 100)
+        study = (device_id, "direct_naive", PROBLEM.key)
+        assert store.claim(*study, a, now) is None
+        assert store.claim(*study, b, now) == a
+        assert store.claim(*study, b, now + 101) is None  # a's lease ran out
+        assert not store.renew_claim(*study, runs[0], now + 500)
+        assert store.renew_claim(*study, runs[1], now + 500)
+        m = Measurement.from_samples([1.0])
+        store.record(runs[1], device_id, "direct_naive", PROBLEM, _config(8), m, 1)
+
+        active = run_status(store, minutes=5)
+        assert list(active["id"]) == runs  # both unfinished
+        assert list(active["evaluations"]) == [0, 1] and list(active["recent"]) == [0, 1]
+        assert list(active["claims"]) == [0, 1]
+        assert active["lease_left_s"].iloc[1] > 400
+        held = claims_status(store)
+        assert list(held["run_id"]) == [runs[1]] and list(held["host"]) == ["host-b"]
+        text = format_status(active, held)
+        assert "host-b" in text and "autotune run --gpu 1" in text and PROBLEM.key in text
+
+        started = runs_since(store, before)  # what `run --gpus` polls for its progress line
+        assert list(started["id"]) == runs and started["evaluations"].sum() == 1
+        assert runs_since(store, datetime.now(timezone.utc) + timedelta(hours=1)).empty
+        assert store.release_claims(runs[1]) == 1
+        for run_id in runs:
+            store.finish_run(run_id)
+        assert run_status(store, minutes=5)["id"].tolist() == [runs[1]]  # recorded lately
+        assert run_status(store, minutes=5, all_runs=True)["id"].tolist() == runs
+        assert "no study is claimed now" in format_status(run_status(store), claims_status(store))
+
+
+def test_a_version_3_database_is_upgraded_keeping_its_rows(url) -> None:
+    with Store(url) as store:
+        device_id = store.register_device(DEVICE)
+        run_id = store.start_run(device_id, "run", {})
+        m = Measurement.from_samples([1.0])
+        store.record(run_id, device_id, "direct_naive", PROBLEM, _config(8), m, 1)
+        with store._engine.begin() as conn:
+            conn.exec_driver_sql("DROP TABLE claims")
+            conn.exec_driver_sql("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    # Two processes' worth of openers at once must agree (the loser finds the new version).
+    first, second = Store(url), Store(url)
+    try:
+        for store in (first, second):
+            assert len(store.history()) == 1 and store.claims().empty
+        assert StudyClaims(first, device_id, run_id).take(("direct_naive", PROBLEM.key))
+        assert len(second.claims()) == 1
+        with first._engine.connect() as conn:
+            version = conn.exec_driver_sql(
+                "SELECT value FROM meta WHERE key = 'schema_version'"
+            ).scalar()
+        assert version == str(SCHEMA_VERSION)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_plain_postgresql_url_means_psycopg_3(request) -> None:
+    plain = request.getfixturevalue("pg_url").replace("postgresql+psycopg://", "postgresql://")
+    with Store(plain) as store:
+        assert store.url.startswith("postgresql://")  # as given, in messages
+        assert store._engine.dialect.driver == "psycopg"
+        assert store.summary().empty

@@ -1,0 +1,1 @@
+"""Tests that need neither NVRTC nor a GPU."""

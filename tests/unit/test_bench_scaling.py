@@ -1,0 +1,101 @@
+"""`autotune bench scaling` on CPU: its commands, its figures and files (campaigns faked), and its
+input errors."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from autotune.app import main
+from autotune.bench import scaling
+from autotune.problem import ConvProblem
+from autotune.records import DeviceInfo, Measurement
+from autotune.space import Config
+from autotune.store import Store
+
+
+def _fake_campaign(calls):
+    """Stands in for `autotune run`: records 4 studies x 3 evaluations, faster on more GPUs."""
+
+    def run(argv, log):
+        calls.append(argv)
+        storage = argv[argv.index("--storage") + 1]
+        gpus = len(argv[argv.index("--gpus") + 1].split(",")) if "--gpus" in argv else 1
+        with Store(storage) as store:
+            device_id = store.register_device(DeviceInfo("Fake GPU", "9.0", 132))
+            run_id = store.start_run(device_id, "fake", {})
+            for n in range(9, 13):
+                for bx in (8, 16, 32):
+                    config = Config.of({"BLOCK_X": bx})
+                    m = Measurement.from_samples([1.0])
+                    store.record(
+                        run_id, device_id, "f", ConvProblem(N=n, K=3, C=1, F=1), config, m, 1
+                    )
+        log.write_text("done\n")
+        return 100.0 / gpus + 2.0, 0
+
+    return run
+
+
+def test_scaling_runs_one_then_several_gpus_and_writes_the_ratio(tmp_path, monkeypatch) -> None:
+    calls = []
+    monkeypatch.setattr(scaling, "_run_campaign", _fake_campaign(calls))
+    out = tmp_path / "bench"
+    args = ["bench", "scaling", "--gpus", "0,1", "--budget", "3", "--output-dir", str(out)]
+    args.append("--quick-timing")
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    one, two = calls
+    assert one[:2] == ["run", "--family"] and "--no-baseline" in one and "--quick-timing" in one
+    assert one[one.index("--gpu") + 1] == "0" and "--gpus" not in one
+    assert two[two.index("--gpus") + 1] == "0,1" and "--gpu" not in two
+    assert one[one.index("--storage") + 1] != two[two.index("--storage") + 1]  # fresh each
+    assert one[one.index("--cache-dir") + 1] != two[two.index("--cache-dir") + 1]  # cold each
+    figures = json.loads((out / "scaling.json").read_text())
+    assert [r["wall_s"] for r in figures["runs"]] == [102.0, 52.0]
+    assert figures["ratio"] == round(52 / 102, 3) and figures["target_ratio"] == 0.55
+    assert [r["evaluations"] for r in figures["runs"]] == [12, 12]
+    assert [r["studies"] for r in figures["runs"]] == [4, 4]
+    md = (out / "scaling.md").read_text()
+    assert "meets the target" in md and "| 2 | 52.0 | 12 | 4 | 0 |" in md
+    assert "ratio 0.51" in result.output
+    assert (out / "scaling_1gpu.log").read_text() == "done\n"
+    assert (out / "scaling_2gpu.log").exists()
+
+
+def test_a_failed_campaign_is_an_error_with_its_log(tmp_path, monkeypatch) -> None:
+    def failing(argv, log):
+        log.write_text("no usable CUDA GPU\n")
+        return 1.0, 1
+
+    monkeypatch.setattr(scaling, "_run_campaign", failing)
+    args = ["bench", "scaling", "--gpus", "0,1", "--output-dir", str(tmp_path)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1 and "1 GPU campaign failed" in result.output
+    assert "no usable CUDA GPU" in result.output and not (tmp_path / "scaling.json").exists()
+
+
+def test_scaling_input_errors() -> None:
+    for gpus, message in (("0", "at least 2 GPUs"), ("0,a", "expected 'all'"), ("1,1", "twice")):
+        result = CliRunner().invoke(main, ["bench", "scaling", "--gpus", gpus])
+        assert result.exit_code == 2 and message in result.output, result.output
+    assert CliRunner().invoke(main, ["bench", "scaling"]).exit_code == 2  # --gpus is required
+
+
+def test_stopped_slow_candidates_are_not_counted_as_failures(tmp_path) -> None:
+    from autotune.records import Status
+
+    storage = str(tmp_path / "s.db")
+    with Store(storage) as store:
+        device_id = store.register_device(DeviceInfo("Fake GPU", "9.0", 132))
+        run_id = store.start_run(device_id, "fake", {})
+        outcomes = {
+            8: Measurement.from_samples([1.0]),
+            16: Measurement(Status.SLOW, time_ms=9.0, samples_ms=(9.0, 9.1, 9.2)),
+            32: Measurement(Status.WRONG_RESULT, error="wrong"),
+        }
+        for bx, m in outcomes.items():
+            problem = ConvProblem(N=9, K=3, C=1, F=1)
+            store.record(run_id, device_id, "f", problem, Config.of({"BLOCK_X": bx}), m, 1)
+    assert scaling._stored(storage) == (3, 1, 1)

@@ -1,0 +1,116 @@
+"""No import circles among the package's modules (DESIGN, section 3: data flows one way).
+
+Read from the source with `ast`: the imports a module runs when it is imported (its top level,
+including under `if`, `try`, `with` and class bodies), not those inside functions, which run
+later, nor those under `if TYPE_CHECKING:`, which never run."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import autotune
+
+PACKAGE = Path(autotune.__file__).parent
+
+
+def module_files(package_dir: Path) -> dict[str, Path]:
+    modules = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = list(path.relative_to(package_dir.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _runs_at_import(body: list[ast.stmt]):
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from _runs_at_import(node.orelse)
+            continue
+        yield node
+        # The blocks a statement runs: if/else, try/except/finally, with, for, class bodies.
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            yield from _runs_at_import(getattr(node, field, None) or [])
+
+
+def imports_at_import_time(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's modules that `name` imports when it is imported."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in _runs_at_import(ast.parse(path.read_text()).body):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name in modules}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, *([node.module] if node.module else [])])
+            for alias in node.names:
+                # `from pkg import sub` imports the module pkg.sub; `from pkg import name`, pkg.
+                submodule = f"{base}.{alias.name}"
+                if submodule in modules:
+                    found.add(submodule)
+                elif base in modules:
+                    found.add(base)
+    found.discard(name)
+    return found
+
+
+def import_cycles(package_dir: Path) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    modules = module_files(package_dir)
+    graph = {m: imports_at_import_time(m, p, modules) for m, p in modules.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_circle_among_the_packages_modules():
+    assert import_cycles(PACKAGE) == []
+
+
+def test_a_circle_is_found(tmp_path):
+    # The check itself: cli importing recording_cli at its bottom, which imports cli back (the
+    # circle the app module broke), and a benchmark importing its group's package back.
+    package = tmp_path / "pkg"
+    (package / "bench").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "cli.py").write_text("import click\n\n\nfrom pkg.recording_cli import export\n")
+    (package / "recording_cli.py").write_text("from pkg.cli import friendly_errors\n")
+    (package / "later.py").write_text("def f():\n    from pkg import cli\n")
+    (package / "bench" / "__init__.py").write_text("from pkg.bench import search\n")
+    (package / "bench" / "search.py").write_text("from pkg.bench import bench\n")
+    expected = [["pkg.bench", "pkg.bench.search"], ["pkg.cli", "pkg.recording_cli"]]
+    assert import_cycles(package) == expected
