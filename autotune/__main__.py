@@ -1,6 +1,6 @@
 """python -m autotune runs the command line."""
 
-from autotune.app import main
+from autotune.cli.app import main
 
 if __name__ == "__main__":
     main()

@@ -20,12 +20,12 @@ import sys
 import time
 from pathlib import Path
 
-from autotune.compiler import Compiler
+from autotune.cli.interrupt import exit_code, terminate_as_interrupt
 from autotune.families import get_family
-from autotune.interrupt import exit_code, terminate_as_interrupt
-from autotune.problem import ConvProblem
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.gpu.compiler import Compiler
+from autotune.model.problem import ConvProblem
+from autotune.store.database import Store
+from autotune.tuning.tuner import Tuner, plan_studies
 from tests.conftest import SyntheticEvaluator
 
 EVAL_S = 0.05  # long enough for a kill to land mid-evaluation, short enough for CI

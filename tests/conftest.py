@@ -6,8 +6,8 @@ import functools
 
 import pytest
 
-from autotune.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
-from autotune.space import DeviceLimits
+from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
+from autotune.model.space import DeviceLimits
 
 
 @functools.cache
@@ -36,7 +36,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="module")
 def evaluator():
     """The GPU worker process, one per test module, for the tests marked gpu."""
-    from autotune.evaluator import GpuEvaluator
+    from autotune.gpu.evaluator import GpuEvaluator
 
     with GpuEvaluator() as ev:
         yield ev
@@ -60,7 +60,7 @@ class SyntheticEvaluator:
 
     def call(self, task, timeout_s: float):
         """Ceilings and library baselines, answered with fixed synthetic figures."""
-        from autotune.baselines import (
+        from autotune.gpu.library_tasks import (
             BaselineResult,
             Ceiling,
             CublasGemm,
@@ -118,7 +118,7 @@ def synthetic_evaluator():
 @pytest.fixture(scope="module")
 def compiler():
     """NVRTC for sm_90 (no GPU needed); the family tests skip where NVRTC cannot load."""
-    from autotune.compiler import Compiler, CompilerUnavailable, nvrtc_version
+    from autotune.gpu.compiler import Compiler, CompilerUnavailable, nvrtc_version
 
     try:
         nvrtc_version()

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from autotune.families.base import Family, KernelPlan, Launch, cdiv
 from autotune.families.conv2d import problem_defines
-from autotune.problem import ConvProblem
-from autotune.records import Status
-from autotune.space import Config
+from autotune.model.problem import ConvProblem
+from autotune.model.records import Status
+from autotune.model.space import Config
 
 DATA = Path(__file__).parent / "data"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotune.records import Status
+from autotune.model.records import Status
 
 
 def failures(tuner, picks, min_samples: int = 1) -> list[str]:

@@ -48,8 +48,8 @@ def _run_campaign(argv: list[str], log: Path) -> tuple[float, int]:
 def _stored(storage: str) -> tuple[int, int, int]:
     """(evaluations, studies, failures) in a storage after a campaign; candidates stopped early
     as slower than the best (SLOW) were timed and are not failures."""
-    from autotune.records import Status
-    from autotune.store import Store
+    from autotune.model.records import Status
+    from autotune.store.database import Store
 
     with Store(storage, create=False) as store:
         history = store.history()
@@ -166,7 +166,7 @@ def _device_name(gpu: int) -> str:
 )
 def scaling(gpus, families, shapes, budget, strategy, quick_timing, output_dir) -> None:
     """Wall time of a fixed campaign on one GPU and on several; writes scaling.{json,md}."""
-    from autotune.workers import GpuListError, parse_gpus, visible_gpu_count
+    from autotune.tuning.workers import GpuListError, parse_gpus, visible_gpu_count
 
     try:
         chosen = parse_gpus(gpus, visible_gpu_count)

@@ -30,10 +30,10 @@ from autotune.bench.kt_search import (
     versus_kt,
     write_caches,
 )
-from autotune.problem import Problem
-from autotune.recording import RecordedStudy, load_recordings, timed
-from autotune.records import Status
-from autotune.space import BoundSpace, Config
+from autotune.model.problem import Problem
+from autotune.model.records import Status
+from autotune.model.space import BoundSpace, Config
+from autotune.replay.recording import RecordedStudy, load_recordings, timed
 from autotune.strategies import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -522,7 +522,7 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
 )
 def search(recordings, strategies, seeds, budgets, jobs, output_dir, stem, runs, few_seeds):
     """Every strategy on every exhaustive recorded space: search.csv, search.md, search.png."""
-    from autotune.recording import RecordingError
+    from autotune.replay.recording import RecordingError
 
     try:
         cases, left_out = load_cases(recordings)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from autotune.problem import ConvProblem
+from autotune.model.problem import ConvProblem
 
 FILTER_SIZES = (5, 17)
 N = 4096
@@ -45,11 +45,11 @@ def _figures(evals: int, wall_s: float, best_gflops: float | None) -> dict:
 
 
 def run_autotune(k: int, evals: int, seed: int, storage: str, jobs: int | None, gpu: int):
-    from autotune.compiler import Compiler
-    from autotune.evaluator import GpuEvaluator
     from autotune.families import get_family
-    from autotune.store import Store
-    from autotune.tuner import Tuner, plan_studies
+    from autotune.gpu.compiler import Compiler
+    from autotune.gpu.evaluator import GpuEvaluator
+    from autotune.store.database import Store
+    from autotune.tuning.tuner import Tuner, plan_studies
 
     problem = _problem(k)
     with (
@@ -104,7 +104,7 @@ def _kernel_tuner_run(k: int, evals: int, seed: int, gpu: int) -> dict:
 
     from autotune.families import get_family
     from autotune.families.tiled2d import ENTRY, FILTER_SYMBOL, TUNABLES
-    from autotune.space import Config, DeviceLimits
+    from autotune.model.space import Config, DeviceLimits
 
     cp.cuda.Device(gpu).use()
     family = get_family("tiled2d")

@@ -9,8 +9,8 @@ from types import MappingProxyType
 from autotune import package_path
 from autotune.families import conv2d
 from autotune.families.plan import Arg, Buffers, KernelPlan, Launch, cdiv
-from autotune.problem import ConvProblem
-from autotune.space import Config, SearchSpace, Value
+from autotune.model.problem import ConvProblem
+from autotune.model.space import Config, SearchSpace, Value
 
 __all__ = ["Arg", "Buffers", "Family", "KernelPlan", "Launch", "UnsupportedProblem", "cdiv"]
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
 from autotune.families.conv2d import problem_defines
-from autotune.problem import ConvProblem
-from autotune.space import Config
+from autotune.model.problem import ConvProblem
+from autotune.model.space import Config
 
 MAX_GRID_Y = 65535
 INT32_LIMIT = 2**31

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
-from autotune.problem import ConvProblem
-from autotune.space import Config
+from autotune.model.problem import ConvProblem
+from autotune.model.space import Config
 
 # The K x (K + VEC - 1) register window outgrows the 255 registers of a thread past K = 11.
 MAX_K = 11

@@ -6,7 +6,7 @@ import numpy as np
 
 from autotune import package_path
 from autotune.families.plan import Buffers, KernelPlan, Launch, cdiv
-from autotune.problem import ConvProblem
+from autotune.model.problem import ConvProblem
 
 REFERENCE_SOURCE = package_path("autotune.families", "reference", "reference_conv2d.cu")
 REFERENCE_BLOCK = 256

@@ -8,8 +8,8 @@ import numpy as np
 
 from autotune import package_path
 from autotune.families.base import Buffers, Family, KernelPlan, Launch, UnsupportedProblem, cdiv
-from autotune.problem import Conv3dProblem
-from autotune.space import Config
+from autotune.model.problem import Conv3dProblem
+from autotune.model.space import Config
 
 REFERENCE_SOURCE = package_path("autotune.families", "reference", "reference_conv3d.cu")
 REFERENCE_BLOCK = 256

@@ -6,7 +6,7 @@ import numpy as np
 
 from autotune import package_path
 from autotune.families.plan import Buffers, KernelPlan, Launch, cdiv
-from autotune.problem import GemmProblem
+from autotune.model.problem import GemmProblem
 
 REFERENCE_SOURCE = package_path("autotune.families", "reference", "reference_gemm.cu")
 REFERENCE_TILE = 16  # as T in reference/reference_gemm.cu

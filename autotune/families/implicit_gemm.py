@@ -6,8 +6,8 @@ from types import MappingProxyType
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
 from autotune.families.conv2d import problem_defines
-from autotune.problem import ConvProblem
-from autotune.space import Config
+from autotune.model.problem import ConvProblem
+from autotune.model.space import Config
 
 # The kernel indexes input, filters and output with 32-bit integers.
 MAX_ELEMENTS = 2**31 - 1

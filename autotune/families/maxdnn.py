@@ -8,8 +8,8 @@ import numpy as np
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
 from autotune.families.conv2d import problem_defines
-from autotune.problem import ConvProblem
-from autotune.space import Config
+from autotune.model.problem import ConvProblem
+from autotune.model.space import Config
 
 CONST_BANK_BYTES = 64 * 1024
 INT32_MAX = 2**31 - 1

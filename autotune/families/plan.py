@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from autotune.space import Value
+from autotune.model.space import Value
 
 Arg = str | int  # a buffer name, or an int passed by value as a 32-bit integer
 

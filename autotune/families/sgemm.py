@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from autotune.families import gemm
 from autotune.families.base import Buffers, Family, KernelPlan, Launch, UnsupportedProblem, cdiv
-from autotune.problem import GemmProblem
-from autotune.space import Config
+from autotune.model.problem import GemmProblem
+from autotune.model.space import Config
 
 REDUCE_BLOCK = 256
 TUNABLES = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
 from autotune.families.conv2d import problem_defines
-from autotune.problem import ConvProblem
-from autotune.space import Config
+from autotune.model.problem import ConvProblem
+from autotune.model.space import Config
 
 CONST_BANK_BYTES = 64 * 1024
 # The tunables, spelled as in the .cu and the .toml; Kernel Tuner gets the same names.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from autotune.space import BoundSpace
+from autotune.model.space import BoundSpace
 from autotune.strategies.base import Strategy, StrategyUnavailable
 from autotune.strategies.brute_force import BruteForce
 from autotune.strategies.local import LocalSearch

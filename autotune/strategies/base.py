@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from autotune.space import Config
+from autotune.model.space import Config
 
 
 class Strategy(Protocol):

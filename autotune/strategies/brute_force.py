@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotune.space import BoundSpace, Config
+from autotune.model.space import BoundSpace, Config
 
 
 class BruteForce:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from autotune.space import BoundSpace, Config
+from autotune.model.space import BoundSpace, Config
 
 # The constants were chosen on replays of recorded spaces (`autotune bench search`); the results
 # moved by less than 0.01 of the optimum over N_INIT 5-12, PATIENCE 6-25, MAX_RADIUS 2-3.

@@ -11,7 +11,7 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from optuna.trial import Trial, TrialState, create_trial
 
-from autotune.space import BoundSpace, Config, Value
+from autotune.model.space import BoundSpace, Config, Value
 from autotune.strategies.base import StrategyUnavailable
 
 # Sampler proposals per ask, at most, before falling back to a random unseen valid config:

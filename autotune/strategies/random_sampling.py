@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from autotune.space import Config
+from autotune.model.space import Config
 from autotune.strategies.brute_force import BruteForce
 
 

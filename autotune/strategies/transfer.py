@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from autotune.problem import Problem
-from autotune.space import BoundSpace, Config
+from autotune.model.problem import Problem
+from autotune.model.space import BoundSpace, Config
 from autotune.strategies.base import Strategy
 from autotune.strategies.local import Coordinates
 

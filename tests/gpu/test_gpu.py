@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autotune.compiler import Compiler
-from autotune.device import Job, TimingPolicy
 from autotune.families import FAMILIES, conv2d
 from autotune.families.plan import KernelPlan, Launch, cdiv
-from autotune.problem import ConvProblem
-from autotune.records import Status
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.session import Job, TimingPolicy
+from autotune.model.problem import ConvProblem
+from autotune.model.records import Status
+from autotune.store.database import Store
+from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 
 pytestmark = pytest.mark.gpu
@@ -161,8 +161,8 @@ def test_launch_error_is_recorded_not_raised(evaluator):
 
 
 def test_ceilings_are_measured_and_plausible(evaluator):
-    from autotune.baselines import MeasureCeilings
-    from autotune.campaign import CEILING_FMA_SOURCE
+    from autotune.gpu.library_tasks import MeasureCeilings
+    from autotune.tuning.baselines import CEILING_FMA_SOURCE
 
     fma = Compiler(arch=evaluator.device.arch).compile_source(CEILING_FMA_SOURCE, ())
     result = evaluator.call(MeasureCeilings(fma.cubin, QUICK), timeout_s=300)
@@ -176,7 +176,7 @@ def test_ceilings_are_measured_and_plausible(evaluator):
 
 def test_cudnn_baseline_is_checked_and_timed(evaluator):
     pytest.importorskip("torch")
-    from autotune.baselines import CudnnConv
+    from autotune.gpu.library_tasks import CudnnConv
 
     problem = ConvProblem(N=29, K=5, C=7, F=9, B=2, stride=2)
     ref_plan = conv2d.reference_plan(problem)

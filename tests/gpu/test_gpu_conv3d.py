@@ -7,14 +7,14 @@ import random
 import numpy as np
 import pytest
 
-from autotune.compiler import Compiler
-from autotune.device import TimingPolicy
 from autotune.families import get_family
 from autotune.families.conv3d import reference_numpy, tile_bytes
-from autotune.problem import Conv3dProblem
-from autotune.space import Config
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.session import TimingPolicy
+from autotune.model.problem import Conv3dProblem
+from autotune.model.space import Config
+from autotune.store.database import Store
+from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 
 pytestmark = pytest.mark.gpu

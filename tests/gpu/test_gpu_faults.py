@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.compiler import Compiler
-from autotune.device import TimingPolicy
-from autotune.evaluator import GpuEvaluator
-from autotune.problem import ConvProblem
-from autotune.records import Status
-from autotune.space import Config
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.evaluator import GpuEvaluator
+from autotune.gpu.session import TimingPolicy
+from autotune.model.problem import ConvProblem
+from autotune.model.records import Status
+from autotune.model.space import Config
+from autotune.store.database import Store
+from autotune.tuning.tuner import Tuner, plan_studies
 from tests.fault_family import FaultInjection, expected_status
 
 pytestmark = pytest.mark.gpu

@@ -7,14 +7,14 @@ import random
 import numpy as np
 import pytest
 
-from autotune.compiler import Compiler
-from autotune.device import TimingPolicy
 from autotune.families import gemm, get_family
-from autotune.problem import GemmProblem
-from autotune.records import Status
-from autotune.space import Config
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.session import TimingPolicy
+from autotune.model.problem import GemmProblem
+from autotune.model.records import Status
+from autotune.model.space import Config
+from autotune.store.database import Store
+from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 
 pytestmark = pytest.mark.gpu
@@ -98,7 +98,7 @@ def test_gemm_reference_matches_numpy(evaluator, tmp_path):
     "problem", [GemmProblem(M=37, N=61, K=29), GemmProblem(M=1, N=1000, K=4096)]
 )
 def test_cublas_baseline_is_checked_and_timed(evaluator, problem):
-    from autotune.baselines import CublasGemm
+    from autotune.gpu.library_tasks import CublasGemm
 
     ref_plan = gemm.reference_plan(problem)
     ref = Compiler(arch=evaluator.device.arch).compile(ref_plan)

@@ -8,12 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from autotune.compiler import Compiler
-from autotune.device import TimingPolicy
 from autotune.families import get_family
-from autotune.space import Config
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.session import TimingPolicy
+from autotune.model.space import Config
+from autotune.store.database import Store
+from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 from tests.nvrtc.test_implicit_gemm import STRIDED
 from tests.nvrtc.test_implicit_gemm_gather import PROBED

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autotune.compiler import Compiler
-from autotune.timing import TimingPolicy
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.timing import TimingPolicy
 
 pytestmark = pytest.mark.gpu
 
@@ -23,7 +23,7 @@ POLICY = TimingPolicy(early_stop=None)
 
 @pytest.fixture(scope="module")
 def session():
-    from autotune.device import GpuSession
+    from autotune.gpu.session import GpuSession
 
     return GpuSession(0)
 

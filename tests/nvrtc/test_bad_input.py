@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import autotune.evaluator
-import autotune.shapes
-from autotune.app import main
+import autotune.gpu.evaluator
+import autotune.model.shapes
+from autotune.cli.app import main
 from autotune.families import get_family
-from autotune.problem import ConvProblem
-from autotune.records import Measurement
-from autotune.space import Config
-from autotune.store import Store
+from autotune.model.problem import ConvProblem
+from autotune.model.records import Measurement
+from autotune.model.space import Config
+from autotune.store.database import Store
 from tests.conftest import SyntheticEvaluator
 
 Prepare = Callable[[Path, pytest.MonkeyPatch], None]
@@ -101,7 +101,7 @@ def a_recording(header: dict, *outcomes: dict) -> Prepare:
 def shape_sets(text: str) -> Prepare:
     def prepare(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         (tmp / "sets.toml").write_text(text)
-        monkeypatch.setattr(autotune.shapes, "SHAPE_SETS_FILE", tmp / "sets.toml")
+        monkeypatch.setattr(autotune.model.shapes, "SHAPE_SETS_FILE", tmp / "sets.toml")
 
     return prepare
 
@@ -282,7 +282,9 @@ def test_bad_input_is_refused_in_one_line_leaving_results_intact(
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # inherited by the GPU worker
     else:
         monkeypatch.setattr(
-            autotune.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
+            autotune.gpu.evaluator,
+            "GpuEvaluator",
+            lambda index=0: SyntheticEvaluator(lambda d: 1.0),
         )
     before = _stored(db)
     args = [a.replace("{db}", str(db)).replace("{tmp}", str(tmp_path)) for a in case.args]
@@ -302,7 +304,7 @@ def test_bad_input_is_refused_in_one_line_leaving_results_intact(
 def test_the_run_without_a_valid_configuration_names_why(tmp_path, monkeypatch) -> None:
     constraint("BLOCK_X > 4096")(tmp_path, monkeypatch)
     monkeypatch.setattr(
-        autotune.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
+        autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
     )
     args = [a.replace("{db}", str(tmp_path / "r.db")).replace("{tmp}", str(tmp_path)) for a in RUN]
     output = CliRunner().invoke(main, args).output
@@ -315,7 +317,7 @@ def test_a_shape_no_device_can_hold_says_why_nothing_runs(tmp_path, monkeypatch)
         evaluator.device = dataclasses.replace(evaluator.device, memory_bytes=80 << 30)
         return evaluator
 
-    monkeypatch.setattr(autotune.evaluator, "GpuEvaluator", gpu)
+    monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", gpu)
     args = ["run", "--shape", "N=4096,K=3,C=256,F=256,B=8", "--no-baseline"]
     result = CliRunner().invoke(main, [*args, "--storage", str(tmp_path / "r.db")])
     assert result.exit_code == 2, result.output

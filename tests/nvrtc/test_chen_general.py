@@ -11,9 +11,9 @@ import pytest
 
 from autotune.families import UnsupportedProblem, get_family
 from autotune.families.chen_general import MAX_CSPLIT, geometry
-from autotune.problem import ConvProblem
-from autotune.shapes import named_shapes
-from autotune.space import ARCH_LIMITS, Config
+from autotune.model.problem import ConvProblem
+from autotune.model.shapes import named_shapes
+from autotune.model.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("chen_general")
 LIMITS = ARCH_LIMITS["sm_90"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from autotune.families import UnsupportedProblem, get_family
-from autotune.problem import ConvProblem
-from autotune.shapes import named_shapes
-from autotune.space import ARCH_LIMITS, Config
+from autotune.model.problem import ConvProblem
+from autotune.model.shapes import named_shapes
+from autotune.model.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("chen_special")
 LIMITS = ARCH_LIMITS["sm_90"]

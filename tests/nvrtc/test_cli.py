@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-import autotune.evaluator
-from autotune.app import main
+import autotune.gpu.evaluator
+from autotune.cli.app import main
 from tests.conftest import SyntheticEvaluator
 
 
@@ -39,7 +39,7 @@ def fake_gpu(monkeypatch):
         made.append(ev)
         return ev
 
-    monkeypatch.setattr(autotune.evaluator, "GpuEvaluator", factory)
+    monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", factory)
     return made
 
 
@@ -210,7 +210,7 @@ def test_baseline_measures_each_shape_once(runner, tmp_path, fake_gpu):
     again = runner.invoke(main, args)
     assert "0 cuDNN baselines measured" in again.output
     assert again.output.count("stored already") == 2
-    from autotune.store import Store
+    from autotune.store.database import Store
 
     frame = Store(db).baselines()
     assert set(frame["problem_key"]) == {"N=16,K=3,C=2,F=4", "N=8,K=1,C=1,F=1"}
@@ -228,7 +228,7 @@ def test_run_without_pytorch_says_so_once_and_goes_on(runner, tmp_path, monkeypa
         ev.cudnn_ms = None
         return ev
 
-    monkeypatch.setattr(autotune.evaluator, "GpuEvaluator", factory)
+    monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", factory)
     result = runner.invoke(
         main,
         [
@@ -361,7 +361,7 @@ def test_baseline_measures_cublas_for_gemm_and_names_kinds_without_one(runner, t
     assert result.exit_code == 0, result.output
     assert "1 cuBLAS and 1 cuDNN baselines measured" in result.output
     assert "conv3d shapes have no library baseline" in result.output
-    from autotune.store import Store
+    from autotune.store.database import Store
 
     frame = Store(db).baselines()
     assert dict(zip(frame["library"], frame["kind"], strict=True)) == {
@@ -381,7 +381,7 @@ def test_run_with_a_cache_dir_it_cannot_write_tunes_and_says_so(runner, tmp_path
 
 
 def test_a_missing_driver_is_not_called_an_old_one() -> None:
-    from autotune.evaluator import no_gpu_reason
+    from autotune.gpu.evaluator import no_gpu_reason
 
     text = "CUDARuntimeError: cudaErrorInsufficientDriver: CUDA driver version is insufficient"
     assert no_gpu_reason(text, lambda: False).startswith("no NVIDIA driver found")

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from autotune.compiler import CompileError, Compiler, parse_resources
 from autotune.families import FAMILIES
-from autotune.problem import ConvProblem
-from autotune.shapes import named_shapes
-from autotune.space import ARCH_LIMITS
+from autotune.gpu.compiler import CompileError, Compiler, parse_resources
+from autotune.model.problem import ConvProblem
+from autotune.model.shapes import named_shapes
+from autotune.model.space import ARCH_LIMITS
 
 SAMPLE_LOG = """ptxas info    : 0 bytes gmem
 ptxas info    : Compiling entry function 'first' for 'sm_90'

@@ -10,9 +10,9 @@ import pytest
 from autotune.families import UnsupportedProblem, get_family
 from autotune.families.conv3d import output_tile, per_thread, reference_numpy, tile_bytes
 from autotune.families.plan import cdiv
-from autotune.problem import Conv3dProblem, ConvProblem
-from autotune.shapes import named_shapes
-from autotune.space import ARCH_LIMITS, Config
+from autotune.model.problem import Conv3dProblem, ConvProblem
+from autotune.model.shapes import named_shapes
+from autotune.model.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("conv3d")
 LIMITS = ARCH_LIMITS["sm_90"]

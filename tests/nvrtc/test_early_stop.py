@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from autotune.device import Job, TimingPolicy
-from autotune.early_stop import EarlyStop
 from autotune.families.direct_naive import DirectNaive
-from autotune.problem import ConvProblem
-from autotune.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
-from autotune.space import DeviceLimits
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.gpu.early_stop import EarlyStop
+from autotune.gpu.session import Job, TimingPolicy
+from autotune.model.problem import ConvProblem
+from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
+from autotune.model.space import DeviceLimits
+from autotune.store.database import Store
+from autotune.tuning.tuner import Tuner, plan_studies
 
 SAMPLES = Path(__file__).parents[1] / "data" / "early_stop_samples.json.gz"
 
@@ -90,7 +90,7 @@ class _SampledEvaluator:
 
 @pytest.mark.slow
 def test_tuner_passes_best_and_never_makes_a_slow_candidate_best(tmp_path) -> None:
-    from autotune.compiler import Compiler
+    from autotune.gpu.compiler import Compiler
 
     def sequences(d):
         fast = 1.0 + abs(d["BLOCK_X"] - 32) / 32 + abs(d["BLOCK_Y"] - 4)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.compiler import CompileError
-from autotune.problem import ConvProblem
-from autotune.records import Status
-from autotune.space import ARCH_LIMITS, Config
-from autotune.tuner import resource_problem
+from autotune.gpu.compiler import CompileError
+from autotune.model.problem import ConvProblem
+from autotune.model.records import Status
+from autotune.model.space import ARCH_LIMITS, Config
+from autotune.tuning.tuner import resource_problem
 from tests.fault_family import FAULTS, FaultInjection, expected_status
 
 FAMILY = FaultInjection()

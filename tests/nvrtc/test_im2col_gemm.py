@@ -6,9 +6,9 @@ import pytest
 
 from autotune.families import UnsupportedProblem, get_family
 from autotune.families.im2col_gemm import shared_bytes, threads, unrolled_shape
-from autotune.problem import ConvProblem
-from autotune.shapes import named_shapes
-from autotune.space import ARCH_LIMITS, Config
+from autotune.model.problem import ConvProblem
+from autotune.model.shapes import named_shapes
+from autotune.model.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("im2col_gemm")
 LIMITS = ARCH_LIMITS["sm_90"]

@@ -7,9 +7,9 @@ import pytest
 
 from autotune.families import UnsupportedProblem, conv2d, get_family
 from autotune.families.maxdnn import Layout, emulate, patch_offsets, shared_bytes
-from autotune.problem import ConvProblem
-from autotune.shapes import named_shapes
-from autotune.space import ARCH_LIMITS, Config
+from autotune.model.problem import ConvProblem
+from autotune.model.shapes import named_shapes
+from autotune.model.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("maxdnn")
 LIMITS = ARCH_LIMITS["sm_90"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from autotune import compiler
-from autotune.compiler import (
+from autotune.families import get_family
+from autotune.gpu import compiler
+from autotune.gpu.compiler import (
     WHEEL_LIBRARIES,
     Compiler,
     _nvrtc_compile,
@@ -14,9 +15,8 @@ from autotune.compiler import (
     parse_resources,
     wheel_nvrtc_libraries,
 )
-from autotune.families import get_family
-from autotune.problem import ConvProblem
-from autotune.space import ARCH_LIMITS
+from autotune.model.problem import ConvProblem
+from autotune.model.space import ARCH_LIMITS
 
 # The test extra installs both NVRTC wheels; without one of them these tests say so and skip.
 INSTALL_BOTH = "the test extra (pip install -e '.[cuda13,test]') brings NVRTC 12 and 13"

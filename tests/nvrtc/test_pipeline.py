@@ -9,13 +9,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import pytest
 
-from autotune.compiler import Compiler
 from autotune.families.direct_naive import DirectNaive
-from autotune.pipeline import next_ready
-from autotune.problem import ConvProblem
-from autotune.space import DeviceLimits
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.gpu.compiler import Compiler
+from autotune.model.problem import ConvProblem
+from autotune.model.space import DeviceLimits
+from autotune.store.database import Store
+from autotune.tuning.pipeline import next_ready
+from autotune.tuning.tuner import Tuner, plan_studies
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
 

@@ -10,19 +10,19 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from autotune.app import main
-from autotune.compiler import Compiler
-from autotune.early_stop import EarlyStop
+from autotune.cli.app import main
 from autotune.families.direct_naive import DirectNaive
-from autotune.problem import ConvProblem
-from autotune.recording import RecordedStudy, RecordingError, load_recording, save_recording
-from autotune.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status, spread
-from autotune.remeasure import protocol_comparison, remeasure_studies
-from autotune.replay import ReplayEvaluator
-from autotune.space import Config, DeviceLimits
-from autotune.store import Store
-from autotune.timing import FLUSH_MIN_BYTES, TimingPolicy, flush_bytes
-from autotune.tuner import Tuner, plan_studies
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.early_stop import EarlyStop
+from autotune.gpu.timing import FLUSH_MIN_BYTES, TimingPolicy, flush_bytes
+from autotune.model.problem import ConvProblem
+from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status, spread
+from autotune.model.space import Config, DeviceLimits
+from autotune.replay.evaluator import ReplayEvaluator
+from autotune.replay.recording import RecordedStudy, RecordingError, load_recording, save_recording
+from autotune.store.database import Store
+from autotune.tuning.remeasure import protocol_comparison, remeasure_studies
+from autotune.tuning.tuner import Tuner, plan_studies
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
 OTHER = ConvProblem(N=17, K=3, C=5, F=4)
@@ -207,7 +207,7 @@ def test_remeasure_times_exactly_the_top_configs_once_and_keeps_the_old_rows(
 def _study(protocol: int) -> RecordedStudy:
     study = RecordedStudy("direct_naive", PROBLEM, "Recorded GPU", protocol=protocol)
     config = Config.of({"BLOCK_X": 32, "BLOCK_Y": 4, "FILTER_IN_CONST": 0})
-    from autotune.recording import Outcome
+    from autotune.replay.recording import Outcome
 
     study.outcomes[config] = Outcome(Status.OK, 1.0)
     return study

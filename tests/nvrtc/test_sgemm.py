@@ -7,9 +7,9 @@ import random
 import pytest
 
 from autotune.families.sgemm import TUNABLES, Sgemm
-from autotune.problem import GemmProblem
-from autotune.shapes import named_shapes
-from autotune.space import ARCH_LIMITS, Config
+from autotune.model.problem import GemmProblem
+from autotune.model.shapes import named_shapes
+from autotune.model.space import ARCH_LIMITS, Config
 
 FAMILY = Sgemm()
 LIMITS = ARCH_LIMITS["sm_90"]

@@ -8,9 +8,9 @@ import pytest
 
 from autotune.families import UnsupportedProblem, get_family
 from autotune.families.plan import cdiv
-from autotune.problem import ConvProblem
-from autotune.shapes import named_shapes
-from autotune.space import ARCH_LIMITS, Config
+from autotune.model.problem import ConvProblem
+from autotune.model.shapes import named_shapes
+from autotune.model.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("smem_channels")
 LIMITS = ARCH_LIMITS["sm_90"]
@@ -169,7 +169,7 @@ def test_space_at_a_general_shape_spans_both_extremes() -> None:
 
 
 def test_check_refuses_another_kind_and_space_refuses_oversized_bias() -> None:
-    from autotune.problem import Conv3dProblem
+    from autotune.model.problem import Conv3dProblem
 
     with pytest.raises(UnsupportedProblem) as err:
         FAMILY.check(Conv3dProblem(D=9, R=9, Cc=9, Kd=3, Kr=3, Kc=3))

@@ -9,9 +9,9 @@ import pytest
 
 from autotune.families import UnsupportedProblem, get_family
 from autotune.families.tiled2d import TUNABLES, shared_bytes
-from autotune.problem import ConvProblem
-from autotune.shapes import named_shapes
-from autotune.space import ARCH_LIMITS, Config
+from autotune.model.problem import ConvProblem
+from autotune.model.shapes import named_shapes
+from autotune.model.space import ARCH_LIMITS, Config
 
 FAMILY = get_family("tiled2d")
 LIMITS = ARCH_LIMITS["sm_90"]
@@ -160,7 +160,7 @@ def test_nvrtc_compiles_within_the_assumed_resources(compiler, problem, values) 
 def test_kernel_tuner_spelling_compiles_the_same_source(compiler) -> None:
     """What Kernel Tuner hands NVRTC: '#define NAME value' lines before the source, N and K as
     one-value parameters, no B, C, F, STRIDE."""
-    from autotune.compiler import _nvrtc_compile, parse_resources
+    from autotune.gpu.compiler import _nvrtc_compile, parse_resources
 
     values = dict(COMPILE_SAMPLE[1][1])
     prefix = "".join(f"#define {k} {v}\n" for k, v in {**values, "N": 4096, "K": 5}.items())

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from autotune.compiler import Compiler
 from autotune.families.direct_naive import DirectNaive
-from autotune.problem import ConvProblem
-from autotune.records import Status
-from autotune.space import Config, DeviceLimits
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.gpu.compiler import Compiler
+from autotune.model.problem import ConvProblem
+from autotune.model.records import Status
+from autotune.model.space import Config, DeviceLimits
+from autotune.store.database import Store
+from autotune.tuning.tuner import Tuner, plan_studies
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
 
@@ -176,7 +176,7 @@ def test_unsupported_or_empty_studies_are_skipped_with_a_reason():
 
 def test_a_family_meets_only_its_own_problem_kind():
     from autotune.families.sgemm import Sgemm
-    from autotune.problem import Conv3dProblem, GemmProblem
+    from autotune.model.problem import Conv3dProblem, GemmProblem
 
     gemm = GemmProblem(M=37, N=61, K=29)
     cube = Conv3dProblem(D=8, R=8, Cc=8, Kd=3, Kr=3, Kc=3)
@@ -192,7 +192,7 @@ def test_a_family_meets_only_its_own_problem_kind():
 
 def test_gemm_studies_run_and_record_their_scratch_bytes(compiler, store):
     from autotune.families.sgemm import Sgemm
-    from autotune.problem import GemmProblem
+    from autotune.model.problem import GemmProblem
     from tests.conftest import SyntheticEvaluator
 
     problem = GemmProblem(M=1, N=1000, K=4096)
@@ -210,8 +210,8 @@ def test_gemm_studies_run_and_record_their_scratch_bytes(compiler, store):
 
 
 def test_job_timeout_grows_with_work_and_the_best_time_within_floor_and_ceiling():
-    from autotune.device import TimingPolicy
-    from autotune.tuner import JOB_TIMEOUT_CEILING_S, JOB_TIMEOUT_FLOOR_S, job_timeout_s
+    from autotune.gpu.session import TimingPolicy
+    from autotune.tuning.tuner import JOB_TIMEOUT_CEILING_S, JOB_TIMEOUT_FLOOR_S, job_timeout_s
 
     timing = TimingPolicy()
     tiny = job_timeout_s(10**6, timing)
@@ -248,8 +248,8 @@ def test_a_finished_study_is_ranked_last_whatever_its_size(compiler, store, synt
 
 
 def test_estimated_cost_grows_with_size_and_evaluations():
-    from autotune.device import TimingPolicy
-    from autotune.tuner import estimated_cost_s
+    from autotune.gpu.session import TimingPolicy
+    from autotune.tuning.tuner import estimated_cost_s
 
     timing = TimingPolicy()
     assert estimated_cost_s(10**9, 0, timing) == 0

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from autotune.claims import StudyClaims, host_identity, process_gone
-from autotune.compiler import Compiler, CompilerUnavailable, nvrtc_version
 from autotune.families.direct_naive import DirectNaive
-from autotune.problem import ConvProblem
-from autotune.records import DeviceInfo, Measurement
-from autotune.space import Config, DeviceLimits
-from autotune.store import SCHEMA_VERSION, Store, StudyClaim
-from autotune.tuner import Tuner, plan_studies
+from autotune.gpu.compiler import Compiler, CompilerUnavailable, nvrtc_version
+from autotune.model.problem import ConvProblem
+from autotune.model.records import DeviceInfo, Measurement
+from autotune.model.space import Config, DeviceLimits
+from autotune.store.database import SCHEMA_VERSION, Store, StudyClaim
+from autotune.tuning.claims import StudyClaims, host_identity, process_gone
+from autotune.tuning.tuner import Tuner, plan_studies
 from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
 from tests.campaign_worker import evaluated as logged
 from tests.conftest import SyntheticEvaluator

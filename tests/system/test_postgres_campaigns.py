@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from autotune.compiler import CompilerUnavailable, nvrtc_version
-from autotune.store import Store
-from autotune.workers import WorkerSpec, run_workers
+from autotune.gpu.compiler import CompilerUnavailable, nvrtc_version
+from autotune.store.database import Store
+from autotune.tuning.workers import WorkerSpec, run_workers
 from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
 from tests.campaign_worker import evaluated as logged
 from tests.pg_server import pg_server, pg_url  # noqa: F401 - fixtures

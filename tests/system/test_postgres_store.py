@@ -8,12 +8,12 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from autotune.claims import StudyClaims
-from autotune.problem import ConvProblem
-from autotune.records import DeviceInfo, Measurement, Status
-from autotune.space import Config
-from autotune.status import claims_status, format_status, run_status, runs_since
-from autotune.store import SCHEMA_VERSION, Store, StudyClaim
+from autotune.model.problem import ConvProblem
+from autotune.model.records import DeviceInfo, Measurement, Status
+from autotune.model.space import Config
+from autotune.reports.activity import claims_status, format_status, run_status, runs_since
+from autotune.store.database import SCHEMA_VERSION, Store, StudyClaim
+from autotune.tuning.claims import StudyClaims
 from tests.pg_server import pg_server, pg_url  # noqa: F401 - fixtures
 
 DEVICE = DeviceInfo(name="Synthetic GPU", compute_capability="9.0", sm_count=132)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import autotune
-from autotune.campaign import CEILING_FMA_SOURCE
 from autotune.families import FAMILIES, conv2d, conv3d, gemm, smem_channels
-from autotune.recording import SUBSPACE_DIR
-from autotune.shapes import SHAPE_SETS_FILE
+from autotune.model.shapes import SHAPE_SETS_FILE
+from autotune.replay.recording import SUBSPACE_DIR
+from autotune.tuning.baselines import CEILING_FMA_SOURCE
 
 pytestmark = pytest.mark.slow
 

@@ -7,12 +7,12 @@ import json
 
 from click.testing import CliRunner
 
-from autotune.app import main
 from autotune.bench import scaling
-from autotune.problem import ConvProblem
-from autotune.records import DeviceInfo, Measurement
-from autotune.space import Config
-from autotune.store import Store
+from autotune.cli.app import main
+from autotune.model.problem import ConvProblem
+from autotune.model.records import DeviceInfo, Measurement
+from autotune.model.space import Config
+from autotune.store.database import Store
 
 
 def _fake_campaign(calls):
@@ -84,7 +84,7 @@ def test_scaling_input_errors() -> None:
 
 
 def test_stopped_slow_candidates_are_not_counted_as_failures(tmp_path) -> None:
-    from autotune.records import Status
+    from autotune.model.records import Status
 
     storage = str(tmp_path / "s.db")
     with Store(storage) as store:

@@ -8,10 +8,10 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
-import autotune.evaluator
-import autotune.store
-from autotune.app import main
-from autotune.store import Store, hide_passwords
+import autotune.gpu.evaluator
+import autotune.store.database
+from autotune.cli.app import main
+from autotune.store.database import Store, hide_passwords
 from tests.conftest import SyntheticEvaluator
 
 SECRET = "s3cr3t-Pa55"
@@ -38,9 +38,9 @@ def test_run_and_status_never_show_the_password(tmp_path, monkeypatch) -> None:
     db = tmp_path / "r.db"
     # The PostgreSQL URL leads to an SQLite file: what is under test is what is shown and stored.
     real_store = Store
-    monkeypatch.setattr(autotune.store, "Store", lambda url, **kw: real_store(db, **kw))
+    monkeypatch.setattr(autotune.store.database, "Store", lambda url, **kw: real_store(db, **kw))
     monkeypatch.setattr(
-        autotune.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
+        autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
     )
     args = ["run", "--family", "direct_naive", "--shape", "N=9,K=3,C=1,F=2", "--no-baseline"]
     args += ["--budget", "2", "--storage", URL]

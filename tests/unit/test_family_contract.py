@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from autotune.families import FAMILIES, UnsupportedProblem, get_family
-from autotune.problem import Conv3dProblem, ConvProblem, GemmProblem
-from autotune.shapes import named_shapes, shape_set_names
-from autotune.space import ARCH_LIMITS
+from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem
+from autotune.model.shapes import named_shapes, shape_set_names
+from autotune.model.space import ARCH_LIMITS
 
 LIMITS = ARCH_LIMITS["sm_90"]
 # CUDA's limits on a launch (compute capability 9.0): block dimensions and grid dimensions.

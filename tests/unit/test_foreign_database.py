@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import autotune.evaluator
-from autotune.app import main
-from autotune.device import NoGpu
-from autotune.store import Store, StoreError
+import autotune.gpu.evaluator
+from autotune.cli.app import main
+from autotune.gpu.session import NoGpu
+from autotune.store.database import Store, StoreError
 from tests.conftest import SyntheticEvaluator
 
 RUN = ["run", "--family", "direct_naive", "--shape", "N=9,K=3,C=1,F=2", "--no-baseline"]
@@ -45,7 +45,7 @@ def fingerprint(path: Path) -> tuple[str, list[str]]:
 @pytest.fixture
 def synthetic_gpu(monkeypatch):
     monkeypatch.setattr(
-        autotune.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
+        autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
     )
 
 
@@ -100,7 +100,7 @@ def test_a_run_that_finds_no_gpu_leaves_no_results_file(tmp_path, monkeypatch) -
     def no_gpu(index=0):
         raise NoGpu("CUDA driver not found")
 
-    monkeypatch.setattr(autotune.evaluator, "GpuEvaluator", no_gpu)
+    monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", no_gpu)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, RUN)  # the default storage, results/autotune.db
     assert result.exit_code == 1, result.output

@@ -16,12 +16,12 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import autotune.evaluator
-from autotune.app import main
-from autotune.problem import ConvProblem
-from autotune.records import Measurement
-from autotune.space import Config
-from autotune.store import Store
+import autotune.gpu.evaluator
+from autotune.cli.app import main
+from autotune.model.problem import ConvProblem
+from autotune.model.records import Measurement
+from autotune.model.space import Config
+from autotune.store.database import Store
 from tests.conftest import SyntheticEvaluator
 
 # Each example is a whole CLI run (a valid one compiles once, then hits the cubin cache); 400
@@ -185,7 +185,7 @@ def results_db(tmp_path_factory) -> Path:
 @pytest.fixture
 def workdir(tmp_path, monkeypatch, results_db):
     monkeypatch.setattr(
-        autotune.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
+        autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
     )
     return tmp_path
 

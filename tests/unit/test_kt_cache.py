@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from autotune.app import main
-from autotune.kt_cache import KtCacheError, kt_cache, read_kt_file
-from autotune.problem import RecordedProblem, problem_from_dict
-from autotune.recorded import ListedSpace
-from autotune.recording import load_recording, load_recordings, save_recording
-from autotune.records import Status
-from autotune.space import Config
+from autotune.cli.app import main
+from autotune.model.problem import RecordedProblem, problem_from_dict
+from autotune.model.records import Status
+from autotune.model.space import Config
+from autotune.replay.kt_cache import KtCacheError, kt_cache, read_kt_file
+from autotune.replay.recorded import ListedSpace
+from autotune.replay.recording import load_recording, load_recordings, save_recording
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "kernel_tuner"
 REPO = Path(__file__).resolve().parents[2]
@@ -232,7 +232,7 @@ def test_run_replays_a_recorded_space_through_the_tuner(tmp_path) -> None:
 def test_a_replay_starts_at_the_best_configs_of_the_same_space_on_another_gpu(tmp_path) -> None:
     """Transfer across GPUs in the tuner: with GPU B's evaluations of the same family and shape
     in the store, GPU A's study asks B's best config first (B's optimum is block 128)."""
-    from autotune.store import Store
+    from autotune.store.database import Store
 
     db = f"sqlite:///{tmp_path / 'both.db'}"
     for device, shift, budget in (("GPU B", 1, "24"), ("GPU A", 0, "1")):

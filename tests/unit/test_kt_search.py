@@ -7,8 +7,8 @@ import pytest
 
 from autotune.bench.kt_search import TRANSFER_GPU, other_devices, versus_kt
 from autotune.bench.search import Case, benchmark
-from autotune.kt_cache import read_kt_file
-from autotune.space import Config
+from autotune.model.space import Config
+from autotune.replay.kt_cache import read_kt_file
 from autotune.strategies.transfer import device_seeds
 from tests.unit.test_kt_cache import cache_data, write
 
@@ -50,7 +50,7 @@ def test_local_search_restarts_off_a_plateau_of_near_equal_configs() -> None:
     without restarts, stays there for all 300 evaluations; restarting the walk finds the
     optimum."""
     from autotune.bench import search
-    from autotune.recording import load_recording
+    from autotune.replay.recording import load_recording
     from tests.unit.test_kt_cache import REPO
 
     path = REPO / "results/recordings/kernel_tuner/pnpoly_NVIDIA_GeForce_RTX_3090.jsonl.gz"

@@ -7,12 +7,12 @@ from types import MappingProxyType
 
 from autotune.families.direct_naive import DirectNaive
 from autotune.families.implicit_gemm import ImplicitGemm
-from autotune.problem import ConvProblem
-from autotune.recording import Outcome, RecordedStudy, load_recording, save_recording
-from autotune.records import Measurement, Status
-from autotune.space import Config, DeviceLimits
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.model.problem import ConvProblem
+from autotune.model.records import Measurement, Status
+from autotune.model.space import Config, DeviceLimits
+from autotune.replay.recording import Outcome, RecordedStudy, load_recording, save_recording
+from autotune.store.database import Store
+from autotune.tuning.tuner import Tuner, plan_studies
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.problem import (
+from autotune.model.problem import (
     Conv3dProblem,
     ConvProblem,
     GemmProblem,

@@ -9,9 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from autotune.problem import Conv3dProblem, ConvProblem, GemmProblem
-from autotune.records import DeviceInfo, Measurement, Status
-from autotune.report import (
+from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem
+from autotune.model.records import DeviceInfo, Measurement, Status
+from autotune.model.space import Config
+from autotune.reports.markdown import write_report
+from autotune.reports.tables import (
     ReportError,
     best_table,
     chen_table1,
@@ -21,9 +23,7 @@ from autotune.report import (
     plot_roofline,
     plot_speedup,
 )
-from autotune.report_md import write_report
-from autotune.space import Config
-from autotune.store import Store
+from autotune.store.database import Store
 
 REQUIRED_CSV = "device,family,B,N,K,C,F,stride,config,time_ms,gflops"
 SHAPES = [ConvProblem(N=n, K=3, C=c, F=16) for n, c in ((64, 3), (32, 16), (16, 64))]
@@ -419,7 +419,7 @@ def test_report_has_gemm_and_conv3d_tables(kinds: Store, tmp_path: Path) -> None
 
 @pytest.mark.slow
 def test_chen_general_beside_the_papers_table1_and_its_losses(lab: Store, tmp_path: Path) -> None:
-    from autotune.shapes import named_shapes
+    from autotune.model.shapes import named_shapes
 
     device_id = lab.register_device(FAKE)
     run_id = lab.start_run(device_id, "autotune run", {})

@@ -13,11 +13,14 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from autotune.app import main
 from autotune.bench.search import COLUMNS, Case, benchmark, expected_random, p_score
+from autotune.cli.app import main
 from autotune.families import get_family
-from autotune.problem import ConvProblem
-from autotune.recording import (
+from autotune.model.problem import ConvProblem
+from autotune.model.records import DeviceInfo, Measurement, Status
+from autotune.model.space import ARCH_LIMITS, Config
+from autotune.replay.evaluator import ReplayCompiler, ReplayEvaluator, ReplayMissing
+from autotune.replay.recording import (
     SUBSPACE_DIR,
     Outcome,
     RecordedStudy,
@@ -27,14 +30,11 @@ from autotune.recording import (
     restrict,
     save_recording,
 )
-from autotune.records import DeviceInfo, Measurement, Status
-from autotune.replay import ReplayCompiler, ReplayEvaluator, ReplayMissing
-from autotune.space import ARCH_LIMITS, Config
-from autotune.store import Store
+from autotune.store.database import Store
 from autotune.strategies import make_strategy
 from autotune.strategies.local import Coordinates
 from autotune.strategies.transfer import Transfer, shape_distance, transfer_seeds
-from autotune.tuner import Tuner, plan_studies
+from autotune.tuning.tuner import Tuner, plan_studies
 
 DEVICE = "Recorded GPU"
 SHAPES = [

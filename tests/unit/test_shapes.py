@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.problem import Conv3dProblem, ConvProblem, GemmProblem, ProblemError
-from autotune.shapes import (
+from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem, ProblemError
+from autotune.model.shapes import (
     collect_shapes,
     named_shapes,
     shape_set_kinds,

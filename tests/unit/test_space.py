@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from autotune.space import Config, DeviceLimits, Expression, SearchSpace, SpaceError
+from autotune.model.space import Config, DeviceLimits, Expression, SearchSpace, SpaceError
 
 
 @pytest.mark.parametrize(

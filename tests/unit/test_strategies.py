@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from autotune.space import BoundSpace, Config, DeviceLimits, SearchSpace
+from autotune.model.space import BoundSpace, Config, DeviceLimits, SearchSpace
 from autotune.strategies import (
     DEFAULT_STRATEGY,
     STRATEGIES,

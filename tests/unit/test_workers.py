@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from autotune import workers
-from autotune.app import main
-from autotune.records import DeviceInfo, Measurement
-from autotune.space import Config
-from autotune.store import Store, StudyClaim
-from autotune.workers import (
+from autotune.cli.app import main
+from autotune.model.records import DeviceInfo, Measurement
+from autotune.model.space import Config
+from autotune.store.database import Store, StudyClaim
+from autotune.tuning import workers
+from autotune.tuning.workers import (
     GpuListError,
     WorkerSpec,
     gpu_worker_specs,
@@ -170,7 +170,7 @@ def test_status_cli_shows_runs_and_claims(tmp_path) -> None:
             store.claim(device_id, "direct_naive", "N=9,K=3,C=1,F=2", holder, time.time()) is None
         )
         config = Config.of({"BLOCK_X": 8, "BLOCK_Y": 4, "FILTER_IN_CONST": 0})
-        from autotune.problem import ConvProblem
+        from autotune.model.problem import ConvProblem
 
         problem = ConvProblem(N=9, K=3, C=1, F=2)
         store.record(live, device_id, "direct_naive", problem, config, _ok(), problem.flops)

@@ -12,10 +12,10 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
-from autotune.compiler import Compiler
+from autotune.gpu.compiler import Compiler
 from autotune.families import get_family
-from autotune.problem import Conv3dProblem
-from autotune.space import Config
+from autotune.model.problem import Conv3dProblem
+from autotune.model.space import Config
 
 FAMILY = get_family("conv3d")
 BLOG = Conv3dProblem(D=256, R=128, Cc=128, Kd=5, Kr=5, Kc=5)

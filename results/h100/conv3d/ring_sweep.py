@@ -3,14 +3,14 @@ from __future__ import annotations
 import json, os, random, sys, time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from autotune.compiler import Compiler
-from autotune.device import TimingPolicy
-from autotune.evaluator import GpuEvaluator
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.session import TimingPolicy
+from autotune.gpu.evaluator import GpuEvaluator
 from autotune.families import get_family
-from autotune.shapes import named_shapes
-from autotune.space import Config
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.model.shapes import named_shapes
+from autotune.model.space import Config
+from autotune.store.database import Store
+from autotune.tuning.tuner import Tuner, plan_studies
 
 F = get_family("conv3d")
 OLD = {

@@ -9,15 +9,15 @@ import sys
 import time
 from pathlib import Path
 
-from autotune.compiler import Compiler
-from autotune.device import TimingPolicy
-from autotune.evaluator import GpuEvaluator
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.session import TimingPolicy
+from autotune.gpu.evaluator import GpuEvaluator
 from autotune.families import FAMILIES
-from autotune.problem import ConvProblem
-from autotune.records import Status
-from autotune.space import Config
-from autotune.store import Store
-from autotune.tuner import Tuner, plan_studies
+from autotune.model.problem import ConvProblem
+from autotune.model.records import Status
+from autotune.model.space import Config
+from autotune.store.database import Store
+from autotune.tuning.tuner import Tuner, plan_studies
 
 OUT = Path(os.environ.get("OUT", "/tmp"))
 LIMIT_S = float(sys.argv[1]) if len(sys.argv) > 1 else 200

@@ -14,13 +14,13 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
-from autotune.compiler import Compiler
-from autotune.device import GpuSession, _load_module
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.session import GpuSession, _load_module
 from autotune.families import get_family
-from autotune.problem import problem_from_dict
-from autotune.space import Config
-from autotune.store import Store
-from autotune.timing import TimingPolicy
+from autotune.model.problem import problem_from_dict
+from autotune.model.space import Config
+from autotune.store.database import Store
+from autotune.gpu.timing import TimingPolicy
 
 ROOT = Path(__file__).resolve().parents[3]
 SHAPE = "D=256,R=128,Cc=128,Kd=5,Kr=5,Kc=5"

@@ -13,9 +13,9 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
-from autotune.compiler import Compiler
-from autotune.device import GpuSession
-from autotune.timing import flush_bytes
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.session import GpuSession
+from autotune.gpu.timing import flush_bytes
 
 ROOT = Path(__file__).resolve().parents[3]
 STORE = r"""

@@ -1,0 +1,1 @@
+"""The command line: click commands that wire the rooms together."""

@@ -1,0 +1,68 @@
+"""`autotune export-recording`: studies of a results database to a recording file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from autotune.cli.main import (
+    SHAPE_METAVAR,
+    friendly_errors,
+    protocol_option,
+    storage_option,
+    writing,
+)
+from autotune.families import get_family
+from autotune.model.problem import parse_shape
+
+
+@click.command("export-recording")
+@click.option("--family", "families", multiple=True, metavar="NAME", help="Only these families.")
+@click.option("--shape", "shapes", multiple=True, metavar=SHAPE_METAVAR, help="Only these shapes.")
+@click.option("--device", default=None, help="Only this device (name as stored).")
+@click.option(
+    "--subspace",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Recording subspaces (TOML of pinned value lists per family), as given to `run`: only "
+    "evaluations inside them are kept, and exhaustiveness is judged against them.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The recording to write (gzip'd JSON lines, e.g. results/recordings/h100.jsonl.gz).",
+)
+@click.option("--exhaustive-only", is_flag=True, help="Leave out studies that miss a valid config.")
+@protocol_option
+@storage_option
+@friendly_errors
+def export_recording(
+    families, shapes, device, subspace, output, exhaustive_only, protocol, storage
+):
+    """Export stored evaluations (config, status, time) per study to a compact recording, for
+    `autotune run --replay` and `autotune bench search`. Says which studies are exhaustive: every
+    valid configuration of the (sub)space recorded."""
+    from autotune.replay.recording import export_studies, load_pins, save_recording
+    from autotune.store.database import Store
+
+    for name in families:
+        get_family(name)
+    keys = [parse_shape(s).key for s in shapes]
+    pins = load_pins(subspace)
+    store = Store(storage, create=False, protocol=protocol)
+    studies = export_studies(store, device, families, keys, pins, protocol)
+    kept = []
+    for s in studies:
+        space = s.space()
+        missing = s.missing(space)
+        state = "exhaustive" if not missing else f"{missing} valid configs missing"
+        click.echo(f"{s.device} {s.name}: {len(s.outcomes)} of {len(space)} recorded, {state}")
+        if missing == 0 or not exhaustive_only:
+            kept.append(s)
+    if not kept:
+        raise click.ClickException("no study to export")
+    with writing("--output", output):
+        path = save_recording(kept, output)
+    click.echo(f"autotune: wrote {len(kept)} studies to {path}", err=True)

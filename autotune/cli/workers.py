@@ -1,0 +1,127 @@
+"""The command-line side of campaigns over several GPUs: `run --gpus` and `autotune status`."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from autotune.cli.interrupt import terminate_as_interrupt
+
+LOG_ROOT = Path("results") / "logs"
+PRINT_EVERY_S = 15.0  # a progress line this often when stderr is not a terminal
+
+
+class CampaignPrinter:
+    """One status line for the whole campaign (a terminal), or a line every 15 s (a log)."""
+
+    def __init__(self, stream=None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.last_print = float("-inf")
+        self.width = 0
+
+    def __call__(self, p) -> None:
+        from autotune.cli.main import format_duration
+
+        line = (
+            f"campaign: {p.evaluations} evaluations recorded, {p.studies_held} studies being "
+            f"tuned, {p.alive}/{p.workers} workers running, elapsed {format_duration(p.elapsed_s)}"
+        )
+        if self.tty:
+            self.stream.write("\r" + line + " " * max(0, self.width - len(line)))
+            self.width = len(line)
+            if p.alive == 0:
+                self.stream.write("\n")
+            self.stream.flush()
+            return
+        now = time.monotonic()
+        if p.alive == 0 or now - self.last_print >= PRINT_EVERY_S:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+            self.last_print = now
+
+
+def run_on_gpus(
+    gpus_text: str, storage: str, argv: list[str], log_root: Path = LOG_ROOT, share: bool = False
+) -> int:
+    """`autotune run ... --gpus LIST`: one `autotune run ... --gpu i` per GPU on the same
+    storage; returns the exit code (non-zero if any worker failed, 130 after Ctrl-C)."""
+    from autotune.cli.main import format_duration
+    from autotune.store.database import hide_passwords
+    from autotune.tuning.workers import (
+        GpuListError,
+        gpu_worker_specs,
+        log_tail,
+        parse_gpus,
+        run_workers,
+        visible_gpu_count,
+    )
+
+    try:
+        gpus = parse_gpus(gpus_text, visible_gpu_count)
+    except GpuListError as err:
+        raise click.UsageError(str(err)) from None
+    if not argv or argv[0] != "run":
+        raise click.UsageError("--gpus: cannot tell the run command's own arguments")
+    log_dir = log_root / datetime.now().strftime("run-%Y%m%d-%H%M%S")
+    specs = gpu_worker_specs(argv, gpus, log_dir)
+    click.echo(
+        f"autotune: {len(specs)} workers (GPUs {', '.join(map(str, gpus))}) on storage "
+        f"{hide_passwords(storage)}; their output goes to {log_dir}/",
+        err=True,
+    )
+    # A scheduler's SIGTERM stops the workers the way Ctrl-C does (each is told, then waited for).
+    with terminate_as_interrupt():
+        outcome = run_workers(specs, storage, on_progress=CampaignPrinter(), share=share)
+    for name in outcome.failed:
+        spec = next(s for s in specs if s.name == name)
+        code = outcome.returncodes[name]
+        click.echo(f"autotune: worker {name} failed (exit code {code}); its log ends:", err=True)
+        click.echo(log_tail(spec.log), err=True)
+    click.echo(
+        f"autotune: {outcome.evaluations} new evaluations by {len(specs)} workers in "
+        f"{format_duration(outcome.elapsed_s)}"
+        + ("; interrupted: run the same command to resume" if outcome.interrupted else "")
+        + (f"; {len(outcome.failed)} failed" if outcome.failed else ""),
+        err=True,
+    )
+    return outcome.exit_code
+
+
+@click.command()
+@click.option(
+    "--minutes",
+    type=click.FloatRange(min=0, min_open=True),
+    default=5.0,
+    show_default=True,
+    help="Count each run's evaluations of this many last minutes.",
+)
+@click.option("--all", "all_runs", is_flag=True, help="Every run, not only the active ones.")
+@click.option(
+    "--storage",
+    default="results/autotune.db",
+    show_default=True,
+    help="Results database: a SQLite file path or any SQLAlchemy URL.",
+)
+def status(minutes, all_runs, storage) -> None:
+    """Per-run (per-worker) progress from the database: the runs that are unfinished, hold a
+    study or recorded lately, with host, command, evaluations and lease left; then the studies
+    claimed now."""
+    from autotune.reports.activity import claims_status, format_status, run_status
+    from autotune.store.database import Store, StoreError
+
+    try:
+        with Store(storage, create=False) as store:
+            runs = run_status(store, minutes, all_runs)
+            claims = claims_status(store)
+    except StoreError as err:
+        click.echo(f"autotune: {err}", err=True)
+        sys.exit(1)
+    click.echo(format_status(runs, claims, minutes), nl=False)
+
+
+__all__ = ["CampaignPrinter", "run_on_gpus", "status"]

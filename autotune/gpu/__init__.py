@@ -1,0 +1,1 @@
+"""The GPU side: NVRTC compilation, the worker session, the timer and the checked tasks."""

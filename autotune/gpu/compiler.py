@@ -1,0 +1,401 @@
+"""CUDA source + defines -> cubin through NVRTC, with the ptxas resource report; no GPU needed."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import multiprocessing as mp
+import os
+import re
+import stat
+import tempfile
+import threading
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autotune.families.base import KernelPlan
+from autotune.model.records import Resources
+from autotune.model.space import Value
+
+DEFAULT_OPTIONS = ("-std=c++17", "-Xptxas=-v", "--fmad=true")
+ELF_MAGIC = b"\x7fELF"  # every cubin is an ELF file
+
+
+class CompileError(RuntimeError):
+    """NVRTC refused the source; the message holds its log."""
+
+
+class CompilerUnavailable(RuntimeError):
+    """No NVRTC library could be loaded."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledKernel:
+    cubin: bytes
+    arch: str
+    resources: dict[str, Resources]  # per entry name
+    log: str
+    compile_s: float
+    key: str
+    cached: bool = False
+
+    @property
+    def max_registers(self) -> int:
+        return max((r.registers for r in self.resources.values()), default=0)
+
+    @property
+    def max_smem_bytes(self) -> int:
+        return max((r.smem_bytes for r in self.resources.values()), default=0)
+
+    @property
+    def spills(self) -> int:
+        return sum(r.spill_stores + r.spill_loads for r in self.resources.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# NVRTC through ctypes: from PyPI's NVRTC wheels (nvidia-cuda-nvrtc for CUDA 13,
+# nvidia-cuda-nvrtc-cu12 for CUDA 12; both may be installed side by side), else wherever
+# cuda.pathfinder or the system's loader finds one.
+
+# Where each NVRTC wheel puts its library under site-packages/nvidia/, by CUDA major version.
+WHEEL_LIBRARIES = {13: "cu13/lib/libnvrtc.so.13", 12: "cuda_nvrtc/lib/libnvrtc.so.12"}
+
+_libs: dict[int | None, ctypes.CDLL] = {}
+_lib_lock = threading.Lock()
+
+
+def cupy_cuda_major() -> int | None:
+    """The CUDA major version of the installed CuPy wheel (cupy-cuda12x or cupy-cuda13x), from its
+    metadata, without importing CuPy; None without one."""
+    for major in sorted(WHEEL_LIBRARIES, reverse=True):
+        try:
+            importlib.metadata.version(f"cupy-cuda{major}x")
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        return major
+    return None
+
+
+def wheel_nvrtc_libraries() -> dict[int, Path]:
+    """The libraries of the installed NVRTC wheels, by CUDA major version."""
+    spec = importlib.util.find_spec("nvidia")
+    roots = list(spec.submodule_search_locations or []) if spec else []
+    found: dict[int, Path] = {}
+    for major, relative in WHEEL_LIBRARIES.items():
+        for root in roots:
+            if (Path(root) / relative).is_file():
+                found[major] = Path(root) / relative
+                break
+    return found
+
+
+def _open_wheel_library(path: Path) -> ctypes.CDLL:
+    # NVRTC loads its builtins library by name at the first compile, and the 13.0 wheel's library
+    # has no RUNPATH to find it beside itself: load it first, globally (as cuda.pathfinder does).
+    for builtins in sorted(path.parent.glob("libnvrtc-builtins.so.*")):
+        ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
+    return ctypes.CDLL(str(path))
+
+
+def load_nvrtc(major: int | None = None) -> ctypes.CDLL:
+    """NVRTC of CUDA `major`. With None, the one this process compiles with: a wheel's of the
+    installed CuPy's major (its cubins must load on the driver CuPy runs on), else the newest."""
+    with _lib_lock:
+        if major not in _libs:
+            _libs[major] = _find_nvrtc(major)
+        return _libs[major]
+
+
+def _find_nvrtc(major: int | None) -> ctypes.CDLL:
+    errors = []
+    wheels = wheel_nvrtc_libraries()
+    preferred = major if major is not None else cupy_cuda_major()
+    for m in sorted(wheels, key=lambda m: (m != preferred, -m)):
+        if major is None or m == major:
+            try:
+                return _open_wheel_library(wheels[m])
+            except OSError as err:
+                errors.append(str(err))
+    if major is None:
+        try:
+            from cuda.pathfinder import load_nvidia_dynamic_lib
+
+            return ctypes.CDLL(load_nvidia_dynamic_lib("nvrtc").abs_path)
+        except Exception as err:  # pathfinder missing, or no nvrtc where it looks
+            errors.append(str(err))
+    majors = [major] if major is not None else sorted(WHEEL_LIBRARIES, reverse=True)
+    names = [f"libnvrtc.so.{m}" for m in majors]
+    if major is None:
+        names = [ctypes.util.find_library("nvrtc"), *names, "libnvrtc.so"]
+    for name in names:
+        if not name:
+            continue
+        try:
+            return ctypes.CDLL(name)
+        except OSError as err:
+            errors.append(str(err))
+    which = f"NVRTC {major}" if major is not None else "NVRTC"
+    raise CompilerUnavailable(f"cannot load {which}: " + "; ".join(errors))
+
+
+def nvrtc_version(major: int | None = None) -> str:
+    lib = load_nvrtc(major)
+    major_out, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major_out), ctypes.byref(minor))
+    return f"{major_out.value}.{minor.value}"
+
+
+def _check(lib: ctypes.CDLL, code: int, what: str) -> None:
+    if code != 0:
+        lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+        raise CompileError(f"{what}: {lib.nvrtcGetErrorString(code).decode()}")
+
+
+def _nvrtc_compile(
+    source: str, name: str, options: list[str], major: int | None = None
+) -> tuple[bytes, str]:
+    lib = load_nvrtc(major)
+    prog = ctypes.c_void_p()
+    _check(
+        lib,
+        lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None),
+        "nvrtcCreateProgram",
+    )
+    try:
+        opts = [o.encode() for o in options]
+        status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        log = buf.value.decode(errors="replace")
+        if status != 0:
+            raise CompileError(log.strip() or f"NVRTC status {status}")
+        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        cubin = ctypes.create_string_buffer(size.value)
+        _check(lib, lib.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+        return cubin.raw, log
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+# ---------------------------------------------------------------------------------------------
+# ptxas report
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_PROPS = re.compile(r"Function properties for (\S+)")
+_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
+
+
+def parse_resources(log: str) -> dict[str, Resources]:
+    """Per-entry registers, static shared memory and spills from ptxas -v output."""
+    found: dict[str, dict[str, int]] = {}
+    current: str | None = None
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            current = m.group(1)
+            found.setdefault(current, {})
+            continue
+        if m := _PROPS.search(line):
+            current = m.group(1)
+            found.setdefault(current, {})
+            continue
+        if current is None:
+            continue
+        entry = found[current]
+        if m := _STACK.search(line):
+            entry["stack_bytes"], entry["spill_stores"], entry["spill_loads"] = map(int, m.groups())
+        if m := _USED.search(line):
+            entry["registers"] = int(m.group(1))
+            if s := _SMEM.search(line):
+                entry["smem_bytes"] = int(s.group(1))
+            if c := _CMEM.search(line):
+                entry["cmem_bytes"] = int(c.group(1))
+    return {name: Resources(**values) for name, values in found.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# The compiler
+
+
+def _define_flag(name: str, value: Value) -> str:
+    if isinstance(value, bool):
+        value = int(value)
+    return f"-D{name}={value}"
+
+
+@dataclass
+class Compiler:
+    """Compiles kernel plans for one arch; caches cubins on disk under everything that can change
+    the binary (source text, defines, arch, options, NVRTC version)."""
+
+    arch: str = "sm_90"
+    cache_dir: Path | None = None
+    options: tuple[str, ...] = DEFAULT_OPTIONS
+    _version: str = field(default="", init=False)
+    _pool: Executor | None = field(default=None, init=False, repr=False)
+    cache_error: str | None = field(default=None, init=False)  # why the cache was not written
+
+    # NVRTC serialises compilations within a process (measured on 2 cores, 8 compiles of a
+    # 17 x 17 tiled2d kernel: 9.9 s on one thread, 8.7 s on two; 8.4 s in one worker process,
+    # 5.3 s in two), so the parallel work goes to worker processes. Only the NVRTC call crosses
+    # over (source, name, flags in; cubin bytes and log out); the cache stays in this process.
+    def start_pool(self, processes: int) -> None:
+        """Compile in `processes` worker processes from now on, until stop_pool()."""
+        self.stop_pool()
+        if processes > 1:
+            # Spawned, not forked: the parent holds threads and database connections.
+            self._pool = ProcessPoolExecutor(processes, mp_context=mp.get_context("spawn"))
+
+    def stop_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    @property
+    def version(self) -> str:
+        if not self._version:
+            self._version = nvrtc_version()
+        return self._version
+
+    def _flags(self, defines: tuple[tuple[str, Value], ...]) -> list[str]:
+        return [f"-arch={self.arch}", *self.options, *(_define_flag(k, v) for k, v in defines)]
+
+    def cache_key(self, source_text: str, defines: tuple[tuple[str, Value], ...]) -> str:
+        material = json.dumps(
+            {
+                "source": hashlib.sha256(source_text.encode()).hexdigest(),
+                "flags": self._flags(tuple(sorted(defines))),
+                "nvrtc": self.version,
+            },
+            sort_keys=True,
+        )
+        return hashlib.sha256(material.encode()).hexdigest()[:32]
+
+    def compile(self, plan: KernelPlan) -> CompiledKernel:
+        return self.compile_source(plan.source, plan.defines)
+
+    def compile_source(
+        self, source: Path, defines: tuple[tuple[str, Value], ...]
+    ) -> CompiledKernel:
+        text = Path(source).read_text()
+        key = self.cache_key(text, defines)
+        cached = self._read_cache(key)
+        if cached is not None:
+            return cached
+        start = time.perf_counter()
+        args = (text, Path(source).name, self._flags(defines))
+        pool = self._pool
+        if pool is None:
+            cubin, log = _nvrtc_compile(*args)
+        else:
+            try:
+                cubin, log = pool.submit(_nvrtc_compile, *args).result()
+            except BrokenProcessPool:
+                # A worker died inside NVRTC: this candidate fails, the next ones get a new pool.
+                with _lib_lock:
+                    if self._pool is pool:
+                        self.start_pool(pool._max_workers)  # type: ignore[attr-defined]
+                raise CompileError("the NVRTC worker process died compiling this") from None
+        compiled = CompiledKernel(
+            cubin=cubin,
+            arch=self.arch,
+            resources=parse_resources(log),
+            log=log,
+            compile_s=time.perf_counter() - start,
+            key=key,
+        )
+        self._write_cache(compiled)
+        return compiled
+
+    def _read_cache(self, key: str) -> CompiledKernel | None:
+        """The cached kernel, or None (a miss, recompiled and overwritten) for anything that is
+        not an entry this version wrote for this key: missing, corrupt, of another arch or
+        format, a cubin that is not the one the entry describes, or a symbolic link."""
+        if self.cache_dir is None:
+            return None
+        try:
+            meta = json.loads(_read_no_symlink(self.cache_dir / f"{key}.json"))
+            cubin = _read_no_symlink(self.cache_dir / f"{key}.cubin")
+            if (
+                meta["key"] != key
+                or meta["arch"] != self.arch
+                or meta["cubin_sha256"] != hashlib.sha256(cubin).hexdigest()
+                or not cubin.startswith(ELF_MAGIC)
+            ):
+                return None
+            resources = {str(k): Resources(**v) for k, v in meta["resources"].items()}
+            if not all(
+                isinstance(getattr(r, f), int) for r in resources.values() for f in r.__slots__
+            ):
+                return None
+            return CompiledKernel(
+                cubin=cubin,
+                arch=self.arch,
+                resources=resources,
+                log=str(meta["log"]),
+                compile_s=float(meta["compile_s"]),
+                key=key,
+                cached=True,
+            )
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def _write_cache(self, compiled: CompiledKernel) -> None:
+        """Best effort: a cache that cannot be written (read-only, full) costs recompiling, not
+        the run; the first failure is kept in cache_error for the command to report."""
+        if self.cache_dir is None:
+            return
+        meta = {
+            "key": compiled.key,
+            "arch": compiled.arch,
+            "cubin_sha256": hashlib.sha256(compiled.cubin).hexdigest(),
+            "log": compiled.log,
+            "compile_s": compiled.compile_s,
+            "resources": {
+                k: {f: getattr(r, f) for f in r.__slots__} for k, r in compiled.resources.items()
+            },
+        }
+        try:
+            self.cache_dir.mkdir(parents=True, exist_ok=True)
+            # The cubin first, its description last: a reader finds a complete pair or a miss.
+            for suffix, data in ((".cubin", compiled.cubin), (".json", json.dumps(meta).encode())):
+                _write_atomically(self.cache_dir / f"{compiled.key}{suffix}", data)
+        except OSError as err:
+            if self.cache_error is None:
+                self.cache_error = f"{self.cache_dir}: {err.strerror or err}"
+
+
+def _read_no_symlink(path: Path) -> bytes:
+    """A regular file's bytes; OSError for a symbolic link (O_NOFOLLOW) or anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return fh.read()
+
+
+def _write_atomically(final: Path, data: bytes) -> None:
+    """Write data under a fresh name (mkstemp: created exclusively, so never through a planted
+    symlink) and rename it over final (which replaces a link rather than following it)."""
+    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make the entry a miss for other users
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,257 @@
+"""Library baselines (cuDNN through PyTorch, cuBLAS through CuPy) and device ceilings, timed in
+the GPU worker by the same protocol as the tuned kernels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from autotune.families.plan import Buffers, KernelPlan
+from autotune.gpu.session import GpuSession, TimingPolicy
+from autotune.model.problem import ConvProblem, GemmProblem
+from autotune.model.records import Measurement, Status
+
+FMA_CHAINS, FMA_UNROLL = 8, 64  # as in autotune/gpu/ceiling_fma.cu
+FMA_THREADS, FMA_BLOCKS_PER_SM, FMA_ITERATIONS = 256, 8, 2048
+COPY_BYTES = 1 << 30
+SGEMM_SIZE = 8192
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineResult:
+    measurement: Measurement
+    algorithm: str = ""  # the kernels the library launched
+    version: str = ""
+    available: bool = True  # False: the library is missing, so no shape can be measured
+
+
+@dataclass(frozen=True, slots=True)
+class Ceiling:
+    name: str
+    value: float
+    unit: str
+    detail: str
+    samples_ms: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CudnnConv:
+    """cuDNN's forward convolution of one problem through PyTorch: TF32 off, algorithm chosen by
+    cuDNN's own search (benchmark mode), checked against the float64 reference, then timed."""
+
+    problem: ConvProblem
+    buffers: Buffers
+    reference_plan: KernelPlan
+    reference_cubin: bytes
+    reference_key: str
+    tolerance: float
+    timing: TimingPolicy
+    seed: int
+
+    def run(self, session: GpuSession) -> BaselineResult:
+        try:
+            import torch
+        except ImportError:
+            return BaselineResult(
+                Measurement(Status.LAUNCH_ERROR, error="PyTorch is not importable: no cuDNN"),
+                available=False,
+            )
+        if not torch.backends.cudnn.is_available():
+            return BaselineResult(
+                Measurement(Status.LAUNCH_ERROR, error="PyTorch has no cuDNN"), available=False
+            )
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        version = str(torch.backends.cudnn.version())
+        found: dict[str, str] = {}
+
+        def measure() -> Measurement:
+            import cupy as cp
+
+            arrays = session.fresh_inputs(self.buffers, self.seed)
+            x, w = torch.from_dlpack(arrays["x"]), torch.from_dlpack(arrays["w"])
+            stride = self.problem.stride
+
+            def run() -> None:
+                torch.nn.functional.conv2d(x, w, stride=stride)
+
+            y = torch.nn.functional.conv2d(x, w, stride=stride)  # cuDNN's search happens here
+            arrays["y"] = cp.from_dlpack(y)
+            session.sync()
+            rel_error = session.check_outputs(self, arrays)
+            if not rel_error <= self.tolerance:
+                return Measurement(
+                    Status.WRONG_RESULT,
+                    rel_error=rel_error,
+                    error=f"relative L2 error {rel_error:.3e} > tolerance {self.tolerance:.0e}",
+                )
+            found["algorithm"] = _launched_kernels(torch, run)
+            samples = session.time_runs(run, self.timing)
+            return Measurement.from_samples(samples, rel_error=rel_error)
+
+        try:
+            m = session.guarded(measure)
+        finally:
+            torch.cuda.empty_cache()
+        return BaselineResult(m, found.get("algorithm", ""), version)
+
+
+def _launched_kernels(torch, run) -> str:
+    """Names of the GPU kernels one call launches: the algorithm cuDNN picked, in practice."""
+    try:
+        import warnings
+
+        from torch.profiler import ProfilerActivity, profile
+
+        with warnings.catch_warnings(), profile(activities=[ProfilerActivity.CUDA]) as prof:
+            warnings.simplefilter("ignore")  # the profiler warns about its own event buffer
+            run()
+            torch.cuda.synchronize()
+        names = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
+        return "; ".join(names)[:1000]
+    except Exception as err:  # the profiler is a nicety; the timing does not depend on it
+        return f"(unknown: {type(err).__name__})"
+
+
+@dataclass(frozen=True, slots=True)
+class CublasGemm:
+    """cuBLAS SGEMM of one problem through cupy.matmul, as the SGEMM ceiling measures it: FP32
+    storage and compute, TF32 off (CuPy's default; CUPY_TF32=1 would turn it on, and the 1e-5
+    check would then fail). Checked against the float64 reference, then timed."""
+
+    problem: GemmProblem
+    buffers: Buffers
+    reference_plan: KernelPlan
+    reference_cubin: bytes
+    reference_key: str
+    tolerance: float
+    timing: TimingPolicy
+    seed: int
+
+    def run(self, session: GpuSession) -> BaselineResult:
+        import os
+
+        import cupy as cp
+
+        try:
+            handle = cp.cuda.device.get_cublas_handle()
+            version = str(cp.cuda.cublas.getVersion(handle))
+        except Exception as err:  # no cuBLAS library in this CuPy installation
+            return BaselineResult(
+                Measurement(Status.LAUNCH_ERROR, error=f"cuBLAS unavailable: {err}"),
+                available=False,
+            )
+        tf32 = os.environ.get("CUPY_TF32", "0")
+        algorithm = f"cupy.matmul -> cuBLAS GEMM, FP32 compute (CUPY_TF32={tf32})"
+
+        def measure() -> Measurement:
+            arrays = session.fresh_inputs(self.buffers, self.seed)
+            a, b = arrays["a"], arrays["b"]
+            c = cp.full(self.problem.c_shape, cp.nan, dtype=cp.float32)
+
+            def run() -> None:
+                cp.matmul(a, b, out=c)
+
+            run()
+            session.sync()
+            arrays["c"] = c
+            rel_error = session.check_outputs(self, arrays)
+            if not rel_error <= self.tolerance:
+                return Measurement(
+                    Status.WRONG_RESULT,
+                    rel_error=rel_error,
+                    error=f"relative L2 error {rel_error:.3e} > tolerance {self.tolerance:.0e}",
+                )
+            samples = session.time_runs(run, self.timing)
+            return Measurement.from_samples(samples, rel_error=rel_error)
+
+        return BaselineResult(session.guarded(measure), algorithm, version)
+
+
+@dataclass(frozen=True, slots=True)
+class MeasureCeilings:
+    """FP32 FMA peak, device-to-device copy bandwidth and cuBLAS SGEMM, by the timing protocol."""
+
+    fma_cubin: bytes
+    timing: TimingPolicy
+
+    def run(self, session: GpuSession) -> list[Ceiling] | Measurement:
+        import cupy as cp
+
+        ceilings: list[Ceiling] = []
+
+        def fma() -> Measurement:
+            functions = session.load(self.fma_cubin, ("fma_peak",))
+            sms = session.limits().SM_COUNT
+            blocks = sms * FMA_BLOCKS_PER_SM
+            out = cp.zeros(blocks * FMA_THREADS, dtype=cp.float32)
+            kernel = functions["fma_peak"]
+            args = (out, cp.int32(FMA_ITERATIONS))
+
+            def run() -> None:
+                kernel((blocks,), (FMA_THREADS,), args)
+
+            run()
+            samples = session.time_runs(run, self.timing)
+            m = Measurement.from_samples(samples)
+            flops = 2 * FMA_CHAINS * FMA_UNROLL * FMA_ITERATIONS * blocks * FMA_THREADS
+            ceilings.append(
+                Ceiling(
+                    "fma_peak",
+                    flops / (m.time_ms * 1e-3) / 1e9,
+                    "GFlop/s",
+                    f"{FMA_CHAINS} independent FMA chains per thread, {blocks} blocks of "
+                    f"{FMA_THREADS} threads ({FMA_BLOCKS_PER_SM} per SM)",
+                    m.samples_ms,
+                )
+            )
+            return m
+
+        def copy() -> Measurement:
+            src = cp.ones(COPY_BYTES // 4, dtype=cp.float32)
+            dst = cp.empty_like(src)
+
+            def run() -> None:
+                cp.copyto(dst, src)
+
+            run()
+            m = Measurement.from_samples(session.time_runs(run, self.timing))
+            ceilings.append(
+                Ceiling(
+                    "copy_bandwidth",
+                    2 * COPY_BYTES / (m.time_ms * 1e-3) / 1e9,
+                    "GB/s",
+                    f"device-to-device copy of {COPY_BYTES >> 20} MiB, bytes read plus written",
+                    m.samples_ms,
+                )
+            )
+            return m
+
+        def sgemm() -> Measurement:
+            n = SGEMM_SIZE
+            rng = cp.random.default_rng(0)
+            a = rng.random((n, n), dtype=cp.float32)
+            b = rng.random((n, n), dtype=cp.float32)
+            c = cp.empty((n, n), dtype=cp.float32)
+
+            def run() -> None:
+                cp.matmul(a, b, out=c)
+
+            run()
+            m = Measurement.from_samples(session.time_runs(run, self.timing))
+            ceilings.append(
+                Ceiling(
+                    "sgemm",
+                    2 * n**3 / (m.time_ms * 1e-3) / 1e9,
+                    "GFlop/s",
+                    f"cuBLAS SGEMM {n}^3 through CuPy, FP32 (TF32 off)",
+                    m.samples_ms,
+                )
+            )
+            return m
+
+        for measure in (fma, copy, sgemm):
+            m = session.guarded(measure)
+            if m.status is not Status.OK:
+                return m
+        return ceilings

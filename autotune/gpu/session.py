@@ -1,0 +1,360 @@
+"""The GPU side: load cubins, fill buffers, launch, verify and time (the only CuPy importer).
+
+Runs inside the evaluator's worker process; nothing else in the package imports CuPy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from autotune.families.plan import Buffers, KernelPlan, Launch
+from autotune.gpu.timing import TimingPolicy, flush_bytes
+from autotune.model.records import DeviceInfo, Measurement, Status
+from autotune.model.space import DeviceLimits
+
+try:
+    import cupy as cp
+except ImportError:  # pragma: no cover - cupy is a dependency; without it there is no GPU path
+    cp = None
+
+
+class NoGpu(RuntimeError):
+    """No usable CUDA device (no driver, no device, or CuPy missing)."""
+
+
+# CUDA errors after which the context is unusable: the worker must be replaced. Matched without
+# underscores or case, since the driver says CUDA_ERROR_ILLEGAL_ADDRESS and the runtime
+# cudaErrorIllegalAddress.
+STICKY_ERRORS = (
+    "ILLEGALADDRESS",
+    "LAUNCHFAIL",
+    "MISALIGNED",
+    "ILLEGALINSTRUCTION",
+    "HARDWARESTACKERROR",
+    "ASSERT",
+    "INVALIDPC",
+    "LAUNCHTIMEOUT",
+    "ECCUNCORRECTABLE",
+)
+
+
+# cudaDeviceAttr values (driver_types.h), stable across CUDA versions.
+CUDA_ATTR = {
+    "MaxThreadsPerBlock": 1,
+    "MaxSharedMemoryPerBlock": 8,
+    "TotalConstantMemory": 9,
+    "WarpSize": 10,
+    "MaxRegistersPerBlock": 12,
+    "MultiProcessorCount": 16,
+    "MaxSharedMemoryPerBlockOptin": 97,
+    "L2CacheSize": 38,
+}
+
+
+class StickyCudaError(RuntimeError):
+    """A fault that poisons the CUDA context (recorded as CRASH)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """Everything the worker needs to check and time one configuration."""
+
+    label: str
+    plan: KernelPlan
+    cubin: bytes
+    buffers: Buffers
+    reference_plan: KernelPlan
+    reference_cubin: bytes
+    reference_key: str
+    tolerance: float
+    timing: TimingPolicy
+    seed: int
+    best_ms: float | None = None  # the study's best median so far, for the early stop
+
+    def run(self, session: GpuSession) -> Measurement:
+        return session.evaluate(self)
+
+
+def _err_text(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}".strip()
+
+
+def _is_sticky(err: BaseException) -> bool:
+    text = str(err).upper().replace("_", "")
+    return any(tag in text for tag in STICKY_ERRORS)
+
+
+_SQDIFF = None
+_SQUARE = None
+
+
+def _reductions():
+    global _SQDIFF, _SQUARE
+    if _SQDIFF is None:
+        # Fused, so huge outputs need no float64 temporaries: NaN/Inf in y make the sum non-finite.
+        _SQDIFF = cp.ReductionKernel(
+            "float32 y, float64 r",
+            "float64 s",
+            "((double)y - r) * ((double)y - r)",
+            "a + b",
+            "s = a",
+            "0",
+            "autotune_sqdiff",
+        )
+        _SQUARE = cp.ReductionKernel(
+            "float64 r", "float64 s", "r * r", "a + b", "s = a", "0", "autotune_square"
+        )
+    return _SQDIFF, _SQUARE
+
+
+class GpuSession:
+    """One CUDA device, held by one worker process."""
+
+    def __init__(self, device_index: int = 0) -> None:
+        if cp is None:
+            raise NoGpu("CuPy is not installed")
+        try:
+            count = cp.cuda.runtime.getDeviceCount()
+        except Exception as err:
+            raise NoGpu(_err_text(err)) from None
+        if count == 0:
+            raise NoGpu("no CUDA device found")
+        if device_index >= count:
+            raise NoGpu(f"GPU {device_index} requested but only {count} present")
+        self.device = cp.cuda.Device(device_index)
+        self.device.use()
+        self._reference_modules: dict[str, object] = {}
+        self._tmp = tempfile.TemporaryDirectory(prefix="autotune-cubins-")
+        self._flush_buffer = None  # allocated at the first timing, kept for the session
+        self._events: list[tuple[object, object]] = []
+
+    # -- description -----------------------------------------------------------------------
+
+    def info(self) -> DeviceInfo:
+        props = cp.cuda.runtime.getDeviceProperties(self.device.id)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        driver = cp.cuda.runtime.driverGetVersion()
+        runtime = cp.cuda.runtime.runtimeGetVersion()
+        clock_khz = props.get("clockRate", 0) or self._attribute("ClockRate")
+        return DeviceInfo(
+            name=name,
+            compute_capability=f"{props['major']}.{props['minor']}",
+            sm_count=int(props["multiProcessorCount"]),
+            driver_version=f"{driver // 1000}.{driver % 1000 // 10}",
+            runtime_version=f"{runtime // 1000}.{runtime % 1000 // 10}",
+            clock_mhz=int(clock_khz) // 1000,
+            memory_bytes=int(props["totalGlobalMem"]),
+            extra={"cupy": cp.__version__},
+        )
+
+    def _attribute(self, name: str) -> int:
+        try:
+            return int(self.device.attributes.get(name, 0))
+        except Exception:
+            return 0
+
+    def limits(self) -> DeviceLimits:
+        # Asked attribute by attribute: the cudaDeviceProp struct changed in CUDA 13 (fields
+        # removed), the attribute enum values did not.
+        attr = self._attribute_code
+        return DeviceLimits(
+            MAX_THREADS=attr(CUDA_ATTR["MaxThreadsPerBlock"]),
+            SMEM_PER_BLOCK=attr(CUDA_ATTR["MaxSharedMemoryPerBlock"]),
+            SMEM_PER_BLOCK_OPTIN=attr(CUDA_ATTR["MaxSharedMemoryPerBlockOptin"]),
+            CONST_BYTES=attr(CUDA_ATTR["TotalConstantMemory"]),
+            REGS_PER_BLOCK=attr(CUDA_ATTR["MaxRegistersPerBlock"]),
+            WARP_SIZE=attr(CUDA_ATTR["WarpSize"]),
+            SM_COUNT=attr(CUDA_ATTR["MultiProcessorCount"]),
+        )
+
+    # -- one configuration -----------------------------------------------------------------
+
+    def evaluate(self, job: Job) -> Measurement:
+        """Check, then time. Sticky faults raise StickyCudaError: the worker must be replaced."""
+        return self.guarded(lambda: self._evaluate(job))
+
+    def guarded(self, measure: Callable[[], Measurement]) -> Measurement:
+        """Run a measurement; CUDA failures become a Measurement's status, sticky ones raise."""
+        try:
+            return measure()
+        except StickyCudaError:
+            raise
+        except Exception as err:
+            if _is_sticky(err):
+                raise StickyCudaError(_err_text(err)) from None
+            resources = "OUTOFRESOURCES" in str(err).upper().replace("_", "")
+            status = Status.RESOURCES if resources else Status.LAUNCH_ERROR
+            return Measurement(status, error=_err_text(err))
+        finally:
+            # Release this job's buffers; the pool would otherwise pin the peak of every shape.
+            # After a sticky fault this fails too, and must not hide that fault.
+            try:
+                cp.get_default_memory_pool().free_all_blocks()
+            except Exception:
+                pass
+
+    def _evaluate(self, job: Job) -> Measurement:
+        plan = job.plan
+        module, functions = _load_module(job.cubin, plan.entries, self._tmp.name, keep=False)
+        for launch in plan.all_launches:
+            if launch.smem_bytes > 48 * 1024:
+                functions[launch.kernel].max_dynamic_shared_size_bytes = launch.smem_bytes
+
+        arrays = self.fresh_inputs(job.buffers, job.seed)
+        # Outputs and scratch poisoned: whatever the plan leaves unwritten shows as NaN.
+        for name, shape in (*job.buffers.outputs, *plan.scratch):
+            arrays[name] = cp.full(shape, np.nan, dtype=cp.float32)
+        # Untimed, declared: layout conversion, tables; then constants, which may copy a table
+        # that setup computed into a scratch buffer (same stream, so in order).
+        self.runner(plan.setup, functions, arrays)()
+        for symbol, buffer in plan.constants:
+            target = module.get_global(symbol)
+            source = arrays[buffer]
+            target.copy_from_device(source.data, source.nbytes)
+
+        run = self.runner(plan.launches, functions, arrays)
+        run()
+        self.runner(plan.finish, functions, arrays)()
+        self.sync()
+
+        rel_error = self.check_outputs(job, arrays)
+        if not np.isfinite(rel_error) or rel_error > job.tolerance:
+            return Measurement(
+                Status.WRONG_RESULT,
+                rel_error=float(rel_error),
+                error=f"relative L2 error {rel_error:.3e} > tolerance {job.tolerance:.0e}",
+            )
+        samples = self.time_runs(run, job.timing, job.best_ms)
+        stop = job.timing.early_stop
+        if stop is not None and stop.stops(samples, job.best_ms):
+            m = Measurement.from_samples(samples, rel_error=float(rel_error))
+            return replace(m, status=Status.SLOW, error=stop.reason(samples, job.best_ms))
+        return Measurement.from_samples(samples, rel_error=float(rel_error))
+
+    def load(self, cubin: bytes, entries: tuple[str, ...]) -> dict[str, object]:
+        """Entry functions of a cubin (kept loaded until the next load)."""
+        self._loaded = _load_module(cubin, entries, self._tmp.name, keep=False)
+        return self._loaded[1]
+
+    def fresh_inputs(self, buffers: Buffers, seed: int) -> dict[str, object]:
+        rng = cp.random.default_rng(seed)
+        arrays = {}
+        for name, shape in buffers.inputs:
+            # Uniform in [-1, 1): never all zeros, signs mixed so cancellation errors show.
+            arrays[name] = rng.random(shape, dtype=cp.float32) * 2 - 1
+        return arrays
+
+    def runner(self, launches: tuple[Launch, ...], functions, arrays):
+        calls = []
+        for launch in launches:
+            args = tuple(arrays[a] if isinstance(a, str) else np.int32(a) for a in launch.args)
+            calls.append(
+                (functions[launch.kernel], launch.grid, launch.block, args, launch.smem_bytes)
+            )
+
+        def run() -> None:
+            for fn, grid, block, args, smem in calls:
+                fn(grid, block, args, shared_mem=smem)
+
+        return run
+
+    def sync(self) -> None:
+        try:
+            self.device.synchronize()
+        except Exception as err:
+            if _is_sticky(err):
+                raise StickyCudaError(_err_text(err)) from None
+            raise
+
+    def check_outputs(self, job: Job, arrays: dict[str, object]) -> float:
+        loaded = self._reference_modules.get(job.reference_key)
+        if loaded is None:
+            loaded = _load_module(
+                job.reference_cubin, job.reference_plan.entries, self._tmp.name, keep=True
+            )
+            self._reference_modules[job.reference_key] = loaded
+        functions = loaded[1]
+        ref_arrays = {name: arrays[name] for name, _ in job.buffers.inputs}
+        for name, shape in job.buffers.outputs:
+            ref_arrays[f"{name}_ref"] = cp.empty(shape, dtype=cp.float64)
+        self.runner(job.reference_plan.launches, functions, ref_arrays)()
+        self.sync()
+        sqdiff, square = _reductions()
+        num = den = 0.0
+        for name, _ in job.buffers.outputs:
+            num += float(sqdiff(arrays[name], ref_arrays[f"{name}_ref"]))
+            den += float(square(ref_arrays[f"{name}_ref"]))
+        del ref_arrays
+        if den == 0.0:
+            return 0.0 if num == 0.0 else float("inf")
+        return float(np.sqrt(num / den))
+
+    def time_runs(self, run, policy: TimingPolicy, best_ms: float | None = None) -> list[float]:
+        """Timing protocol 2 (DESIGN section 2): per sample, a write of a scratch buffer larger
+        than the L2 is queued, then the start event, the run's launches and the end event. The
+        host queues a batch of samples without waiting, so it submits each sample's launches
+        while the GPU is still busy with its flush: every sample starts with a cold L2, and the
+        host's submission is not counted. Batches follow the policy (autotune/timing.py)."""
+        for _ in range(policy.warmup):
+            run()
+        self.sync()
+        flush = self._l2_flush()
+        samples: list[float] = []
+        began = time.perf_counter()
+        batch = policy.first_batch(best_ms)
+        while batch > 0:
+            events = self._event_pairs(batch)
+            for start, end in events:
+                flush()
+                start.record()
+                run()
+                end.record()
+            events[-1][1].synchronize()
+            samples += [cp.cuda.get_elapsed_time(start, end) for start, end in events]
+            batch = policy.next_batch(samples, time.perf_counter() - began, best_ms)
+        self.sync()
+        return samples
+
+    def _l2_flush(self) -> Callable[[], None]:
+        """A function queueing the flush: a memset of a buffer of twice the L2 (or more) on the
+        current stream, the stream the samples' events and launches use too."""
+        if self._flush_buffer is None:
+            l2 = self._attribute_code(CUDA_ATTR["L2CacheSize"])
+            self._flush_buffer = cp.empty(flush_bytes(l2), dtype=cp.uint8)
+        buffer = self._flush_buffer
+
+        def flush() -> None:
+            stream = cp.cuda.get_current_stream().ptr
+            cp.cuda.runtime.memsetAsync(buffer.data.ptr, 0, buffer.nbytes, stream)
+
+        return flush
+
+    def _event_pairs(self, count: int) -> list[tuple[object, object]]:
+        """count (start, end) event pairs, reused across batches once their times are read."""
+        while len(self._events) < count:
+            self._events.append((cp.cuda.Event(), cp.cuda.Event()))
+        return self._events[:count]
+
+    def _attribute_code(self, code: int) -> int:
+        return int(cp.cuda.runtime.deviceGetAttribute(code, self.device.id))
+
+
+def _load_module(cubin: bytes, entries: tuple[str, ...], directory: str, keep: bool):
+    """Load a cubin; returns the module and its entry functions. RawModule loads from a path,
+    lazily, so the file goes only after the functions are fetched (unless kept for reuse)."""
+    path = os.path.join(directory, hashlib.sha256(cubin).hexdigest()[:24] + ".cubin")
+    if not os.path.exists(path):
+        with open(path, "wb") as fh:
+            fh.write(cubin)
+    module = cp.RawModule(path=path)
+    functions = {name: module.get_function(name) for name in entries}
+    if not keep:
+        os.unlink(path)
+    return module, functions

@@ -1,0 +1,70 @@
+"""Timing protocol 2 (DESIGN section 2) as policy: how many samples, in which batches, when to
+stop. The GPU session executes it; everything here runs and is tested without a GPU."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from autotune.gpu.early_stop import EarlyStop
+from autotune.model.records import spread
+
+# The flush written before each sample: at least twice the L2 (DESIGN), and never less than this,
+# so that it keeps the GPU busy (about 90 us on an H100) for longer than the host needs to submit
+# the sample's events and launches (PyTorch's conv2d path, the longest we time, takes tens of us).
+FLUSH_MIN_BYTES = 256 << 20
+
+
+def flush_bytes(l2_bytes: int) -> int:
+    """Size of the scratch buffer written before each sample on a GPU with this much L2."""
+    return max(2 * l2_bytes, FLUSH_MIN_BYTES)
+
+
+@dataclass(frozen=True, slots=True)
+class TimingPolicy:
+    """Warm-up runs, then samples until both minimums are met and the spread is low enough, or a
+    maximum is reached. The minimums and maximums of time count the host's wall clock."""
+
+    warmup: int = 3
+    min_repeats: int = 10
+    min_time_s: float = 0.05
+    max_repeats: int = 500
+    max_time_s: float = 2.0
+    # A measurement whose spread (interquartile range over median) is above this keeps sampling
+    # up to the maximums: its median needs more samples to be stable.
+    max_spread: float = 0.05
+    # Stop timing a candidate already far slower than the best so far (None: never stop early).
+    early_stop: EarlyStop | None = EarlyStop()
+
+    def first_batch(self, best_ms: float | None) -> int:
+        """Samples queued before the host first waits: just enough for the early stop to judge
+        when it can, else the minimum count."""
+        if self.early_stop is not None and best_ms is not None:
+            return max(1, min(self.early_stop.after, self.max_repeats))
+        return max(1, min(self.min_repeats, self.max_repeats))
+
+    def next_batch(self, samples_ms: list[float], spent_s: float, best_ms: float | None) -> int:
+        """How many more samples to queue after the ones taken (0: stop), given the wall time
+        spent sampling so far."""
+        taken = len(samples_ms)
+        if self.early_stop is not None and self.early_stop.stops(samples_ms, best_ms):
+            return 0
+        if taken >= self.max_repeats or spent_s >= self.max_time_s:
+            return 0
+        enough = taken >= self.min_repeats and spent_s >= self.min_time_s
+        noisy = (spread(samples_ms) or 0.0) > self.max_spread
+        if enough and not noisy:
+            return 0
+        per_sample_s = max(spent_s / max(taken, 1), 1e-6)
+        if enough:  # noisy: as many again
+            wanted = taken
+        else:
+            by_time = math.ceil((self.min_time_s - spent_s) / per_sample_s)
+            wanted = max(self.min_repeats - taken, by_time, 1)
+        room = min(self.max_repeats - taken, math.ceil((self.max_time_s - spent_s) / per_sample_s))
+        return max(1, min(wanted, room))
+
+
+QUICK_TIMING = TimingPolicy(warmup=3, min_repeats=5, min_time_s=0.02)
+
+__all__ = ["FLUSH_MIN_BYTES", "QUICK_TIMING", "TimingPolicy", "flush_bytes"]

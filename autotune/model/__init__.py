@@ -1,0 +1,1 @@
+"""Problems, spaces and configs, records and shape sets: the values every room shares."""

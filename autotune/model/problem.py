@@ -1,0 +1,350 @@
+"""Problem definitions: shapes, FLOP counts, minimum bytes and shape keys."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Union
+
+from autotune.model.kinds import KIND_SPECS
+
+FLOAT32_BYTES = 4
+
+
+class ProblemError(ValueError):
+    """A problem description that cannot be a valid problem of its kind."""
+
+
+def _check_sizes(problem: object) -> None:
+    """Every field is a positive integer (bool is refused: True is not a size)."""
+    for f in fields(problem):  # type: ignore[arg-type]
+        value = getattr(problem, f.name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ProblemError(f"{f.name} must be an integer, got {value!r}")
+        if value < 1:
+            raise ProblemError(f"{f.name} must be at least 1, got {value}")
+
+
+@dataclass(frozen=True, slots=True)
+class ConvProblem:
+    """2D convolution over a pre-padded input (valid cross-correlation).
+
+    B images of C channels, F filters of K x K, an N x N output per feature map; the input side is
+    (N - 1) * stride + K, i.e. any padding is already part of the input.
+    """
+
+    N: int
+    K: int
+    C: int
+    F: int
+    B: int = 1
+    stride: int = 1
+
+    kind = "conv2d"
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)
+
+    @property
+    def input_size(self) -> int:
+        """Side of the (pre-padded) input image."""
+        return (self.N - 1) * self.stride + self.K
+
+    @property
+    def flops(self) -> int:
+        """Required FLOPs: one multiply-add is 2 FLOPs; no bias."""
+        return 2 * self.B * self.N * self.N * self.K * self.K * self.C * self.F
+
+    @property
+    def min_bytes(self) -> int:
+        """Each input element and filter read once, each output written once (FP32)."""
+        inputs = self.B * self.C * self.input_size**2
+        filters = self.F * self.C * self.K * self.K
+        outputs = self.B * self.F * self.N * self.N
+        return FLOAT32_BYTES * (inputs + filters + outputs)
+
+    @property
+    def input_shape(self) -> tuple[int, int, int, int]:
+        return (self.B, self.C, self.input_size, self.input_size)
+
+    @property
+    def filter_shape(self) -> tuple[int, int, int, int]:
+        return (self.F, self.C, self.K, self.K)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return (self.B, self.F, self.N, self.N)
+
+    def fields(self) -> dict[str, int]:
+        """Names a search-space constraint may use, with S the input side."""
+        return {**asdict(self), "S": self.input_size}
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @property
+    def key(self) -> str:
+        """Shape key (N, K, C, F), with B and stride only when not 1."""
+        text = f"N={self.N},K={self.K},C={self.C},F={self.F}"
+        if self.B != 1:
+            text += f",B={self.B}"
+        if self.stride != 1:
+            text += f",stride={self.stride}"
+        return text
+
+    def __str__(self) -> str:
+        return self.key
+
+
+@dataclass(frozen=True, slots=True)
+class GemmProblem:
+    """C[M, N] = A[M, K] @ B[K, N], FP32, row-major (a fully connected layer: M is the batch)."""
+
+    M: int
+    N: int
+    K: int
+
+    kind = "gemm"
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)
+
+    @property
+    def flops(self) -> int:
+        """One multiply-add per (m, n, k) is 2 FLOPs."""
+        return 2 * self.M * self.N * self.K
+
+    @property
+    def min_bytes(self) -> int:
+        """A and B read once, C written once (FP32)."""
+        return FLOAT32_BYTES * (self.M * self.K + self.K * self.N + self.M * self.N)
+
+    @property
+    def a_shape(self) -> tuple[int, int]:
+        return (self.M, self.K)
+
+    @property
+    def b_shape(self) -> tuple[int, int]:
+        return (self.K, self.N)
+
+    @property
+    def c_shape(self) -> tuple[int, int]:
+        return (self.M, self.N)
+
+    def fields(self) -> dict[str, int]:
+        """Names a search-space constraint may use."""
+        return asdict(self)
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @property
+    def key(self) -> str:
+        return f"M={self.M},N={self.N},K={self.K}"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+@dataclass(frozen=True, slots=True)
+class Conv3dProblem:
+    """Valid single-channel 3D cross-correlation: a D x R x Cc input and a Kd x Kr x Kc filter
+    give a (D-Kd+1) x (R-Kr+1) x (Cc-Kc+1) output."""
+
+    D: int
+    R: int
+    Cc: int
+    Kd: int
+    Kr: int
+    Kc: int
+
+    kind = "conv3d"
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)
+        for side, extent, name in (("D", "Kd", "depth"), ("R", "Kr", "rows"), ("Cc", "Kc", "cols")):
+            if getattr(self, extent) > getattr(self, side):
+                raise ProblemError(
+                    f"filter {extent}={getattr(self, extent)} is larger than the input "
+                    f"{side}={getattr(self, side)} ({name}); a valid convolution has no output"
+                )
+
+    @property
+    def OD(self) -> int:  # noqa: N802 - the output sides read like the problem's other fields
+        return self.D - self.Kd + 1
+
+    @property
+    def OR(self) -> int:  # noqa: N802
+        return self.R - self.Kr + 1
+
+    @property
+    def OC(self) -> int:  # noqa: N802
+        return self.Cc - self.Kc + 1
+
+    @property
+    def outputs(self) -> int:
+        return self.OD * self.OR * self.OC
+
+    @property
+    def flops(self) -> int:
+        """One multiply-add per output and filter tap is 2 FLOPs."""
+        return 2 * self.outputs * self.Kd * self.Kr * self.Kc
+
+    @property
+    def min_bytes(self) -> int:
+        """Input and filter read once, output written once (FP32)."""
+        return FLOAT32_BYTES * (
+            self.D * self.R * self.Cc + self.Kd * self.Kr * self.Kc + self.outputs
+        )
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        return (self.D, self.R, self.Cc)
+
+    @property
+    def filter_shape(self) -> tuple[int, int, int]:
+        return (self.Kd, self.Kr, self.Kc)
+
+    @property
+    def output_shape(self) -> tuple[int, int, int]:
+        return (self.OD, self.OR, self.OC)
+
+    def fields(self) -> dict[str, int]:
+        """Names a search-space constraint may use, with the output sides OD, OR, OC."""
+        return {**asdict(self), "OD": self.OD, "OR": self.OR, "OC": self.OC}
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @property
+    def key(self) -> str:
+        return f"D={self.D},R={self.R},Cc={self.Cc},Kd={self.Kd},Kr={self.Kr},Kc={self.Kc}"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedProblem:
+    """A problem known only from a recording made elsewhere (a Kernel Tuner cache file): its
+    problem size as X, Y, Z (Kernel Tuner's problem_size), no kernel of ours, no known work."""
+
+    X: int
+    Y: int = 1
+    Z: int = 1
+
+    kind = "recorded"
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)
+
+    @property
+    def flops(self) -> int:
+        """Unknown: a recording from elsewhere carries times, not the work (GFlop/s shows 0)."""
+        return 0
+
+    @property
+    def min_bytes(self) -> int:
+        return 0
+
+    def fields(self) -> dict[str, int]:
+        return asdict(self)
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+    @property
+    def key(self) -> str:
+        text = f"X={self.X}"
+        text += f",Y={self.Y}" if self.Y != 1 or self.Z != 1 else ""
+        return text + (f",Z={self.Z}" if self.Z != 1 else "")
+
+    def __str__(self) -> str:
+        return self.key
+
+
+Problem = Union[ConvProblem, GemmProblem, Conv3dProblem, RecordedProblem]  # noqa: UP007
+
+PROBLEM_TYPES: dict[str, type] = {
+    "conv2d": ConvProblem,
+    "gemm": GemmProblem,
+    "conv3d": Conv3dProblem,
+    "recorded": RecordedProblem,
+}
+KINDS = tuple(PROBLEM_TYPES)
+
+PROBLEM_FIELDS = KIND_SPECS["conv2d"].fields  # kept for existing callers
+KIND_FIELDS: dict[str, tuple[str, ...]] = {k: spec.fields for k, spec in KIND_SPECS.items()}
+REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {k: s.required for k, s in KIND_SPECS.items()}
+
+
+def check_kind(kind: str) -> str:
+    if not isinstance(kind, str) or kind not in PROBLEM_TYPES:
+        raise ProblemError(f"unknown problem kind {kind!r} (known: {', '.join(KINDS)})")
+    return kind
+
+
+def guess_kind(names: object) -> str:
+    """The kind a set of field names describes: M -> gemm, D -> conv3d, otherwise conv2d."""
+    present = set(names)  # type: ignore[call-overload]
+    if "M" in present:
+        return "gemm"
+    if "D" in present:
+        return "conv3d"
+    return "conv2d"
+
+
+def parse_shape(text: str, kind: str | None = None) -> Problem:
+    """Parse 'N=128,K=3,C=64,F=64[,B=..,stride=..]', 'M=..,N=..,K=..' or
+    'D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=..'; the kind follows from the field names unless given."""
+    values: dict[str, int] = {}
+    for part in text.replace(" ", "").split(","):
+        if not part:
+            continue
+        name, sep, raw = part.partition("=")
+        if not sep:
+            raise ProblemError(f"shape item {part!r} is not NAME=VALUE")
+        if name in values:
+            raise ProblemError(f"shape field {name!r} given twice")
+        try:
+            values[name] = int(raw)
+        except ValueError:
+            raise ProblemError(f"shape field {name}={raw!r} is not an integer") from None
+    kind = check_kind(kind) if kind else guess_kind(values)
+    unknown = [name for name in values if name not in KIND_FIELDS[kind]]
+    if unknown:
+        raise ProblemError(
+            f"unknown shape field {unknown[0]!r} for a {kind} shape "
+            f"(expected {', '.join(KIND_FIELDS[kind])})"
+        )
+    missing = [n for n in REQUIRED_FIELDS[kind] if n not in values]
+    if missing:
+        raise ProblemError(f"shape {text!r} lacks {', '.join(missing)}")
+    return PROBLEM_TYPES[kind](**values)
+
+
+def problem_from_dict(values: dict[str, object], kind: str | None = None) -> Problem:
+    """Build a problem from a mapping (a TOML table, a CSV row or a stored JSON shape), checking
+    field names; empty values are left out, so that a CSV column may be blank."""
+    if not isinstance(values, Mapping):
+        raise ProblemError(f"a shape must be a table of fields, not {values!r}")
+    converted: dict[str, int] = {}
+    for name, raw in values.items():
+        if raw is None or raw == "":
+            continue
+        # int() would turn 27.9 into 27 and true into 1; --shape and CSV text refuse both.
+        if isinstance(raw, bool) or not isinstance(raw, numbers.Integral | str):
+            raise ProblemError(f"shape field {name}={raw!r} is not an integer")
+        try:
+            converted[name] = int(raw)
+        except ValueError:
+            raise ProblemError(f"shape field {name}={raw!r} is not an integer") from None
+    kind = check_kind(kind) if kind else guess_kind(values)
+    unknown = sorted(set(values) - set(KIND_FIELDS[kind]))
+    if unknown:
+        raise ProblemError(f"unknown shape field(s) {', '.join(unknown)}")
+    missing = [n for n in REQUIRED_FIELDS[kind] if n not in converted]
+    if missing:
+        raise ProblemError(f"shape lacks {', '.join(missing)}")
+    return PROBLEM_TYPES[kind](**converted)

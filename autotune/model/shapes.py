@@ -1,0 +1,155 @@
+"""Shape sets: named sets kept as data, shapes from the command line, CSV and TOML files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import sys
+from pathlib import Path
+
+from autotune import package_path
+from autotune.model.problem import (
+    Problem,
+    ProblemError,
+    check_kind,
+    guess_kind,
+    parse_shape,
+    problem_from_dict,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SHAPE_SETS_FILE = package_path("autotune", "data", "shape_sets.toml")
+
+
+def _load_sets() -> dict[str, dict]:
+    try:
+        with SHAPE_SETS_FILE.open("rb") as fh:
+            return tomllib.load(fh)
+    except OSError as err:
+        raise ProblemError(f"cannot read the shape sets ({err})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ProblemError(f"{SHAPE_SETS_FILE}: malformed TOML ({err})") from None
+
+
+def shape_set_names() -> list[str]:
+    return list(_load_sets())
+
+
+def describe_shape_sets() -> dict[str, str]:
+    return {name: spec.get("description", "") for name, spec in _load_sets().items()}
+
+
+def shape_set_kinds() -> dict[str, str]:
+    """The problem kind of every named set (conv2d unless the set says otherwise)."""
+    return {name: spec.get("kind", "conv2d") for name, spec in _load_sets().items()}
+
+
+def _expand(spec: dict, origin: str) -> list[Problem]:
+    """A set's problems; its `kind` names the problem type, or the field names tell it. Every
+    error names the origin once."""
+    try:
+        return _expand_checked(spec)
+    except ProblemError as err:
+        raise ProblemError(f"{origin}: {err}") from None
+
+
+def _expand_checked(spec: dict) -> list[Problem]:
+    kind = spec.get("kind")
+    if kind is not None:
+        check_kind(kind)
+    if "grid" in spec:
+        grid = spec["grid"]
+        if not isinstance(grid, dict) or not all(isinstance(v, list) for v in grid.values()):
+            raise ProblemError("'grid' must be a table of value lists (N = [64, 128], ...)")
+        grid = dict(grid)
+        tied = grid.pop("CF", None)  # C = F, as in Chen et al.'s general-case sweep
+        names = list(grid)
+        problems = []
+        for combo in itertools.product(*(grid[n] for n in names)):
+            values = dict(zip(names, combo, strict=True))
+            for cf in tied or [None]:
+                if cf is not None:
+                    values = {**values, "C": cf, "F": cf}
+                problems.append(problem_from_dict(values, kind))
+        return problems
+    if "layers" in spec:
+        layers = spec["layers"]
+        if not isinstance(layers, list) or not all(isinstance(x, dict) for x in layers):
+            raise ProblemError("'shapes' and 'layers' must be lists of tables ({N = 64, ...})")
+        return [
+            problem_from_dict({k: v for k, v in layer.items() if k != "name"}, kind)
+            for layer in layers
+        ]
+    raise ProblemError("a shape set needs 'grid', 'layers' or 'shapes'")
+
+
+def named_shapes(name: str) -> list[Problem]:
+    sets = _load_sets()
+    if name not in sets:
+        raise ProblemError(f"unknown shape set {name!r} (known: {', '.join(sets)})")
+    return _expand(sets[name], name)
+
+
+def shapes_from_file(path: str | Path) -> list[Problem]:
+    """Read shapes from a CSV (header with N,K,C,F[,B,stride], M,N,K or D,R,Cc,Kd,Kr,Kc; the
+    header's names give the kind) or TOML file (a 'shapes' list, a 'grid' table or a 'layers'
+    list, with an optional top-level `kind`)."""
+    path = Path(path)
+    if path.is_dir():
+        raise ProblemError(f"shape file {str(path)!r} is a directory")
+    if not path.is_file():
+        raise ProblemError(f"shape file {str(path)!r} does not exist")
+    if path.suffix.lower() == ".csv":
+        # utf-8-sig: spreadsheets start their CSV with a byte-order mark.
+        rows = list(csv.DictReader(io.StringIO(_read_text(path, "shape file"), newline="")))
+        if not rows:
+            raise ProblemError(f"shape file {str(path)!r} has no rows")
+        try:
+            columns = [k.strip() for k in rows[0] if k and k.strip() != "name"]
+            kind = guess_kind(columns)
+            return [
+                problem_from_dict(
+                    {k.strip(): v for k, v in row.items() if k and k.strip() != "name"}, kind
+                )
+                for row in rows
+            ]
+        except ProblemError as err:
+            raise ProblemError(f"{path}: {err}") from None
+    if path.suffix.lower() == ".toml":
+        try:
+            data = tomllib.loads(_read_text(path, "shape file"))
+        except tomllib.TOMLDecodeError as err:
+            raise ProblemError(f"{path}: malformed TOML ({err})") from None
+        if "shapes" in data:
+            data = {**{k: v for k, v in data.items() if k == "kind"}, "layers": data["shapes"]}
+        return _expand(data, str(path))
+    raise ProblemError(f"shape file {str(path)!r} must end in .csv or .toml")
+
+
+def _read_text(path: Path, what: str) -> str:
+    """A file's text as UTF-8 (a byte-order mark dropped), or a one-line ProblemError."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ProblemError(f"{what} {str(path)!r} is not UTF-8 text (byte {err.start})") from None
+    except OSError as err:
+        raise ProblemError(f"cannot read {what} {str(path)!r}: {err.strerror or err}") from None
+
+
+def collect_shapes(
+    sets: tuple[str, ...] = (), shapes: tuple[str, ...] = (), files: tuple[str, ...] = ()
+) -> list[Problem]:
+    """Union of shapes from named sets, --shape strings and files, first occurrence kept."""
+    found: list[Problem] = []
+    for name in sets:
+        found.extend(named_shapes(name))
+    for text in shapes:
+        found.append(parse_shape(text))
+    for path in files:
+        found.extend(shapes_from_file(path))
+    return list(dict.fromkeys(found))

@@ -1,0 +1,1 @@
+"""Recordings of measured spaces, and the evaluator that answers from them."""

@@ -1,0 +1,133 @@
+"""Replay: an evaluator that answers from a recording instead of the GPU (no NVRTC, no CuPy)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from autotune.model.problem import Problem
+from autotune.model.records import DeviceInfo, Measurement
+from autotune.model.space import Config
+from autotune.replay.recording import RecordedStudy, RecordingError, load_recordings, timed
+
+REPLAY_SUFFIX = " (replay)"  # keeps replayed rows apart from real measurements of that GPU
+
+
+class ReplayMissing(RecordingError):
+    """The tuner asked for a configuration the recording does not hold."""
+
+
+class ReplayEvaluator:
+    """Answers each (family, problem, config) with its recorded status and time.
+
+    The tuner asks `replay(study, config)` instead of compiling and launching (see
+    Tuner._compile); evaluate() is never reached. Answers are pure lookups, so a replayed run is
+    as deterministic as the strategy's seed.
+    """
+
+    def __init__(self, studies: list[RecordedStudy]) -> None:
+        if not studies:
+            raise RecordingError("the recording holds no studies")
+        self.studies = {(s.family, s.problem.key): s for s in studies}
+        first = studies[0]
+        devices = {s.device for s in studies}
+        if len(devices) > 1:
+            raise RecordingError(f"a replay needs one device; the recording has {sorted(devices)}")
+        protocols = {s.protocol for s in studies}
+        if len(protocols) > 1:
+            raise RecordingError(
+                f"a replay needs one timing protocol; the recording has {sorted(protocols)}"
+            )
+        self.protocol = first.protocol
+        digits = re.sub(r"\D", "", first.arch)  # sm_90a -> 90
+        self.device = DeviceInfo(
+            name=first.device + REPLAY_SUFFIX,
+            # A recording made elsewhere may not know the GPU's architecture.
+            compute_capability=f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 else "unknown",
+            sm_count=first.limits.SM_COUNT,
+            driver_version="replay",
+            nvrtc_version=first.nvrtc,
+        )
+        self.limits = first.limits
+        # The subspace each family was recorded over (the first study's, as they all share it).
+        self.pins: dict[str, dict[str, tuple]] = {}
+        for s in studies:
+            if s.pins:
+                self.pins.setdefault(s.family, s.pins)
+        self.calls = 0
+
+    @classmethod
+    def from_paths(cls, *paths: str | Path) -> ReplayEvaluator:
+        return cls(load_recordings(paths))
+
+    def recorded_studies(self, families=()) -> list | None:
+        """Studies (autotune.tuning.tuner.Study) of the spaces recorded elsewhere (problem kind
+        "recorded": no family of ours), those of `families` if given; None if there is none."""
+        from autotune.replay.recorded import RecordedFamily
+        from autotune.tuning.tuner import Study
+
+        recorded = [s for s in self.studies.values() if s.problem.kind == "recorded"]
+        if not recorded:
+            return None
+        unknown = set(families) - {s.family for s in recorded}
+        if unknown:
+            known = ", ".join(sorted({s.family for s in recorded}))
+            raise RecordingError(f"the recording has no family {sorted(unknown)[0]!r} ({known})")
+        return [
+            Study(RecordedFamily(s.family), s.problem, s.space())
+            for s in recorded
+            if not families or s.family in families
+        ]
+
+    def study(self, family: str, problem: Problem) -> RecordedStudy | None:
+        return self.studies.get((family, problem.key))
+
+    def replay(self, study, config: Config) -> Measurement:
+        recorded = self.study(study.family.name, study.problem)
+        outcome = recorded.outcomes.get(config) if recorded else None
+        if outcome is None:
+            where = "no study" if recorded is None else "no outcome for config " + str(config)
+            raise ReplayMissing(f"the recording has {where} of {study.label}: cannot replay it")
+        self.calls += 1
+        if timed(outcome.status) and outcome.time_ms is not None:
+            return Measurement(
+                outcome.status,
+                time_ms=outcome.time_ms,
+                samples_ms=(outcome.time_ms,),
+                protocol=self.protocol,
+            )
+        return Measurement(outcome.status, error=outcome.error, protocol=self.protocol)
+
+    def evaluate(self, job, timeout_s: float) -> Measurement:  # pragma: no cover - never called
+        raise RecordingError("a replay evaluates nothing on a GPU")
+
+    def call(self, task, timeout_s: float):  # pragma: no cover - baselines are skipped
+        raise RecordingError("a replay runs nothing on a GPU")
+
+    def close(self) -> None:
+        pass
+
+
+class ReplayCompiler:
+    """Stands in for the Compiler under a replay: it names the recording's NVRTC version and
+    compiles nothing (the tuner skips compilation when the evaluator replays)."""
+
+    def __init__(self, version: str = "") -> None:
+        self.version = version or "replay"
+
+    def compile(self, plan):  # pragma: no cover - the tuner never compiles under a replay
+        raise RecordingError("a replay compiles nothing")
+
+
+def open_replay(paths: str | Path | list, storage: str | None, share: bool = False):
+    """(store, evaluator, compiler) for `autotune run --replay`; storage None is in memory."""
+    from autotune.store.database import Store
+
+    paths = paths if isinstance(paths, list | tuple) else [paths]
+    evaluator = ReplayEvaluator.from_paths(*paths)
+    # The replayed times keep the recording's protocol; so do the store's reads (best table).
+    store = Store(storage if storage else "sqlite://", share=share, protocol=evaluator.protocol)
+    return store, evaluator, ReplayCompiler(evaluator.device.nvrtc_version)
+
+
+__all__ = ["REPLAY_SUFFIX", "ReplayCompiler", "ReplayEvaluator", "ReplayMissing", "open_replay"]

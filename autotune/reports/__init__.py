@@ -1,0 +1,1 @@
+"""Tables, plots and REPORT.md, read from the results database only."""

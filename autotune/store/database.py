@@ -1,0 +1,1186 @@
+"""The results database: schema, one transaction per write, queries (best per shape, history)."""
+
+from __future__ import annotations
+
+import re
+import socket
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
+
+from autotune.model.kinds import KIND_SPECS
+from autotune.model.problem import KIND_FIELDS, Problem
+from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status, spread
+from autotune.model.space import Config
+
+SCHEMA_VERSION = 5
+# Versions this one can open by adding what it lacks: 1 had no ceilings and no baselines tables;
+# 2 knew only 2D convolutions (no kind, no shape JSON, no scratch_bytes, conv2d columns required);
+# 3 had no claims table (an older autotune would ignore other runs' claims, hence the new number);
+# 4 had no timing protocol and no spread (its rows are protocol 1, DESIGN section 2).
+UPGRADABLE_FROM = ("1", "2", "3", "4")
+SQLITE_BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's transaction
+CREATE_ATTEMPTS = 5  # two processes creating the same tables at once: the loser retries
+
+
+class StoreError(RuntimeError):
+    """A results database that cannot be opened, has another schema, or refused a write."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvaluation:
+    """One stored evaluation of a study, as a resuming tuner needs it."""
+
+    config: Config
+    status: Status
+    time_ms: float | None
+    gflops: float | None
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class StudyClaim:
+    """Who is tuning a study: the run, its host and process, and when its lease runs out."""
+
+    run_id: int
+    host: str
+    pid: int
+    expires_at: float  # Unix time in seconds
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema
+
+METADATA = sa.MetaData()
+SHAPE_COLUMNS = KIND_SPECS["conv2d"].columns  # a 2D convolution's fields, as integer columns
+KIND_DEFAULT = "conv2d"  # what every row of a version-2 database is
+
+
+def _shape_columns() -> list[sa.Column]:
+    """The problem's kind, its fields as JSON (every kind), and a 2D convolution's fields as
+    integer columns (filled for conv2d rows only, empty for the other kinds)."""
+    return [
+        sa.Column("kind", sa.String(16), nullable=False, server_default=KIND_DEFAULT),
+        sa.Column("shape", sa.JSON),
+        *(sa.Column(name, sa.Integer) for name in SHAPE_COLUMNS),
+    ]
+
+
+def _timing_columns() -> list[sa.Column]:
+    """How a time was measured: the timing protocol's number (rows written before protocols were
+    numbered are protocol 1) and the spread of the samples (interquartile range over median)."""
+    return [
+        sa.Column("protocol", sa.Integer, nullable=False, server_default="1"),
+        sa.Column("spread", sa.Float),
+    ]
+
+
+def _shape_values(problem: Problem) -> dict[str, Any]:
+    conv2d = problem.kind == "conv2d"
+    return {
+        "kind": problem.kind,
+        "shape": problem.as_dict(),
+        **{name: getattr(problem, name) if conv2d else None for name in SHAPE_COLUMNS},
+    }
+
+
+meta_table = sa.Table(
+    "meta",
+    METADATA,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+devices_table = sa.Table(
+    "devices",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("compute_capability", sa.String(16), nullable=False),
+    sa.Column("sm_count", sa.Integer, nullable=False),
+    sa.Column("driver_version", sa.String(64), nullable=False),
+    sa.Column("runtime_version", sa.String(64), nullable=False),
+    sa.Column("nvrtc_version", sa.String(64), nullable=False),
+    sa.Column("clock_mhz", sa.Integer, nullable=False),
+    sa.Column("memory_bytes", sa.BigInteger, nullable=False),
+    sa.Column("extra", sa.JSON, nullable=False),  # measured peaks and anything else
+    sa.UniqueConstraint(
+        "name", "compute_capability", "sm_count", "driver_version", name="uq_devices_identity"
+    ),
+)
+
+runs_table = sa.Table(
+    "runs",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+    sa.Column("command", sa.Text, nullable=False),
+    sa.Column("versions", sa.JSON, nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+)
+
+evaluations_table = sa.Table(
+    "evaluations",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("family", sa.String(100), nullable=False),
+    sa.Column("problem_key", sa.String(200), nullable=False),
+    *_shape_columns(),
+    sa.Column("config", sa.Text, nullable=False),  # Config.to_json(): canonical, so comparable
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("rel_error", sa.Float),
+    sa.Column("compile_s", sa.Float),
+    sa.Column("time_ms", sa.Float),  # median of samples_ms
+    sa.Column("samples_ms", sa.JSON, nullable=False),
+    sa.Column("gflops", sa.Float),
+    sa.Column("registers", sa.Integer),
+    sa.Column("smem_bytes", sa.Integer),
+    sa.Column("spills", sa.Integer),
+    sa.Column("scratch_bytes", sa.BigInteger),  # extra device memory of the plan (im2col's matrix)
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    *_timing_columns(),
+    # One row per finished evaluation and protocol (a re-measurement under a new protocol is a new
+    # row; the old one stays); the index also serves the per-study queries.
+    sa.UniqueConstraint(
+        "device_id", "family", "problem_key", "config", "protocol", name="uq_evaluations"
+    ),
+)
+
+ceilings_table = sa.Table(
+    "ceilings",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("name", sa.String(64), nullable=False),  # fma_peak, copy_bandwidth, sgemm
+    sa.Column("value", sa.Float, nullable=False),
+    sa.Column("unit", sa.String(32), nullable=False),  # GFlop/s, GB/s
+    sa.Column("detail", sa.Text, nullable=False),  # how it was measured
+    sa.Column("samples_ms", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    *_timing_columns(),
+)
+
+baselines_table = sa.Table(
+    "baselines",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("library", sa.String(64), nullable=False),  # cudnn, cublas
+    sa.Column("problem_key", sa.String(200), nullable=False),
+    *_shape_columns(),
+    sa.Column("algorithm", sa.Text, nullable=False),  # what the library chose
+    sa.Column("version", sa.String(64), nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("time_ms", sa.Float),
+    sa.Column("samples_ms", sa.JSON, nullable=False),
+    sa.Column("gflops", sa.Float),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    *_timing_columns(),
+    sa.UniqueConstraint("device_id", "library", "problem_key", "protocol", name="uq_baselines"),
+)
+
+# Which run is tuning a study: one run at a time per (device, family, problem). The holder renews
+# its lease as it records evaluations; an expired lease (or a holder process known dead) may be
+# taken over by another run. See autotune/claims.py.
+claims_table = sa.Table(
+    "claims",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("family", sa.String(100), nullable=False),
+    sa.Column("problem_key", sa.String(200), nullable=False),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),  # Unix time in seconds
+    sa.UniqueConstraint("device_id", "family", "problem_key", name="uq_claims"),
+)
+
+FAILURE_STATUSES = tuple(s for s in Status if not s.ok)
+
+
+# ---------------------------------------------------------------------------------------------
+# Opening
+
+
+def default_url(path: str | Path) -> str:
+    """SQLAlchemy URL of a SQLite file, creating its directory."""
+    file = Path(path).expanduser().resolve()
+    file.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{file}"
+
+
+def _one_line(err: BaseException) -> str:
+    # SQLAlchemy appends the statement and a documentation link; the driver's message says it.
+    cause = err.orig if isinstance(err, DBAPIError) and err.orig is not None else err
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
+
+
+# user:password@ in any URL of a text (a command line, a message); SQLAlchemy's own masking
+# needs a URL it can parse. The password runs to the last @ before the host.
+_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*):[^\s/]*@")
+
+
+def hide_passwords(text: str) -> str:
+    """The text with every URL's password shown as ***, as SQLAlchemy shows it."""
+    return _PASSWORD.sub(r"\1:***@", text)
+
+
+def _sqlite_file(url: URL) -> Path | None:
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    if database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # The busy timeout makes a second writer (another process on the same file) wait instead of
+    # failing with "database is locked". WAL is set once the file is known to be ours (_create):
+    # it is a property of the file, and a database of another application is left as it is.
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def _names(tables: list[str], shown: int = 5) -> str:
+    more = f" and {len(tables) - shown} more" if len(tables) > shown else ""
+    return ", ".join(tables[:shown]) + more
+
+
+class Store:
+    """The results database behind a SQLAlchemy URL (or a SQLite file path)."""
+
+    def __init__(
+        self,
+        url: str | Path,
+        create: bool = True,
+        share: bool = False,
+        protocol: int = TIMING_PROTOCOL,
+    ) -> None:
+        """Open (and, unless create=False, create) the results database at url or path. With
+        create=False a database without our schema is refused, unchanged; with create, one
+        that holds other applications' tables is refused unless share=True. Its queries read
+        measurements of one timing protocol (DESIGN section 2), the current one unless told:
+        tables, reports and searches never mix protocols."""
+        text = str(url)
+        self._share = share
+        self.url = text
+        self.protocol = protocol
+        if not create and "://" not in text and not Path(text).expanduser().is_file():
+            raise StoreError(f"no results database at {text}")
+        try:
+            if "://" not in text:
+                text = default_url(text)
+            parsed = make_url(text)
+            self.url = parsed.render_as_string(hide_password=True)
+            if parsed.drivername == "postgresql":
+                # SQLAlchemy's default PostgreSQL driver is psycopg2; the postgres extra
+                # installs psycopg (3), so a plain postgresql:// URL means that one.
+                parsed = parsed.set(drivername="postgresql+psycopg")
+            file = _sqlite_file(parsed)
+            if file is not None and not create and not file.is_file():
+                raise StoreError(f"no results database at {file}")
+            if file is not None:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            self._engine: Engine = sa.create_engine(parsed)
+        except (SQLAlchemyError, OSError, ImportError) as err:
+            raise StoreError(
+                f"cannot open results database ({self.url}): {_one_line(err)}"
+            ) from None
+        if parsed.get_backend_name() == "sqlite":
+            sa.event.listen(self._engine, "connect", _on_sqlite_connect)
+        try:
+            self._create(create)
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    def _create(self, create: bool = True) -> None:
+        with self._errors("cannot open results database"):
+            # A database of another (newer) schema is refused before anything is written to it.
+            if sa.inspect(self._engine).has_table(meta_table.name):
+                found = self._schema_version()
+                if found not in (None, str(SCHEMA_VERSION), *UPGRADABLE_FROM):
+                    raise self._version_error(found)
+            else:
+                self._refuse_foreign(create)
+            for attempt in range(CREATE_ATTEMPTS):
+                try:
+                    METADATA.create_all(self._engine)
+                    break
+                except (sa.exc.OperationalError, sa.exc.IntegrityError, sa.exc.ProgrammingError):
+                    # Another process created a table between our check and our CREATE (SQLite
+                    # says OperationalError; PostgreSQL a duplicate table or a duplicate type).
+                    if attempt == CREATE_ATTEMPTS - 1:
+                        raise
+            version = self._schema_version()
+            if version is None:
+                try:
+                    with self._engine.begin() as conn:
+                        conn.execute(
+                            meta_table.insert().values(
+                                key="schema_version", value=str(SCHEMA_VERSION)
+                            )
+                        )
+                except IntegrityError:
+                    pass  # another process wrote it first; read back what it wrote
+                version = self._schema_version()
+            if version in UPGRADABLE_FROM:
+                # create_all above already added the tables the older version lacked (in
+                # their current form); the older tables get their new columns here.
+                self._upgrade()
+                version = str(SCHEMA_VERSION)
+            if self._engine.dialect.name == "sqlite" and create:
+                # WAL lets readers run beside one writer; it stays set in the file.
+                with self._engine.connect() as conn:
+                    conn.exec_driver_sql("PRAGMA journal_mode = WAL")
+        if version != str(SCHEMA_VERSION):
+            raise self._version_error(version)
+
+    def _refuse_foreign(self, create: bool) -> None:
+        """Called where our schema is missing: a reading command changes nothing in such a
+        database, and a run adds its tables beside another application's only when told to.
+        Some of our tables without the meta row is another process creating them right now."""
+        tables = sorted(set(sa.inspect(self._engine).get_table_names()))
+        others = [name for name in tables if name not in METADATA.tables]
+        if not create:
+            held = f"it holds {_names(others)}" if others else "it is empty"
+            raise StoreError(
+                f"{self.url} is not an autotune results database ({held}); nothing was changed"
+            )
+        if others and not self._share:
+            raise StoreError(
+                f"{self.url} holds tables of another application ({_names(others)}); autotune "
+                "adds its own beside them only with --share-database"
+            )
+
+    def _version_error(self, version: str | None) -> StoreError:
+        return StoreError(
+            f"results database {self.url} has schema version {version}, "
+            f"this autotune uses schema version {SCHEMA_VERSION}"
+        )
+
+    def _upgrade(self) -> None:
+        """Bring the evaluations and baselines tables of an older database to this schema,
+        keeping every row (ids included), in one transaction that also sets the version."""
+        sqlite = self._engine.dialect.name == "sqlite"
+        with self._engine.connect() as conn:
+            if sqlite:
+                # An explicit BEGIN IMMEDIATE: a second process upgrading the same file waits for
+                # this one, then finds the new version and leaves the tables alone.
+                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            else:
+                conn.begin()
+            try:
+                # FOR UPDATE (PostgreSQL): a second process upgrading at once waits here, then
+                # reads the new version (SQLite's BEGIN IMMEDIATE above did the same).
+                version = conn.execute(
+                    sa.select(meta_table.c.value)
+                    .where(meta_table.c.key == "schema_version")
+                    .with_for_update()
+                ).scalar_one()
+                rebuilt = False
+                if version != str(SCHEMA_VERSION):
+                    for table in (evaluations_table, baselines_table, ceilings_table):
+                        old = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
+                        missing = {c.name for c in table.columns} - old
+                        if not missing:
+                            continue
+                        rebuilt = True
+                        if sqlite:
+                            _rebuild_sqlite_table(conn, table, old)
+                        else:
+                            _alter_table(conn, table, old)
+                    conn.execute(
+                        meta_table.update()
+                        .where(meta_table.c.key == "schema_version")
+                        .values(value=str(SCHEMA_VERSION))
+                    )
+            except BaseException:
+                conn.exec_driver_sql("ROLLBACK") if sqlite else conn.rollback()
+                raise
+            conn.exec_driver_sql("COMMIT") if sqlite else conn.commit()
+            if sqlite and rebuilt:
+                # The copied tables left the old ones' pages free: give them back to the file
+                # system. Best effort: another process reading the file makes VACUUM wait, then
+                # give up, which costs only disk space.
+                try:
+                    conn.exec_driver_sql("VACUUM")
+                except DBAPIError:
+                    pass
+
+    def _schema_version(self) -> str | None:
+        with self._engine.connect() as conn:
+            return conn.execute(
+                sa.select(meta_table.c.value).where(meta_table.c.key == "schema_version")
+            ).scalar_one_or_none()
+
+    @contextmanager
+    def _errors(self, doing: str) -> Iterator[None]:
+        """Database failures leave the public methods as one-line StoreErrors."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except (SQLAlchemyError, sqlite3.Error, OSError) as err:
+            raise StoreError(f"{doing} ({self.url}): {_one_line(err)}") from None
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r})"
+
+    # -----------------------------------------------------------------------------------------
+    # Writes (each in its own transaction)
+
+    def register_device(self, info: DeviceInfo) -> int:
+        """Id of the device, inserting it the first time it is seen."""
+        d = devices_table.c
+        identity = sa.and_(
+            d.name == info.name,
+            d.compute_capability == info.compute_capability,
+            d.sm_count == info.sm_count,
+            d.driver_version == info.driver_version,
+        )
+        with self._errors("cannot register device"):
+            with self._engine.connect() as conn:
+                found = conn.execute(sa.select(d.id).where(identity)).scalar_one_or_none()
+            if found is not None:
+                return int(found)
+            try:
+                with self._engine.begin() as conn:
+                    result = conn.execute(devices_table.insert().values(**info.as_dict()))
+                    return int(result.inserted_primary_key[0])
+            except IntegrityError:
+                pass  # registered by another process since we looked
+            with self._engine.connect() as conn:
+                return int(conn.execute(sa.select(d.id).where(identity)).scalar_one())
+
+    def start_run(self, device_id: int, command: str, versions: dict[str, Any]) -> int:
+        with self._errors("cannot start run"):
+            with self._engine.begin() as conn:
+                result = conn.execute(
+                    runs_table.insert().values(
+                        device_id=device_id,
+                        started_at=_now(),
+                        command=command,
+                        versions=dict(versions),
+                        host=socket.gethostname(),
+                    )
+                )
+                return int(result.inserted_primary_key[0])
+
+    def finish_run(self, run_id: int) -> None:
+        with self._errors("cannot finish run"):
+            with self._engine.begin() as conn:
+                result = conn.execute(
+                    runs_table.update().where(runs_table.c.id == run_id).values(finished_at=_now())
+                )
+        if result.rowcount == 0:
+            raise StoreError(f"no run {run_id} in {self.url}")
+
+    # -- study claims (one run tunes a study at a time; autotune/claims.py keeps them) ---------
+
+    def claim(
+        self,
+        device_id: int,
+        family: str,
+        problem_key: str,
+        holder: StudyClaim,
+        now: float,
+        take_from: int | None = None,
+    ) -> StudyClaim | None:
+        """Claim a study for holder (or renew holder's claim) in one transaction: None when
+        holder has it now, else the claim of the run that holds it. A claim whose lease ran out
+        before `now`, or the claim of run `take_from` (a holder known to be dead), is replaced."""
+        c = claims_table.c
+        study = (c.device_id == device_id, c.family == family, c.problem_key == problem_key)
+        stale = c.expires_at < now
+        if take_from is not None:
+            stale = sa.or_(stale, c.run_id == take_from)
+        row = {"device_id": device_id, "family": family, "problem_key": problem_key}
+        with self._errors("cannot claim study"):
+            for _ in range(CREATE_ATTEMPTS):
+                try:
+                    with self._engine.begin() as conn:
+                        # A write first: SQLite takes its write lock here, so the look and the
+                        # insert below see no other process's claim in between.
+                        conn.execute(claims_table.delete().where(*study, stale))
+                        found = conn.execute(
+                            sa.select(c.run_id, c.host, c.pid, c.expires_at).where(*study)
+                        ).first()
+                        if found is None:
+                            values = {**row, "run_id": holder.run_id, "host": holder.host}
+                            values |= {"pid": holder.pid, "expires_at": holder.expires_at}
+                            conn.execute(claims_table.insert().values(**values))
+                            return None
+                        if found.run_id == holder.run_id:
+                            conn.execute(
+                                claims_table.update()
+                                .where(*study)
+                                .values(expires_at=holder.expires_at)
+                            )
+                            return None
+                        return StudyClaim(found.run_id, found.host, found.pid, found.expires_at)
+                except IntegrityError:
+                    continue  # another process inserted its claim first (PostgreSQL): look again
+            raise StoreError(f"cannot claim study {family} {problem_key} ({self.url})")
+
+    def renew_claim(
+        self, device_id: int, family: str, problem_key: str, run_id: int, expires_at: float
+    ) -> bool:
+        """Extend run_id's lease on a study; False if the run no longer holds it."""
+        c = claims_table.c
+        with self._errors("cannot renew claim"), self._engine.begin() as conn:
+            result = conn.execute(
+                claims_table.update()
+                .where(
+                    c.device_id == device_id,
+                    c.family == family,
+                    c.problem_key == problem_key,
+                    c.run_id == run_id,
+                )
+                .values(expires_at=expires_at)
+            )
+        return result.rowcount == 1
+
+    def release_claims(
+        self,
+        run_id: int,
+        device_id: int | None = None,
+        family: str | None = None,
+        problem_key: str | None = None,
+    ) -> int:
+        """Drop run_id's claims (all of them, or one study's); returns how many."""
+        c = claims_table.c
+        where = [c.run_id == run_id]
+        for column, value in ((c.device_id, device_id), (c.family, family)):
+            if value is not None:
+                where.append(column == value)
+        if problem_key is not None:
+            where.append(c.problem_key == problem_key)
+        with self._errors("cannot release claims"), self._engine.begin() as conn:
+            return conn.execute(claims_table.delete().where(*where)).rowcount
+
+    def claims(self) -> pd.DataFrame:
+        """The studies being tuned now: device, family, problem_key, run_id, host, pid,
+        expires_at (Unix time; a lease in the past is free to take)."""
+        c, d = claims_table.c, devices_table.c
+        query = (
+            sa.select(
+                d.name.label("device"),
+                c.family,
+                c.problem_key,
+                c.run_id,
+                c.host,
+                c.pid,
+                c.expires_at,
+            )
+            .select_from(claims_table.join(devices_table))
+            .order_by(c.id)
+        )
+        return self._frame(query, "cannot read claims")
+
+    def record(
+        self,
+        run_id: int,
+        device_id: int,
+        family: str,
+        problem: Problem,
+        config: Config,
+        m: Measurement,
+        flops: int,
+    ) -> bool:
+        """Store one finished evaluation; False (nothing changed) if the study already has it."""
+        gflops = m.gflops(flops)
+        row = {
+            "run_id": run_id,
+            "device_id": device_id,
+            "family": family,
+            "problem_key": problem.key,
+            **_shape_values(problem),
+            "config": config.to_json(),
+            "status": m.status.value,
+            "error": m.error,
+            "rel_error": _float(m.rel_error),
+            "compile_s": _float(m.compile_s),
+            "time_ms": _float(m.time_ms),
+            "samples_ms": _samples(m.samples_ms),
+            "gflops": _float(gflops),
+            "registers": m.registers,
+            "smem_bytes": m.smem_bytes,
+            "spills": m.spills,
+            "scratch_bytes": m.scratch_bytes,
+            "created_at": _now(),
+            "protocol": m.protocol,
+            "spread": _float(m.spread),
+        }
+        with self._errors("cannot record evaluation"):
+            try:
+                with self._engine.begin() as conn:
+                    conn.execute(evaluations_table.insert().values(**row))
+                return True
+            except IntegrityError as err:
+                # The same error comes from the UNIQUE constraint and from a foreign key.
+                if self._has(device_id, family, problem.key, row["config"], m.protocol):
+                    return False
+                raise StoreError(
+                    f"cannot record evaluation ({self.url}): {_one_line(err)}"
+                ) from None
+
+    def record_ceiling(
+        self,
+        device_id: int,
+        name: str,
+        value: float,
+        unit: str,
+        detail: str,
+        samples_ms: list[float] | tuple[float, ...] = (),
+        protocol: int = TIMING_PROTOCOL,
+    ) -> None:
+        """Store a measured device ceiling (the newest one of a name and protocol is in use)."""
+        row = {
+            "device_id": device_id,
+            "name": name,
+            "value": float(value),
+            "unit": unit,
+            "detail": detail,
+            "samples_ms": _samples(samples_ms),
+            "created_at": _now(),
+            "protocol": protocol,
+            "spread": _float(spread(samples_ms)),
+        }
+        with self._errors("cannot record ceiling"), self._engine.begin() as conn:
+            conn.execute(ceilings_table.insert().values(**row))
+
+    def record_baseline(
+        self,
+        device_id: int,
+        library: str,
+        problem: Problem,
+        algorithm: str,
+        version: str,
+        m: Measurement,
+        flops: int,
+    ) -> None:
+        """Store (or replace) a library's measurement of one shape on one device under the
+        measurement's timing protocol (those of other protocols stay)."""
+        row = {
+            "device_id": device_id,
+            "library": library,
+            "problem_key": problem.key,
+            **_shape_values(problem),
+            "algorithm": algorithm,
+            "version": version,
+            "status": m.status.value,
+            "error": m.error,
+            "time_ms": _float(m.time_ms),
+            "samples_ms": _samples(m.samples_ms),
+            "gflops": _float(m.gflops(flops)),
+            "created_at": _now(),
+            "protocol": m.protocol,
+            "spread": _float(m.spread),
+        }
+        b = baselines_table.c
+        with self._errors("cannot record baseline"), self._engine.begin() as conn:
+            conn.execute(
+                baselines_table.delete().where(
+                    b.device_id == device_id,
+                    b.library == library,
+                    b.problem_key == problem.key,
+                    b.protocol == m.protocol,
+                )
+            )
+            conn.execute(baselines_table.insert().values(**row))
+
+    def has_baseline(
+        self, device_id: int, library: str, problem: Problem, protocol: int | None = None
+    ) -> bool:
+        b = baselines_table.c
+        query = sa.select(b.id).where(
+            b.device_id == device_id,
+            b.library == library,
+            b.problem_key == problem.key,
+            b.status == Status.OK.value,
+            b.protocol == self._protocol(protocol),
+        )
+        with self._errors("cannot read baselines"), self._engine.connect() as conn:
+            return conn.execute(query).first() is not None
+
+    def _has(
+        self, device_id: int, family: str, problem_key: str, config_json: str, protocol: int
+    ) -> bool:
+        e = evaluations_table.c
+        with self._engine.connect() as conn:
+            found = conn.execute(
+                sa.select(e.id).where(
+                    e.device_id == device_id,
+                    e.family == family,
+                    e.problem_key == problem_key,
+                    e.config == config_json,
+                    e.protocol == protocol,
+                )
+            ).first()
+        return found is not None
+
+    def forget(self, family: str, device: str | None = None, problem_key: str | None = None) -> int:
+        """Delete a family's evaluations (one device's, one shape's), in one transaction; returns
+        how many. For a kernel whose source changed: its old measurements are of another binary.
+        Baselines and ceilings are not a family's and stay."""
+        e = evaluations_table.c
+        where = [e.family == family]
+        if device is not None:
+            ids = sa.select(devices_table.c.id).where(devices_table.c.name == device)
+            where.append(e.device_id.in_(ids))
+        if problem_key is not None:
+            where.append(e.problem_key == problem_key)
+        with self._errors("cannot delete evaluations"), self._engine.begin() as conn:
+            return conn.execute(sa.delete(evaluations_table).where(*where)).rowcount
+
+    # -----------------------------------------------------------------------------------------
+    # Queries
+
+    def evaluations(
+        self, device_id: int, family: str, problem: Problem, protocol: int | None = None
+    ) -> list[StoredEvaluation]:
+        """Everything stored for one study under one timing protocol, in insertion order (to
+        resume it: a study measured under another protocol is tuned again, not compared)."""
+        e = evaluations_table.c
+        query = (
+            sa.select(e.config, e.status, e.time_ms, e.gflops, e.error)
+            .where(
+                e.device_id == device_id,
+                e.family == family,
+                e.problem_key == problem.key,
+                e.protocol == self._protocol(protocol),
+            )
+            .order_by(e.id)
+        )
+        with self._errors("cannot read evaluations"), self._engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [
+            StoredEvaluation(
+                Config.from_json(r.config), Status(r.status), r.time_ms, r.gflops, r.error
+            )
+            for r in rows
+        ]
+
+    def best(
+        self,
+        device: str | None = None,
+        family: str | None = None,
+        kind: str | None = None,
+        protocol: int | None = None,
+        top: int = 1,
+    ) -> pd.DataFrame:
+        """Fastest OK evaluation per (device, family, problem) under one timing protocol (the
+        store's reading protocol unless given; the `top` fastest with top > 1, fastest first);
+        studies with none are left out.
+
+        A device is its name: measurements on one GPU model under several drivers are one study.
+        Columns: device, family, kind, the conv2d columns (empty for other kinds), config,
+        time_ms, spread, gflops, registers, smem_bytes, scratch_bytes, evaluations, failures
+        (both of that protocol), protocol, problem_key and shape (the problem's fields as a dict,
+        every kind). Rows are ordered by device, family and the shape's fields.
+        """
+        e, d = evaluations_table.c, devices_table.c
+        study = (d.name, e.family, e.problem_key)
+        where = [*self._filters(device, family, kind), e.protocol == self._protocol(protocol)]
+        counts = (
+            sa.select(
+                *study,
+                sa.func.count().label("evaluations"),
+                sa.func.sum(sa.case((e.status != Status.OK.value, 1), else_=0)).label("failures"),
+            )
+            .select_from(evaluations_table.join(devices_table))
+            .where(*where)
+            .group_by(*study)
+            .subquery("counts")
+        )
+        ranked = (
+            sa.select(
+                d.name.label("device"),
+                e.family,
+                e.problem_key,
+                e.kind,
+                e.shape,
+                *(e[name] for name in SHAPE_COLUMNS),
+                e.config,
+                e.time_ms,
+                e.spread,
+                e.gflops,
+                e.registers,
+                e.smem_bytes,
+                e.scratch_bytes,
+                e.protocol,
+                sa.func.row_number()
+                .over(partition_by=study, order_by=(e.time_ms, e.id))
+                .label("place"),
+            )
+            .select_from(evaluations_table.join(devices_table))
+            .where(*where, e.status == Status.OK.value, e.time_ms.is_not(None))
+            .subquery("ranked")
+        )
+        r, c = ranked.c, counts.c
+        query = (
+            sa.select(
+                r.device,
+                r.family,
+                r.kind,
+                *(r[name] for name in SHAPE_COLUMNS),
+                r.config,
+                r.time_ms,
+                r.spread,
+                r.gflops,
+                r.registers,
+                r.smem_bytes,
+                r.scratch_bytes,
+                c.evaluations,
+                c.failures,
+                r.protocol,
+                r.problem_key,
+                r.shape,
+            )
+            .select_from(
+                ranked.join(
+                    counts,
+                    sa.and_(
+                        r.device == c.name,
+                        r.family == c.family,
+                        r.problem_key == c.problem_key,
+                    ),
+                )
+            )
+            .where(r.place <= top)
+            .order_by(r.device, r.family, r.place)
+        )
+        frame = self._frame(query, "cannot read best configurations")
+        return _by_shape(frame, ["device", "family"])
+
+    def run_activity(
+        self, recent_since: datetime, started_since: datetime | None = None
+    ) -> pd.DataFrame:
+        """Per run (those started at or after started_since, if given): id, device, host,
+        command, started_at, finished_at, evaluations (all), recent (recorded since
+        recent_since), last_at (its newest evaluation), claims (held now), lease_left_s (of its
+        claim that runs out first, negative when expired; NaN without one)."""
+        r, d, e, c = runs_table.c, devices_table.c, evaluations_table.c, claims_table.c
+        evals = (
+            sa.select(
+                e.run_id,
+                sa.func.count().label("evaluations"),
+                sa.func.sum(sa.case((e.created_at >= recent_since, 1), else_=0)).label("recent"),
+                sa.func.max(e.created_at).label("last_at"),
+            )
+            .group_by(e.run_id)
+            .subquery("evals")
+        )
+        held = (
+            sa.select(
+                c.run_id,
+                sa.func.count().label("claims"),
+                sa.func.min(c.expires_at).label("expires_at"),
+            )
+            .group_by(c.run_id)
+            .subquery("held")
+        )
+        query = (
+            sa.select(
+                r.id,
+                d.name.label("device"),
+                r.host,
+                r.command,
+                r.started_at,
+                r.finished_at,
+                sa.func.coalesce(evals.c.evaluations, 0).label("evaluations"),
+                sa.func.coalesce(evals.c.recent, 0).label("recent"),
+                evals.c.last_at,
+                sa.func.coalesce(held.c.claims, 0).label("claims"),
+                held.c.expires_at,
+            )
+            .select_from(
+                runs_table.join(devices_table)
+                .outerjoin(evals, evals.c.run_id == r.id)
+                .outerjoin(held, held.c.run_id == r.id)
+            )
+            .where(*([r.started_at >= started_since] if started_since is not None else []))
+            .order_by(r.id)
+        )
+        frame = self._frame(query, "cannot read runs")
+        now = time.time()
+        frame["lease_left_s"] = [
+            None if pd.isna(x) else float(x) - now for x in frame.pop("expires_at")
+        ]
+        for name in ("evaluations", "recent", "claims"):
+            frame[name] = frame[name].astype(int)
+        return frame
+
+    def history(
+        self,
+        device: str | None = None,
+        family: str | None = None,
+        kind: str | None = None,
+        protocol: int | None = None,
+        every_protocol: bool = False,
+    ) -> pd.DataFrame:
+        """Every stored evaluation of one timing protocol (the store's reading protocol unless
+        given; all of them with every_protocol) with its device name, in insertion order."""
+        e, d = evaluations_table.c, devices_table.c
+        columns = [c for c in evaluations_table.c if c.name != "id"]
+        where = self._filters(device, family, kind)
+        if not every_protocol:
+            where.append(e.protocol == self._protocol(protocol))
+        query = (
+            sa.select(e.id, d.name.label("device"), *columns)
+            .select_from(evaluations_table.join(devices_table))
+            .where(*where)
+            .order_by(e.id)
+        )
+        return self._frame(query, "cannot read history")
+
+    def ceilings(self, device: str | None = None, protocol: int | None = None) -> pd.DataFrame:
+        """The newest measurement of each ceiling per device under one timing protocol: device,
+        name, value, unit, detail, created_at, spread, protocol."""
+        c, d = ceilings_table.c, devices_table.c
+        newest = (
+            sa.select(sa.func.max(c.id))
+            .where(c.protocol == self._protocol(protocol))
+            .group_by(c.device_id, c.name)
+            .scalar_subquery()
+        )
+        query = (
+            sa.select(
+                d.name.label("device"),
+                c.name,
+                c.value,
+                c.unit,
+                c.detail,
+                c.created_at,
+                c.spread,
+                c.protocol,
+            )
+            .select_from(ceilings_table.join(devices_table))
+            .where(c.id.in_(newest), *([d.name == device] if device is not None else []))
+            .order_by(d.name, c.name)
+        )
+        return self._frame(query, "cannot read ceilings")
+
+    def baselines(
+        self,
+        device: str | None = None,
+        library: str | None = None,
+        kind: str | None = None,
+        protocol: int | None = None,
+    ) -> pd.DataFrame:
+        """Library measurements under one timing protocol: device, library, kind, the conv2d
+        columns, problem_key, shape, algorithm, version, status, error, time_ms, gflops, spread,
+        protocol; by device, library and shape."""
+        b, d = baselines_table.c, devices_table.c
+        where = [b.protocol == self._protocol(protocol)]
+        if device is not None:
+            where.append(d.name == device)
+        if library is not None:
+            where.append(b.library == library)
+        if kind is not None:
+            where.append(b.kind == kind)
+        query = (
+            sa.select(
+                d.name.label("device"),
+                b.library,
+                b.kind,
+                *(b[n] for n in SHAPE_COLUMNS),
+                b.problem_key,
+                b.shape,
+                b.algorithm,
+                b.version,
+                b.status,
+                b.error,
+                b.time_ms,
+                b.gflops,
+                b.spread,
+                b.protocol,
+            )
+            .select_from(baselines_table.join(devices_table))
+            .where(*where)
+            .order_by(d.name, b.library, b.id)
+        )
+        return _by_shape(self._frame(query, "cannot read baselines"), ["device", "library"])
+
+    def devices(self) -> pd.DataFrame:
+        query = sa.select(devices_table).order_by(devices_table.c.id)
+        return self._frame(query, "cannot read devices")
+
+    def summary(self, protocol: int | None = None) -> pd.DataFrame:
+        """Per device and family, under one timing protocol: studies, evaluations, OK ones and
+        failures by status."""
+        e, d = evaluations_table.c, devices_table.c
+        by_status = [
+            sa.func.sum(sa.case((e.status == s.value, 1), else_=0)).label(s.value.lower())
+            for s in Status
+        ]
+        query = (
+            sa.select(
+                d.name.label("device"),
+                e.family,
+                sa.func.count(sa.distinct(e.problem_key)).label("studies"),
+                sa.func.count().label("evaluations"),
+                sa.func.sum(sa.case((e.status != Status.OK.value, 1), else_=0)).label("failures"),
+                *by_status,
+            )
+            .select_from(evaluations_table.join(devices_table))
+            .where(e.protocol == self._protocol(protocol))
+            .group_by(d.name, e.family)
+            .order_by(d.name, e.family)
+        )
+        return self._frame(query, "cannot read summary")
+
+    def _protocol(self, protocol: int | None) -> int:
+        return self.protocol if protocol is None else protocol
+
+    def _filters(
+        self, device: str | None, family: str | None, kind: str | None = None
+    ) -> list[sa.ColumnElement[bool]]:
+        where: list[sa.ColumnElement[bool]] = []
+        if device is not None:
+            where.append(devices_table.c.name == device)
+        if family is not None:
+            where.append(evaluations_table.c.family == family)
+        if kind is not None:
+            where.append(evaluations_table.c.kind == kind)
+        return where
+
+    def _frame(self, query: sa.Select[Any], doing: str) -> pd.DataFrame:
+        # Built from rows rather than pd.read_sql, so an empty result still has its columns.
+        with self._errors(doing), self._engine.connect() as conn:
+            result = conn.execute(query)
+            columns = list(result.keys())
+            rows = [tuple(row) for row in result]
+        frame = pd.DataFrame(rows, columns=columns)
+        for name in (*SHAPE_COLUMNS, "scratch_bytes"):
+            if name in frame.columns:
+                # Empty for the kinds other than conv2d: nullable integers, not floats.
+                frame[name] = frame[name].astype("Int64")
+        return frame
+
+
+def _by_shape(frame: pd.DataFrame, leading: list[str]) -> pd.DataFrame:
+    """Rows ordered by the leading columns, then kind, then the shape's fields in their order
+    (N, K, C, F, B, stride for conv2d; M, N, K; D, R, Cc, Kd, Kr, Kc): numbers, not keys."""
+    if frame.empty:
+        return frame
+
+    def key(i: int) -> tuple:
+        row = frame.iloc[i]
+        kind = str(row["kind"])
+        shape = row["shape"] or {}
+        fields = tuple(int(shape.get(n, 0)) for n in KIND_FIELDS.get(kind, ()))
+        return (*(str(row[c]) for c in leading), kind, fields)
+
+    order = sorted(range(len(frame)), key=key)
+    return frame.iloc[order].reset_index(drop=True)
+
+
+def _conv2d_shape_json(columns: Any) -> sa.ColumnElement[Any]:
+    """SQL building the shape JSON of a stored 2D convolution from its integer columns."""
+    pairs = []
+    for name in KIND_FIELDS["conv2d"]:
+        pairs += [sa.literal(name), columns[name]]
+    return sa.func.json_object(*pairs)
+
+
+def _rebuild_sqlite_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) -> None:
+    """SQLite cannot drop a NOT NULL: copy the rows into a table of the new form, then swap."""
+    scratch = sa.MetaData()
+    for parent in (devices_table, runs_table):  # the foreign keys' targets, for the DDL
+        parent.to_metadata(scratch)
+    new = table.to_metadata(scratch, name=f"{table.name}_upgrade")
+    new.create(conn)
+    old = sa.table(table.name, *(sa.column(name) for name in old_columns))
+    copied = [c.name for c in table.columns if c.name in old_columns]
+    derived = {}
+    if "shape" in table.columns and "shape" not in old_columns:
+        derived = {"kind": sa.literal(KIND_DEFAULT), "shape": _conv2d_shape_json(old.c)}
+    # Columns new to this version that the old rows cannot fill from others (protocol, spread)
+    # take their server defaults.
+    extra = [n for n in derived if n not in old_columns]
+    select = sa.select(*(old.c[n] for n in copied), *(derived[n] for n in extra))
+    conn.execute(new.insert().from_select([*copied, *extra], select))
+    conn.exec_driver_sql(f'DROP TABLE "{table.name}"')
+    conn.exec_driver_sql(f'ALTER TABLE "{new.name}" RENAME TO "{table.name}"')
+
+
+def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) -> None:
+    """Other databases (PostgreSQL) alter in place: add the new columns, widen the unique
+    constraints that gained a column, drop the NOT NULLs of the conv2d columns, and fill the
+    shape JSON of the stored rows."""
+    preparer = conn.dialect.identifier_preparer
+    name = preparer.format_table(table)
+    added = set()
+    for column in table.columns:
+        if column.name in old_columns:
+            continue
+        added.add(column.name)
+        ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
+        conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {ddl}")
+    for constraint in table.constraints:
+        if isinstance(constraint, sa.UniqueConstraint) and added & set(constraint.columns.keys()):
+            quoted = preparer.format_constraint(constraint)
+            conn.exec_driver_sql(f"ALTER TABLE {name} DROP CONSTRAINT IF EXISTS {quoted}")
+            conn.execute(sa.schema.AddConstraint(constraint))
+    if "shape" not in table.columns:
+        return
+    for column in SHAPE_COLUMNS:
+        conn.exec_driver_sql(
+            f"ALTER TABLE {name} ALTER COLUMN {preparer.quote(column)} DROP NOT NULL"
+        )
+    c = table.c
+    rows = conn.execute(sa.select(c.id, *(c[n] for n in SHAPE_COLUMNS)).where(c.shape.is_(None)))
+    for row in rows.all():
+        shape = {n: getattr(row, n) for n in KIND_FIELDS["conv2d"]}
+        conn.execute(table.update().where(c.id == row.id).values(shape=shape))
+
+
+def _samples(samples_ms) -> list[float]:
+    """Timing samples as stored: CUDA events resolve about half a microsecond, so 1 ns (six
+    decimals of a millisecond) keeps every digit that means anything, in half the bytes of a
+    float32 value printed as a double (the samples are most of the database)."""
+    return [round(float(s), 6) for s in samples_ms]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _float(value: float | None) -> float | None:
+    # NumPy scalars would reach the driver as objects it may not adapt.
+    return None if value is None else float(value)

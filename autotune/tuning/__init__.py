@@ -1,0 +1,1 @@
+"""The tuning loop and what drives it: studies, baselines, workers, re-measurement."""

@@ -1,0 +1,124 @@
+"""Once per device and shape: measure the device ceilings and the library baselines, and store
+them beside the tuned results."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Iterable
+
+from autotune import package_path
+from autotune.families import conv2d, gemm
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.evaluator import Evaluator
+from autotune.gpu.library_tasks import (
+    BaselineResult,
+    Ceiling,
+    CublasGemm,
+    CudnnConv,
+    MeasureCeilings,
+)
+from autotune.gpu.session import TimingPolicy
+from autotune.model.kinds import library_of
+from autotune.model.problem import Problem
+from autotune.model.records import Measurement
+from autotune.store.database import Store
+
+CEILING_NAMES = ("fma_peak", "copy_bandwidth", "sgemm")
+# Shipped beside this module: a ceiling is part of the package, not of a family.
+CEILING_FMA_SOURCE = package_path("autotune.gpu", "ceiling_fma.cu")
+TASK_TIMEOUT_S = 300.0  # cuDNN's algorithm search at a large shape takes a while
+BASELINE_TOLERANCE = 1e-5
+
+
+def baseline_library(problem: Problem) -> str | None:
+    """The library measured as the baseline of a problem's kind, or None (conv3d has none)."""
+    return library_of(problem.kind)
+
+
+def ensure_ceilings(
+    evaluator: Evaluator,
+    compiler: Compiler,
+    store: Store,
+    device_id: int,
+    timing: TimingPolicy,
+    remeasure: bool = False,
+) -> list[Ceiling] | Measurement | None:
+    """Measure and store the ceilings unless this device has them all (None then)."""
+    stored = store.ceilings(device=evaluator.device.name)
+    if not remeasure and set(CEILING_NAMES) <= set(stored["name"]):
+        return None
+    fma = compiler.compile_source(CEILING_FMA_SOURCE, ())
+    result = evaluator.call(MeasureCeilings(fma.cubin, timing), TASK_TIMEOUT_S)
+    if isinstance(result, Measurement):
+        return result
+    for c in result:
+        store.record_ceiling(device_id, c.name, c.value, c.unit, c.detail, c.samples_ms)
+    return result
+
+
+def measure_baselines(
+    evaluator: Evaluator,
+    compiler: Compiler,
+    store: Store,
+    device_id: int,
+    problems: Iterable[Problem],
+    timing: TimingPolicy,
+    remeasure: bool = False,
+    on_result: Callable[[Problem, BaselineResult | None], None] | None = None,
+) -> list[tuple[Problem, BaselineResult]]:
+    """Its kind's library (cuDNN for conv2d, cuBLAS for gemm) on every problem not measured yet
+    on this device; kinds without a library are passed over. Once a library turns out missing,
+    its remaining shapes are not tried (its first result's error says why)."""
+    done = []
+    missing: set[str] = set()
+    for problem in dict.fromkeys(problems):
+        library = baseline_library(problem)
+        if library is None or library in missing:
+            continue
+        if not remeasure and store.has_baseline(device_id, library, problem):
+            if on_result:
+                on_result(problem, None)
+            continue
+        task = _baseline_task(compiler, problem, timing)
+        result = evaluator.call(task, TASK_TIMEOUT_S)
+        if isinstance(result, Measurement):  # the worker hung or died
+            result = BaselineResult(result)
+        done.append((problem, result))
+        if on_result:
+            on_result(problem, result)
+        if not result.available:
+            missing.add(library)
+            continue
+        store.record_baseline(
+            device_id,
+            library,
+            problem,
+            result.algorithm,
+            result.version,
+            result.measurement,
+            problem.flops,
+        )
+    return done
+
+
+def _baseline_task(compiler: Compiler, problem: Problem, timing: TimingPolicy):
+    """The worker task measuring a problem's library, with its float64 reference compiled."""
+    shared = conv2d if problem.kind == "conv2d" else gemm
+    ref_plan = shared.reference_plan(problem)  # type: ignore[arg-type]
+    ref = compiler.compile(ref_plan)
+    task = CudnnConv if problem.kind == "conv2d" else CublasGemm
+    return task(
+        problem,  # type: ignore[arg-type]
+        shared.buffers(problem),  # type: ignore[arg-type]
+        ref_plan,
+        ref.cubin,
+        ref.key,
+        BASELINE_TOLERANCE,
+        timing,
+        seed=zlib.crc32(f"{baseline_library(problem)}|{problem.key}".encode()),
+    )
+
+
+def library_missing(results: list[tuple[Problem, BaselineResult]]) -> str | None:
+    """Why no baseline could be measured at all, or None."""
+    return next((r.measurement.error for _, r in results if not r.available), None)

@@ -1,0 +1,504 @@
+"""The tuning loop: ask -> compile -> evaluate -> record -> tell, with budgets, resume and dedup."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from autotune.families import Family, UnsupportedProblem
+from autotune.families.plan import KernelPlan
+from autotune.gpu.compiler import CompiledKernel, CompileError, Compiler
+from autotune.gpu.evaluator import Evaluator
+from autotune.gpu.session import Job, TimingPolicy
+from autotune.model.problem import Problem
+from autotune.model.records import Measurement, Status
+from autotune.model.space import BoundSpace, Config, DeviceLimits
+from autotune.store.database import Store
+from autotune.strategies import DEFAULT_STRATEGY, make_strategy
+from autotune.strategies.brute_force import GivenConfigs
+from autotune.tuning.claims import StudyClaims
+from autotune.tuning.pipeline import next_ready
+from autotune.tuning.warmstart import warm_start
+
+# A job's timeout: the floor covers what any job may spend besides its runs (module load, a fresh
+# worker's first-use compiles of CuPy's kernels); the runs are priced at the slower of a rate no
+# sane candidate falls below and a multiple of the best time so far; the ceiling bounds what one
+# hung candidate can cost.
+JOB_TIMEOUT_FLOOR_S = 15.0
+JOB_TIMEOUT_CEILING_S = 180.0
+SLOWEST_FLOPS_PER_S = 20e9  # ~1/3000 of an H100's FP32 peak
+SLOWEST_VS_BEST = 50.0
+REFERENCE_FLOPS_PER_S = 100e9  # the float64 reference that checks every job
+
+
+def job_timeout_s(flops: int, timing: TimingPolicy, best_ms: float | None = None) -> float:
+    """Seconds to wait for one job before the worker is declared hung and replaced. A job is one
+    checked run, the warm-up runs and samples until timing.max_time_s (plus the run in flight)."""
+    run_s = flops / SLOWEST_FLOPS_PER_S
+    if best_ms is not None:
+        run_s = max(run_s, SLOWEST_VS_BEST * best_ms / 1e3)
+    runs = 2 + timing.warmup
+    wait = JOB_TIMEOUT_FLOOR_S + timing.max_time_s + runs * run_s + flops / REFERENCE_FLOPS_PER_S
+    return min(JOB_TIMEOUT_CEILING_S, wait)
+
+
+@dataclass(frozen=True, slots=True)
+class Study:
+    """One (family, problem) pair to tune, with its valid configurations on this device. With
+    `configs`, exactly those are evaluated (in order) instead of a search: a re-measurement."""
+
+    family: Family
+    problem: Problem
+    space: BoundSpace
+    configs: tuple[Config, ...] | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.family.name} {self.problem.key}"
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    family: str
+    problem: Problem
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Emitted after every evaluation (and at each study's start and end)."""
+
+    study: str
+    event: str  # "start", "eval", "end"
+    done: int  # evaluations stored for this study, earlier runs included
+    planned: int  # the study's target (budget capped by the space)
+    failures: int
+    best_gflops: float | None
+    campaign_done: int  # new evaluations this run
+    campaign_planned: int
+    elapsed_s: float
+    eta_s: float | None
+    last: Measurement | None = None
+    config: Config | None = None
+
+
+@dataclass
+class StudyOutcome:
+    study: Study
+    evaluated: int = 0  # new this run
+    stored: int = 0  # total for the study
+    failures: int = 0
+    best: tuple[Config, Measurement] | None = None
+    stopped: str = ""  # why it ended early, if it did
+
+
+@dataclass
+class CampaignOutcome:
+    studies: list[StudyOutcome] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    interrupted: bool = False
+    elapsed_s: float = 0.0
+    gpu_busy_s: float = 0.0  # inside evaluator.evaluate (checking and timing)
+    compile_wall_s: float = 0.0  # from the first compile submitted to the end
+
+    @property
+    def evaluated(self) -> int:
+        return sum(s.evaluated for s in self.studies)
+
+    @property
+    def gpu_busy_fraction(self) -> float | None:
+        """How much of the wall time since compilation started the GPU worker was busy."""
+        return self.gpu_busy_s / self.compile_wall_s if self.compile_wall_s > 0 else None
+
+
+def plan_studies(
+    pairs: Iterable[tuple[Family, Problem]], limits: DeviceLimits
+) -> tuple[list[Study], list[Skipped]]:
+    """Bind every (family, problem) space to the device; skip the ones that cannot run, a
+    family of another problem kind (a GEMM family on a convolution) first."""
+    studies, skipped = [], []
+    for family, problem in pairs:
+        kind = getattr(family.problem_type, "kind", None)
+        if kind != problem.kind:
+            reason = f"{family.name} computes {kind} problems, not {problem.kind}"
+            skipped.append(Skipped(family.name, problem, reason))
+            continue
+        try:
+            family.check(problem)
+        except UnsupportedProblem as err:
+            skipped.append(Skipped(family.name, problem, str(err)))
+            continue
+        space = family.load_space().bind(problem.fields(), limits)
+        if len(space) == 0:
+            skipped.append(Skipped(family.name, problem, "no valid configuration on this device"))
+            continue
+        studies.append(Study(family, problem, space))
+    return studies, skipped
+
+
+def resource_problem(compiled: CompiledKernel, plan_launches, limits: DeviceLimits) -> str | None:
+    """Why a compiled plan cannot launch on this device, or None. Checked before launching; what
+    the launch alone decides (threads, dynamic shared memory) needs no ptxas report."""
+    for launch in plan_launches:
+        if launch.threads > limits.MAX_THREADS:
+            return f"{launch.kernel}: {launch.threads} threads > {limits.MAX_THREADS} per block"
+        res = compiled.resources.get(launch.kernel)
+        smem = (res.smem_bytes if res else 0) + launch.smem_bytes
+        if smem > limits.SMEM_PER_BLOCK_OPTIN:
+            return f"{launch.kernel}: {smem} bytes of shared memory > {limits.SMEM_PER_BLOCK_OPTIN}"
+        if res is None:
+            continue
+        # Registers are allocated per warp in units of 256 (8 per thread).
+        regs = -(-res.registers // 8) * 8 * -(-launch.threads // 32) * 32
+        if regs > limits.REGS_PER_BLOCK:
+            return (
+                f"{launch.kernel}: {res.registers} registers x {launch.threads} threads "
+                f"> {limits.REGS_PER_BLOCK} per block"
+            )
+    return None
+
+
+class Tuner:
+    """Runs studies against one evaluator and one store. Budgets count stored evaluations of a
+    study (earlier runs included), so running the same command again resumes, never repeats."""
+
+    def __init__(
+        self,
+        compiler: Compiler,
+        evaluator: Evaluator,
+        store: Store,
+        *,
+        strategy: str = DEFAULT_STRATEGY,
+        seed: int = 0,
+        timing: TimingPolicy | None = None,
+        command: str = "",
+        versions: dict[str, str] | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        jobs: int | None = None,
+        compile_processes: bool = False,
+    ) -> None:
+        self.compiler = compiler
+        self.evaluator = evaluator
+        self.store = store
+        self.strategy = strategy
+        self.seed = seed
+        self.timing = timing or TimingPolicy()
+        self.on_progress = on_progress or (lambda p: None)
+        # The worker describes the GPU; the compiler that built the cubins is known here.
+        device = dataclasses.replace(evaluator.device, nvrtc_version=compiler.version)
+        self.device_id = store.register_device(device)
+        self.run_id = store.start_run(self.device_id, command, versions or {})
+        self._references: dict[KernelPlan, tuple] = {}
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        if getattr(evaluator, "replay", None) is not None:
+            # A recording answers at once: one config in flight keeps every tell in ask order,
+            # so the seed alone decides a replayed search.
+            self.jobs = 1
+        # NVRTC compiles one program at a time per process: real parallelism needs processes
+        # (the CLI asks for them; tests of the loop keep threads, which need no start-up).
+        self.compile_processes = compile_processes
+        self.gpu_busy_s = 0.0
+        self._pool: ThreadPoolExecutor | None = None
+        # Other runs on the same store tune other studies meanwhile, never the same one.
+        self.claims = StudyClaims(store, self.device_id, self.run_id)
+
+    # -- campaign ------------------------------------------------------------------------------
+
+    def run(
+        self,
+        studies: list[Study],
+        budget: int | None,
+        time_limit_s: float | None = None,
+        skipped: list[Skipped] | None = None,
+    ) -> CampaignOutcome:
+        outcome = CampaignOutcome(skipped=list(skipped or []))
+        start = time.monotonic()
+        deadline = start + time_limit_s if time_limit_s else None
+        histories = {id(s): self._history(s) for s in studies}
+        targets = {id(s): _target(budget, s, histories[id(s)]) for s in studies}
+        remaining = {
+            id(s): max(0, targets[id(s)] - _valid_count(histories[id(s)], s.space)) for s in studies
+        }
+        counters = {"done": 0, "planned": sum(remaining.values()), "start": start}
+        # Longest first (LPT scheduling): with several runs on one store the campaign ends when
+        # its last study does, so the big studies go first and only small ones are left to
+        # even out the end. Measured on two H200s before this, the largest study came last
+        # and one GPU idled for most of it.
+        studies = sorted(
+            studies,
+            key=lambda s: -estimated_cost_s(s.problem.flops, remaining[id(s)], self.timing),
+        )
+        self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="autotune-compile")
+        if self.compile_processes:
+            self.compiler.start_pool(self.jobs)
+        busy_before = self.gpu_busy_s
+        try:
+            for study in self.claims.each(studies, deadline):
+                result = StudyOutcome(study)
+                outcome.studies.append(result)
+                # Read again now that it is ours: another run may have tuned it since the start.
+                history = self._history(study)
+                self._tune(study, history, targets[id(study)], deadline, result, counters)
+                if result.stopped == "time limit":
+                    break
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+        finally:
+            outcome.elapsed_s = time.monotonic() - start
+            outcome.gpu_busy_s = self.gpu_busy_s - busy_before
+            if "compile_start" in counters:
+                outcome.compile_wall_s = time.monotonic() - counters["compile_start"]
+            if self.compile_processes:
+                self.compiler.stop_pool()
+            self.claims.release_all()
+            self.store.finish_run(self.run_id)
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        return outcome
+
+    # -- one study -----------------------------------------------------------------------------
+
+    def _history(self, study: Study) -> list:
+        """The study's stored evaluations, configs stored before a later tunable completed."""
+        stored = self.store.evaluations(
+            self.device_id, study.family.name, study.problem, self.evaluator.protocol
+        )
+        return [dataclasses.replace(h, config=study.family.complete(h.config)) for h in stored]
+
+    def _tune(self, study, history, target, deadline, result: StudyOutcome, counters) -> None:
+        if study.configs is not None:
+            strategy = GivenConfigs(list(study.configs))
+        else:
+            strategy = make_strategy(self.strategy, study.space, self.seed)
+            # Transfer: start at the stored best configs of this family's nearest other shapes.
+            strategy = warm_start(
+                strategy, self.store, self.evaluator.device.name, study, self.evaluator.protocol
+            )
+        seen: set[Config] = set()
+        for h in history:
+            if h.config in seen or not study.space.is_valid(h.config):
+                continue  # the space changed since: that point no longer belongs to it
+            seen.add(h.config)
+            # A candidate stopped early as slower has a (pessimistic) time: the strategy learns it.
+            strategy.tell(h.config, h.time_ms if h.status.timed else None)
+            result.stored += 1
+            result.failures += not h.status.timed
+            if h.status is Status.OK and (
+                result.best is None or h.time_ms < result.best[1].time_ms
+            ):
+                result.best = (h.config, Measurement(Status.OK, time_ms=h.time_ms))
+        self._emit(study, "start", result, target, counters)
+        # Compile ahead: keep up to `jobs` asked configs compiling (on NVRTC worker processes
+        # when compile_processes, else threads) while the GPU evaluates whichever is ready.
+        pending: deque[tuple[Config, Future]] = deque()
+        try:
+            while True:
+                timed_out = deadline is not None and time.monotonic() >= deadline
+                while (
+                    not timed_out
+                    and not result.stopped
+                    and len(pending) < self.jobs
+                    and result.stored + len(pending) < target
+                ):
+                    config = strategy.ask()
+                    if config is None:
+                        result.stopped = "space exhausted"
+                        break
+                    if config in seen:  # a strategy must not repeat itself; the tuner makes sure
+                        continue
+                    seen.add(config)
+                    counters.setdefault("compile_start", time.monotonic())
+                    pending.append((config, self._pool.submit(self._compile, study, config)))
+                if timed_out:
+                    result.stopped = "time limit"
+                if not pending or timed_out:
+                    break
+                config, future = next_ready(pending)  # whichever finished compiling first
+                best_ms = result.best[1].time_ms if result.best else None
+                m = self._launch(study, config, *future.result(), best_ms=best_ms)
+                self.store.record(
+                    self.run_id,
+                    self.device_id,
+                    study.family.name,
+                    study.problem,
+                    config,
+                    m,
+                    study.problem.flops,
+                )
+                strategy.tell(config, m.time_ms if m.status.timed else None)
+                result.stored += 1
+                result.evaluated += 1
+                counters["done"] += 1
+                if not m.status.timed:
+                    result.failures += 1
+                elif m.status is Status.OK and (
+                    result.best is None or m.time_ms < result.best[1].time_ms
+                ):
+                    result.best = (config, m)  # a candidate stopped early (SLOW) never is
+                self._emit(study, "eval", result, target, counters, m, config)
+                if not self.claims.renew((study.family.name, study.problem.key)):
+                    result.stopped = "taken over by another run"  # its lease ran out meanwhile
+                    break
+        finally:
+            for _, future in pending:
+                future.cancel()  # unevaluated configs are simply asked again next time
+        if result.stopped == "space exhausted" and result.stored >= target:
+            result.stopped = ""
+        self._emit(study, "end", result, target, counters)
+
+    def _emit(self, study, event, result, target, counters, m=None, config=None) -> None:
+        elapsed = time.monotonic() - counters["start"]
+        done = counters["done"]
+        eta = elapsed / done * (counters["planned"] - done) if done else None
+        best = result.best[1].gflops(study.problem.flops) if result.best else None
+        self.on_progress(
+            Progress(
+                study.label,
+                event,
+                result.stored,
+                target,
+                result.failures,
+                best,
+                done,
+                counters["planned"],
+                elapsed,
+                eta,
+                m,
+                config,
+            )
+        )
+
+    # -- one configuration ---------------------------------------------------------------------
+
+    def evaluate(self, study: Study, config: Config) -> Measurement:
+        """Compile, check resources, then hand the job to the evaluator. Never raises for a
+        failing configuration: every outcome becomes a Measurement with its status."""
+        return self._launch(study, config, *self._compile(study, config))
+
+    def _compile(self, study: Study, config: Config):
+        """The CPU half of an evaluation (runs on the compile threads): plan and cubin, or the
+        Measurement of a configuration that fails before reaching the GPU."""
+        replay = getattr(self.evaluator, "replay", None)
+        if replay is not None:  # a recording answers: nothing to plan, compile or launch
+            return None, None, replay(study, config)
+        plan = study.family.plan(study.problem, config)
+        try:
+            compiled = self.compiler.compile(plan)
+        except CompileError as err:
+            return (
+                plan,
+                None,
+                Measurement(
+                    Status.COMPILE_ERROR, error=str(err)[-4000:], scratch_bytes=plan.scratch_bytes
+                ),
+            )
+        timed = [lc for lc in plan.launches if lc.kernel in compiled.resources]
+        extra = {
+            "compile_s": 0.0 if compiled.cached else compiled.compile_s,
+            # What the timed kernels use (untimed layout helpers are not the candidate).
+            "registers": max(
+                (compiled.resources[lc.kernel].registers for lc in timed), default=None
+            ),
+            "smem_bytes": max(
+                (compiled.resources[lc.kernel].smem_bytes + lc.smem_bytes for lc in timed),
+                default=None,
+            ),
+            "spills": compiled.spills,
+            "scratch_bytes": plan.scratch_bytes,
+        }
+        why = resource_problem(compiled, plan.all_launches, self.evaluator.limits)
+        if why:
+            return plan, None, Measurement(Status.RESOURCES, error=why, **extra)
+        return plan, compiled, Measurement(Status.OK, **extra)
+
+    def _launch(
+        self,
+        study: Study,
+        config: Config,
+        plan,
+        compiled,
+        early: Measurement,
+        best_ms: float | None = None,
+    ):
+        """The GPU half: check and time a compiled plan; passes early failures through."""
+        if compiled is None:
+            return early
+        family, problem = study.family, study.problem
+        ref_plan, ref_compiled = self._reference(family, problem)
+        job = Job(
+            label=f"{study.label} {config}",
+            plan=plan,
+            cubin=compiled.cubin,
+            buffers=family.buffers(problem),
+            reference_plan=ref_plan,
+            reference_cubin=ref_compiled.cubin,
+            reference_key=ref_compiled.key,
+            tolerance=family.tolerance,
+            timing=self.timing,
+            seed=zlib.crc32(f"{self.seed}|{study.label}|{config.to_json()}".encode()),
+            best_ms=best_ms,
+        )
+        busy_from = time.monotonic()
+        try:
+            m = self.evaluator.evaluate(job, job_timeout_s(problem.flops, self.timing, best_ms))
+        finally:
+            self.gpu_busy_s += time.monotonic() - busy_from
+        return dataclasses.replace(
+            m,
+            compile_s=early.compile_s,
+            registers=early.registers,
+            smem_bytes=early.smem_bytes,
+            spills=early.spills,
+            scratch_bytes=early.scratch_bytes,
+        )
+
+    def _reference(self, family: Family, problem: Problem):
+        plan = family.reference_plan(problem)
+        if plan not in self._references:
+            self._references[plan] = (plan, self.compiler.compile(plan))
+        return self._references[plan]
+
+
+# An assumed rate of a tuned kernel, only to rank studies by their expected cost.
+ORDERING_FLOPS_PER_S = 20e12
+
+
+def estimated_cost_s(flops: int, evaluations: int, timing: TimingPolicy) -> float:
+    """GPU seconds that `evaluations` timed evaluations of a problem of `flops` are expected to
+    take: per evaluation the warm-up and checked runs, then samples until the minimum time."""
+    run_s = flops / ORDERING_FLOPS_PER_S
+    sampled_s = max(timing.min_time_s, timing.min_repeats * run_s)
+    return evaluations * (sampled_s + (timing.warmup + 2) * run_s)
+
+
+def _target(budget: int | None, study: Study, history) -> int:
+    """Evaluations the study should have stored when done (earlier runs' included): the budget
+    capped by the space, or, for given configs, those stored plus the given ones not yet."""
+    if study.configs is not None:
+        stored = {h.config for h in history if study.space.is_valid(h.config)}
+        return len(stored | {c for c in study.configs if study.space.is_valid(c)})
+    space_size = len(study.space)
+    return space_size if budget is None else min(budget, space_size)
+
+
+def _valid_count(history, space: BoundSpace) -> int:
+    return len({h.config for h in history if space.is_valid(h.config)})
+
+
+__all__ = [
+    "CampaignOutcome",
+    "Progress",
+    "Skipped",
+    "Study",
+    "StudyOutcome",
+    "Tuner",
+    "estimated_cost_s",
+    "plan_studies",
+    "resource_problem",
+]

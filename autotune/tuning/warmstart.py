@@ -1,0 +1,67 @@
+"""Transfer for the tuner: seeds for a study from the stored best configs of nearby shapes."""
+
+from __future__ import annotations
+
+import json
+
+from autotune.model.problem import ProblemError, problem_from_dict
+from autotune.model.records import TIMING_PROTOCOL, Status
+from autotune.model.space import Config
+from autotune.store.database import Store
+from autotune.strategies.base import Strategy
+from autotune.strategies.transfer import PER_SHAPE, Transfer, device_seeds, transfer_seeds
+
+# Brute force walks the space in its own order on purpose (exhaustive recordings); seeding it
+# would only reorder that walk.
+NOT_SEEDED = {"brute_force"}
+
+
+def warm_start(
+    strategy: Strategy, store: Store, device: str, study, protocol: int = TIMING_PROTOCOL
+) -> Strategy:
+    """The strategy wrapped in Transfer when the store holds other shapes of the study's family
+    on this device measured under `protocol` (seeded with their best configs, made valid here),
+    or else this shape on other devices (their best configs); else unchanged."""
+    if strategy.name in NOT_SEEDED:
+        return strategy
+    history = store.history(device=device, family=study.family.name, protocol=protocol)
+    if not len(history):
+        seeds = other_devices_seeds(store, device, study)
+        return Transfer(strategy, seeds) if seeds else strategy
+    ok = history[(history["status"] == Status.OK.value) & (history["kind"] == study.problem.kind)]
+    ok = ok[ok["problem_key"] != study.problem.key].sort_values(["time_ms", "id"])
+    neighbours = []
+    for _, rows in ok.groupby("problem_key", sort=False):
+        shape = rows["shape"].iloc[0]
+        try:
+            problem = problem_from_dict(
+                json.loads(shape) if isinstance(shape, str) else shape, study.problem.kind
+            )
+        except (ProblemError, TypeError, ValueError):
+            continue  # a row this version cannot read is no neighbour
+        configs = list(dict.fromkeys(rows["config"].head(4 * PER_SHAPE)))[:PER_SHAPE]
+        configs = [study.family.complete(Config.from_json(c)) for c in configs]
+        neighbours.append((problem, configs))
+    seeds = transfer_seeds(study.problem, study.space, neighbours)
+    return Transfer(strategy, seeds) if seeds else strategy
+
+
+def other_devices_seeds(store: Store, device: str, study) -> list[Config]:
+    """The best configs of the same family and shape measured on other devices (leave this one
+    out), each device's fastest first, made valid here. The tile that suits one GPU is often
+    near the best on another of the kind: on Kernel Tuner's published spaces, seeding from the
+    other GPUs' files is the `transfer_gpu` row of results/bench/search_published.md."""
+    history = store.history(family=study.family.name)
+    if not len(history):
+        return []
+    ok = history[
+        (history["status"] == Status.OK.value)
+        & (history["kind"] == study.problem.kind)
+        & (history["problem_key"] == study.problem.key)
+        & (history["device"] != device)
+    ].sort_values(["time_ms", "id"])
+    others = []
+    for _, rows in sorted(ok.groupby("device", sort=False), key=lambda g: g[0]):
+        configs = list(dict.fromkeys(rows["config"].head(4 * PER_SHAPE)))[:PER_SHAPE]
+        others.append([study.family.complete(Config.from_json(c)) for c in configs])
+    return device_seeds(study.space, others)
