@@ -24,7 +24,7 @@ from autotune.cli.interrupt import exit_code, terminate_as_interrupt
 from autotune.families import get_family
 from autotune.gpu.compiler import Compiler
 from autotune.model.problem import ConvProblem
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.conftest import SyntheticEvaluator
 

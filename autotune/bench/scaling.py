@@ -49,7 +49,7 @@ def _stored(storage: str) -> tuple[int, int, int]:
     """(evaluations, studies, failures) in a storage after a campaign; candidates stopped early
     as slower than the best (SLOW) were timed and are not failures."""
     from autotune.model.records import Status
-    from autotune.store.database import Store
+    from autotune.store import Store
 
     with Store(storage, create=False) as store:
         history = store.history()

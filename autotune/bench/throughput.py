@@ -48,7 +48,7 @@ def run_autotune(k: int, evals: int, seed: int, storage: str, jobs: int | None, 
     from autotune.families import get_family
     from autotune.gpu.compiler import Compiler
     from autotune.gpu.evaluator import GpuEvaluator
-    from autotune.store.database import Store
+    from autotune.store import Store
     from autotune.tuning.tuner import Tuner, plan_studies
 
     problem = _problem(k)

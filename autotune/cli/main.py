@@ -44,7 +44,7 @@ USAGE_ERRORS = (ProblemError, SpaceError, UnknownFamily, UnknownStrategy, Unsupp
 
 
 def _fail(message: str, code: int) -> None:
-    from autotune.store.database import hide_passwords  # messages may quote --storage
+    from autotune.store import hide_passwords  # messages may quote --storage
 
     click.echo(f"autotune: {hide_passwords(message)}", err=True)
     sys.exit(code)
@@ -68,8 +68,8 @@ def friendly_errors(fn):
     def wrapper(*args, **kwargs):
         from autotune.gpu.session import NoGpu
         from autotune.replay.recording import MalformedRecording, RecordingError
-        from autotune.reports.tables import ReportError
-        from autotune.store.database import StoreError
+        from autotune.reports import ReportError
+        from autotune.store import StoreError
 
         try:
             return fn(*args, **kwargs)
@@ -322,8 +322,8 @@ def run(
     (family, shape), which takes a few minutes on an H100. Interrupt with Ctrl-C at any time; the
     same command resumes without evaluating anything again.
     """
-    from autotune.reports.tables import best_table, format_table
-    from autotune.store.database import hide_passwords
+    from autotune.reports import best_table, format_table
+    from autotune.store import hide_passwords
     from autotune.tuning.tuner import Tuner, plan_studies
 
     if gpus is not None:  # the parent of one worker per GPU; the workers do the rest
@@ -532,7 +532,7 @@ def _start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE, s
     import dataclasses
 
     from autotune.gpu.evaluator import GpuEvaluator
-    from autotune.store.database import Store
+    from autotune.store import Store
 
     # A database that exists is opened before the GPU, so that a bad URL or a foreign database
     # fails fast; a new SQLite file only once the GPU is up, so that a machine without one is
@@ -710,8 +710,8 @@ def remeasure(
     configurations under the current one, and measure the studies' libraries and the device
     ceilings likewise. Old measurements stay (they keep their protocol number); rerunning
     resumes. Follow with `autotune run` where the best may have moved."""
-    from autotune.reports.tables import format_table
-    from autotune.store.database import hide_passwords
+    from autotune.reports import format_table
+    from autotune.store import hide_passwords
     from autotune.tuning.remeasure import protocol_comparison, remeasure_studies
     from autotune.tuning.tuner import Tuner
 
@@ -805,8 +805,8 @@ def best(fmt, family, device, problem_kind, output, columns, protocol, storage) 
     """Best verified configuration per (device, family, shape), beside its library (cuDNN for
     conv2d, cuBLAS for gemm) and the device ceilings, all measured under one timing protocol;
     `spread` is the measurement's interquartile range over its median."""
-    from autotune.reports.tables import best_table, format_table
-    from autotune.store.database import Store
+    from autotune.reports import best_table, format_table
+    from autotune.store import Store
 
     if family is not None:
         get_family(family)
@@ -860,7 +860,7 @@ def forget(family, device, shape_text, yes, storage) -> None:
     """Delete a family's stored evaluations, for example after its kernel changed: they measured
     another binary, and a later `autotune run` tunes the family again from nothing. Baselines and
     ceilings stay."""
-    from autotune.store.database import Store, hide_passwords
+    from autotune.store import Store, hide_passwords
 
     get_family(family)
     problem = parse_shape(shape_text) if shape_text else None
@@ -903,8 +903,8 @@ def forget(family, device, shape_text, yes, storage) -> None:
 @friendly_errors
 def plot(family, device, kind, output, problem_kind, protocol, storage) -> None:
     """Plot the best configurations from the results database (no GPU needed)."""
-    from autotune.reports import tables as report
-    from autotune.store.database import Store
+    from autotune import reports as report
+    from autotune.store import Store
 
     if family is not None:
         get_family(family)
@@ -937,8 +937,8 @@ def report(device, output_dir, protocol, storage) -> None:
     """Write REPORT.md: ceilings, best configurations beside cuDNN, Chen's Table 1 and maxDNN's
     Table 1 forms, plots, and each seed paper's experiment beside our figures, all from the
     measurements of one timing protocol."""
-    from autotune.reports.markdown import write_report
-    from autotune.store.database import Store
+    from autotune.reports import write_report
+    from autotune.store import Store
 
     store = Store(storage, create=False, protocol=protocol)
     with writing("--output-dir", output_dir):

@@ -45,7 +45,7 @@ def export_recording(
     `autotune run --replay` and `autotune bench search`. Says which studies are exhaustive: every
     valid configuration of the (sub)space recorded."""
     from autotune.replay.recording import export_studies, load_pins, save_recording
-    from autotune.store.database import Store
+    from autotune.store import Store
 
     for name in families:
         get_family(name)

@@ -51,7 +51,7 @@ def run_on_gpus(
     """`autotune run ... --gpus LIST`: one `autotune run ... --gpu i` per GPU on the same
     storage; returns the exit code (non-zero if any worker failed, 130 after Ctrl-C)."""
     from autotune.cli.main import format_duration
-    from autotune.store.database import hide_passwords
+    from autotune.store import hide_passwords
     from autotune.tuning.workers import (
         GpuListError,
         gpu_worker_specs,
@@ -111,8 +111,8 @@ def status(minutes, all_runs, storage) -> None:
     """Per-run (per-worker) progress from the database: the runs that are unfinished, hold a
     study or recorded lately, with host, command, evaluations and lease left; then the studies
     claimed now."""
-    from autotune.reports.activity import claims_status, format_status, run_status
-    from autotune.store.database import Store, StoreError
+    from autotune.reports import claims_status, format_status, run_status
+    from autotune.store import Store, StoreError
 
     try:
         with Store(storage, create=False) as store:

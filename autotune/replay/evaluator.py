@@ -121,7 +121,7 @@ class ReplayCompiler:
 
 def open_replay(paths: str | Path | list, storage: str | None, share: bool = False):
     """(store, evaluator, compiler) for `autotune run --replay`; storage None is in memory."""
-    from autotune.store.database import Store
+    from autotune.store import Store
 
     paths = paths if isinstance(paths, list | tuple) else [paths]
     evaluator = ReplayEvaluator.from_paths(*paths)

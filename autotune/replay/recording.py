@@ -23,7 +23,7 @@ from autotune.model.space import (
     SearchSpace,
     SpaceError,
 )
-from autotune.store.database import Store
+from autotune.store import Store
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -21,7 +21,7 @@ from autotune.gpu.session import TimingPolicy
 from autotune.model.kinds import library_of
 from autotune.model.problem import Problem
 from autotune.model.records import Measurement
-from autotune.store.database import Store
+from autotune.store import Store
 
 CEILING_NAMES = ("fma_peak", "copy_bandwidth", "sgemm")
 # Shipped beside this module: a ceiling is part of the package, not of a family.

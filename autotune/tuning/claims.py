@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from autotune.store.database import Store, StudyClaim
+from autotune.store import Store, StudyClaim
 
 # A lease must outlast the longest gap between two recorded evaluations of a live run (a hung
 # job's timeout ceiling, a worker restart, a slow compile), or a second run would take over a

@@ -12,7 +12,7 @@ from autotune.families import UnknownFamily, get_family
 from autotune.model.problem import ProblemError, problem_from_dict
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import Config, DeviceLimits
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.tuner import Skipped, Study, plan_studies
 
 DEFAULT_TOP = 5

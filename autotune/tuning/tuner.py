@@ -19,7 +19,7 @@ from autotune.gpu.session import Job, TimingPolicy
 from autotune.model.problem import Problem
 from autotune.model.records import Measurement, Status
 from autotune.model.space import BoundSpace, Config, DeviceLimits
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.strategies import DEFAULT_STRATEGY, make_strategy
 from autotune.strategies.brute_force import GivenConfigs
 from autotune.tuning.claims import StudyClaims

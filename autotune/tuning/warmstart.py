@@ -7,7 +7,7 @@ import json
 from autotune.model.problem import ProblemError, problem_from_dict
 from autotune.model.records import TIMING_PROTOCOL, Status
 from autotune.model.space import Config
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.strategies.base import Strategy
 from autotune.strategies.transfer import PER_SHAPE, Transfer, device_seeds, transfer_seeds
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from autotune.store.database import Store
+from autotune.store import Store
 
 POLL_S = 2.0  # how often the parent reads the database for its progress line
 STOP_GRACE_S = 30.0  # after Ctrl-C a worker gets this long to release its claims, then SIGKILL
@@ -112,7 +112,7 @@ class CampaignProgress:
 
 def campaign_progress(store: Store, since: datetime) -> tuple[int, int]:
     """(evaluations recorded, claims held) by the runs started at or after `since`."""
-    from autotune.reports.activity import runs_since
+    from autotune.reports import runs_since
 
     runs = runs_since(store, since)
     return int(runs["evaluations"].sum()) if len(runs) else 0, int(runs["claims"].sum())

@@ -1,5 +1,8 @@
 """Print the OFFSET_TABLE A/B pairs stored in a database (device-side helper, not in the package)."""
-import json, sqlite3, sys
+import json
+import sqlite3
+import sys
+
 c = sqlite3.connect(sys.argv[1])
 rows = c.execute("select problem_key, config, status, time_ms from evaluations").fetchall()
 pairs = {}

@@ -14,7 +14,7 @@ from autotune.gpu.compiler import Compiler
 from autotune.gpu.session import Job, TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 

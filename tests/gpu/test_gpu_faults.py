@@ -10,7 +10,7 @@ from autotune.gpu.session import TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.model.space import Config
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.fault_family import FaultInjection, expected_status
 

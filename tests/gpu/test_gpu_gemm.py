@@ -13,7 +13,7 @@ from autotune.gpu.session import TimingPolicy
 from autotune.model.problem import GemmProblem
 from autotune.model.records import Status
 from autotune.model.space import Config
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 

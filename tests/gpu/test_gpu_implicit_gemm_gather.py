@@ -12,7 +12,7 @@ from autotune.families import get_family
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.session import TimingPolicy
 from autotune.model.space import Config
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 from tests.nvrtc.test_implicit_gemm import STRIDED

@@ -25,7 +25,7 @@ from autotune.families import get_family
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Measurement
 from autotune.model.space import Config
-from autotune.store.database import Store
+from autotune.store import Store
 from tests.conftest import SyntheticEvaluator
 
 Prepare = Callable[[Path, pytest.MonkeyPatch], None]

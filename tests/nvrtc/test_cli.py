@@ -210,7 +210,7 @@ def test_baseline_measures_each_shape_once(runner, tmp_path, fake_gpu):
     again = runner.invoke(main, args)
     assert "0 cuDNN baselines measured" in again.output
     assert again.output.count("stored already") == 2
-    from autotune.store.database import Store
+    from autotune.store import Store
 
     frame = Store(db).baselines()
     assert set(frame["problem_key"]) == {"N=16,K=3,C=2,F=4", "N=8,K=1,C=1,F=1"}
@@ -361,7 +361,7 @@ def test_baseline_measures_cublas_for_gemm_and_names_kinds_without_one(runner, t
     assert result.exit_code == 0, result.output
     assert "1 cuBLAS and 1 cuDNN baselines measured" in result.output
     assert "conv3d shapes have no library baseline" in result.output
-    from autotune.store.database import Store
+    from autotune.store import Store
 
     frame = Store(db).baselines()
     assert dict(zip(frame["library"], frame["kind"], strict=True)) == {

@@ -15,7 +15,7 @@ from autotune.gpu.session import Job, TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
 
 SAMPLES = Path(__file__).parents[1] / "data" / "early_stop_samples.json.gz"

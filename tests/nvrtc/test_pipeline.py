@@ -13,7 +13,7 @@ from autotune.families.direct_naive import DirectNaive
 from autotune.gpu.compiler import Compiler
 from autotune.model.problem import ConvProblem
 from autotune.model.space import DeviceLimits
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.pipeline import next_ready
 from autotune.tuning.tuner import Tuner, plan_studies
 

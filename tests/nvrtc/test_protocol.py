@@ -20,7 +20,7 @@ from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Sta
 from autotune.model.space import Config, DeviceLimits
 from autotune.replay.evaluator import ReplayEvaluator
 from autotune.replay.recording import RecordedStudy, RecordingError, load_recording, save_recording
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.remeasure import protocol_comparison, remeasure_studies
 from autotune.tuning.tuner import Tuner, plan_studies
 

@@ -18,7 +18,7 @@ from autotune.gpu.compiler import Compiler, CompilerUnavailable, nvrtc_version
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import Config, DeviceLimits
-from autotune.store.database import SCHEMA_VERSION, Store, StudyClaim
+from autotune.store import SCHEMA_VERSION, Store, StudyClaim
 from autotune.tuning.claims import StudyClaims, host_identity, process_gone
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from autotune.gpu.compiler import CompilerUnavailable, nvrtc_version
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.workers import WorkerSpec, run_workers
 from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
 from tests.campaign_worker import evaluated as logged

@@ -11,8 +11,8 @@ import pytest
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import Config
-from autotune.reports.activity import claims_status, format_status, run_status, runs_since
-from autotune.store.database import SCHEMA_VERSION, Store, StudyClaim
+from autotune.reports import claims_status, format_status, run_status, runs_since
+from autotune.store import SCHEMA_VERSION, Store, StudyClaim
 from autotune.tuning.claims import StudyClaims
 from tests.pg_server import pg_server, pg_url  # noqa: F401 - fixtures
 

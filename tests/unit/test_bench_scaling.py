@@ -12,7 +12,7 @@ from autotune.cli.app import main
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import Config
-from autotune.store.database import Store
+from autotune.store import Store
 
 
 def _fake_campaign(calls):

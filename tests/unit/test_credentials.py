@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 import autotune.gpu.evaluator
-import autotune.store.database
+import autotune.store
 from autotune.cli.app import main
-from autotune.store.database import Store, hide_passwords
+from autotune.store import Store, hide_passwords
 from tests.conftest import SyntheticEvaluator
 
 SECRET = "s3cr3t-Pa55"
@@ -38,7 +38,7 @@ def test_run_and_status_never_show_the_password(tmp_path, monkeypatch) -> None:
     db = tmp_path / "r.db"
     # The PostgreSQL URL leads to an SQLite file: what is under test is what is shown and stored.
     real_store = Store
-    monkeypatch.setattr(autotune.store.database, "Store", lambda url, **kw: real_store(db, **kw))
+    monkeypatch.setattr(autotune.store, "Store", lambda url, **kw: real_store(db, **kw))
     monkeypatch.setattr(
         autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
     )

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import autotune.gpu.evaluator
 from autotune.cli.app import main
 from autotune.gpu.session import NoGpu
-from autotune.store.database import Store, StoreError
+from autotune.store import Store, StoreError
 from tests.conftest import SyntheticEvaluator
 
 RUN = ["run", "--family", "direct_naive", "--shape", "N=9,K=3,C=1,F=2", "--no-baseline"]

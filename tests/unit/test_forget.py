@@ -10,7 +10,7 @@ from autotune.cli.app import main
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import Config
-from autotune.store.database import Store
+from autotune.store import Store
 
 H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, "580.65", "13.0", "13.0", 1980, 80 << 30)
 A100 = DeviceInfo("NVIDIA A100-SXM4-40GB", "8.0", 108, "580.65")

@@ -21,7 +21,7 @@ from autotune.cli.app import main
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Measurement
 from autotune.model.space import Config
-from autotune.store.database import Store
+from autotune.store import Store
 from tests.conftest import SyntheticEvaluator
 
 # Each example is a whole CLI run (a valid one compiles once, then hits the cubin cache); 400

@@ -232,7 +232,7 @@ def test_run_replays_a_recorded_space_through_the_tuner(tmp_path) -> None:
 def test_a_replay_starts_at_the_best_configs_of_the_same_space_on_another_gpu(tmp_path) -> None:
     """Transfer across GPUs in the tuner: with GPU B's evaluations of the same family and shape
     in the store, GPU A's study asks B's best config first (B's optimum is block 128)."""
-    from autotune.store.database import Store
+    from autotune.store import Store
 
     db = f"sqlite:///{tmp_path / 'both.db'}"
     for device, shift, budget in (("GPU B", 1, "24"), ("GPU A", 0, "1")):

@@ -11,7 +11,7 @@ from autotune.model.problem import ConvProblem
 from autotune.model.records import Measurement, Status
 from autotune.model.space import Config, DeviceLimits
 from autotune.replay.recording import Outcome, RecordedStudy, load_recording, save_recording
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)

@@ -12,8 +12,7 @@ import pytest
 from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import Config
-from autotune.reports.markdown import write_report
-from autotune.reports.tables import (
+from autotune.reports import (
     ReportError,
     best_table,
     chen_table1,
@@ -22,8 +21,9 @@ from autotune.reports.tables import (
     plot_gflops,
     plot_roofline,
     plot_speedup,
+    write_report,
 )
-from autotune.store.database import Store
+from autotune.store import Store
 
 REQUIRED_CSV = "device,family,B,N,K,C,F,stride,config,time_ms,gflops"
 SHAPES = [ConvProblem(N=n, K=3, C=c, F=16) for n, c in ((64, 3), (32, 16), (16, 64))]

@@ -30,7 +30,7 @@ from autotune.replay.recording import (
     restrict,
     save_recording,
 )
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.strategies import make_strategy
 from autotune.strategies.local import Coordinates
 from autotune.strategies.transfer import Transfer, shape_distance, transfer_seeds

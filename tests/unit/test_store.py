@@ -13,7 +13,7 @@ import pytest
 from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import Config
-from autotune.store.database import SCHEMA_VERSION, Store, StoredEvaluation, StoreError
+from autotune.store import SCHEMA_VERSION, Store, StoredEvaluation, StoreError
 
 H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, "580.65", "13.0", "13.0", 1980, 80 << 30)
 PROBLEM = ConvProblem(N=32, K=3, C=16, F=32)

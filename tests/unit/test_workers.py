@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from autotune.cli.app import main
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import Config
-from autotune.store.database import Store, StudyClaim
+from autotune.store import Store, StudyClaim
 from autotune.tuning import workers
 from autotune.tuning.workers import (
     GpuListError,

@@ -12,8 +12,8 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
-from autotune.gpu.compiler import Compiler
 from autotune.families import get_family
+from autotune.gpu.compiler import Compiler
 from autotune.model.problem import Conv3dProblem
 from autotune.model.space import Config
 

@@ -1,15 +1,21 @@
 """conv3d helper sweep on the GPU: ring configs vs the old bests at the conv3d shapes (not part of the package)."""
 from __future__ import annotations
-import json, os, random, sys, time
+
+import json
+import os
+import random
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from autotune.gpu.compiler import Compiler
-from autotune.gpu.session import TimingPolicy
-from autotune.gpu.evaluator import GpuEvaluator
+
 from autotune.families import get_family
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.evaluator import GpuEvaluator
+from autotune.gpu.session import TimingPolicy
 from autotune.model.shapes import named_shapes
 from autotune.model.space import Config
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
 
 F = get_family("conv3d")

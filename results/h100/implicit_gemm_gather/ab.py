@@ -9,14 +9,14 @@ import sys
 import time
 from pathlib import Path
 
-from autotune.gpu.compiler import Compiler
-from autotune.gpu.session import TimingPolicy
-from autotune.gpu.evaluator import GpuEvaluator
 from autotune.families import FAMILIES
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.evaluator import GpuEvaluator
+from autotune.gpu.session import TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.model.space import Config
-from autotune.store.database import Store
+from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
 
 OUT = Path(os.environ.get("OUT", "/tmp"))

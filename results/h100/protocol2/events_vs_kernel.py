@@ -14,13 +14,13 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
+from autotune.families import get_family
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.session import GpuSession, _load_module
-from autotune.families import get_family
+from autotune.gpu.timing import TimingPolicy
 from autotune.model.problem import problem_from_dict
 from autotune.model.space import Config
-from autotune.store.database import Store
-from autotune.gpu.timing import TimingPolicy
+from autotune.store import Store
 
 ROOT = Path(__file__).resolve().parents[3]
 SHAPE = "D=256,R=128,Cc=128,Kd=5,Kr=5,Kc=5"
