@@ -6,6 +6,7 @@ import functools
 
 import pytest
 
+from autotune.model.evaluator import Evaluator
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
 
@@ -42,7 +43,7 @@ def evaluator():
         yield ev
 
 
-class SyntheticEvaluator:
+class SyntheticEvaluator(Evaluator):
     """Answers like the GPU worker, from a cost function of the config's defines; no GPU.
 
     `cost(defines) -> float | Status` gives a time in ms, or the status of a failure.

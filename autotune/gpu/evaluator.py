@@ -6,9 +6,10 @@ import ctypes
 import multiprocessing as mp
 import os
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from autotune.gpu.session import Job, NoGpu
+from autotune.model.evaluator import Evaluator, Task
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
 
@@ -29,27 +30,6 @@ def _driver_present() -> bool:
     except OSError:
         return False
     return True
-
-
-class Task(Protocol):
-    """Work for the GPU worker: a picklable value whose run() uses the worker's GpuSession.
-    A Job (one configuration) is one; baselines and ceilings are others."""
-
-    def run(self, session: Any) -> Any: ...
-
-
-class Evaluator(Protocol):
-    device: DeviceInfo
-    limits: DeviceLimits
-    # The timing protocol of the times it returns (DESIGN section 2): the tuner resumes, seeds
-    # and stops early only from stored measurements of the same protocol.
-    protocol: int
-
-    def evaluate(self, job: Job, timeout_s: float) -> Measurement: ...
-
-    def call(self, task: Task, timeout_s: float) -> Any: ...
-
-    def close(self) -> None: ...
 
 
 def _worker_main(conn, device_index: int) -> None:
@@ -81,7 +61,7 @@ def _worker_main(conn, device_index: int) -> None:
             conn.send(("done", Measurement(Status.CRASH, error=f"{type(err).__name__}: {err}")))
 
 
-class GpuEvaluator:
+class GpuEvaluator(Evaluator):
     """Owns one worker process per GPU; replaces it after a timeout, a crash or a sticky error."""
 
     protocol = TIMING_PROTOCOL

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autotune.families.plan import Buffers, KernelPlan
-from autotune.gpu.session import GpuSession, TimingPolicy
+from autotune.gpu.session import Check, GpuSession, TimingPolicy
 from autotune.model.problem import ConvProblem, GemmProblem
 from autotune.model.records import Measurement, Status
 
@@ -39,13 +38,7 @@ class CudnnConv:
     cuDNN's own search (benchmark mode), checked against the float64 reference, then timed."""
 
     problem: ConvProblem
-    buffers: Buffers
-    reference_plan: KernelPlan
-    reference_cubin: bytes
-    reference_key: str
-    tolerance: float
-    timing: TimingPolicy
-    seed: int
+    check: Check
 
     def run(self, session: GpuSession) -> BaselineResult:
         try:
@@ -68,7 +61,7 @@ class CudnnConv:
         def measure() -> Measurement:
             import cupy as cp
 
-            arrays = session.fresh_inputs(self.buffers, self.seed)
+            arrays = session.fresh_inputs(self.check.buffers, self.check.seed)
             x, w = torch.from_dlpack(arrays["x"]), torch.from_dlpack(arrays["w"])
             stride = self.problem.stride
 
@@ -78,15 +71,12 @@ class CudnnConv:
             y = torch.nn.functional.conv2d(x, w, stride=stride)  # cuDNN's search happens here
             arrays["y"] = cp.from_dlpack(y)
             session.sync()
-            rel_error = session.check_outputs(self, arrays)
-            if not rel_error <= self.tolerance:
-                return Measurement(
-                    Status.WRONG_RESULT,
-                    rel_error=rel_error,
-                    error=f"relative L2 error {rel_error:.3e} > tolerance {self.tolerance:.0e}",
-                )
+            rel_error = session.check_outputs(self.check, arrays)
+            wrong = self.check.wrong(rel_error)
+            if wrong is not None:
+                return wrong
             found["algorithm"] = _launched_kernels(torch, run)
-            samples = session.time_runs(run, self.timing)
+            samples = session.time_runs(run, self.check.timing)
             return Measurement.from_samples(samples, rel_error=rel_error)
 
         try:
@@ -120,13 +110,7 @@ class CublasGemm:
     check would then fail). Checked against the float64 reference, then timed."""
 
     problem: GemmProblem
-    buffers: Buffers
-    reference_plan: KernelPlan
-    reference_cubin: bytes
-    reference_key: str
-    tolerance: float
-    timing: TimingPolicy
-    seed: int
+    check: Check
 
     def run(self, session: GpuSession) -> BaselineResult:
         import os
@@ -145,7 +129,7 @@ class CublasGemm:
         algorithm = f"cupy.matmul -> cuBLAS GEMM, FP32 compute (CUPY_TF32={tf32})"
 
         def measure() -> Measurement:
-            arrays = session.fresh_inputs(self.buffers, self.seed)
+            arrays = session.fresh_inputs(self.check.buffers, self.check.seed)
             a, b = arrays["a"], arrays["b"]
             c = cp.full(self.problem.c_shape, cp.nan, dtype=cp.float32)
 
@@ -155,14 +139,11 @@ class CublasGemm:
             run()
             session.sync()
             arrays["c"] = c
-            rel_error = session.check_outputs(self, arrays)
-            if not rel_error <= self.tolerance:
-                return Measurement(
-                    Status.WRONG_RESULT,
-                    rel_error=rel_error,
-                    error=f"relative L2 error {rel_error:.3e} > tolerance {self.tolerance:.0e}",
-                )
-            samples = session.time_runs(run, self.timing)
+            rel_error = session.check_outputs(self.check, arrays)
+            wrong = self.check.wrong(rel_error)
+            if wrong is not None:
+                return wrong
+            samples = session.time_runs(run, self.check.timing)
             return Measurement.from_samples(samples, rel_error=rel_error)
 
         return BaselineResult(session.guarded(measure), algorithm, version)

@@ -63,12 +63,11 @@ class StickyCudaError(RuntimeError):
 
 
 @dataclass(frozen=True, slots=True)
-class Job:
-    """Everything the worker needs to check and time one configuration."""
+class Check:
+    """How a run is checked and timed, the same for a candidate and a library baseline: fresh
+    inputs drawn from the seed, the float64 reference (plan, cubin, cache key) and the tolerance
+    its outputs must meet, then the timing policy."""
 
-    label: str
-    plan: KernelPlan
-    cubin: bytes
     buffers: Buffers
     reference_plan: KernelPlan
     reference_cubin: bytes
@@ -76,6 +75,26 @@ class Job:
     tolerance: float
     timing: TimingPolicy
     seed: int
+
+    def wrong(self, rel_error: float) -> Measurement | None:
+        """WRONG_RESULT when the outputs miss the tolerance (or are not finite), else None."""
+        if np.isfinite(rel_error) and rel_error <= self.tolerance:
+            return None
+        return Measurement(
+            Status.WRONG_RESULT,
+            rel_error=float(rel_error),
+            error=f"relative L2 error {rel_error:.3e} > tolerance {self.tolerance:.0e}",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """Everything the worker needs to check and time one configuration."""
+
+    label: str
+    plan: KernelPlan
+    cubin: bytes
+    check: Check
     best_ms: float | None = None  # the study's best median so far, for the early stop
 
     def run(self, session: GpuSession) -> Measurement:
@@ -207,9 +226,10 @@ class GpuSession:
             if launch.smem_bytes > 48 * 1024:
                 functions[launch.kernel].max_dynamic_shared_size_bytes = launch.smem_bytes
 
-        arrays = self.fresh_inputs(job.buffers, job.seed)
+        check = job.check
+        arrays = self.fresh_inputs(check.buffers, check.seed)
         # Outputs and scratch poisoned: whatever the plan leaves unwritten shows as NaN.
-        for name, shape in (*job.buffers.outputs, *plan.scratch):
+        for name, shape in (*check.buffers.outputs, *plan.scratch):
             arrays[name] = cp.full(shape, np.nan, dtype=cp.float32)
         # Untimed, declared: layout conversion, tables; then constants, which may copy a table
         # that setup computed into a scratch buffer (same stream, so in order).
@@ -224,15 +244,12 @@ class GpuSession:
         self.runner(plan.finish, functions, arrays)()
         self.sync()
 
-        rel_error = self.check_outputs(job, arrays)
-        if not np.isfinite(rel_error) or rel_error > job.tolerance:
-            return Measurement(
-                Status.WRONG_RESULT,
-                rel_error=float(rel_error),
-                error=f"relative L2 error {rel_error:.3e} > tolerance {job.tolerance:.0e}",
-            )
-        samples = self.time_runs(run, job.timing, job.best_ms)
-        stop = job.timing.early_stop
+        rel_error = self.check_outputs(check, arrays)
+        wrong = check.wrong(rel_error)
+        if wrong is not None:
+            return wrong
+        samples = self.time_runs(run, check.timing, job.best_ms)
+        stop = check.timing.early_stop
         if stop is not None and stop.stops(samples, job.best_ms):
             m = Measurement.from_samples(samples, rel_error=float(rel_error))
             return replace(m, status=Status.SLOW, error=stop.reason(samples, job.best_ms))
@@ -273,22 +290,22 @@ class GpuSession:
                 raise StickyCudaError(_err_text(err)) from None
             raise
 
-    def check_outputs(self, job: Job, arrays: dict[str, object]) -> float:
-        loaded = self._reference_modules.get(job.reference_key)
+    def check_outputs(self, check: Check, arrays: dict[str, object]) -> float:
+        loaded = self._reference_modules.get(check.reference_key)
         if loaded is None:
             loaded = _load_module(
-                job.reference_cubin, job.reference_plan.entries, self._tmp.name, keep=True
+                check.reference_cubin, check.reference_plan.entries, self._tmp.name, keep=True
             )
-            self._reference_modules[job.reference_key] = loaded
+            self._reference_modules[check.reference_key] = loaded
         functions = loaded[1]
-        ref_arrays = {name: arrays[name] for name, _ in job.buffers.inputs}
-        for name, shape in job.buffers.outputs:
+        ref_arrays = {name: arrays[name] for name, _ in check.buffers.inputs}
+        for name, shape in check.buffers.outputs:
             ref_arrays[f"{name}_ref"] = cp.empty(shape, dtype=cp.float64)
-        self.runner(job.reference_plan.launches, functions, ref_arrays)()
+        self.runner(check.reference_plan.launches, functions, ref_arrays)()
         self.sync()
         sqdiff, square = _reductions()
         num = den = 0.0
-        for name, _ in job.buffers.outputs:
+        for name, _ in check.buffers.outputs:
             num += float(sqdiff(arrays[name], ref_arrays[f"{name}_ref"]))
             den += float(square(ref_arrays[f"{name}_ref"]))
         del ref_arrays

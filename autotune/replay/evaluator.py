@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from autotune.model.evaluator import Evaluator
 from autotune.model.problem import Problem
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import Config
@@ -17,7 +18,7 @@ class ReplayMissing(RecordingError):
     """The tuner asked for a configuration the recording does not hold."""
 
 
-class ReplayEvaluator:
+class ReplayEvaluator(Evaluator):
     """Answers each (family, problem, config) with its recorded status and time.
 
     The tuner asks `replay(study, config)` instead of compiling and launching (see
@@ -82,7 +83,11 @@ class ReplayEvaluator:
     def study(self, family: str, problem: Problem) -> RecordedStudy | None:
         return self.studies.get((family, problem.key))
 
-    def replay(self, study, config: Config) -> Measurement:
+    @property
+    def replays(self) -> bool:
+        return True
+
+    def recorded(self, study, config: Config) -> Measurement:
         recorded = self.study(study.family.name, study.problem)
         outcome = recorded.outcomes.get(config) if recorded else None
         if outcome is None:

@@ -9,7 +9,6 @@ from collections.abc import Callable, Iterable
 from autotune import package_path
 from autotune.families import conv2d, gemm
 from autotune.gpu.compiler import Compiler
-from autotune.gpu.evaluator import Evaluator
 from autotune.gpu.library_tasks import (
     BaselineResult,
     Ceiling,
@@ -17,7 +16,8 @@ from autotune.gpu.library_tasks import (
     CudnnConv,
     MeasureCeilings,
 )
-from autotune.gpu.session import TimingPolicy
+from autotune.gpu.session import Check, TimingPolicy
+from autotune.model.evaluator import Evaluator
 from autotune.model.kinds import library_of
 from autotune.model.problem import Problem
 from autotune.model.records import Measurement
@@ -107,8 +107,7 @@ def _baseline_task(compiler: Compiler, problem: Problem, timing: TimingPolicy):
     ref_plan = shared.reference_plan(problem)  # type: ignore[arg-type]
     ref = compiler.compile(ref_plan)
     task = CudnnConv if problem.kind == "conv2d" else CublasGemm
-    return task(
-        problem,  # type: ignore[arg-type]
+    check = Check(
         shared.buffers(problem),  # type: ignore[arg-type]
         ref_plan,
         ref.cubin,
@@ -117,6 +116,7 @@ def _baseline_task(compiler: Compiler, problem: Problem, timing: TimingPolicy):
         timing,
         seed=zlib.crc32(f"{baseline_library(problem)}|{problem.key}".encode()),
     )
+    return task(problem, check)  # type: ignore[arg-type]
 
 
 def library_missing(results: list[tuple[Problem, BaselineResult]]) -> str | None:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from autotune.families import Family, UnsupportedProblem
 from autotune.families.plan import KernelPlan
 from autotune.gpu.compiler import CompiledKernel, CompileError, Compiler
-from autotune.gpu.evaluator import Evaluator
-from autotune.gpu.session import Job, TimingPolicy
+from autotune.gpu.session import Check, Job, TimingPolicy
+from autotune.model.evaluator import Evaluator
 from autotune.model.problem import Problem
 from autotune.model.records import Measurement, Status
 from autotune.model.space import BoundSpace, Config, DeviceLimits
@@ -196,7 +196,7 @@ class Tuner:
         self.run_id = store.start_run(self.device_id, command, versions or {})
         self._references: dict[KernelPlan, tuple] = {}
         self.jobs = max(1, jobs or os.cpu_count() or 1)
-        if getattr(evaluator, "replay", None) is not None:
+        if evaluator.replays:
             # A recording answers at once: one config in flight keeps every tell in ask order,
             # so the seed alone decides a replayed search.
             self.jobs = 1
@@ -384,9 +384,8 @@ class Tuner:
     def _compile(self, study: Study, config: Config):
         """The CPU half of an evaluation (runs on the compile threads): plan and cubin, or the
         Measurement of a configuration that fails before reaching the GPU."""
-        replay = getattr(self.evaluator, "replay", None)
-        if replay is not None:  # a recording answers: nothing to plan, compile or launch
-            return None, None, replay(study, config)
+        if self.evaluator.replays:  # a recording answers: nothing to plan, compile or launch
+            return None, None, self.evaluator.recorded(study, config)
         plan = study.family.plan(study.problem, config)
         try:
             compiled = self.compiler.compile(plan)
@@ -435,13 +434,15 @@ class Tuner:
             label=f"{study.label} {config}",
             plan=plan,
             cubin=compiled.cubin,
-            buffers=family.buffers(problem),
-            reference_plan=ref_plan,
-            reference_cubin=ref_compiled.cubin,
-            reference_key=ref_compiled.key,
-            tolerance=family.tolerance,
-            timing=self.timing,
-            seed=zlib.crc32(f"{self.seed}|{study.label}|{config.to_json()}".encode()),
+            check=Check(
+                buffers=family.buffers(problem),
+                reference_plan=ref_plan,
+                reference_cubin=ref_compiled.cubin,
+                reference_key=ref_compiled.key,
+                tolerance=family.tolerance,
+                timing=self.timing,
+                seed=zlib.crc32(f"{self.seed}|{study.label}|{config.to_json()}".encode()),
+            ),
             best_ms=best_ms,
         )
         busy_from = time.monotonic()

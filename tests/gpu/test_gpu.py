@@ -11,7 +11,7 @@ import pytest
 from autotune.families import FAMILIES, conv2d
 from autotune.families.plan import KernelPlan, Launch, cdiv
 from autotune.gpu.compiler import Compiler
-from autotune.gpu.session import Job, TimingPolicy
+from autotune.gpu.session import Check, Job, TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.store import Store
@@ -102,18 +102,8 @@ def _faulty_job(evaluator, kernel: str, problem: ConvProblem = FAULT_PROBLEM) ->
         (Launch(kernel, (cdiv(outputs, 128), 1, 1), (128, 1, 1), ("x", "w", "y")),),
     )
     ref = compiler.compile(ref_plan)
-    return Job(
-        kernel,
-        plan,
-        compiler.compile(plan).cubin,
-        conv2d.buffers(problem),
-        ref_plan,
-        ref.cubin,
-        ref.key,
-        1e-5,
-        QUICK,
-        seed=1,
-    )
+    check = Check(conv2d.buffers(problem), ref_plan, ref.cubin, ref.key, 1e-5, QUICK, seed=1)
+    return Job(kernel, plan, compiler.compile(plan).cubin, check)
 
 
 def test_wrong_result_is_caught(evaluator):
@@ -145,16 +135,7 @@ def test_launch_error_is_recorded_not_raised(evaluator):
     job = _faulty_job(evaluator, "zeros")
     bad = Launch("zeros", (1, 1, 1), (2048, 1, 1), ("x", "w", "y"))  # over 1024 threads
     job = Job(
-        job.label,
-        KernelPlan(job.plan.source, job.plan.defines, (bad,)),
-        job.cubin,
-        job.buffers,
-        job.reference_plan,
-        job.reference_cubin,
-        job.reference_key,
-        job.tolerance,
-        job.timing,
-        job.seed,
+        job.label, KernelPlan(job.plan.source, job.plan.defines, (bad,)), job.cubin, job.check
     )
     m = evaluator.evaluate(job, timeout_s=60)
     assert m.status is Status.LAUNCH_ERROR and m.error
@@ -181,9 +162,8 @@ def test_cudnn_baseline_is_checked_and_timed(evaluator):
     problem = ConvProblem(N=29, K=5, C=7, F=9, B=2, stride=2)
     ref_plan = conv2d.reference_plan(problem)
     ref = Compiler(arch=evaluator.device.arch).compile(ref_plan)
-    task = CudnnConv(
-        problem, conv2d.buffers(problem), ref_plan, ref.cubin, ref.key, 1e-5, QUICK, seed=3
-    )
+    check = Check(conv2d.buffers(problem), ref_plan, ref.cubin, ref.key, 1e-5, QUICK, seed=3)
+    task = CudnnConv(problem, check)
     result = evaluator.call(task, timeout_s=300)
     m = result.measurement
     assert m.status is Status.OK, m.error

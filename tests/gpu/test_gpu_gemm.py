@@ -9,7 +9,7 @@ import pytest
 
 from autotune.families import gemm, get_family
 from autotune.gpu.compiler import Compiler
-from autotune.gpu.session import TimingPolicy
+from autotune.gpu.session import Check, TimingPolicy
 from autotune.model.problem import GemmProblem
 from autotune.model.records import Status
 from autotune.model.space import Config
@@ -102,9 +102,8 @@ def test_cublas_baseline_is_checked_and_timed(evaluator, problem):
 
     ref_plan = gemm.reference_plan(problem)
     ref = Compiler(arch=evaluator.device.arch).compile(ref_plan)
-    task = CublasGemm(
-        problem, gemm.buffers(problem), ref_plan, ref.cubin, ref.key, 1e-5, QUICK, seed=3
-    )
+    check = Check(gemm.buffers(problem), ref_plan, ref.cubin, ref.key, 1e-5, QUICK, seed=3)
+    task = CublasGemm(problem, check)
     result = evaluator.call(task, timeout_s=300)
     m = result.measurement
     assert m.status is Status.OK, m.error

@@ -12,6 +12,7 @@ import pytest
 from autotune.families.direct_naive import DirectNaive
 from autotune.gpu.early_stop import EarlyStop
 from autotune.gpu.session import Job, TimingPolicy
+from autotune.model.evaluator import Evaluator
 from autotune.model.problem import ConvProblem
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
@@ -57,7 +58,7 @@ def test_recorded_samples_never_stop_a_would_be_best() -> None:
     assert worst_ratio < rule.factor  # the margin the rule's factor is chosen for
 
 
-class _SampledEvaluator:
+class _SampledEvaluator(Evaluator):
     """Times a config from a sample sequence, applying the job's early stop as the worker does."""
 
     def __init__(self, sequences):
@@ -70,7 +71,7 @@ class _SampledEvaluator:
     def evaluate(self, job: Job, timeout_s: float) -> Measurement:
         self.jobs.append(job)
         samples = list(self.sequences(dict(job.plan.defines)))
-        stop = job.timing.early_stop
+        stop = job.check.timing.early_stop
         if stop is not None and stop.stops(samples, job.best_ms):
             taken = samples[: stop.after]
             return Measurement(

@@ -205,8 +205,8 @@ def test_gemm_studies_run_and_record_their_scratch_bytes(compiler, store):
     for config, scratch in zip(history["config"], history["scratch_bytes"], strict=True):
         split = Config.from_json(config)["SPLIT_K"]
         assert scratch == (0 if split == 1 else 4 * split * problem.M * problem.N)
-    assert all(j.buffers.outputs == (("c", (1, 1000)),) for j in evaluator.jobs)
-    assert all(j.reference_plan.entries == ("reference_gemm",) for j in evaluator.jobs)
+    assert all(j.check.buffers.outputs == (("c", (1, 1000)),) for j in evaluator.jobs)
+    assert all(j.check.reference_plan.entries == ("reference_gemm",) for j in evaluator.jobs)
 
 
 def test_job_timeout_grows_with_work_and_the_best_time_within_floor_and_ceiling():
