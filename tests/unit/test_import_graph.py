@@ -114,3 +114,65 @@ def test_a_circle_is_found(tmp_path):
     (package / "bench" / "search.py").write_text("from pkg.bench import bench\n")
     expected = [["pkg.bench", "pkg.bench.search"], ["pkg.cli", "pkg.recording_cli"]]
     assert import_cycles(package) == expected
+
+
+# DESIGN section 3: which sub-packages each may import when it is imported (its own included).
+# families and strategies see only the model; the GPU side sees the families it compiles; the
+# store sees the model; replay reads recordings of families' spaces; reports read the store;
+# tuning drives them all; cli and bench wire everything.
+ALLOWED = {
+    "model": set(),
+    "families": {"model"},
+    "strategies": {"model"},
+    "gpu": {"model", "families"},
+    "store": {"model"},
+    "replay": {"model", "store", "families"},
+    "reports": {"model", "store", "families"},
+    "tuning": {"model", "families", "strategies", "gpu", "store", "replay"},
+    "cli": {
+        "model",
+        "families",
+        "strategies",
+        "gpu",
+        "store",
+        "replay",
+        "reports",
+        "tuning",
+        "bench",
+    },
+    "bench": {"model", "families", "strategies", "gpu", "store", "replay", "reports", "tuning"},
+}
+
+
+def layer_violations(package_dir: Path) -> list[str]:
+    modules = module_files(package_dir)
+    root = package_dir.name
+    found = []
+    for name, path in modules.items():
+        parts = name.split(".")
+        if len(parts) < 3 or parts[1] not in ALLOWED:
+            continue  # the package's own top-level modules
+        layer = parts[1]
+        for target in sorted(imports_at_import_time(name, path, modules)):
+            other = target.split(".")[1] if target.count(".") else ""
+            if other in ALLOWED and other != layer and other not in ALLOWED[layer]:
+                found.append(f"{name} imports {target}")
+            if other == "" and target != root:
+                found.append(f"{name} imports {target}")
+    return found
+
+
+def test_each_sub_package_imports_only_the_rooms_below_it():
+    assert layer_violations(PACKAGE) == []
+
+
+def test_a_layer_violation_is_found(tmp_path):
+    package = tmp_path / "pkg"
+    for sub in ("model", "store", "reports"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "model" / "problem.py").write_text("from pkg.store import schema\n")
+    (package / "store" / "schema.py").write_text("from pkg.model import problem\n")
+    (package / "reports" / "tables.py").write_text("def f():\n    from pkg.model import x\n")
+    assert layer_violations(package) == ["pkg.model.problem imports pkg.store.schema"]
