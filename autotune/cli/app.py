@@ -1,7 +1,4 @@
-"""The `autotune` command: the click group, and every command module's commands registered on it.
-
-Command modules define plain click commands and never import this module, so the imports run one
-way (no import circle) and this is the one place that says which commands exist."""
+"""The `autotune` command: the click group, with every command module's commands on it."""
 
 from __future__ import annotations
 
@@ -26,7 +23,9 @@ def main() -> None:
     keep every measurement in a results database."""
 
 
-# The order of `autotune --help`'s list is click's (by name), not this one.
+# Command modules define plain click commands and never import this module: the imports run one
+# way (no import circle), and this is the one place that says which commands exist.
+# `autotune --help` lists them by name (click's order), not in this order.
 for command in (
     run,
     device,

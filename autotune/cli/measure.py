@@ -1,6 +1,4 @@
-"""The commands that measure on the GPU without searching: `device`, `baseline` and `remeasure`,
-and what every measuring command does first: the store and the GPU worker opened, the device
-registered once, its ceilings and libraries measured."""
+"""`device`, `baseline`, `remeasure`, and opening the store and GPU for a measuring command."""
 
 from __future__ import annotations
 

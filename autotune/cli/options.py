@@ -1,5 +1,4 @@
-"""What every command shares: default places, the --storage, --protocol and shape options, and
-errors as one line with the right exit code."""
+"""What every command shares: defaults, --storage, --protocol, shapes, one-line errors."""
 
 from __future__ import annotations
 

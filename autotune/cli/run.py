@@ -1,5 +1,4 @@
-"""`autotune run`: the command parses and prints; tune() composes a run (replay or GPU, the
-studies and their pins, the timing policy, the tuner, the baselines, the summary)."""
+"""`autotune run`: the command parses and prints; tune() composes the run."""
 
 from __future__ import annotations
 
