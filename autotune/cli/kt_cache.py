@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.main import friendly_errors
+from autotune.cli.options import friendly_errors
 
 
 @click.command("import-kt-cache")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.main import (
+from autotune.cli.options import (
     SHAPE_METAVAR,
     friendly_errors,
     protocol_option,

@@ -3,46 +3,15 @@
 from __future__ import annotations
 
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
 import click
 
 from autotune.cli.interrupt import terminate_as_interrupt
+from autotune.cli.progress import ProgressPrinter, campaign_line, format_duration
 
 LOG_ROOT = Path("results") / "logs"
-PRINT_EVERY_S = 15.0  # a progress line this often when stderr is not a terminal
-
-
-class CampaignPrinter:
-    """One status line for the whole campaign (a terminal), or a line every 15 s (a log)."""
-
-    def __init__(self, stream=None) -> None:
-        self.stream = stream or sys.stderr
-        self.tty = self.stream.isatty()
-        self.last_print = float("-inf")
-        self.width = 0
-
-    def __call__(self, p) -> None:
-        from autotune.cli.main import format_duration
-
-        line = (
-            f"campaign: {p.evaluations} evaluations recorded, {p.studies_held} studies being "
-            f"tuned, {p.alive}/{p.workers} workers running, elapsed {format_duration(p.elapsed_s)}"
-        )
-        if self.tty:
-            self.stream.write("\r" + line + " " * max(0, self.width - len(line)))
-            self.width = len(line)
-            if p.alive == 0:
-                self.stream.write("\n")
-            self.stream.flush()
-            return
-        now = time.monotonic()
-        if p.alive == 0 or now - self.last_print >= PRINT_EVERY_S:
-            self.stream.write(line + "\n")
-            self.stream.flush()
-            self.last_print = now
 
 
 def run_on_gpus(
@@ -50,7 +19,6 @@ def run_on_gpus(
 ) -> int:
     """`autotune run ... --gpus LIST`: one `autotune run ... --gpu i` per GPU on the same
     storage; returns the exit code (non-zero if any worker failed, 130 after Ctrl-C)."""
-    from autotune.cli.main import format_duration
     from autotune.store import hide_passwords
     from autotune.tuning.workers import (
         GpuListError,
@@ -76,7 +44,9 @@ def run_on_gpus(
     )
     # A scheduler's SIGTERM stops the workers the way Ctrl-C does (each is told, then waited for).
     with terminate_as_interrupt():
-        outcome = run_workers(specs, storage, on_progress=CampaignPrinter(), share=share)
+        outcome = run_workers(
+            specs, storage, on_progress=ProgressPrinter(campaign_line), share=share
+        )
     for name in outcome.failed:
         spec = next(s for s in specs if s.name == name)
         code = outcome.returncodes[name]
@@ -124,4 +94,4 @@ def status(minutes, all_runs, storage) -> None:
     click.echo(format_status(runs, claims, minutes), nl=False)
 
 
-__all__ = ["CampaignPrinter", "run_on_gpus", "status"]
+__all__ = ["run_on_gpus", "status"]

@@ -164,6 +164,13 @@ def resource_problem(compiled: CompiledKernel, plan_launches, limits: DeviceLimi
     return None
 
 
+def register_device(store: Store, evaluator: Evaluator, compiler: Compiler) -> int:
+    """The device's id in the store, inserting it the first time it is seen. The worker
+    describes the GPU; the compiler that builds the cubins is known here."""
+    device = dataclasses.replace(evaluator.device, nvrtc_version=compiler.version)
+    return store.register_device(device)
+
+
 class Tuner:
     """Runs studies against one evaluator and one store. Budgets count stored evaluations of a
     study (earlier runs included), so running the same command again resumes, never repeats."""
@@ -182,6 +189,7 @@ class Tuner:
         on_progress: Callable[[Progress], None] | None = None,
         jobs: int | None = None,
         compile_processes: bool = False,
+        device_id: int | None = None,
     ) -> None:
         self.compiler = compiler
         self.evaluator = evaluator
@@ -190,9 +198,11 @@ class Tuner:
         self.seed = seed
         self.timing = timing or TimingPolicy()
         self.on_progress = on_progress or (lambda p: None)
-        # The worker describes the GPU; the compiler that built the cubins is known here.
-        device = dataclasses.replace(evaluator.device, nvrtc_version=compiler.version)
-        self.device_id = store.register_device(device)
+        # A caller that opened the GPU has registered the device already (the CLI, for its
+        # ceilings and baselines) and passes its id: one registration per run.
+        self.device_id = (
+            register_device(store, evaluator, compiler) if device_id is None else device_id
+        )
         self.run_id = store.start_run(self.device_id, command, versions or {})
         self._references: dict[KernelPlan, tuple] = {}
         self.jobs = max(1, jobs or os.cpu_count() or 1)
@@ -501,5 +511,6 @@ __all__ = [
     "Tuner",
     "estimated_cost_s",
     "plan_studies",
+    "register_device",
     "resource_problem",
 ]

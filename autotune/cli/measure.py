@@ -1,0 +1,336 @@
+"""`device`, `baseline`, `remeasure`, and opening the store and GPU for a measuring command."""
+
+from __future__ import annotations
+
+import platform
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from autotune import __version__
+from autotune.cli.interrupt import exit_code, terminate_as_interrupt
+from autotune.cli.options import (
+    DEFAULT_CACHE,
+    fail,
+    friendly_errors,
+    shape_options,
+    storage_option,
+)
+from autotune.cli.progress import ProgressPrinter, format_duration
+from autotune.families import get_family
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.timing import TimingPolicy
+from autotune.model.records import TIMING_PROTOCOL
+from autotune.model.shapes import collect_shapes
+
+Say = Callable[[str], None]  # where a command's messages go (stderr, as one line each)
+
+
+def say_on_stderr(text: str) -> None:
+    click.echo(text, err=True)
+
+
+def versions(info, compiler) -> dict[str, str]:
+    """What a run records of the software that measured (DESIGN section 2)."""
+    return {
+        "autotune": __version__,
+        "nvrtc": compiler.version,
+        "driver": info.driver_version,
+        "cuda_runtime": info.runtime_version,
+        "cupy": str(info.extra.get("cupy", "")),
+        "python": platform.python_version(),
+        "timing_protocol": str(TIMING_PROTOCOL),
+    }
+
+
+def library_name(problem) -> str:
+    """How messages name the library a problem is compared with ("" for none)."""
+    from autotune.model.kinds import KIND_SPECS
+
+    return KIND_SPECS[problem.kind].library_label or ""
+
+
+def ceiling_text(ceilings) -> str:
+    return ", ".join(f"{c.name} {c.value:,.0f} {c.unit}" for c in ceilings)
+
+
+def start_gpu(
+    gpu: int,
+    storage: str,
+    cache_dir: Path | None = DEFAULT_CACHE,
+    share: bool = False,
+    say: Say = say_on_stderr,
+):
+    """Open the store, start the GPU worker and register the device (the one registration of a
+    command: a Tuner is given its id): (store, evaluator, compiler, device_id)."""
+    from autotune.gpu.evaluator import GpuEvaluator
+    from autotune.store import Store
+    from autotune.tuning.tuner import register_device
+
+    # A database that exists is opened before the GPU, so that a bad URL or a foreign database
+    # fails fast; a new SQLite file only once the GPU is up, so that a machine without one is
+    # left without an empty results/autotune.db.
+    new_file = "://" not in storage and not Path(storage).expanduser().exists()
+    store = None if new_file else Store(storage, share=share)
+    say("autotune: starting the GPU worker ...")
+    evaluator = GpuEvaluator(gpu)
+    if store is None:
+        try:
+            store = Store(storage, share=share)
+        except BaseException:
+            evaluator.close()
+            raise
+    compiler = Compiler(arch=evaluator.device.arch, cache_dir=cache_dir)
+    return store, evaluator, compiler, register_device(store, evaluator, compiler)
+
+
+def ceilings_and_baselines(
+    evaluator, compiler, store, device_id, problems, say: Say = say_on_stderr
+) -> None:
+    """Measure what this device lacks: its ceilings once, each shape's library once (cuDNN for a
+    convolution, cuBLAS for a GEMM)."""
+    from autotune.tuning.baselines import ensure_ceilings, measure_baselines
+
+    ceilings = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy())
+    if ceilings is not None and not isinstance(ceilings, list):
+        say(f"autotune: ceilings not measured: {ceilings.error}")
+    elif ceilings:
+        say("autotune: measured " + ceiling_text(ceilings))
+
+    def report(problem, result) -> None:
+        if result is None or not result.available:
+            return
+        m = result.measurement
+        if m.status.ok:
+            text = f"{m.gflops(problem.flops):,.1f} GFlop/s"
+        else:
+            text = f"{m.status.value}: {m.error.splitlines()[0] if m.error else ''}"
+        say(f"autotune: {library_name(problem)} {problem.key}: {text}")
+
+    results = measure_baselines(
+        evaluator, compiler, store, device_id, problems, TimingPolicy(), on_result=report
+    )
+    for problem, result in results:
+        if not result.available:
+            text = result.measurement.error
+            say(f"autotune: no {library_name(problem)} baseline ({text}); going on without")
+
+
+@click.command()
+@click.option(
+    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
+)
+@click.option("--remeasure", is_flag=True, help="Measure again even if stored.")
+@storage_option
+@friendly_errors
+def device(gpu, remeasure, storage) -> None:
+    """Measure (once) and print the device's ceilings: FP32 FMA peak, device-to-device copy
+    bandwidth (bytes read plus written) and cuBLAS SGEMM at 8192^3."""
+    from autotune.tuning.baselines import ensure_ceilings
+
+    store, evaluator, compiler, device_id = start_gpu(gpu, storage)
+    try:
+        info = evaluator.device
+        result = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy(), remeasure)
+    finally:
+        evaluator.close()
+    if result is not None and not isinstance(result, list):
+        fail(f"ceilings not measured: {result.error}", 1)
+    click.echo(
+        f"{info.name}: compute capability {info.compute_capability}, {info.sm_count} SMs, "
+        f"{info.clock_mhz} MHz, {info.memory_bytes / 2**30:.0f} GiB, CUDA driver "
+        f"{info.driver_version}, NVRTC {compiler.version}"
+    )
+    for _, row in store.ceilings(device=info.name).iterrows():
+        click.echo(f"  {row['name']:<15} {row['value']:>12,.1f} {row['unit']:<8} {row['detail']}")
+
+
+@click.command()
+@shape_options()
+@click.option("--remeasure", is_flag=True, help="Measure again shapes that are stored.")
+@click.option(
+    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
+)
+@storage_option
+@friendly_errors
+def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
+    """Measure the libraries on shapes: cuDNN for convolutions (through PyTorch, TF32 off,
+    algorithm from cuDNN's own search), cuBLAS SGEMM for GEMMs (through CuPy, TF32 off), under
+    the same timing protocol and check as the tuned kernels, and the device ceilings if missing.
+    3D convolutions have no library baseline."""
+    from autotune.tuning.baselines import ensure_ceilings, measure_baselines
+
+    problems = collect_shapes(shape_sets, shapes, shape_files)
+    if not problems:
+        raise click.UsageError("name the shapes: --shapes SET, --shape ... or --shape-file F")
+    store, evaluator, compiler, device_id = start_gpu(gpu, storage)
+    measured: dict[str, int] = {}
+    for problem in problems:
+        if library_name(problem):
+            measured.setdefault(library_name(problem), 0)
+    try:
+        ceilings = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy())
+        if isinstance(ceilings, list):
+            click.echo("autotune: measured " + ceiling_text(ceilings), err=True)
+
+        def report(problem, result) -> None:
+            nonlocal measured
+            if result is None:
+                click.echo(f"{problem.key}: stored already", err=True)
+            elif result.available:
+                measured[library_name(problem)] += 1
+                m = result.measurement
+                text = (
+                    f"{m.time_ms:.4g} ms, {m.gflops(problem.flops):,.1f} GFlop/s"
+                    if m.status.ok
+                    else f"{m.status.value}: {m.error[:200]}"
+                )
+                library = library_name(problem)
+                click.echo(f"{library} {problem.key}: {text}  [{result.algorithm[:80]}]", err=True)
+
+        results = measure_baselines(
+            evaluator,
+            compiler,
+            store,
+            device_id,
+            problems,
+            TimingPolicy(),
+            remeasure,
+            on_result=report,
+        )
+    finally:
+        evaluator.close()
+    missing = next(((p, r) for p, r in results if not r.available), None)
+    if missing:
+        fail(f"no {library_name(missing[0])} baseline: {missing[1].measurement.error}", 1)
+    without = sorted({p.kind for p in problems if not library_name(p)})
+    if without:
+        click.echo(f"autotune: {', '.join(without)} shapes have no library baseline", err=True)
+    counts = " and ".join(f"{n} {library}" for library, n in measured.items()) or "0"
+    click.echo(f"autotune: {counts} baselines measured", err=True)
+
+
+@click.command()
+@click.option(
+    "--family",
+    "families",
+    multiple=True,
+    metavar="NAME",
+    help="Only this family's studies (repeatable). Default: every stored family.",
+)
+@shape_options("Default: every stored shape.")
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="How many of each study's fastest stored configurations to measure again.",
+)
+@click.option(
+    "--no-baseline",
+    is_flag=True,
+    help="Do not measure the ceilings and the studies' libraries again under this protocol.",
+)
+@click.option(
+    "--time-limit",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="SECONDS",
+    help="Stop after this many seconds (the same command resumes).",
+)
+@click.option(
+    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Compile processes working ahead of the GPU. Default: one per CPU core.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_CACHE,
+    show_default=True,
+    help="Cubin cache shared between runs.",
+)
+@storage_option
+@friendly_errors
+def remeasure(
+    families,
+    shape_sets,
+    shapes,
+    shape_files,
+    top,
+    no_baseline,
+    time_limit,
+    gpu,
+    jobs,
+    cache_dir,
+    storage,
+) -> None:
+    """Bring stored results to the current timing protocol without searching again: for each
+    study of this GPU measured under an older protocol, check and time its TOP fastest stored
+    configurations under the current one, and measure the studies' libraries and the device
+    ceilings likewise. Old measurements stay (they keep their protocol number); rerunning
+    resumes. Follow with `autotune run` where the best may have moved."""
+    from autotune.reports import format_table
+    from autotune.store import hide_passwords
+    from autotune.tuning.remeasure import protocol_comparison, remeasure_studies
+    from autotune.tuning.tuner import Tuner
+
+    for name in families:
+        get_family(name)
+    keys = {p.key for p in collect_shapes(shape_sets, shapes, shape_files)}
+    store, evaluator, compiler, device_id = start_gpu(gpu, storage, cache_dir)
+    try:
+        info = evaluator.device
+        studies, skipped, unreadable = remeasure_studies(
+            store, info.name, evaluator.limits, top, families, keys
+        )
+        for line in unreadable:
+            click.echo(f"autotune: skipping {line}", err=True)
+        for s in skipped:
+            click.echo(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}", err=True)
+        if not studies:
+            fail(f"nothing to re-measure: no study of {info.name} from an older protocol", 1)
+        click.echo(
+            f"autotune: {info.name}; re-measuring the {top} fastest configurations of "
+            f"{len(studies)} studies under timing protocol {TIMING_PROTOCOL}; "
+            f"storage {hide_passwords(storage)}",
+            err=True,
+        )
+        tuner = Tuner(
+            compiler,
+            evaluator,
+            store,
+            command=hide_passwords(shlex.join(["autotune", *sys.argv[1:]])),
+            versions=versions(info, compiler),
+            on_progress=ProgressPrinter(),
+            jobs=jobs,
+            compile_processes=True,
+            device_id=device_id,
+        )
+        if not no_baseline:
+            problems = [s.problem for s in studies]
+            ceilings_and_baselines(evaluator, compiler, store, device_id, problems)
+        with terminate_as_interrupt() as signals:
+            outcome = tuner.run(studies, None, time_limit)
+    finally:
+        evaluator.close()
+    click.echo(
+        f"autotune: {outcome.evaluated} configurations measured again in "
+        f"{format_duration(outcome.elapsed_s)}"
+        + ("; interrupted: run the same command to resume" if outcome.interrupted else ""),
+        err=True,
+    )
+    for old in range(1, TIMING_PROTOCOL):
+        table = protocol_comparison(store, info.name, studies, old)
+        if len(table):
+            click.echo(f"Best GFlop/s under protocol {old} and {TIMING_PROTOCOL}:")
+            click.echo(format_table(table, "markdown"))
+    if outcome.interrupted:
+        sys.exit(exit_code(signals))

@@ -1,0 +1,143 @@
+"""What every command shares: defaults, --storage, --protocol, shapes, one-line errors."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from pathlib import Path
+
+import click
+
+from autotune.families import UnknownFamily, UnsupportedProblem
+from autotune.gpu.compiler import CompilerUnavailable
+from autotune.model.problem import ProblemError
+from autotune.model.records import TIMING_PROTOCOL
+from autotune.model.shapes import shape_set_names
+from autotune.model.space import SpaceError
+from autotune.strategies import StrategyUnavailable, UnknownStrategy
+
+DEFAULT_STORAGE = "results/autotune.db"
+DEFAULT_BUDGET = 12
+DEFAULT_CACHE = Path.home() / ".cache" / "autotune" / "cubins"
+SHAPE_METAVAR = (
+    "N=..,K=..,C=..,F=..[,B=..,stride=..] | M=..,N=..,K=.. | D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=.."
+)
+
+# Errors that describe bad input: one line, exit 2. Everything here is expected, never a traceback.
+USAGE_ERRORS = (ProblemError, SpaceError, UnknownFamily, UnknownStrategy, UnsupportedProblem)
+
+
+def fail(message: str, code: int) -> None:
+    """End the command: one line on stderr (a password in it hidden) and this exit code."""
+    from autotune.store import hide_passwords  # messages may quote --storage
+
+    click.echo(f"autotune: {hide_passwords(message)}", err=True)
+    sys.exit(code)
+
+
+@contextlib.contextmanager
+def writing(option: str, path: Path):
+    """A place the user named that cannot be written (read-only, a directory, no space) ends the
+    command in one line, exit 2, as a bad value of that option."""
+    try:
+        yield
+    except OSError as err:
+        where = err.filename or path
+        fail(f"cannot write {option} {str(where)!r}: {err.strerror or err}", 2)
+
+
+def friendly_errors(fn):
+    """Turn the package's expected errors into one-line messages with the right exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from autotune.gpu.session import NoGpu
+        from autotune.replay.recording import MalformedRecording, RecordingError
+        from autotune.reports import ReportError
+        from autotune.store import StoreError
+
+        try:
+            return fn(*args, **kwargs)
+        except (*USAGE_ERRORS, MalformedRecording) as err:
+            fail(str(err).splitlines()[0] if str(err) else type(err).__name__, 2)
+        except NoGpu as err:
+            fail(f"no usable CUDA GPU: {str(err).splitlines()[0]}", 1)
+        except (
+            StoreError,
+            ReportError,
+            CompilerUnavailable,
+            StrategyUnavailable,
+            RecordingError,
+        ) as err:
+            fail(str(err).splitlines()[0], 1)
+
+    return wrapper
+
+
+storage_option = click.option(
+    "--storage",
+    default=DEFAULT_STORAGE,
+    show_default=True,
+    help="Results database: a SQLite file path or any SQLAlchemy URL.",
+)
+
+protocol_option = click.option(
+    "--protocol",
+    type=click.IntRange(1, TIMING_PROTOCOL),
+    default=TIMING_PROTOCOL,
+    show_default=True,
+    help="Read the measurements of this timing protocol (DESIGN section 2): 2 queues an L2 "
+    "flush before each sample and hides the host's launch; 1 is everything stored before "
+    "2026-11-24. Protocols are never mixed.",
+)
+
+
+def shape_options(default: str = ""):
+    """--shapes, --shape and --shape-file, as every command that takes problem shapes has them."""
+    try:
+        sets = ", ".join(shape_set_names())
+    except ProblemError as err:  # the command that reads them says so, in one line
+        sets = f"(unreadable: {err})"
+
+    def decorate(fn):
+        fn = click.option(
+            "--shape-file",
+            "shape_files",
+            multiple=True,
+            type=click.Path(),
+            help="CSV (columns N,K,C,F[,B,stride] for conv2d, M,N,K for gemm, D,R,Cc,Kd,Kr,Kc "
+            "for conv3d) or TOML file of shapes (repeatable).",
+        )(fn)
+        fn = click.option(
+            "--shape",
+            "shapes",
+            multiple=True,
+            metavar=SHAPE_METAVAR,
+            help="One problem shape (repeatable); its field names give its kind: M= a GEMM, "
+            "D= a 3D convolution, otherwise a 2D convolution.",
+        )(fn)
+        return click.option(
+            "--shapes",
+            "shape_sets",
+            multiple=True,
+            metavar="SET",
+            help=f"Named shape set (repeatable): {sets}. {default}".strip(),
+        )(fn)
+
+    return decorate
+
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_CACHE",
+    "DEFAULT_STORAGE",
+    "SHAPE_METAVAR",
+    "USAGE_ERRORS",
+    "fail",
+    "friendly_errors",
+    "protocol_option",
+    "shape_options",
+    "storage_option",
+    "writing",
+]

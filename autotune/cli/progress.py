@@ -1,0 +1,75 @@
+"""One progress printer for `run`, `remeasure` and the `run --gpus` campaign."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+PRINT_EVERY_S = 15.0  # a progress line this often when the stream is not a terminal
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "--"
+    seconds = int(seconds)
+    return (
+        f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+        if seconds >= 3600
+        else (f"{seconds // 60}m{seconds % 60:02d}s")
+    )
+
+
+def study_line(p) -> tuple[str, bool]:
+    """A tuner's Progress as a line, and whether its study ended."""
+    best = f"{p.best_gflops:,.1f} GFlop/s" if p.best_gflops else "--"
+    line = (
+        f"{p.study}: {p.done}/{p.planned} evals, {p.failures} failed, best {best} | "
+        f"run {p.campaign_done}/{p.campaign_planned}, elapsed "
+        f"{format_duration(p.elapsed_s)}, ETA {format_duration(p.eta_s)}"
+    )
+    return line, p.event == "end"
+
+
+def campaign_line(p) -> tuple[str, bool]:
+    """A campaign's progress over its workers as a line, and whether every worker ended."""
+    line = (
+        f"campaign: {p.evaluations} evaluations recorded, {p.studies_held} studies being "
+        f"tuned, {p.alive}/{p.workers} workers running, elapsed {format_duration(p.elapsed_s)}"
+    )
+    return line, p.alive == 0
+
+
+class ProgressPrinter:
+    """One status line rewritten in place on a terminal; on a log, a line at each end and at
+    most every 15 s otherwise (a line per event would bury the log)."""
+
+    def __init__(
+        self, describe: Callable[[Any], tuple[str, bool]] = study_line, stream=None
+    ) -> None:
+        self.describe = describe
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.last_print = float("-inf")
+        self.width = 0
+
+    def __call__(self, p) -> None:
+        line, ended = self.describe(p)
+        if self.tty:
+            pad = max(0, self.width - len(line))
+            self.stream.write("\r" + line + " " * pad)
+            self.width = len(line)
+            if ended:
+                self.stream.write("\n")
+                self.width = 0
+            self.stream.flush()
+            return
+        now = time.monotonic()
+        if ended or now - self.last_print >= PRINT_EVERY_S:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+            self.last_print = now
+
+
+__all__ = ["ProgressPrinter", "campaign_line", "format_duration", "study_line"]

@@ -1,0 +1,195 @@
+"""The commands that read the results database: `best`, `forget`, `plot` and `report`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from autotune.cli.options import (
+    SHAPE_METAVAR,
+    fail,
+    friendly_errors,
+    protocol_option,
+    storage_option,
+    writing,
+)
+from autotune.families import get_family
+from autotune.model.problem import KINDS, parse_shape
+
+READABLE_COLUMNS = ("device", "family", "shape", "config", "time_ms", "gflops", "speedup")
+READABLE_COLUMNS += ("efficiency",)
+
+
+@click.command()
+@click.option(
+    "--format", "fmt", type=click.Choice(["markdown", "csv"]), default="markdown", show_default=True
+)
+@click.option("--family", default=None, help="Only this family.")
+@click.option("--device", default=None, help="Only this device (name as stored).")
+@click.option(
+    "--problem-kind",
+    "problem_kind",
+    type=click.Choice(KINDS),
+    default=None,
+    help="Only shapes of this kind (the table's shape columns follow the kinds it holds).",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write to this file instead of standard output.",
+)
+@click.option(
+    "--columns",
+    default=None,
+    metavar="NAME,... | all",
+    help="Columns to show, comma-separated, or all. Default: all for CSV; for Markdown "
+    f"{', '.join(READABLE_COLUMNS[1:])} (and device when there are several).",
+)
+@protocol_option
+@storage_option
+@friendly_errors
+def best(fmt, family, device, problem_kind, output, columns, protocol, storage) -> None:
+    """Best verified configuration per (device, family, shape), beside its library (cuDNN for
+    conv2d, cuBLAS for gemm) and the device ceilings, all measured under one timing protocol;
+    `spread` is the measurement's interquartile range over its median."""
+    from autotune.reports import best_table, format_table
+    from autotune.store import Store
+
+    if family is not None:
+        get_family(family)
+    table = best_table(
+        Store(storage, create=False, protocol=protocol),
+        device=device,
+        family=family,
+        kind=problem_kind,
+    )
+    if not len(table):
+        fail(f"no successful evaluations of timing protocol {protocol} stored in {storage}", 1)
+    text = format_table(_chosen_columns(table, columns, fmt), fmt)
+    if output:
+        with writing("--output", output):
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text(text)
+        click.echo(f"autotune: wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+
+def _chosen_columns(table, columns: str | None, fmt: str):
+    """The table cut to --columns; by default every column for CSV (programs read it) and a
+    page-wide few for Markdown (people read it: all 26 made lines of over 1,000 characters)."""
+    if columns == "all" or (columns is None and fmt == "csv"):
+        return table
+    if columns is None:
+        names = [c for c in READABLE_COLUMNS if c in table.columns]
+        if "device" in names and table["device"].nunique() == 1:
+            names.remove("device")
+        return table[names]
+    names = [c.strip() for c in columns.split(",") if c.strip()]
+    unknown = [c for c in names if c not in table.columns]
+    if unknown or not names:
+        raise click.BadParameter(
+            f"unknown column(s) {', '.join(unknown) or '(none given)'}; the columns are "
+            f"{', '.join(table.columns)} or all",
+            param_hint="'--columns'",
+        )
+    return table[names]
+
+
+@click.command()
+@click.option("--family", required=True, help="The family whose evaluations go.")
+@click.option("--device", default=None, help="Only this device's (name as stored).")
+@click.option("--shape", "shape_text", default=None, metavar=SHAPE_METAVAR, help="Only this shape.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@storage_option
+@friendly_errors
+def forget(family, device, shape_text, yes, storage) -> None:
+    """Delete a family's stored evaluations, for example after its kernel changed: they measured
+    another binary, and a later `autotune run` tunes the family again from nothing. Baselines and
+    ceilings stay."""
+    from autotune.store import Store, hide_passwords
+
+    get_family(family)
+    problem = parse_shape(shape_text) if shape_text else None
+    what = f"every {family} evaluation" + (f" on {device}" if device else "")
+    what += f" at {problem.key}" if problem else ""
+    where = hide_passwords(storage)
+    if not yes and not click.confirm(f"Delete {what} from {where}?", default=False):
+        fail("nothing deleted", 1)
+    count = Store(storage, create=False).forget(family, device, problem.key if problem else None)
+    click.echo(f"autotune: deleted {count} evaluations ({what})", err=True)
+
+
+@click.command()
+@click.option("--family", default=None, help="Only this family.")
+@click.option("--device", default=None, help="Only this device (name as stored).")
+@click.option(
+    "--kind",
+    type=click.Choice(["gflops", "roofline", "speedup"]),
+    default="gflops",
+    show_default=True,
+    help="gflops: best GFlop/s per shape beside the library (cuDNN, cuBLAS) and the FMA peak; "
+    "roofline: arithmetic intensity against GFlop/s under the measured ceilings; speedup: over "
+    "the library per shape.",
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Path without suffix; a .png and a .svg are written.  [default: results/KIND]",
+)
+@click.option(
+    "--problem-kind",
+    "problem_kind",
+    type=click.Choice(KINDS),
+    default=None,
+    help="Only shapes of this kind (conv2d, gemm, conv3d).",
+)
+@protocol_option
+@storage_option
+@friendly_errors
+def plot(family, device, kind, output, problem_kind, protocol, storage) -> None:
+    """Plot the best configurations from the results database (no GPU needed)."""
+    from autotune import reports as report
+    from autotune.store import Store
+
+    if family is not None:
+        get_family(family)
+    output = output or Path("results") / kind
+    store = Store(storage, create=False, protocol=protocol)
+    with writing("--output", output):
+        output.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "roofline":
+            paths = report.plot_roofline(store, output, device=device, kind=problem_kind)
+        else:
+            draw = report.plot_gflops if kind == "gflops" else report.plot_speedup
+            paths = draw(store, output, device=device, family=family, kind=problem_kind)
+    for path in paths:
+        click.echo(f"autotune: wrote {path}", err=True)
+
+
+@click.command()
+@click.option("--device", default=None, help="Device (name as stored). Default: the only one.")
+@click.option(
+    "--output-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="REPORT.md goes here, its images in report/ below it.",
+)
+@protocol_option
+@storage_option
+@friendly_errors
+def report(device, output_dir, protocol, storage) -> None:
+    """Write REPORT.md: ceilings, best configurations beside cuDNN, Chen's Table 1 and maxDNN's
+    Table 1 forms, plots, and each seed paper's experiment beside our figures, all from the
+    measurements of one timing protocol."""
+    from autotune.reports import write_report
+    from autotune.store import Store
+
+    store = Store(storage, create=False, protocol=protocol)
+    with writing("--output-dir", output_dir):
+        path = write_report(store, output_dir, device)
+    click.echo(f"autotune: wrote {path}", err=True)
