@@ -10,24 +10,24 @@ import pandas as pd
 
 from autotune.families import FAMILIES
 from autotune.model.shapes import named_shapes
+from autotune.reports.plots import plot_gflops, plot_roofline, plot_speedup
 from autotune.reports.tables import (
     CHEN_COLUMNS,
+    algorithm_label,
+    best_table,
+    chen_table1,
+    format_table,
+    maxdnn_table1,
+)
+from autotune.reports.views import (
     COPY_BANDWIDTH,
     FMA_PEAK,
     SGEMM,
     ReportError,
-    algorithm_label,
-    best_table,
-    chen_table1,
     cudnn_baselines,
     device_ceilings,
-    format_table,
     geometric_mean,
-    maxdnn_table1,
     named_layers,
-    plot_gflops,
-    plot_roofline,
-    plot_speedup,
 )
 from autotune.store.database import Store
 
