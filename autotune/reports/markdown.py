@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from autotune.families import FAMILIES
+from autotune.model.kinds import KIND_SPECS, KindSpec
 from autotune.reports.plots import plot_gflops, plot_roofline, plot_speedup
 from autotune.reports.seeds import FFT_NOTE, seed_sections
 from autotune.reports.tables import (
@@ -141,116 +144,105 @@ def _families_section(store: Store, devices: list[str]) -> str:
     return "## Kernel families\n\n" + markdown_table(pd.DataFrame(rows))
 
 
+# How REPORT.md shows one kind's best configurations. Which fields a shape has and which library
+# it is compared with come from the kind table; "{lib}" in a column or the text stands for the
+# library's label.
+@dataclass(frozen=True, slots=True)
+class BestForm:
+    heading: str  # empty: the table opens the section (conv2d, the kind of the papers)
+    columns: tuple[str, ...]  # after device and family, in reading order
+    note: str
+
+
+BEST_FORMS = {
+    "conv2d": BestForm(
+        "",
+        (
+            "shape",
+            "config",
+            "time_ms",
+            "GFlop/s",
+            "% FMA peak",
+            "{lib} GFlop/s",
+            "{lib} algorithm",  # cuDNN chooses among algorithms per shape
+            "speedup",
+            "GB/s",
+            "% copy bw",
+            "bound",
+        ),
+        "Speedup is {lib}'s time over ours; GB/s counts the minimum bytes (each input and filter "
+        "element read once, each output written once). The full table, with registers, shared "
+        "memory and evaluation counts, is `autotune best`.\n",
+    ),
+    "gemm": BestForm(
+        "### GEMM (fully connected layers) beside {lib}",
+        (
+            *KIND_SPECS["gemm"].columns,  # M, N and K say more than the key
+            "config",
+            "time_ms",
+            "GFlop/s",
+            "% FMA peak",
+            "{lib} GFlop/s",
+            "% of {lib}",
+            "GB/s",
+            "bound",
+        ),
+        "C[M x N] = A[M x K] @ B[K x N] in FP32; M = 1 is one image through a fully connected "
+        "layer (a matrix-vector product, bound by reading B). % of {lib} is {lib}'s time over "
+        "ours, {lib} SGEMM measured through CuPy with TF32 off.\n",
+    ),
+    "conv3d": BestForm(
+        "### 3D convolution",
+        ("shape", "config", "time_ms", "GFlop/s", "% FMA peak", "GB/s", "% copy bw", "bound"),
+        "Valid single-channel 3D convolution (input D x R x Cc, filter Kd x Kr x Kc). No library "
+        "baseline: GB/s counts the input and filter read once and the output written once.\n",
+    ),
+}
+# Each column of a best section from best_table's frame; any other is its column of that name.
+_BEST_CELLS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
+    "config": lambda df: df["config"].map(config_text),
+    "GFlop/s": lambda df: df["gflops"],
+    "% FMA peak": lambda df: percent(df["efficiency"]),
+    "{lib} GFlop/s": lambda df: df["baseline_gflops"],
+    "{lib} algorithm": lambda df: df["baseline_algorithm"].map(algorithm_label),
+    "speedup": lambda df: df["speedup"].round(2),
+    "% of {lib}": lambda df: percent(df["speedup"]),
+    "GB/s": lambda df: df["bandwidth_gbs"],
+    "% copy bw": lambda df: percent(df["bandwidth_fraction"]),
+}
+
+
 def _best_section(store: Store, device: str | None, devices: list[str]) -> str:
     df = best_table(store, device)
     head = "## Best configuration per shape\n\n"
     if df.empty:
         return head + "No successful evaluation is stored, so there is no best configuration.\n"
     parts = [head]
-    conv = df[df["kind"] == "conv2d"]
-    if not conv.empty:
-        parts.append(_conv2d_best(conv, devices))
-    gemm = df[df["kind"] == "gemm"]
-    if not gemm.empty:
-        parts.append(_gemm_best(gemm, devices))
-    conv3d = df[df["kind"] == "conv3d"]
-    if not conv3d.empty:
-        parts.append(_conv3d_best(conv3d, devices))
+    for spec in KIND_SPECS.values():
+        rows = df[df["kind"] == spec.name]
+        if spec.name in BEST_FORMS and not rows.empty:
+            parts.append(_kind_best(rows, spec, devices))
     return "\n".join(parts)
 
 
-def _conv2d_best(df: pd.DataFrame, devices: list[str]) -> str:
-    view = pd.DataFrame(
-        {
-            "device": df["device"],
-            "family": df["family"],
-            "shape": df["shape"],
-            "config": df["config"].map(config_text),
-            "time_ms": df["time_ms"],
-            "GFlop/s": df["gflops"],
-            "% FMA peak": percent(df["efficiency"]),
-            "cuDNN GFlop/s": df["baseline_gflops"],
-            "cuDNN algorithm": df["baseline_algorithm"].map(algorithm_label),
-            "speedup": df["speedup"].round(2),
-            "GB/s": df["bandwidth_gbs"],
-            "% copy bw": percent(df["bandwidth_fraction"]),
-            "bound": df["bound"],
-        }
-    )
+def _kind_best(df: pd.DataFrame, spec: KindSpec, devices: list[str]) -> str:
+    form, lib = BEST_FORMS[spec.name], spec.library_label
+    cells = {"device": df["device"], "family": df["family"]}
+    for name in form.columns:
+        cell = _BEST_CELLS.get(name)
+        cells[name.format(lib=lib)] = cell(df) if cell else df[name]
+    view = pd.DataFrame(cells)
     if len(devices) == 1:
         view = view.drop(columns="device")
-    notes = [
-        "Speedup is cuDNN's time over ours; GB/s counts the minimum bytes (each input and filter "
-        "element read once, each output written once). The full table, with registers, shared "
-        "memory and evaluation counts, is `autotune best`.\n"
-    ]
+    note = form.note.format(lib=lib)
     no_base = int(df["baseline_gflops"].isna().sum())
-    if no_base:
-        notes.append(
-            f"cuDNN cells are empty for {no_base} of {len(df)} rows: no successful cuDNN "
-            "baseline is stored for those shapes.\n"
-        )
-    return markdown_table(view) + "\n" + "\n".join(notes)
-
-
-def _gemm_best(df: pd.DataFrame, devices: list[str]) -> str:
-    view = pd.DataFrame(
-        {
-            "device": df["device"],
-            "family": df["family"],
-            "M": df["M"],
-            "N": df["N"],
-            "K": df["K"],
-            "config": df["config"].map(config_text),
-            "time_ms": df["time_ms"],
-            "GFlop/s": df["gflops"],
-            "% FMA peak": percent(df["efficiency"]),
-            "cuBLAS GFlop/s": df["baseline_gflops"],
-            "% of cuBLAS": percent(df["speedup"]),
-            "GB/s": df["bandwidth_gbs"],
-            "bound": df["bound"],
-        }
-    )
-    if len(devices) == 1:
-        view = view.drop(columns="device")
-    note = (
-        "C[M x N] = A[M x K] @ B[K x N] in FP32; M = 1 is one image through a fully connected "
-        "layer (a matrix-vector product, bound by reading B). % of cuBLAS is cuBLAS's time over "
-        "ours, cuBLAS SGEMM measured through CuPy with TF32 off.\n"
-    )
-    no_base = int(df["baseline_gflops"].isna().sum())
-    if no_base:
+    if lib and no_base:
         note += (
-            f"\ncuBLAS cells are empty for {no_base} of {len(df)} rows: no successful cuBLAS "
+            f"\n{lib} cells are empty for {no_base} of {len(df)} rows: no successful {lib} "
             "baseline is stored for those shapes.\n"
         )
-    return (
-        "### GEMM (fully connected layers) beside cuBLAS\n\n" + markdown_table(view) + "\n" + note
-    )
-
-
-def _conv3d_best(df: pd.DataFrame, devices: list[str]) -> str:
-    view = pd.DataFrame(
-        {
-            "device": df["device"],
-            "family": df["family"],
-            "shape": df["shape"],
-            "config": df["config"].map(config_text),
-            "time_ms": df["time_ms"],
-            "GFlop/s": df["gflops"],
-            "% FMA peak": percent(df["efficiency"]),
-            "GB/s": df["bandwidth_gbs"],
-            "% copy bw": percent(df["bandwidth_fraction"]),
-            "bound": df["bound"],
-        }
-    )
-    if len(devices) == 1:
-        view = view.drop(columns="device")
-    note = (
-        "Valid single-channel 3D convolution (input D x R x Cc, filter Kd x Kr x Kc). No library "
-        "baseline: GB/s counts the input and filter read once and the output written once.\n"
-    )
-    return "### 3D convolution\n\n" + markdown_table(view) + "\n" + note
+    heading = form.heading.format(lib=lib) + "\n\n" if form.heading else ""
+    return heading + markdown_table(view) + "\n" + note
 
 
 def _chen_form_section(store: Store, device: str | None) -> str:
