@@ -1,0 +1,98 @@
+"""Store views shared by the tables, the plots and REPORT.md: baselines, ceilings, problems."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterable
+
+import pandas as pd
+
+from autotune.model.kinds import KIND_SPECS
+from autotune.model.problem import ConvProblem, Problem, problem_from_dict
+from autotune.model.shapes import SHAPE_SETS_FILE, named_shapes
+from autotune.store.database import SHAPE_COLUMNS, Store
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+BASELINE_LIBRARY = "cudnn"
+# From the one kind table: the library each kind is compared with (kinds without one are left
+# out).
+KIND_LIBRARIES = {k: s.library for k, s in KIND_SPECS.items() if s.library}
+FMA_PEAK, COPY_BANDWIDTH, SGEMM = "fma_peak", "copy_bandwidth", "sgemm"
+
+
+class ReportError(RuntimeError):
+    """A report that cannot be made (nothing to show, an unknown format)."""
+
+
+def cudnn_baselines(store: Store, device: str | None = None) -> pd.DataFrame:
+    """cuDNN's successful baseline measurements (failed ones are no comparison)."""
+    return library_baselines(store, device, BASELINE_LIBRARY)
+
+
+def library_baselines(
+    store: Store, device: str | None = None, library: str | None = None
+) -> pd.DataFrame:
+    """Successful baseline measurements of one library, or of every library (failed ones are no
+    comparison)."""
+    df = store.baselines(device, library)
+    df = df[(df["status"] == "OK") & df["time_ms"].notna()]
+    # One GPU model under two drivers is one device by name; its newest row wins.
+    return df.drop_duplicates(["device", "library", "problem_key"], keep="last").reset_index(
+        drop=True
+    )
+
+
+def device_ceilings(store: Store, device: str | None = None) -> dict[str, dict[str, float]]:
+    """Newest value of each ceiling per device name: {device: {name: value}}."""
+    found: dict[str, dict[str, float]] = {}
+    for row in store.ceilings(device).itertuples(index=False):
+        found.setdefault(str(row.device), {})[str(row.name)] = float(row.value)
+    return found
+
+
+def named_layers(shape_set: str) -> list[tuple[str, ConvProblem]]:
+    """The layers of a named shape set with their names from shape_sets.toml."""
+    with SHAPE_SETS_FILE.open("rb") as fh:
+        spec = tomllib.load(fh)[shape_set]
+    names = [str(layer.get("name", "")) for layer in spec.get("layers", [])]
+    problems = named_shapes(shape_set)
+    if len(names) != len(problems):  # a grid set has no layer names
+        names = [p.key for p in problems]
+    return list(zip(names, problems, strict=True))
+
+
+def problem_of(row: object) -> Problem:
+    """The problem of a table row: from its kind and shape dict (store frames), else from the
+    conv2d columns (any row with N, K, C, F, B, stride as attributes)."""
+    shape = getattr(row, "shape", None)
+    if isinstance(shape, dict):
+        return problem_from_dict(shape, str(getattr(row, "kind", "conv2d")))
+    return ConvProblem(**{name: int(getattr(row, name)) for name in SHAPE_COLUMNS})
+
+
+def with_problems(df: pd.DataFrame) -> pd.DataFrame:
+    """A store frame (best, baselines) with a `problem` column: each row's problem object."""
+    df = df.copy()
+    df["problem"] = [problem_of(r) for r in df.itertuples(index=False)]
+    return df
+
+
+def problem_series(df: pd.DataFrame, attribute: str) -> pd.Series:
+    """One attribute of each row's problem (flops, min_bytes) as floats, indexed as the frame."""
+    problems = (
+        df["problem"]
+        if "problem" in df.columns
+        else [problem_of(r) for r in df.itertuples(index=False)]
+    )
+    values = [float(getattr(p, attribute)) for p in problems]
+    return pd.Series(values, index=df.index, dtype=float)
+
+
+def geometric_mean(values: Iterable[float]) -> float:
+    logs = [math.log(v) for v in values]
+    return math.exp(sum(logs) / len(logs)) if logs else math.nan
