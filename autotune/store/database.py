@@ -18,17 +18,24 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
-from autotune.model.kinds import KIND_SPECS
 from autotune.model.problem import KIND_FIELDS, Problem
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status, spread
 from autotune.model.space import Config
+from autotune.store.migrations import UPGRADABLE_FROM, upgrade
+from autotune.store.schema import (
+    METADATA,
+    SCHEMA_VERSION,
+    SHAPE_COLUMNS,
+    baselines_table,
+    ceilings_table,
+    claims_table,
+    devices_table,
+    evaluations_table,
+    meta_table,
+    runs_table,
+    shape_values,
+)
 
-SCHEMA_VERSION = 5
-# Versions this one can open by adding what it lacks: 1 had no ceilings and no baselines tables;
-# 2 knew only 2D convolutions (no kind, no shape JSON, no scratch_bytes, conv2d columns required);
-# 3 had no claims table (an older autotune would ignore other runs' claims, hence the new number);
-# 4 had no timing protocol and no spread (its rows are protocol 1, DESIGN section 2).
-UPGRADABLE_FROM = ("1", "2", "3", "4")
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's transaction
 CREATE_ATTEMPTS = 5  # two processes creating the same tables at once: the loser retries
 
@@ -56,163 +63,6 @@ class StudyClaim:
     host: str
     pid: int
     expires_at: float  # Unix time in seconds
-
-
-# ---------------------------------------------------------------------------------------------
-# Schema
-
-METADATA = sa.MetaData()
-SHAPE_COLUMNS = KIND_SPECS["conv2d"].columns  # a 2D convolution's fields, as integer columns
-KIND_DEFAULT = "conv2d"  # what every row of a version-2 database is
-
-
-def _shape_columns() -> list[sa.Column]:
-    """The problem's kind, its fields as JSON (every kind), and a 2D convolution's fields as
-    integer columns (filled for conv2d rows only, empty for the other kinds)."""
-    return [
-        sa.Column("kind", sa.String(16), nullable=False, server_default=KIND_DEFAULT),
-        sa.Column("shape", sa.JSON),
-        *(sa.Column(name, sa.Integer) for name in SHAPE_COLUMNS),
-    ]
-
-
-def _timing_columns() -> list[sa.Column]:
-    """How a time was measured: the timing protocol's number (rows written before protocols were
-    numbered are protocol 1) and the spread of the samples (interquartile range over median)."""
-    return [
-        sa.Column("protocol", sa.Integer, nullable=False, server_default="1"),
-        sa.Column("spread", sa.Float),
-    ]
-
-
-def _shape_values(problem: Problem) -> dict[str, Any]:
-    conv2d = problem.kind == "conv2d"
-    return {
-        "kind": problem.kind,
-        "shape": problem.as_dict(),
-        **{name: getattr(problem, name) if conv2d else None for name in SHAPE_COLUMNS},
-    }
-
-
-meta_table = sa.Table(
-    "meta",
-    METADATA,
-    sa.Column("key", sa.String(64), primary_key=True),
-    sa.Column("value", sa.Text, nullable=False),
-)
-
-devices_table = sa.Table(
-    "devices",
-    METADATA,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("name", sa.String(200), nullable=False),
-    sa.Column("compute_capability", sa.String(16), nullable=False),
-    sa.Column("sm_count", sa.Integer, nullable=False),
-    sa.Column("driver_version", sa.String(64), nullable=False),
-    sa.Column("runtime_version", sa.String(64), nullable=False),
-    sa.Column("nvrtc_version", sa.String(64), nullable=False),
-    sa.Column("clock_mhz", sa.Integer, nullable=False),
-    sa.Column("memory_bytes", sa.BigInteger, nullable=False),
-    sa.Column("extra", sa.JSON, nullable=False),  # measured peaks and anything else
-    sa.UniqueConstraint(
-        "name", "compute_capability", "sm_count", "driver_version", name="uq_devices_identity"
-    ),
-)
-
-runs_table = sa.Table(
-    "runs",
-    METADATA,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
-    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-    sa.Column("finished_at", sa.DateTime(timezone=True)),
-    sa.Column("command", sa.Text, nullable=False),
-    sa.Column("versions", sa.JSON, nullable=False),
-    sa.Column("host", sa.String(255), nullable=False),
-)
-
-evaluations_table = sa.Table(
-    "evaluations",
-    METADATA,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
-    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
-    sa.Column("family", sa.String(100), nullable=False),
-    sa.Column("problem_key", sa.String(200), nullable=False),
-    *_shape_columns(),
-    sa.Column("config", sa.Text, nullable=False),  # Config.to_json(): canonical, so comparable
-    sa.Column("status", sa.String(32), nullable=False),
-    sa.Column("error", sa.Text, nullable=False),
-    sa.Column("rel_error", sa.Float),
-    sa.Column("compile_s", sa.Float),
-    sa.Column("time_ms", sa.Float),  # median of samples_ms
-    sa.Column("samples_ms", sa.JSON, nullable=False),
-    sa.Column("gflops", sa.Float),
-    sa.Column("registers", sa.Integer),
-    sa.Column("smem_bytes", sa.Integer),
-    sa.Column("spills", sa.Integer),
-    sa.Column("scratch_bytes", sa.BigInteger),  # extra device memory of the plan (im2col's matrix)
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    *_timing_columns(),
-    # One row per finished evaluation and protocol (a re-measurement under a new protocol is a new
-    # row; the old one stays); the index also serves the per-study queries.
-    sa.UniqueConstraint(
-        "device_id", "family", "problem_key", "config", "protocol", name="uq_evaluations"
-    ),
-)
-
-ceilings_table = sa.Table(
-    "ceilings",
-    METADATA,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
-    sa.Column("name", sa.String(64), nullable=False),  # fma_peak, copy_bandwidth, sgemm
-    sa.Column("value", sa.Float, nullable=False),
-    sa.Column("unit", sa.String(32), nullable=False),  # GFlop/s, GB/s
-    sa.Column("detail", sa.Text, nullable=False),  # how it was measured
-    sa.Column("samples_ms", sa.JSON, nullable=False),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    *_timing_columns(),
-)
-
-baselines_table = sa.Table(
-    "baselines",
-    METADATA,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
-    sa.Column("library", sa.String(64), nullable=False),  # cudnn, cublas
-    sa.Column("problem_key", sa.String(200), nullable=False),
-    *_shape_columns(),
-    sa.Column("algorithm", sa.Text, nullable=False),  # what the library chose
-    sa.Column("version", sa.String(64), nullable=False),
-    sa.Column("status", sa.String(32), nullable=False),
-    sa.Column("error", sa.Text, nullable=False),
-    sa.Column("time_ms", sa.Float),
-    sa.Column("samples_ms", sa.JSON, nullable=False),
-    sa.Column("gflops", sa.Float),
-    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-    *_timing_columns(),
-    sa.UniqueConstraint("device_id", "library", "problem_key", "protocol", name="uq_baselines"),
-)
-
-# Which run is tuning a study: one run at a time per (device, family, problem). The holder renews
-# its lease as it records evaluations; an expired lease (or a holder process known dead) may be
-# taken over by another run. See autotune/claims.py.
-claims_table = sa.Table(
-    "claims",
-    METADATA,
-    sa.Column("id", sa.Integer, primary_key=True),
-    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
-    sa.Column("family", sa.String(100), nullable=False),
-    sa.Column("problem_key", sa.String(200), nullable=False),
-    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
-    sa.Column("host", sa.String(255), nullable=False),
-    sa.Column("pid", sa.Integer, nullable=False),
-    sa.Column("expires_at", sa.Float, nullable=False),  # Unix time in seconds
-    sa.UniqueConstraint("device_id", "family", "problem_key", name="uq_claims"),
-)
-
-FAILURE_STATUSES = tuple(s for s in Status if not s.ok)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,7 +200,7 @@ class Store:
             if version in UPGRADABLE_FROM:
                 # create_all above already added the tables the older version lacked (in
                 # their current form); the older tables get their new columns here.
-                self._upgrade()
+                upgrade(self._engine)
                 version = str(SCHEMA_VERSION)
             if self._engine.dialect.name == "sqlite" and create:
                 # WAL lets readers run beside one writer; it stays set in the file.
@@ -381,56 +231,6 @@ class Store:
             f"results database {self.url} has schema version {version}, "
             f"this autotune uses schema version {SCHEMA_VERSION}"
         )
-
-    def _upgrade(self) -> None:
-        """Bring the evaluations and baselines tables of an older database to this schema,
-        keeping every row (ids included), in one transaction that also sets the version."""
-        sqlite = self._engine.dialect.name == "sqlite"
-        with self._engine.connect() as conn:
-            if sqlite:
-                # An explicit BEGIN IMMEDIATE: a second process upgrading the same file waits for
-                # this one, then finds the new version and leaves the tables alone.
-                conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-            else:
-                conn.begin()
-            try:
-                # FOR UPDATE (PostgreSQL): a second process upgrading at once waits here, then
-                # reads the new version (SQLite's BEGIN IMMEDIATE above did the same).
-                version = conn.execute(
-                    sa.select(meta_table.c.value)
-                    .where(meta_table.c.key == "schema_version")
-                    .with_for_update()
-                ).scalar_one()
-                rebuilt = False
-                if version != str(SCHEMA_VERSION):
-                    for table in (evaluations_table, baselines_table, ceilings_table):
-                        old = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
-                        missing = {c.name for c in table.columns} - old
-                        if not missing:
-                            continue
-                        rebuilt = True
-                        if sqlite:
-                            _rebuild_sqlite_table(conn, table, old)
-                        else:
-                            _alter_table(conn, table, old)
-                    conn.execute(
-                        meta_table.update()
-                        .where(meta_table.c.key == "schema_version")
-                        .values(value=str(SCHEMA_VERSION))
-                    )
-            except BaseException:
-                conn.exec_driver_sql("ROLLBACK") if sqlite else conn.rollback()
-                raise
-            conn.exec_driver_sql("COMMIT") if sqlite else conn.commit()
-            if sqlite and rebuilt:
-                # The copied tables left the old ones' pages free: give them back to the file
-                # system. Best effort: another process reading the file makes VACUUM wait, then
-                # give up, which costs only disk space.
-                try:
-                    conn.exec_driver_sql("VACUUM")
-                except DBAPIError:
-                    pass
 
     def _schema_version(self) -> str | None:
         with self._engine.connect() as conn:
@@ -509,7 +309,7 @@ class Store:
         if result.rowcount == 0:
             raise StoreError(f"no run {run_id} in {self.url}")
 
-    # -- study claims (one run tunes a study at a time; autotune/claims.py keeps them) ---------
+    # -- study claims (one run tunes a study at a time; autotune/tuning/claims.py keeps them) --
 
     def claim(
         self,
@@ -628,7 +428,7 @@ class Store:
             "device_id": device_id,
             "family": family,
             "problem_key": problem.key,
-            **_shape_values(problem),
+            **shape_values(problem),
             "config": config.to_json(),
             "status": m.status.value,
             "error": m.error,
@@ -699,7 +499,7 @@ class Store:
             "device_id": device_id,
             "library": library,
             "problem_key": problem.key,
-            **_shape_values(problem),
+            **shape_values(problem),
             "algorithm": algorithm,
             "version": version,
             "status": m.status.value,
@@ -1108,66 +908,6 @@ def _by_shape(frame: pd.DataFrame, leading: list[str]) -> pd.DataFrame:
 
     order = sorted(range(len(frame)), key=key)
     return frame.iloc[order].reset_index(drop=True)
-
-
-def _conv2d_shape_json(columns: Any) -> sa.ColumnElement[Any]:
-    """SQL building the shape JSON of a stored 2D convolution from its integer columns."""
-    pairs = []
-    for name in KIND_FIELDS["conv2d"]:
-        pairs += [sa.literal(name), columns[name]]
-    return sa.func.json_object(*pairs)
-
-
-def _rebuild_sqlite_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) -> None:
-    """SQLite cannot drop a NOT NULL: copy the rows into a table of the new form, then swap."""
-    scratch = sa.MetaData()
-    for parent in (devices_table, runs_table):  # the foreign keys' targets, for the DDL
-        parent.to_metadata(scratch)
-    new = table.to_metadata(scratch, name=f"{table.name}_upgrade")
-    new.create(conn)
-    old = sa.table(table.name, *(sa.column(name) for name in old_columns))
-    copied = [c.name for c in table.columns if c.name in old_columns]
-    derived = {}
-    if "shape" in table.columns and "shape" not in old_columns:
-        derived = {"kind": sa.literal(KIND_DEFAULT), "shape": _conv2d_shape_json(old.c)}
-    # Columns new to this version that the old rows cannot fill from others (protocol, spread)
-    # take their server defaults.
-    extra = [n for n in derived if n not in old_columns]
-    select = sa.select(*(old.c[n] for n in copied), *(derived[n] for n in extra))
-    conn.execute(new.insert().from_select([*copied, *extra], select))
-    conn.exec_driver_sql(f'DROP TABLE "{table.name}"')
-    conn.exec_driver_sql(f'ALTER TABLE "{new.name}" RENAME TO "{table.name}"')
-
-
-def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) -> None:
-    """Other databases (PostgreSQL) alter in place: add the new columns, widen the unique
-    constraints that gained a column, drop the NOT NULLs of the conv2d columns, and fill the
-    shape JSON of the stored rows."""
-    preparer = conn.dialect.identifier_preparer
-    name = preparer.format_table(table)
-    added = set()
-    for column in table.columns:
-        if column.name in old_columns:
-            continue
-        added.add(column.name)
-        ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
-        conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {ddl}")
-    for constraint in table.constraints:
-        if isinstance(constraint, sa.UniqueConstraint) and added & set(constraint.columns.keys()):
-            quoted = preparer.format_constraint(constraint)
-            conn.exec_driver_sql(f"ALTER TABLE {name} DROP CONSTRAINT IF EXISTS {quoted}")
-            conn.execute(sa.schema.AddConstraint(constraint))
-    if "shape" not in table.columns:
-        return
-    for column in SHAPE_COLUMNS:
-        conn.exec_driver_sql(
-            f"ALTER TABLE {name} ALTER COLUMN {preparer.quote(column)} DROP NOT NULL"
-        )
-    c = table.c
-    rows = conn.execute(sa.select(c.id, *(c[n] for n in SHAPE_COLUMNS)).where(c.shape.is_(None)))
-    for row in rows.all():
-        shape = {n: getattr(row, n) for n in KIND_FIELDS["conv2d"]}
-        conn.execute(table.update().where(c.id == row.id).values(shape=shape))
 
 
 def _samples(samples_ms) -> list[float]:
