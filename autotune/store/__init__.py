@@ -3,15 +3,11 @@
 Other packages import from here, never from the modules inside, so the store's inside can change
 without touching them."""
 
-from autotune.store.database import (
-    SCHEMA_VERSION,
-    SHAPE_COLUMNS,
-    Store,
-    StoredEvaluation,
-    StoreError,
-    StudyClaim,
-    hide_passwords,
-)
+from autotune.store.claims import StudyClaim
+from autotune.store.database import Store
+from autotune.store.engine import StoreError, hide_passwords
+from autotune.store.queries import StoredEvaluation
+from autotune.store.schema import SCHEMA_VERSION, SHAPE_COLUMNS
 
 __all__ = [
     "SCHEMA_VERSION",

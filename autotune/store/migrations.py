@@ -1,0 +1,144 @@
+"""Schema upgrades: an older results database brought to this schema, keeping every row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DBAPIError
+
+from autotune.model.problem import KIND_FIELDS
+from autotune.store.schema import (
+    KIND_DEFAULT,
+    SCHEMA_VERSION,
+    SHAPE_COLUMNS,
+    baselines_table,
+    ceilings_table,
+    devices_table,
+    evaluations_table,
+    meta_table,
+    runs_table,
+)
+
+# Versions this one can open by adding what it lacks: 1 had no ceilings and no baselines tables;
+# 2 knew only 2D convolutions (no kind, no shape JSON, no scratch_bytes, conv2d columns required);
+# 3 had no claims table (an older autotune would ignore other runs' claims, hence the new number);
+# 4 had no timing protocol and no spread (its rows are protocol 1, DESIGN section 2).
+UPGRADABLE_FROM = ("1", "2", "3", "4")
+
+# Not Alembic (installed with Optuna): it keeps its revision in a table of its own, while every
+# autotune ever released reads meta.schema_version to refuse a schema it does not know, so the two
+# would have to be kept in step; and each of versions 1 to 4 comes up by one "add what is missing"
+# step, under the cross-process lock below, which Alembic would not take for us.
+
+
+def upgrade(engine: Engine) -> None:
+    """Bring the evaluations, baselines and ceilings tables of an older database to this schema,
+    keeping every row (ids included), in one transaction that also sets the version."""
+    sqlite = engine.dialect.name == "sqlite"
+    with engine.connect() as conn:
+        if sqlite:
+            # An explicit BEGIN IMMEDIATE: a second process upgrading the same file waits for
+            # this one, then finds the new version and leaves the tables alone.
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+        else:
+            conn.begin()
+        try:
+            # FOR UPDATE (PostgreSQL): a second process upgrading at once waits here, then
+            # reads the new version (SQLite's BEGIN IMMEDIATE above did the same).
+            version = conn.execute(
+                sa.select(meta_table.c.value)
+                .where(meta_table.c.key == "schema_version")
+                .with_for_update()
+            ).scalar_one()
+            rebuilt = False
+            if version != str(SCHEMA_VERSION):
+                for table in (evaluations_table, baselines_table, ceilings_table):
+                    old = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
+                    missing = {c.name for c in table.columns} - old
+                    if not missing:
+                        continue
+                    rebuilt = True
+                    if sqlite:
+                        _rebuild_sqlite_table(conn, table, old)
+                    else:
+                        _alter_table(conn, table, old)
+                conn.execute(
+                    meta_table.update()
+                    .where(meta_table.c.key == "schema_version")
+                    .values(value=str(SCHEMA_VERSION))
+                )
+        except BaseException:
+            conn.exec_driver_sql("ROLLBACK") if sqlite else conn.rollback()
+            raise
+        conn.exec_driver_sql("COMMIT") if sqlite else conn.commit()
+        if sqlite and rebuilt:
+            # The copied tables left the old ones' pages free: give them back to the file
+            # system. Best effort: another process reading the file makes VACUUM wait, then
+            # give up, which costs only disk space.
+            try:
+                conn.exec_driver_sql("VACUUM")
+            except DBAPIError:
+                pass
+
+
+def _conv2d_shape_json(columns: Any) -> sa.ColumnElement[Any]:
+    """SQL building the shape JSON of a stored 2D convolution from its integer columns."""
+    pairs = []
+    for name in KIND_FIELDS["conv2d"]:
+        pairs += [sa.literal(name), columns[name]]
+    return sa.func.json_object(*pairs)
+
+
+def _rebuild_sqlite_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) -> None:
+    """SQLite cannot drop a NOT NULL: copy the rows into a table of the new form, then swap."""
+    scratch = sa.MetaData()
+    for parent in (devices_table, runs_table):  # the foreign keys' targets, for the DDL
+        parent.to_metadata(scratch)
+    new = table.to_metadata(scratch, name=f"{table.name}_upgrade")
+    new.create(conn)
+    old = sa.table(table.name, *(sa.column(name) for name in old_columns))
+    copied = [c.name for c in table.columns if c.name in old_columns]
+    derived = {}
+    if "shape" in table.columns and "shape" not in old_columns:
+        derived = {"kind": sa.literal(KIND_DEFAULT), "shape": _conv2d_shape_json(old.c)}
+    # Columns new to this version that the old rows cannot fill from others (protocol, spread)
+    # take their server defaults.
+    extra = [n for n in derived if n not in old_columns]
+    select = sa.select(*(old.c[n] for n in copied), *(derived[n] for n in extra))
+    conn.execute(new.insert().from_select([*copied, *extra], select))
+    conn.exec_driver_sql(f'DROP TABLE "{table.name}"')
+    conn.exec_driver_sql(f'ALTER TABLE "{new.name}" RENAME TO "{table.name}"')
+
+
+def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) -> None:
+    """Other databases (PostgreSQL) alter in place: add the new columns, widen the unique
+    constraints that gained a column, drop the NOT NULLs of the conv2d columns, and fill the
+    shape JSON of the stored rows."""
+    preparer = conn.dialect.identifier_preparer
+    name = preparer.format_table(table)
+    added = set()
+    for column in table.columns:
+        if column.name in old_columns:
+            continue
+        added.add(column.name)
+        ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
+        conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {ddl}")
+    for constraint in table.constraints:
+        if isinstance(constraint, sa.UniqueConstraint) and added & set(constraint.columns.keys()):
+            quoted = preparer.format_constraint(constraint)
+            conn.exec_driver_sql(f"ALTER TABLE {name} DROP CONSTRAINT IF EXISTS {quoted}")
+            conn.execute(sa.schema.AddConstraint(constraint))
+    if "shape" not in table.columns:
+        return
+    for column in SHAPE_COLUMNS:
+        conn.exec_driver_sql(
+            f"ALTER TABLE {name} ALTER COLUMN {preparer.quote(column)} DROP NOT NULL"
+        )
+    c = table.c
+    rows = conn.execute(sa.select(c.id, *(c[n] for n in SHAPE_COLUMNS)).where(c.shape.is_(None)))
+    for row in rows.all():
+        shape = {n: getattr(row, n) for n in KIND_FIELDS["conv2d"]}
+        conn.execute(table.update().where(c.id == row.id).values(shape=shape))

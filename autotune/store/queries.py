@@ -1,0 +1,362 @@
+"""Queries: a study's evaluations to resume it, and the tables reports and commands read."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import pandas as pd
+import sqlalchemy as sa
+
+from autotune.model.problem import KIND_FIELDS, Problem
+from autotune.model.records import Status
+from autotune.model.space import Config
+from autotune.store.engine import StoreBase
+from autotune.store.schema import (
+    SHAPE_COLUMNS,
+    baselines_table,
+    ceilings_table,
+    claims_table,
+    devices_table,
+    evaluations_table,
+    runs_table,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvaluation:
+    """One stored evaluation of a study, as a resuming tuner needs it."""
+
+    config: Config
+    status: Status
+    time_ms: float | None
+    gflops: float | None
+    error: str
+
+
+class Queries(StoreBase):
+    """Reads, each of one timing protocol: the store's reading protocol unless told otherwise."""
+
+    def evaluations(
+        self, device_id: int, family: str, problem: Problem, protocol: int | None = None
+    ) -> list[StoredEvaluation]:
+        """Everything stored for one study under one timing protocol, in insertion order (to
+        resume it: a study measured under another protocol is tuned again, not compared)."""
+        e = evaluations_table.c
+        query = (
+            sa.select(e.config, e.status, e.time_ms, e.gflops, e.error)
+            .where(
+                e.device_id == device_id,
+                e.family == family,
+                e.problem_key == problem.key,
+                e.protocol == self._protocol(protocol),
+            )
+            .order_by(e.id)
+        )
+        with self._errors("cannot read evaluations"), self._engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [
+            StoredEvaluation(
+                Config.from_json(r.config), Status(r.status), r.time_ms, r.gflops, r.error
+            )
+            for r in rows
+        ]
+
+    def best(
+        self,
+        device: str | None = None,
+        family: str | None = None,
+        kind: str | None = None,
+        protocol: int | None = None,
+        top: int = 1,
+    ) -> pd.DataFrame:
+        """Fastest OK evaluation per (device, family, problem) under one timing protocol (the
+        store's reading protocol unless given; the `top` fastest with top > 1, fastest first);
+        studies with none are left out.
+
+        A device is its name: measurements on one GPU model under several drivers are one study.
+        Columns: device, family, kind, the conv2d columns (empty for other kinds), config,
+        time_ms, spread, gflops, registers, smem_bytes, scratch_bytes, evaluations, failures
+        (both of that protocol), protocol, problem_key and shape (the problem's fields as a dict,
+        every kind). Rows are ordered by device, family and the shape's fields.
+        """
+        e, d = evaluations_table.c, devices_table.c
+        study = (d.name, e.family, e.problem_key)
+        where = [*self._filters(device, family, kind), e.protocol == self._protocol(protocol)]
+        counts = (
+            sa.select(
+                *study,
+                sa.func.count().label("evaluations"),
+                sa.func.sum(sa.case((e.status != Status.OK.value, 1), else_=0)).label("failures"),
+            )
+            .select_from(evaluations_table.join(devices_table))
+            .where(*where)
+            .group_by(*study)
+            .subquery("counts")
+        )
+        ranked = (
+            sa.select(
+                d.name.label("device"),
+                e.family,
+                e.problem_key,
+                e.kind,
+                e.shape,
+                *(e[name] for name in SHAPE_COLUMNS),
+                e.config,
+                e.time_ms,
+                e.spread,
+                e.gflops,
+                e.registers,
+                e.smem_bytes,
+                e.scratch_bytes,
+                e.protocol,
+                sa.func.row_number()
+                .over(partition_by=study, order_by=(e.time_ms, e.id))
+                .label("place"),
+            )
+            .select_from(evaluations_table.join(devices_table))
+            .where(*where, e.status == Status.OK.value, e.time_ms.is_not(None))
+            .subquery("ranked")
+        )
+        r, c = ranked.c, counts.c
+        query = (
+            sa.select(
+                r.device,
+                r.family,
+                r.kind,
+                *(r[name] for name in SHAPE_COLUMNS),
+                r.config,
+                r.time_ms,
+                r.spread,
+                r.gflops,
+                r.registers,
+                r.smem_bytes,
+                r.scratch_bytes,
+                c.evaluations,
+                c.failures,
+                r.protocol,
+                r.problem_key,
+                r.shape,
+            )
+            .select_from(
+                ranked.join(
+                    counts,
+                    sa.and_(
+                        r.device == c.name,
+                        r.family == c.family,
+                        r.problem_key == c.problem_key,
+                    ),
+                )
+            )
+            .where(r.place <= top)
+            .order_by(r.device, r.family, r.place)
+        )
+        frame = self._frame(query, "cannot read best configurations")
+        return _by_shape(frame, ["device", "family"])
+
+    def run_activity(
+        self, recent_since: datetime, started_since: datetime | None = None
+    ) -> pd.DataFrame:
+        """Per run (those started at or after started_since, if given): id, device, host,
+        command, started_at, finished_at, evaluations (all), recent (recorded since
+        recent_since), last_at (its newest evaluation), claims (held now), lease_left_s (of its
+        claim that runs out first, negative when expired; NaN without one)."""
+        r, d, e, c = runs_table.c, devices_table.c, evaluations_table.c, claims_table.c
+        evals = (
+            sa.select(
+                e.run_id,
+                sa.func.count().label("evaluations"),
+                sa.func.sum(sa.case((e.created_at >= recent_since, 1), else_=0)).label("recent"),
+                sa.func.max(e.created_at).label("last_at"),
+            )
+            .group_by(e.run_id)
+            .subquery("evals")
+        )
+        held = (
+            sa.select(
+                c.run_id,
+                sa.func.count().label("claims"),
+                sa.func.min(c.expires_at).label("expires_at"),
+            )
+            .group_by(c.run_id)
+            .subquery("held")
+        )
+        query = (
+            sa.select(
+                r.id,
+                d.name.label("device"),
+                r.host,
+                r.command,
+                r.started_at,
+                r.finished_at,
+                sa.func.coalesce(evals.c.evaluations, 0).label("evaluations"),
+                sa.func.coalesce(evals.c.recent, 0).label("recent"),
+                evals.c.last_at,
+                sa.func.coalesce(held.c.claims, 0).label("claims"),
+                held.c.expires_at,
+            )
+            .select_from(
+                runs_table.join(devices_table)
+                .outerjoin(evals, evals.c.run_id == r.id)
+                .outerjoin(held, held.c.run_id == r.id)
+            )
+            .where(*([r.started_at >= started_since] if started_since is not None else []))
+            .order_by(r.id)
+        )
+        frame = self._frame(query, "cannot read runs")
+        now = time.time()
+        frame["lease_left_s"] = [
+            None if pd.isna(x) else float(x) - now for x in frame.pop("expires_at")
+        ]
+        for name in ("evaluations", "recent", "claims"):
+            frame[name] = frame[name].astype(int)
+        return frame
+
+    def history(
+        self,
+        device: str | None = None,
+        family: str | None = None,
+        kind: str | None = None,
+        protocol: int | None = None,
+        every_protocol: bool = False,
+    ) -> pd.DataFrame:
+        """Every stored evaluation of one timing protocol (the store's reading protocol unless
+        given; all of them with every_protocol) with its device name, in insertion order."""
+        e, d = evaluations_table.c, devices_table.c
+        columns = [c for c in evaluations_table.c if c.name != "id"]
+        where = self._filters(device, family, kind)
+        if not every_protocol:
+            where.append(e.protocol == self._protocol(protocol))
+        query = (
+            sa.select(e.id, d.name.label("device"), *columns)
+            .select_from(evaluations_table.join(devices_table))
+            .where(*where)
+            .order_by(e.id)
+        )
+        return self._frame(query, "cannot read history")
+
+    def ceilings(self, device: str | None = None, protocol: int | None = None) -> pd.DataFrame:
+        """The newest measurement of each ceiling per device under one timing protocol: device,
+        name, value, unit, detail, created_at, spread, protocol."""
+        c, d = ceilings_table.c, devices_table.c
+        newest = (
+            sa.select(sa.func.max(c.id))
+            .where(c.protocol == self._protocol(protocol))
+            .group_by(c.device_id, c.name)
+            .scalar_subquery()
+        )
+        query = (
+            sa.select(
+                d.name.label("device"),
+                c.name,
+                c.value,
+                c.unit,
+                c.detail,
+                c.created_at,
+                c.spread,
+                c.protocol,
+            )
+            .select_from(ceilings_table.join(devices_table))
+            .where(c.id.in_(newest), *([d.name == device] if device is not None else []))
+            .order_by(d.name, c.name)
+        )
+        return self._frame(query, "cannot read ceilings")
+
+    def baselines(
+        self,
+        device: str | None = None,
+        library: str | None = None,
+        kind: str | None = None,
+        protocol: int | None = None,
+    ) -> pd.DataFrame:
+        """Library measurements under one timing protocol: device, library, kind, the conv2d
+        columns, problem_key, shape, algorithm, version, status, error, time_ms, gflops, spread,
+        protocol; by device, library and shape."""
+        b, d = baselines_table.c, devices_table.c
+        where = [b.protocol == self._protocol(protocol)]
+        if device is not None:
+            where.append(d.name == device)
+        if library is not None:
+            where.append(b.library == library)
+        if kind is not None:
+            where.append(b.kind == kind)
+        query = (
+            sa.select(
+                d.name.label("device"),
+                b.library,
+                b.kind,
+                *(b[n] for n in SHAPE_COLUMNS),
+                b.problem_key,
+                b.shape,
+                b.algorithm,
+                b.version,
+                b.status,
+                b.error,
+                b.time_ms,
+                b.gflops,
+                b.spread,
+                b.protocol,
+            )
+            .select_from(baselines_table.join(devices_table))
+            .where(*where)
+            .order_by(d.name, b.library, b.id)
+        )
+        return _by_shape(self._frame(query, "cannot read baselines"), ["device", "library"])
+
+    def devices(self) -> pd.DataFrame:
+        query = sa.select(devices_table).order_by(devices_table.c.id)
+        return self._frame(query, "cannot read devices")
+
+    def summary(self, protocol: int | None = None) -> pd.DataFrame:
+        """Per device and family, under one timing protocol: studies, evaluations, OK ones and
+        failures by status."""
+        e, d = evaluations_table.c, devices_table.c
+        by_status = [
+            sa.func.sum(sa.case((e.status == s.value, 1), else_=0)).label(s.value.lower())
+            for s in Status
+        ]
+        query = (
+            sa.select(
+                d.name.label("device"),
+                e.family,
+                sa.func.count(sa.distinct(e.problem_key)).label("studies"),
+                sa.func.count().label("evaluations"),
+                sa.func.sum(sa.case((e.status != Status.OK.value, 1), else_=0)).label("failures"),
+                *by_status,
+            )
+            .select_from(evaluations_table.join(devices_table))
+            .where(e.protocol == self._protocol(protocol))
+            .group_by(d.name, e.family)
+            .order_by(d.name, e.family)
+        )
+        return self._frame(query, "cannot read summary")
+
+    def _filters(
+        self, device: str | None, family: str | None, kind: str | None = None
+    ) -> list[sa.ColumnElement[bool]]:
+        where: list[sa.ColumnElement[bool]] = []
+        if device is not None:
+            where.append(devices_table.c.name == device)
+        if family is not None:
+            where.append(evaluations_table.c.family == family)
+        if kind is not None:
+            where.append(evaluations_table.c.kind == kind)
+        return where
+
+
+def _by_shape(frame: pd.DataFrame, leading: list[str]) -> pd.DataFrame:
+    """Rows ordered by the leading columns, then kind, then the shape's fields in their order
+    (N, K, C, F, B, stride for conv2d; M, N, K; D, R, Cc, Kd, Kr, Kc): numbers, not keys."""
+    if frame.empty:
+        return frame
+
+    def key(i: int) -> tuple:
+        row = frame.iloc[i]
+        kind = str(row["kind"])
+        shape = row["shape"] or {}
+        fields = tuple(int(shape.get(n, 0)) for n in KIND_FIELDS.get(kind, ()))
+        return (*(str(row[c]) for c in leading), kind, fields)
+
+    order = sorted(range(len(frame)), key=key)
+    return frame.iloc[order].reset_index(drop=True)

@@ -1,0 +1,164 @@
+"""The results database's schema: its tables, their version, and the column helpers they share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from autotune.model.kinds import KIND_SPECS
+from autotune.model.problem import Problem
+
+SCHEMA_VERSION = 5  # kept in the meta table; migrations.py brings older databases to it
+
+METADATA = sa.MetaData()
+SHAPE_COLUMNS = KIND_SPECS["conv2d"].columns  # a 2D convolution's fields, as integer columns
+KIND_DEFAULT = "conv2d"  # what every row of a version-2 database is
+
+
+def _shape_columns() -> list[sa.Column]:
+    """The problem's kind, its fields as JSON (every kind), and a 2D convolution's fields as
+    integer columns (filled for conv2d rows only, empty for the other kinds)."""
+    return [
+        sa.Column("kind", sa.String(16), nullable=False, server_default=KIND_DEFAULT),
+        sa.Column("shape", sa.JSON),
+        *(sa.Column(name, sa.Integer) for name in SHAPE_COLUMNS),
+    ]
+
+
+def _timing_columns() -> list[sa.Column]:
+    """How a time was measured: the timing protocol's number (rows written before protocols were
+    numbered are protocol 1) and the spread of the samples (interquartile range over median)."""
+    return [
+        sa.Column("protocol", sa.Integer, nullable=False, server_default="1"),
+        sa.Column("spread", sa.Float),
+    ]
+
+
+def shape_values(problem: Problem) -> dict[str, Any]:
+    """The kind, shape JSON and conv2d columns of a row about problem (see _shape_columns)."""
+    conv2d = problem.kind == "conv2d"
+    return {
+        "kind": problem.kind,
+        "shape": problem.as_dict(),
+        **{name: getattr(problem, name) if conv2d else None for name in SHAPE_COLUMNS},
+    }
+
+
+meta_table = sa.Table(
+    "meta",
+    METADATA,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+devices_table = sa.Table(
+    "devices",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    sa.Column("compute_capability", sa.String(16), nullable=False),
+    sa.Column("sm_count", sa.Integer, nullable=False),
+    sa.Column("driver_version", sa.String(64), nullable=False),
+    sa.Column("runtime_version", sa.String(64), nullable=False),
+    sa.Column("nvrtc_version", sa.String(64), nullable=False),
+    sa.Column("clock_mhz", sa.Integer, nullable=False),
+    sa.Column("memory_bytes", sa.BigInteger, nullable=False),
+    sa.Column("extra", sa.JSON, nullable=False),  # measured peaks and anything else
+    sa.UniqueConstraint(
+        "name", "compute_capability", "sm_count", "driver_version", name="uq_devices_identity"
+    ),
+)
+
+runs_table = sa.Table(
+    "runs",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("finished_at", sa.DateTime(timezone=True)),
+    sa.Column("command", sa.Text, nullable=False),
+    sa.Column("versions", sa.JSON, nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+)
+
+evaluations_table = sa.Table(
+    "evaluations",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("family", sa.String(100), nullable=False),
+    sa.Column("problem_key", sa.String(200), nullable=False),
+    *_shape_columns(),
+    sa.Column("config", sa.Text, nullable=False),  # Config.to_json(): canonical, so comparable
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("rel_error", sa.Float),
+    sa.Column("compile_s", sa.Float),
+    sa.Column("time_ms", sa.Float),  # median of samples_ms
+    sa.Column("samples_ms", sa.JSON, nullable=False),
+    sa.Column("gflops", sa.Float),
+    sa.Column("registers", sa.Integer),
+    sa.Column("smem_bytes", sa.Integer),
+    sa.Column("spills", sa.Integer),
+    sa.Column("scratch_bytes", sa.BigInteger),  # extra device memory of the plan (im2col's matrix)
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    *_timing_columns(),
+    # One row per finished evaluation and protocol (a re-measurement under a new protocol is a new
+    # row; the old one stays); the index also serves the per-study queries.
+    sa.UniqueConstraint(
+        "device_id", "family", "problem_key", "config", "protocol", name="uq_evaluations"
+    ),
+)
+
+ceilings_table = sa.Table(
+    "ceilings",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("name", sa.String(64), nullable=False),  # fma_peak, copy_bandwidth, sgemm
+    sa.Column("value", sa.Float, nullable=False),
+    sa.Column("unit", sa.String(32), nullable=False),  # GFlop/s, GB/s
+    sa.Column("detail", sa.Text, nullable=False),  # how it was measured
+    sa.Column("samples_ms", sa.JSON, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    *_timing_columns(),
+)
+
+baselines_table = sa.Table(
+    "baselines",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("library", sa.String(64), nullable=False),  # cudnn, cublas
+    sa.Column("problem_key", sa.String(200), nullable=False),
+    *_shape_columns(),
+    sa.Column("algorithm", sa.Text, nullable=False),  # what the library chose
+    sa.Column("version", sa.String(64), nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("error", sa.Text, nullable=False),
+    sa.Column("time_ms", sa.Float),
+    sa.Column("samples_ms", sa.JSON, nullable=False),
+    sa.Column("gflops", sa.Float),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    *_timing_columns(),
+    sa.UniqueConstraint("device_id", "library", "problem_key", "protocol", name="uq_baselines"),
+)
+
+# Which run is tuning a study: one run at a time per (device, family, problem). The holder renews
+# its lease as it records evaluations; an expired lease (or a holder process known dead) may be
+# taken over by another run. See autotune/tuning/claims.py.
+claims_table = sa.Table(
+    "claims",
+    METADATA,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("device_id", sa.Integer, sa.ForeignKey("devices.id"), nullable=False),
+    sa.Column("family", sa.String(100), nullable=False),
+    sa.Column("problem_key", sa.String(200), nullable=False),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("expires_at", sa.Float, nullable=False),  # Unix time in seconds
+    sa.UniqueConstraint("device_id", "family", "problem_key", name="uq_claims"),
+)

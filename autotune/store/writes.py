@@ -1,0 +1,245 @@
+"""Writes, one transaction each: devices, runs, evaluations, ceilings, baselines; forget."""
+
+from __future__ import annotations
+
+import socket
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from autotune.model.problem import Problem
+from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status, spread
+from autotune.model.space import Config
+from autotune.store.engine import StoreBase, StoreError, one_line
+from autotune.store.schema import (
+    baselines_table,
+    ceilings_table,
+    devices_table,
+    evaluations_table,
+    runs_table,
+    shape_values,
+)
+
+
+class Writes(StoreBase):
+    """The store's writes: what a run adds to the database, and what `forget` takes out."""
+
+    def register_device(self, info: DeviceInfo) -> int:
+        """Id of the device, inserting it the first time it is seen."""
+        d = devices_table.c
+        identity = sa.and_(
+            d.name == info.name,
+            d.compute_capability == info.compute_capability,
+            d.sm_count == info.sm_count,
+            d.driver_version == info.driver_version,
+        )
+        with self._errors("cannot register device"):
+            with self._engine.connect() as conn:
+                found = conn.execute(sa.select(d.id).where(identity)).scalar_one_or_none()
+            if found is not None:
+                return int(found)
+            try:
+                with self._engine.begin() as conn:
+                    result = conn.execute(devices_table.insert().values(**info.as_dict()))
+                    return int(result.inserted_primary_key[0])
+            except IntegrityError:
+                pass  # registered by another process since we looked
+            with self._engine.connect() as conn:
+                return int(conn.execute(sa.select(d.id).where(identity)).scalar_one())
+
+    def start_run(self, device_id: int, command: str, versions: dict[str, Any]) -> int:
+        with self._errors("cannot start run"):
+            with self._engine.begin() as conn:
+                result = conn.execute(
+                    runs_table.insert().values(
+                        device_id=device_id,
+                        started_at=_now(),
+                        command=command,
+                        versions=dict(versions),
+                        host=socket.gethostname(),
+                    )
+                )
+                return int(result.inserted_primary_key[0])
+
+    def finish_run(self, run_id: int) -> None:
+        with self._errors("cannot finish run"):
+            with self._engine.begin() as conn:
+                result = conn.execute(
+                    runs_table.update().where(runs_table.c.id == run_id).values(finished_at=_now())
+                )
+        if result.rowcount == 0:
+            raise StoreError(f"no run {run_id} in {self.url}")
+
+    def record(
+        self,
+        run_id: int,
+        device_id: int,
+        family: str,
+        problem: Problem,
+        config: Config,
+        m: Measurement,
+        flops: int,
+    ) -> bool:
+        """Store one finished evaluation; False (nothing changed) if the study already has it."""
+        gflops = m.gflops(flops)
+        row = {
+            "run_id": run_id,
+            "device_id": device_id,
+            "family": family,
+            "problem_key": problem.key,
+            **shape_values(problem),
+            "config": config.to_json(),
+            "status": m.status.value,
+            "error": m.error,
+            "rel_error": _float(m.rel_error),
+            "compile_s": _float(m.compile_s),
+            "time_ms": _float(m.time_ms),
+            "samples_ms": _samples(m.samples_ms),
+            "gflops": _float(gflops),
+            "registers": m.registers,
+            "smem_bytes": m.smem_bytes,
+            "spills": m.spills,
+            "scratch_bytes": m.scratch_bytes,
+            "created_at": _now(),
+            "protocol": m.protocol,
+            "spread": _float(m.spread),
+        }
+        with self._errors("cannot record evaluation"):
+            try:
+                with self._engine.begin() as conn:
+                    conn.execute(evaluations_table.insert().values(**row))
+                return True
+            except IntegrityError as err:
+                # The same error comes from the UNIQUE constraint and from a foreign key.
+                if self._has(device_id, family, problem.key, row["config"], m.protocol):
+                    return False
+                raise StoreError(
+                    f"cannot record evaluation ({self.url}): {one_line(err)}"
+                ) from None
+
+    def record_ceiling(
+        self,
+        device_id: int,
+        name: str,
+        value: float,
+        unit: str,
+        detail: str,
+        samples_ms: list[float] | tuple[float, ...] = (),
+        protocol: int = TIMING_PROTOCOL,
+    ) -> None:
+        """Store a measured device ceiling (the newest one of a name and protocol is in use)."""
+        row = {
+            "device_id": device_id,
+            "name": name,
+            "value": float(value),
+            "unit": unit,
+            "detail": detail,
+            "samples_ms": _samples(samples_ms),
+            "created_at": _now(),
+            "protocol": protocol,
+            "spread": _float(spread(samples_ms)),
+        }
+        with self._errors("cannot record ceiling"), self._engine.begin() as conn:
+            conn.execute(ceilings_table.insert().values(**row))
+
+    def record_baseline(
+        self,
+        device_id: int,
+        library: str,
+        problem: Problem,
+        algorithm: str,
+        version: str,
+        m: Measurement,
+        flops: int,
+    ) -> None:
+        """Store (or replace) a library's measurement of one shape on one device under the
+        measurement's timing protocol (those of other protocols stay)."""
+        row = {
+            "device_id": device_id,
+            "library": library,
+            "problem_key": problem.key,
+            **shape_values(problem),
+            "algorithm": algorithm,
+            "version": version,
+            "status": m.status.value,
+            "error": m.error,
+            "time_ms": _float(m.time_ms),
+            "samples_ms": _samples(m.samples_ms),
+            "gflops": _float(m.gflops(flops)),
+            "created_at": _now(),
+            "protocol": m.protocol,
+            "spread": _float(m.spread),
+        }
+        b = baselines_table.c
+        with self._errors("cannot record baseline"), self._engine.begin() as conn:
+            conn.execute(
+                baselines_table.delete().where(
+                    b.device_id == device_id,
+                    b.library == library,
+                    b.problem_key == problem.key,
+                    b.protocol == m.protocol,
+                )
+            )
+            conn.execute(baselines_table.insert().values(**row))
+
+    def has_baseline(
+        self, device_id: int, library: str, problem: Problem, protocol: int | None = None
+    ) -> bool:
+        b = baselines_table.c
+        query = sa.select(b.id).where(
+            b.device_id == device_id,
+            b.library == library,
+            b.problem_key == problem.key,
+            b.status == Status.OK.value,
+            b.protocol == self._protocol(protocol),
+        )
+        with self._errors("cannot read baselines"), self._engine.connect() as conn:
+            return conn.execute(query).first() is not None
+
+    def _has(
+        self, device_id: int, family: str, problem_key: str, config_json: str, protocol: int
+    ) -> bool:
+        e = evaluations_table.c
+        with self._engine.connect() as conn:
+            found = conn.execute(
+                sa.select(e.id).where(
+                    e.device_id == device_id,
+                    e.family == family,
+                    e.problem_key == problem_key,
+                    e.config == config_json,
+                    e.protocol == protocol,
+                )
+            ).first()
+        return found is not None
+
+    def forget(self, family: str, device: str | None = None, problem_key: str | None = None) -> int:
+        """Delete a family's evaluations (one device's, one shape's), in one transaction; returns
+        how many. For a kernel whose source changed: its old measurements are of another binary.
+        Baselines and ceilings are not a family's and stay."""
+        e = evaluations_table.c
+        where = [e.family == family]
+        if device is not None:
+            ids = sa.select(devices_table.c.id).where(devices_table.c.name == device)
+            where.append(e.device_id.in_(ids))
+        if problem_key is not None:
+            where.append(e.problem_key == problem_key)
+        with self._errors("cannot delete evaluations"), self._engine.begin() as conn:
+            return conn.execute(sa.delete(evaluations_table).where(*where)).rowcount
+
+
+def _samples(samples_ms) -> list[float]:
+    """Timing samples as stored: CUDA events resolve about half a microsecond, so 1 ns (six
+    decimals of a millisecond) keeps every digit that means anything, in half the bytes of a
+    float32 value printed as a double (the samples are most of the database)."""
+    return [round(float(s), 6) for s in samples_ms]
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _float(value: float | None) -> float | None:
+    # NumPy scalars would reach the driver as objects it may not adapt.
+    return None if value is None else float(value)
