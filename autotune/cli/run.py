@@ -294,14 +294,14 @@ def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> Run
     try:
         info = evaluator.device
         # Spaces recorded elsewhere (Kernel Tuner's caches) bring their own studies.
-        recorded = getattr(evaluator, "recorded_studies", lambda _: None)(request.families)
+        recorded = evaluator.recorded_studies(request.families) if request.replay else None
         if recorded is not None:
             studies, skipped = recorded, []
         else:
             pairs = tuned_pairs() if pairs is None else pairs
             studies, skipped = plan_studies(pairs, evaluator.limits)
         # A replay searches the subspaces its recording was made over unless told otherwise.
-        pins = getattr(evaluator, "pins", {})
+        pins = evaluator.pins
         if request.subspace or pins:
             from autotune.replay.recording import load_pins, restrict_studies
 
