@@ -7,6 +7,7 @@ import functools
 import math
 import platform
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -17,7 +18,15 @@ from autotune import __version__
 from autotune.compiler import Compiler, CompilerUnavailable
 from autotune.device import TimingPolicy
 from autotune.families import FAMILIES, UnknownFamily, UnsupportedProblem, get_family
-from autotune.interrupt import exit_code, terminate_as_interrupt
+from autotune.interrupt import (
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    arm_exit_watchdog,
+    enable_watchdog,
+    exit_code,
+    terminate_as_interrupt,
+    watch_signals,
+)
 from autotune.problem import KINDS, ProblemError, parse_shape
 from autotune.shapes import (
     collect_shapes,
@@ -138,6 +147,35 @@ def main() -> None:
     """Autotune GPU convolution kernels: search tile and block parameters per kernel family and
     problem shape, verify every candidate against a float64 reference, time it on the GPU and
     keep every measurement in a results database."""
+
+
+def entry() -> None:
+    """The console script and `python -m autotune`: the commands, and once Ctrl-C or SIGTERM
+    asked the process to stop, a watchdog that ends it within WATCHDOG_S whatever holds it."""
+    received: list[int] = []
+    finishing = []
+
+    def stop(signum: int, _frame: object) -> None:
+        received.append(signum)
+        arm_exit_watchdog(exit_code(received))
+        # Once: a second one would break off the clean stop the first began, and one during
+        # the interpreter's exit would only print a traceback.
+        if len(received) == 1 and not finishing:
+            raise KeyboardInterrupt
+
+    enable_watchdog()
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)  # as Ctrl-C, anywhere (run's own handler does the same)
+    watch_signals()
+    try:
+        main()
+    except SystemExit as done:
+        finishing.append(True)
+        if received or done.code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+            code = exit_code(received) if received else done.code
+            arm_exit_watchdog(code)  # the interpreter's exit may wait on a stuck child
+            raise SystemExit(code) from None
+        raise
 
 
 # ---------------------------------------------------------------------------------------------

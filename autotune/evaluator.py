@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from autotune.device import Job, NoGpu
+from autotune.interrupt import children_ignore_interrupts
 from autotune.records import DeviceInfo, Measurement, Status
 from autotune.space import DeviceLimits
 
@@ -98,7 +99,8 @@ class GpuEvaluator:
             daemon=True,
             name=f"autotune-gpu{self.device_index}",
         )
-        proc.start()
+        with children_ignore_interrupts():
+            proc.start()
         child.close()
         self._proc, self._conn = proc, parent
         if not parent.poll(self.start_timeout_s):
