@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from autotune.cli.interrupt import exit_code, terminate_as_interrupt
 from autotune.families import get_family
 from autotune.gpu.compiler import Compiler
+from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.model.problem import ConvProblem
 from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies

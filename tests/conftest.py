@@ -20,7 +20,10 @@ def gpu_unavailable_reason() -> str | None:
             return None
         return "no CUDA device"
     except Exception as err:  # no driver, no CuPy
-        return f"no usable CUDA GPU ({type(err).__name__}: {str(err).splitlines()[0]})"
+        from autotune.gpu.evaluator import no_gpu_reason
+
+        text = no_gpu_reason(f"{type(err).__name__}: {str(err).splitlines()[0]}")
+        return f"no usable CUDA GPU ({text})"
 
 
 def pytest_collection_modifyitems(config, items):

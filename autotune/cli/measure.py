@@ -11,7 +11,6 @@ from pathlib import Path
 import click
 
 from autotune import __version__
-from autotune.cli.interrupt import exit_code, terminate_as_interrupt
 from autotune.cli.options import (
     DEFAULT_CACHE,
     fail,
@@ -22,6 +21,7 @@ from autotune.cli.options import (
 from autotune.cli.progress import ProgressPrinter, format_duration
 from autotune.families import get_family
 from autotune.gpu.compiler import Compiler
+from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.shapes import collect_shapes

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from autotune.cli.interrupt import exit_code, terminate_as_interrupt
 from autotune.cli.measure import Say, ceilings_and_baselines, say_on_stderr, start_gpu, versions
 from autotune.cli.options import (
     DEFAULT_BUDGET,
@@ -22,6 +21,7 @@ from autotune.cli.options import (
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
 from autotune.families import FAMILIES, get_family
+from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
 from autotune.model.shapes import collect_shapes, named_shapes
 from autotune.strategies import DEFAULT_STRATEGY, STRATEGIES

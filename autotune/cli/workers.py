@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.interrupt import terminate_as_interrupt
 from autotune.cli.progress import ProgressPrinter, campaign_line, format_duration
+from autotune.gpu.interrupt import terminate_as_interrupt
 
 LOG_ROOT = Path("results") / "logs"
 

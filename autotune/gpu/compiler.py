@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autotune.families.base import KernelPlan
+from autotune.gpu.interrupt import children_ignore_interrupts
 from autotune.model.records import Resources
 from autotune.model.space import Value
 
@@ -301,7 +302,9 @@ class Compiler:
             cubin, log = _nvrtc_compile(*args)
         else:
             try:
-                cubin, log = pool.submit(_nvrtc_compile, *args).result()
+                with children_ignore_interrupts():  # submit starts the pool's processes
+                    future = pool.submit(_nvrtc_compile, *args)
+                cubin, log = future.result()
             except BrokenProcessPool:
                 # A worker died inside NVRTC: this candidate fails, the next ones get a new pool.
                 with _lib_lock:

@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from autotune.gpu.interrupt import children_ignore_interrupts
 from autotune.gpu.session import Job, NoGpu
 from autotune.model.evaluator import Evaluator, Task
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
@@ -83,7 +84,8 @@ class GpuEvaluator(Evaluator):
             daemon=True,
             name=f"autotune-gpu{self.device_index}",
         )
-        proc.start()
+        with children_ignore_interrupts():
+            proc.start()
         child.close()
         self._proc, self._conn = proc, parent
         if not parent.poll(self.start_timeout_s):

@@ -40,15 +40,29 @@ def claims_status(store: Store) -> pd.DataFrame:
 def _age(value) -> str:
     if value is None or pd.isna(value):
         return "--"
-    when = pd.Timestamp(value)
-    if when.tzinfo is None:
-        when = when.tz_localize("UTC")  # SQLite keeps the UTC time without its zone
-    seconds = max(0.0, (pd.Timestamp.now(tz="UTC") - when).total_seconds())
+    seconds = max(0.0, _seconds_ago(value))
     if seconds < 120:
         return f"{seconds:.0f}s ago"
     if seconds < 7200:
         return f"{seconds / 60:.0f}m ago"
     return f"{seconds / 3600:.1f}h ago"
+
+
+def _state(run, minutes: float) -> str:
+    """finished; running while a run shows signs of life (a live claim, an evaluation or its
+    start within `minutes`); silent otherwise. A run killed with SIGKILL never records its end,
+    and was shown as running forever."""
+    if not pd.isna(run.finished_at):
+        return "finished"
+    alive = (not pd.isna(run.lease_left_s) and run.lease_left_s > 0) or run.recent > 0
+    return "running" if alive or _seconds_ago(run.started_at) < minutes * 60 else "silent"
+
+
+def _seconds_ago(value) -> float:
+    when = pd.Timestamp(value)
+    if when.tzinfo is None:
+        when = when.tz_localize("UTC")  # SQLite keeps the UTC time without its zone
+    return (pd.Timestamp.now(tz="UTC") - when).total_seconds()
 
 
 def _lease(seconds) -> str:
@@ -69,7 +83,7 @@ def format_status(runs: pd.DataFrame, claims: pd.DataFrame, minutes: float = REC
                 "run": runs["id"],
                 "device": runs["device"],
                 "host": runs["host"],
-                "state": ["finished" if not pd.isna(f) else "running" for f in runs["finished_at"]],
+                "state": [_state(row, minutes) for row in runs.itertuples(index=False)],
                 "started": [_age(v) for v in runs["started_at"]],
                 "evaluations": runs["evaluations"],
                 f"last {minutes:g} min": runs["recent"],
@@ -81,6 +95,12 @@ def format_status(runs: pd.DataFrame, claims: pd.DataFrame, minutes: float = REC
             }
         )
         text = format_table(shown, "markdown") + "\n"
+        if "silent" in set(shown["state"]):
+            text += (
+                f"\nsilent: unfinished, yet no live claim and nothing recorded for {minutes:g} "
+                "min: killed (kill -9, a crash, a lost machine), or waiting for studies that "
+                "other runs hold\n"
+            )
     if claims.empty:
         return text + "\nno study is claimed now\n"
     held = pd.DataFrame(

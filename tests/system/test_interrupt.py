@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -12,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from autotune.cli.interrupt import (
+from autotune.gpu.compiler import CompilerUnavailable, nvrtc_version
+from autotune.gpu.interrupt import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
     exit_code,
     terminate_as_interrupt,
 )
-from autotune.gpu.compiler import CompilerUnavailable, nvrtc_version
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,3 +61,85 @@ def test_a_terminated_campaign_releases_its_studies_and_records_its_end(tmp_path
         assert con.execute("SELECT COUNT(*) FROM runs WHERE finished_at IS NULL").fetchone() == (0,)
         assert con.execute("SELECT COUNT(*) FROM evaluations").fetchone()[0] >= 2
         assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line: a signal at any moment ends it within 10 s, a stuck child included.
+
+SIGNALS = 8  # random moments, from start-up through the baselines, compiling and tuning
+CLI = [sys.executable, "-m", "tests.synthetic_cli"]
+RUN = ["run", "--family", "direct_naive", "--shape", "N=29,K=3,C=2,F=3", "--budget", "40"]
+
+
+def _cli(tmp_path: Path, *extra: str) -> subprocess.Popen:
+    args = [*RUN, "--jobs", "2", "--storage", str(tmp_path / "r.db")]
+    return subprocess.Popen(
+        [*CLI, *extra, *args, "--cache-dir", str(tmp_path / "cubins")],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # a group of its own, as a terminal's foreground job
+    )
+
+
+def _signal(proc: subprocess.Popen, signum: int) -> None:
+    if signum == signal.SIGINT:
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C reaches every process of the group
+    else:
+        proc.send_signal(signal.SIGTERM)  # kill, timeout: the main process only
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")  # killed, waiting for init to reap it
+
+
+@pytest.fixture(scope="module")
+def nvrtc() -> None:
+    try:
+        nvrtc_version()
+    except CompilerUnavailable as err:
+        pytest.skip(str(err))
+
+
+@pytest.mark.parametrize("moment", range(SIGNALS))
+def test_a_signal_at_any_moment_ends_the_command_within_10_s(tmp_path, nvrtc, moment) -> None:
+    rng = random.Random(moment)
+    signum = (signal.SIGINT, signal.SIGTERM)[moment % 2]
+    proc = _cli(tmp_path)
+    time.sleep(rng.uniform(0.5, 8.0))
+    sent = time.monotonic()
+    _signal(proc, signum)
+    code = proc.wait(timeout=60)
+    took = time.monotonic() - sent
+    assert took < 10, f"exited {took:.1f} s after the signal"
+    stderr = proc.stderr.read().decode()
+    assert "Traceback" not in stderr, stderr
+    # 0: the run had ended before the signal came; -signum: it came as the interpreter was
+    # finishing, when Python has put the default handlers back (a shell shows 128 + signum).
+    assert code in (128 + signum, -signum, 0), stderr
+
+
+def test_a_child_that_holds_the_exit_is_ended_by_the_watchdog(tmp_path, nvrtc) -> None:
+    pidfile = tmp_path / "child.pid"
+    proc = _cli(tmp_path, "--hold-child", str(pidfile))
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "r.db").exists():  # tuning has started
+        assert proc.poll() is None, proc.stderr.read().decode()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(1.0)
+    sent = time.monotonic()
+    _signal(proc, signal.SIGINT)
+    try:
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:  # the watchdog failed: leave nothing behind
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert time.monotonic() - sent < 10
+    assert code == 130
+    assert "still not stopped after 8 s; ending now" in proc.stderr.read().decode()
+    assert _gone(int(pidfile.read_text()))

@@ -1,0 +1,127 @@
+"""SIGTERM taken as Ctrl-C: `timeout`, `kill` and cluster schedulers (Slurm sends SIGTERM before
+SIGKILL) stop a run the way Ctrl-C does, so it releases its studies and records its end."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from multiprocessing import resource_tracker
+
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+# From the first signal to the end of the process. A clean stop (the evaluation in flight,
+# claims released, the run's end recorded, the summary) takes a second or two; what takes
+# longer is a child process or thread that the interpreter's exit waits for (it joins them).
+WATCHDOG_S = 8.0
+
+_watchdog_enabled = False  # only in the command-line process: never in a library or test
+_watchdog: threading.Timer | None = None
+
+
+def enable_watchdog() -> None:
+    """From now on a stop signal arms the exit watchdog (see arm_exit_watchdog)."""
+    global _watchdog_enabled
+    _watchdog_enabled = True
+
+
+def arm_exit_watchdog(code: int, after_s: float = WATCHDOG_S) -> None:
+    """End the process with `code` after_s seconds from now if it has not ended by then,
+    killing its child processes first (a stuck one would outlive it). Once per process; a
+    no-op unless enable_watchdog() was called."""
+    global _watchdog
+    if not _watchdog_enabled or _watchdog is not None:
+        return
+
+    def fire() -> None:
+        with suppress(Exception):
+            sys.stderr.write(f"autotune: still not stopped after {after_s:.0f} s; ending now\n")
+            sys.stderr.flush()
+            sys.stdout.flush()
+        with suppress(Exception):
+            for child in multiprocessing.active_children():
+                child.kill()
+        os._exit(code)
+
+    _watchdog = threading.Timer(after_s, fire)
+    _watchdog.daemon = True  # never itself a reason to wait
+    _watchdog.start()
+
+
+def watch_signals() -> None:
+    """Arm the exit watchdog the moment SIGINT or SIGTERM arrives, from a thread of its own:
+    Python runs a signal's handler in the main thread once that is back in Python code, which
+    a long call into C (a compile, a wait on a database lock) can delay by seconds. Call from
+    the main thread, after the handlers are installed (only handled signals are reported)."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+
+    def watch() -> None:
+        while True:
+            for signum in os.read(read_end, 64):
+                if signum in (signal.SIGINT, signal.SIGTERM):
+                    arm_exit_watchdog(128 + signum)
+
+    threading.Thread(target=watch, name="autotune-signal-watch", daemon=True).start()
+
+
+@contextmanager
+def terminate_as_interrupt() -> Iterator[list[int]]:
+    """Within the block SIGTERM raises KeyboardInterrupt in the main thread; yields the list of
+    signals received, so the caller can exit with the right code. The previous handler is put
+    back afterwards. Python's default for SIGTERM ends the process at once, skipping every
+    `finally`: a study stays claimed until its lease runs out and the run looks unfinished."""
+    received: list[int] = []
+
+    def handler(signum: int, _frame: object) -> None:
+        received.append(signum)
+        arm_exit_watchdog(exit_code(received))
+        if len(received) == 1:  # a second one would break off the clean stop the first began
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def exit_code(received: list[int]) -> int:
+    """The exit code of an interrupted run: 143 after SIGTERM, else 130 (Ctrl-C)."""
+    return EXIT_TERMINATED if signal.SIGTERM in received else EXIT_INTERRUPTED
+
+
+@contextmanager
+def children_ignore_interrupts() -> Iterator[None]:
+    """Processes started in this block (the GPU worker, the compile pool's) never see Ctrl-C:
+    a terminal sends it to the whole process group, and the parent, not each child, decides
+    how a run stops (a worker killed mid-job would be recorded as a crash of its configuration,
+    one killed while starting prints a traceback). SIGINT is blocked in this thread meanwhile: a
+    child inherits the mask, through exec, from its first instruction; the parent's own Ctrl-C
+    waits until the block ends rather than being lost."""
+    # Starting spawn's resource tracker unblocks SIGINT after it (SIG_UNBLOCK, not a restore):
+    # it must run before the block, not be started by the first child inside it.
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "WATCHDOG_S",
+    "arm_exit_watchdog",
+    "enable_watchdog",
+    "exit_code",
+    "children_ignore_interrupts",
+    "terminate_as_interrupt",
+    "watch_signals",
+]
