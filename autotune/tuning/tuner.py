@@ -7,161 +7,36 @@ import os
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 
-from autotune.families import Family, UnsupportedProblem
+from autotune.families import Family
 from autotune.families.plan import KernelPlan
-from autotune.gpu.compiler import CompiledKernel, CompileError, Compiler
+from autotune.gpu.compiler import CompileError, Compiler
 from autotune.gpu.session import Check, Job, TimingPolicy
 from autotune.model.evaluator import Evaluator
 from autotune.model.problem import Problem
 from autotune.model.records import Measurement, Status
-from autotune.model.space import BoundSpace, Config, DeviceLimits
+from autotune.model.space import Config
 from autotune.store import Store
 from autotune.strategies import DEFAULT_STRATEGY, make_strategy
 from autotune.strategies.brute_force import GivenConfigs
 from autotune.tuning.claims import StudyClaims
 from autotune.tuning.pipeline import next_ready
+from autotune.tuning.studies import (
+    CampaignOutcome,
+    Progress,
+    Skipped,
+    Study,
+    StudyOutcome,
+    estimated_cost_s,
+    job_timeout_s,
+    plan_studies,
+    resource_problem,
+    study_target,
+    valid_count,
+)
 from autotune.tuning.warmstart import warm_start
-
-# A job's timeout: the floor covers what any job may spend besides its runs (module load, a fresh
-# worker's first-use compiles of CuPy's kernels); the runs are priced at the slower of a rate no
-# sane candidate falls below and a multiple of the best time so far; the ceiling bounds what one
-# hung candidate can cost.
-JOB_TIMEOUT_FLOOR_S = 15.0
-JOB_TIMEOUT_CEILING_S = 180.0
-SLOWEST_FLOPS_PER_S = 20e9  # ~1/3000 of an H100's FP32 peak
-SLOWEST_VS_BEST = 50.0
-REFERENCE_FLOPS_PER_S = 100e9  # the float64 reference that checks every job
-
-
-def job_timeout_s(flops: int, timing: TimingPolicy, best_ms: float | None = None) -> float:
-    """Seconds to wait for one job before the worker is declared hung and replaced. A job is one
-    checked run, the warm-up runs and samples until timing.max_time_s (plus the run in flight)."""
-    run_s = flops / SLOWEST_FLOPS_PER_S
-    if best_ms is not None:
-        run_s = max(run_s, SLOWEST_VS_BEST * best_ms / 1e3)
-    runs = 2 + timing.warmup
-    wait = JOB_TIMEOUT_FLOOR_S + timing.max_time_s + runs * run_s + flops / REFERENCE_FLOPS_PER_S
-    return min(JOB_TIMEOUT_CEILING_S, wait)
-
-
-@dataclass(frozen=True, slots=True)
-class Study:
-    """One (family, problem) pair to tune, with its valid configurations on this device. With
-    `configs`, exactly those are evaluated (in order) instead of a search: a re-measurement."""
-
-    family: Family
-    problem: Problem
-    space: BoundSpace
-    configs: tuple[Config, ...] | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.family.name} {self.problem.key}"
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    family: str
-    problem: Problem
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """Emitted after every evaluation (and at each study's start and end)."""
-
-    study: str
-    event: str  # "start", "eval", "end"
-    done: int  # evaluations stored for this study, earlier runs included
-    planned: int  # the study's target (budget capped by the space)
-    failures: int
-    best_gflops: float | None
-    campaign_done: int  # new evaluations this run
-    campaign_planned: int
-    elapsed_s: float
-    eta_s: float | None
-    last: Measurement | None = None
-    config: Config | None = None
-
-
-@dataclass
-class StudyOutcome:
-    study: Study
-    evaluated: int = 0  # new this run
-    stored: int = 0  # total for the study
-    failures: int = 0
-    best: tuple[Config, Measurement] | None = None
-    stopped: str = ""  # why it ended early, if it did
-
-
-@dataclass
-class CampaignOutcome:
-    studies: list[StudyOutcome] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    interrupted: bool = False
-    elapsed_s: float = 0.0
-    gpu_busy_s: float = 0.0  # inside evaluator.evaluate (checking and timing)
-    compile_wall_s: float = 0.0  # from the first compile submitted to the end
-
-    @property
-    def evaluated(self) -> int:
-        return sum(s.evaluated for s in self.studies)
-
-    @property
-    def gpu_busy_fraction(self) -> float | None:
-        """How much of the wall time since compilation started the GPU worker was busy."""
-        return self.gpu_busy_s / self.compile_wall_s if self.compile_wall_s > 0 else None
-
-
-def plan_studies(
-    pairs: Iterable[tuple[Family, Problem]], limits: DeviceLimits
-) -> tuple[list[Study], list[Skipped]]:
-    """Bind every (family, problem) space to the device; skip the ones that cannot run, a
-    family of another problem kind (a GEMM family on a convolution) first."""
-    studies, skipped = [], []
-    for family, problem in pairs:
-        kind = getattr(family.problem_type, "kind", None)
-        if kind != problem.kind:
-            reason = f"{family.name} computes {kind} problems, not {problem.kind}"
-            skipped.append(Skipped(family.name, problem, reason))
-            continue
-        try:
-            family.check(problem)
-        except UnsupportedProblem as err:
-            skipped.append(Skipped(family.name, problem, str(err)))
-            continue
-        space = family.load_space().bind(problem.fields(), limits)
-        if len(space) == 0:
-            skipped.append(Skipped(family.name, problem, "no valid configuration on this device"))
-            continue
-        studies.append(Study(family, problem, space))
-    return studies, skipped
-
-
-def resource_problem(compiled: CompiledKernel, plan_launches, limits: DeviceLimits) -> str | None:
-    """Why a compiled plan cannot launch on this device, or None. Checked before launching; what
-    the launch alone decides (threads, dynamic shared memory) needs no ptxas report."""
-    for launch in plan_launches:
-        if launch.threads > limits.MAX_THREADS:
-            return f"{launch.kernel}: {launch.threads} threads > {limits.MAX_THREADS} per block"
-        res = compiled.resources.get(launch.kernel)
-        smem = (res.smem_bytes if res else 0) + launch.smem_bytes
-        if smem > limits.SMEM_PER_BLOCK_OPTIN:
-            return f"{launch.kernel}: {smem} bytes of shared memory > {limits.SMEM_PER_BLOCK_OPTIN}"
-        if res is None:
-            continue
-        # Registers are allocated per warp in units of 256 (8 per thread).
-        regs = -(-res.registers // 8) * 8 * -(-launch.threads // 32) * 32
-        if regs > limits.REGS_PER_BLOCK:
-            return (
-                f"{launch.kernel}: {res.registers} registers x {launch.threads} threads "
-                f"> {limits.REGS_PER_BLOCK} per block"
-            )
-    return None
 
 
 def register_device(store: Store, evaluator: Evaluator, compiler: Compiler) -> int:
@@ -231,9 +106,9 @@ class Tuner:
         start = time.monotonic()
         deadline = start + time_limit_s if time_limit_s else None
         histories = {id(s): self._history(s) for s in studies}
-        targets = {id(s): _target(budget, s, histories[id(s)]) for s in studies}
+        targets = {id(s): study_target(budget, s, histories[id(s)]) for s in studies}
         remaining = {
-            id(s): max(0, targets[id(s)] - _valid_count(histories[id(s)], s.space)) for s in studies
+            id(s): max(0, targets[id(s)] - valid_count(histories[id(s)], s.space)) for s in studies
         }
         counters = {"done": 0, "planned": sum(remaining.values()), "start": start}
         # Longest first (LPT scheduling): with several runs on one store the campaign ends when
@@ -476,32 +351,6 @@ class Tuner:
         return self._references[plan]
 
 
-# An assumed rate of a tuned kernel, only to rank studies by their expected cost.
-ORDERING_FLOPS_PER_S = 20e12
-
-
-def estimated_cost_s(flops: int, evaluations: int, timing: TimingPolicy) -> float:
-    """GPU seconds that `evaluations` timed evaluations of a problem of `flops` are expected to
-    take: per evaluation the warm-up and checked runs, then samples until the minimum time."""
-    run_s = flops / ORDERING_FLOPS_PER_S
-    sampled_s = max(timing.min_time_s, timing.min_repeats * run_s)
-    return evaluations * (sampled_s + (timing.warmup + 2) * run_s)
-
-
-def _target(budget: int | None, study: Study, history) -> int:
-    """Evaluations the study should have stored when done (earlier runs' included): the budget
-    capped by the space, or, for given configs, those stored plus the given ones not yet."""
-    if study.configs is not None:
-        stored = {h.config for h in history if study.space.is_valid(h.config)}
-        return len(stored | {c for c in study.configs if study.space.is_valid(c)})
-    space_size = len(study.space)
-    return space_size if budget is None else min(budget, space_size)
-
-
-def _valid_count(history, space: BoundSpace) -> int:
-    return len({h.config for h in history if space.is_valid(h.config)})
-
-
 __all__ = [
     "CampaignOutcome",
     "Progress",
@@ -513,4 +362,5 @@ __all__ = [
     "plan_studies",
     "register_device",
     "resource_problem",
+    "job_timeout_s",
 ]

@@ -211,7 +211,7 @@ def test_gemm_studies_run_and_record_their_scratch_bytes(compiler, store):
 
 def test_job_timeout_grows_with_work_and_the_best_time_within_floor_and_ceiling():
     from autotune.gpu.session import TimingPolicy
-    from autotune.tuning.tuner import JOB_TIMEOUT_CEILING_S, JOB_TIMEOUT_FLOOR_S, job_timeout_s
+    from autotune.tuning.studies import JOB_TIMEOUT_CEILING_S, JOB_TIMEOUT_FLOOR_S, job_timeout_s
 
     timing = TimingPolicy()
     tiny = job_timeout_s(10**6, timing)
