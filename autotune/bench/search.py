@@ -220,6 +220,7 @@ def benchmark(
                 if (name, ci, seed) not in done:
                     tasks.append((name, ci, seed, top, inner))
     results = [r for r in earlier if r[0] in strategies]
+    reused = len(results)
     caches = write_caches(cases) if any(n.startswith(KT_PREFIX) for n in strategies) else None
     if jobs > 1 and len(tasks) > 1:
         with mp.get_context("fork").Pool(jobs, initializer=one_thread_each) as pool:
@@ -228,14 +229,14 @@ def benchmark(
                 if runs:
                     save_runs(runs, cases, top, [r])
                 if on_done:
-                    on_done(len(results), len(tasks))
+                    on_done(len(results) - reused, len(tasks))
     else:
         for task in tasks:
             results.append(run_one(task))
             if runs:
                 save_runs(runs, cases, top, results[-1:])
             if on_done:
-                on_done(len(results), len(tasks))
+                on_done(len(results) - reused, len(tasks))
     if caches is not None:
         caches.cleanup()
     return summarise(cases, results, budgets, inner)
