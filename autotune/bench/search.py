@@ -219,6 +219,7 @@ def benchmark(
                 if (name, ci, seed) not in done:
                     tasks.append((name, ci, seed, top, inner))
     results = [r for r in earlier if r[0] in strategies]
+    reused = len(results)
     caches = write_caches(cases) if any(n.startswith(KT_PREFIX) for n in strategies) else None
     if jobs > 1 and len(tasks) > 1:
         with mp.get_context("fork").Pool(jobs, initializer=one_thread_each) as pool:
@@ -227,14 +228,14 @@ def benchmark(
                 if runs:
                     save_runs(runs, cases, top, [r])
                 if on_done:
-                    on_done(len(results), len(tasks))
+                    on_done(len(results) - reused, len(tasks))
     else:
         for task in tasks:
             results.append(run_one(task))
             if runs:
                 save_runs(runs, cases, top, results[-1:])
             if on_done:
-                on_done(len(results), len(tasks))
+                on_done(len(results) - reused, len(tasks))
     if caches is not None:
         caches.cleanup()
     return summarise(cases, results, budgets, inner)
@@ -319,12 +320,16 @@ def summarise(cases, results, budgets, inner) -> tuple[pd.DataFrame, pd.DataFram
         default["strategy"] = "default"
         frame = pd.concat([frame, default], ignore_index=True)
     ask = pd.DataFrame(timing, columns=["strategy", "space", "seconds", "asks"])
+    runs = ask.groupby("strategy")
     ask = (
-        ask.groupby("strategy")
-        .apply(lambda g: 1e3 * g["seconds"].sum() / max(1, g["asks"].sum()), include_groups=False)
+        runs.apply(
+            lambda g: 1e3 * g["seconds"].sum() / max(1, g["asks"].sum()), include_groups=False
+        )
         .rename("ms_per_ask")
         .reset_index()
     )
+    # Kernel Tuner's strategies may end a run before the budget on their own (their defaults).
+    ask["evaluations_per_run"] = ask["strategy"].map(runs["asks"].mean())
     return frame, ask
 
 
@@ -357,20 +362,24 @@ def markdown(frame: pd.DataFrame, ask: pd.DataFrame, cases: list[Case], meta: st
         "Mean fraction of the optimum (optimum time over the best time found) after each budget,",
         "averaged over the spaces, with the mean P score against random search",
         "(P = (f - f_random) / (1 - f_random), f_random the exact expectation of random search at",
-        "that budget) in parentheses; ms/ask is the strategy's own time per ask and tell.",
+        "that budget) in parentheses; ms/ask is the strategy's own time per ask and tell;",
+        "evals/run is how many evaluations a run made on average (a strategy that stops before",
+        "the largest budget keeps its best at the larger ones).",
         "",
-        "| strategy | " + " | ".join(f"{b} evals" for b in budgets) + " | ms/ask |",
-        "|---|" + "---:|" * (len(budgets) + 1),
+        "| strategy | " + " | ".join(f"{b} evals" for b in budgets) + " | ms/ask | evals/run |",
+        "|---|" + "---:|" * (len(budgets) + 2),
     ]
     rnd = every.drop_duplicates("budget").set_index("budget")["random_expected"]
-    lines.append("| random (expected) | " + " | ".join(f"{rnd[b]:.3f}" for b in budgets) + " | |")
+    lines.append("| random (expected) | " + " | ".join(f"{rnd[b]:.3f}" for b in budgets) + " | | |")
+    evals = dict(zip(ask["strategy"], ask["evaluations_per_run"], strict=True))
     for name, g in every.groupby("strategy", sort=False):
         g = g.set_index("budget")
         cells = [
             f"{g.loc[b, 'fraction_of_optimum']:.3f} ({g.loc[b, 'p_score']:+.2f})" for b in budgets
         ]
-        cost = ms.get(name if name != "default" else DEFAULT_STRATEGY, math.nan)
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {cost:.2f} |")
+        own = name if name != "default" else DEFAULT_STRATEGY
+        cost, used = ms.get(own, math.nan), evals.get(own, math.nan)
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {cost:.2f} | {used:.0f} |")
     lines += versus_kt(frame, DEFAULT_STRATEGY)
     lines += [
         "",
