@@ -11,11 +11,9 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import click
-import numpy as np
 import pandas as pd
 
 from autotune.bench.kt_search import (
@@ -27,13 +25,13 @@ from autotune.bench.kt_search import (
     kt_unknown,
     other_devices,
     run_kt,
-    versus_kt,
     write_caches,
 )
+from autotune.bench.scoring import Case
+from autotune.bench.search_report import summarise, write_outputs
 from autotune.model.problem import Problem
-from autotune.model.records import Status
-from autotune.model.space import BoundSpace, Config
-from autotune.replay.recording import RecordedStudy, load_recordings, timed
+from autotune.model.space import Config
+from autotune.replay.recording import load_recordings
 from autotune.strategies import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -43,81 +41,9 @@ from autotune.strategies import (
 from autotune.strategies.transfer import PER_SHAPE, Transfer, device_seeds, transfer_seeds
 
 BUDGETS = (10, 20, 25, 50, 100, 200)  # 20: the target for transfer
-COLUMNS = ["space", "strategy", "budget", "fraction_of_optimum", "p_score", "seeds"]
 TRANSFER = "transfer"  # the default strategy started at the neighbouring shapes' optima
 # Seeds for strategies that take seconds per ask (GP refits on every ask)
 SLOW = {"gp": 5, **KT_SLOW}
-
-
-@dataclass
-class Case:
-    """One exhaustively recorded space: its valid configs and their recorded times."""
-
-    name: str
-    family: str
-    device: str
-    problem: Problem
-    space: BoundSpace
-    times: dict[Config, float | None]  # what the strategy is told: None for a failure
-    ok: dict[Config, float | None]  # checked and fully timed (a SLOW config is never best)
-    optimum_ms: float
-    study: RecordedStudy | None = None  # what Kernel Tuner's simulation is given
-
-    @classmethod
-    def of(cls, study: RecordedStudy) -> Case | None:
-        """None unless the recording covers every valid config and one of them ran."""
-        space = study.space()
-        if not len(space) or not study.exhaustive(space):
-            return None
-        times, ok = {}, {}
-        for c in space.configs:
-            o = study.outcomes[c]
-            times[c] = o.time_ms if timed(o.status) else None
-            ok[c] = o.time_ms if o.status is Status.OK else None
-        best = [t for t in ok.values() if t is not None]
-        if not best:
-            return None
-        s = study
-        # Spaces recorded elsewhere are one kernel at one size on several GPUs: named by GPU.
-        name = f"{s.name} on {s.device}" if s.problem.kind == "recorded" else s.name
-        return cls(name, s.family, s.device, s.problem, space, times, ok, min(best), s)
-
-    def fractions(self) -> np.ndarray:
-        """Every config's fraction of the optimum (0 unless OK), best first."""
-        f = [self.optimum_ms / t if t else 0.0 for t in self.ok.values()]
-        return np.sort(np.array(f))[::-1]
-
-
-def expected_random(fractions: np.ndarray, budget: int) -> float:
-    """Expected best fraction of `budget` distinct configs drawn uniformly without replacement:
-    the i-th best (1-based) is the best drawn with probability C(n-i, b-1) / C(n, b)."""
-    n = len(fractions)
-    b = min(budget, n)
-    i = np.arange(1, n - b + 2)
-    logp = (
-        _lgamma(n - i + 1)
-        - _lgamma(b)
-        - _lgamma(n - i - b + 2)
-        - (_lgamma(n + 1) - _lgamma(b + 1) - _lgamma(n - b + 1))
-    )
-    return float(np.sum(fractions[: len(i)] * np.exp(logp)))
-
-
-def _lgamma(x) -> np.ndarray:
-    return np.vectorize(math.lgamma)(np.asarray(x, dtype=float))
-
-
-def p_score(fraction: float, random_fraction: float) -> float:
-    """Willemsen et al.'s P = (f - f_random) / (f_optimum - f_random) with f_optimum = 1; NaN
-    where random search is certain to find the optimum (budget at least the space)."""
-    gap = 1.0 - random_fraction
-    return (fraction - random_fraction) / gap if gap > 1e-12 else math.nan
-
-
-# ---------------------------------------------------------------------------------------------
-# Running strategies against recordings (no tuner, no database: ask, look up, tell)
-
-_CASES: list[Case] = []  # set before the worker pool forks, so spaces need no pickling
 
 
 def neighbours_of(case: Case, cases: Sequence[Case]) -> list[tuple[Problem, list[Config]]]:
@@ -170,12 +96,6 @@ def run_one(task: tuple[str, int, int, int, str]) -> tuple[str, int, int, list[f
             best = min(best, case.ok[config])
         trajectory.append(case.optimum_ms / best if math.isfinite(best) else 0.0)
     return name, case_index, seed, trajectory, spent, len(trajectory)
-
-
-def at_budget(trajectory: list[float], budget: int) -> float:
-    if not trajectory:
-        return 0.0
-    return trajectory[min(budget, len(trajectory)) - 1]
 
 
 def one_thread_each() -> None:
@@ -273,167 +193,6 @@ def load_runs(path: Path, cases: list[Case], top: int) -> list:
                     )
                 )
     return out
-
-
-def summarise(cases, results, budgets, inner) -> tuple[pd.DataFrame, pd.DataFrame]:
-    rows, timing = [], []
-    randoms = {
-        (ci, b): expected_random(case.fractions(), b)
-        for ci, case in enumerate(cases)
-        for b in budgets
-    }
-    grouped: dict[tuple[str, int], list] = {}
-    for name, ci, _seed, trajectory, spent, asks in results:
-        grouped.setdefault((name, ci), []).append(trajectory)
-        timing.append((name, cases[ci].name, spent, asks))
-    for (name, ci), trajectories in sorted(grouped.items()):
-        for b in budgets:
-            f = float(np.mean([at_budget(t, b) for t in trajectories]))
-            rows.append(
-                {
-                    "space": cases[ci].name,
-                    "strategy": name,
-                    "budget": b,
-                    "fraction_of_optimum": f,
-                    "p_score": p_score(f, randoms[(ci, b)]),
-                    "seeds": len(trajectories),
-                    "random_expected": randoms[(ci, b)],
-                    "space_size": len(cases[ci].space),
-                }
-            )
-    frame = pd.DataFrame(rows)
-    if len(frame):
-        overall = (
-            frame.groupby(["strategy", "budget"], sort=False)
-            .agg(
-                fraction_of_optimum=("fraction_of_optimum", "mean"),
-                p_score=("p_score", "mean"),
-                seeds=("seeds", "min"),
-                random_expected=("random_expected", "mean"),
-                spaces=("space", "nunique"),
-            )
-            .reset_index()
-        )
-        overall.insert(0, "space", "ALL")
-        frame = pd.concat([frame, overall], ignore_index=True)
-        default = frame[frame["strategy"] == inner].copy()
-        default["strategy"] = "default"
-        frame = pd.concat([frame, default], ignore_index=True)
-    ask = pd.DataFrame(timing, columns=["strategy", "space", "seconds", "asks"])
-    runs = ask.groupby("strategy")
-    ask = (
-        runs.apply(
-            lambda g: 1e3 * g["seconds"].sum() / max(1, g["asks"].sum()), include_groups=False
-        )
-        .rename("ms_per_ask")
-        .reset_index()
-    )
-    # Kernel Tuner's strategies may end a run before the budget on their own (their defaults).
-    ask["evaluations_per_run"] = ask["strategy"].map(runs["asks"].mean())
-    return frame, ask
-
-
-# ---------------------------------------------------------------------------------------------
-# Output
-
-
-def write_outputs(
-    frame: pd.DataFrame, ask: pd.DataFrame, cases: list[Case], out: Path, meta, stem="search"
-):
-    out.mkdir(parents=True, exist_ok=True)
-    csv = out / f"{stem}.csv"
-    frame[COLUMNS].to_csv(csv, index=False, float_format="%.4f")
-    md = out / f"{stem}.md"
-    md.write_text(markdown(frame, ask, cases, meta))
-    ask_csv = out / f"{stem}_ask_ms.csv"
-    ask.to_csv(ask_csv, index=False, float_format="%.4f")
-    return [csv, md, ask_csv, *plot(frame, out / stem)]
-
-
-def markdown(frame: pd.DataFrame, ask: pd.DataFrame, cases: list[Case], meta: str) -> str:
-    every = frame[frame["space"] == "ALL"]
-    budgets = sorted(every["budget"].unique())
-    ms = dict(zip(ask["strategy"], ask["ms_per_ask"], strict=True))
-    lines = [
-        "# Search strategies on the recorded spaces",
-        "",
-        meta,
-        "",
-        "Mean fraction of the optimum (optimum time over the best time found) after each budget,",
-        "averaged over the spaces, with the mean P score against random search",
-        "(P = (f - f_random) / (1 - f_random), f_random the exact expectation of random search at",
-        "that budget) in parentheses; ms/ask is the strategy's own time per ask and tell;",
-        "evals/run is how many evaluations a run made on average (a strategy that stops before",
-        "the largest budget keeps its best at the larger ones).",
-        "",
-        "| strategy | " + " | ".join(f"{b} evals" for b in budgets) + " | ms/ask | evals/run |",
-        "|---|" + "---:|" * (len(budgets) + 2),
-    ]
-    rnd = every.drop_duplicates("budget").set_index("budget")["random_expected"]
-    lines.append("| random (expected) | " + " | ".join(f"{rnd[b]:.3f}" for b in budgets) + " | | |")
-    evals = dict(zip(ask["strategy"], ask["evaluations_per_run"], strict=True))
-    for name, g in every.groupby("strategy", sort=False):
-        g = g.set_index("budget")
-        cells = [
-            f"{g.loc[b, 'fraction_of_optimum']:.3f} ({g.loc[b, 'p_score']:+.2f})" for b in budgets
-        ]
-        own = name if name != "default" else DEFAULT_STRATEGY
-        cost, used = ms.get(own, math.nan), evals.get(own, math.nan)
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {cost:.2f} | {used:.0f} |")
-    lines += versus_kt(frame, DEFAULT_STRATEGY)
-    lines += [
-        "",
-        "## Spaces",
-        "",
-        "| space | device | valid configs | failures | optimum ms |",
-        "|---|---|---:|---:|---:|",
-    ]
-    for c in cases:
-        failures = sum(t is None for t in c.ok.values())
-        lines.append(
-            f"| {c.name} | {c.device} | {len(c.space)} | {failures} | {c.optimum_ms:.4g} |"
-        )
-    lines += ["", "## Per space, fraction of the optimum at 50 evaluations", ""]
-    at50 = frame[
-        (frame["space"] != "ALL") & (frame["budget"] == min(budgets, key=lambda b: abs(b - 50)))
-    ]
-    if len(at50):
-        table = at50.pivot_table(index="space", columns="strategy", values="fraction_of_optimum")
-        lines.append("| space | " + " | ".join(table.columns) + " |")
-        lines.append("|---|" + "---:|" * len(table.columns))
-        for space, row in table.iterrows():
-            lines.append(f"| {space} | " + " | ".join(f"{v:.3f}" for v in row) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def plot(frame: pd.DataFrame, stem: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    every = frame[(frame["space"] == "ALL") & (frame["strategy"] != "default")]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, g in every.groupby("strategy", sort=False):
-        style = "--" if name.startswith(KT_PREFIX) else "-"  # Kernel Tuner's dashed
-        ax.plot(g["budget"], g["fraction_of_optimum"], style, marker="o", label=name)
-    rnd = every.drop_duplicates("budget")
-    ax.plot(rnd["budget"], rnd["random_expected"], "k--", lw=1, label="random (expected)")
-    ax.set_xscale("log")
-    ax.set_xticks(sorted(every["budget"].unique()))
-    ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
-    ax.set_xlabel("evaluations")
-    ax.set_ylabel("mean fraction of the optimum")
-    spaces = int(frame[frame["space"] != "ALL"]["space"].nunique())
-    ax.set_title(f"Search strategies over {spaces} recorded spaces")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    paths = [stem.with_suffix(".png"), stem.with_suffix(".svg")]
-    for p in paths:
-        fig.savefig(p, dpi=120)
-    plt.close(fig)
-    return paths
 
 
 def available(names: Sequence[str], cases: list[Case]) -> tuple[list[str], list[str]]:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pandas as pd
 
-from autotune.store.database import Store, hide_passwords
+from autotune.store import Store, hide_passwords
 
 RECENT_MINUTES = 5.0
 

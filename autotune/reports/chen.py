@@ -20,7 +20,7 @@ from autotune.reports.papers import (
 )
 from autotune.reports.tables import algorithm_label, config_text, markdown_table
 from autotune.reports.views import cudnn_baselines, geometric_mean
-from autotune.store.database import Store
+from autotune.store import Store
 
 # Chen's tunables in their Table 1 order, then the ones this implementation adds.
 CHEN_GENERAL_PAPER_PARAMS = tuple(CHEN_TABLE1)

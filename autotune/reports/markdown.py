@@ -24,7 +24,7 @@ from autotune.reports.tables import (
     percent,
 )
 from autotune.reports.views import COPY_BANDWIDTH, FMA_PEAK, SGEMM, ReportError
-from autotune.store.database import Store
+from autotune.store import Store
 
 REPORT_NAME = "REPORT.md"
 IMAGE_DIR = "report"  # beside REPORT.md, referenced with relative paths

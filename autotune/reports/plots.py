@@ -28,7 +28,7 @@ from autotune.reports.views import (  # noqa: E402
     problem_of,
     problem_series,
 )
-from autotune.store.database import Store  # noqa: E402
+from autotune.store import Store  # noqa: E402
 
 CUDNN_COLOUR = "0.25"
 PEAK_COLOUR = "C3"

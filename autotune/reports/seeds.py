@@ -11,7 +11,7 @@ from autotune.reports.chen import bank_width_section, fig7_section, fig8_section
 from autotune.reports.papers import FC_TIME_SAVED_PCT, MAXDNN_TABLE1
 from autotune.reports.tables import best_table, markdown_table, maxdnn_table1
 from autotune.reports.views import FMA_PEAK, device_ceilings, named_layers
-from autotune.store.database import Store
+from autotune.store import Store
 
 SEED_HEADING = "Seed experiments: our {label} figures beside the papers'"
 # Efficiency counts the direct convolution's FLOPs; an FFT does fewer arithmetic operations.

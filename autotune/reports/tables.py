@@ -23,7 +23,7 @@ from autotune.reports.views import (
     problem_series,
     with_problems,
 )
-from autotune.store.database import SHAPE_COLUMNS, Store
+from autotune.store import SHAPE_COLUMNS, Store
 
 TABLE_FORMATS = ("markdown", "csv")
 # From the one kind table: a table's shape columns per kind (a table of several kinds has the

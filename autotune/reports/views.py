@@ -11,7 +11,7 @@ import pandas as pd
 from autotune.model.kinds import KIND_SPECS
 from autotune.model.problem import ConvProblem, Problem, problem_from_dict
 from autotune.model.shapes import SHAPE_SETS_FILE, named_shapes
-from autotune.store.database import SHAPE_COLUMNS, Store
+from autotune.store import SHAPE_COLUMNS, Store
 
 if sys.version_info >= (3, 11):
     import tomllib

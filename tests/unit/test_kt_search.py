@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from autotune.bench.kt_search import TRANSFER_GPU, other_devices, versus_kt
-from autotune.bench.search import Case, benchmark
+from autotune.bench.scoring import Case
+from autotune.bench.search import benchmark
 from autotune.model.space import Config
 from autotune.replay.kt_cache import read_kt_file
 from autotune.strategies.transfer import device_seeds

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from autotune.bench.search import COLUMNS, Case, benchmark, expected_random, p_score
+from autotune.bench.scoring import COLUMNS, Case, expected_random, p_score
+from autotune.bench.search import benchmark
 from autotune.cli.app import main
 from autotune.families import get_family
 from autotune.model.problem import ConvProblem
