@@ -14,6 +14,7 @@ from autotune import __version__
 from autotune.cli.options import (
     DEFAULT_CACHE,
     fail,
+    finite_seconds,
     friendly_errors,
     shape_options,
     storage_option,
@@ -239,6 +240,7 @@ def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
     type=click.FloatRange(min=1),
     default=None,
     metavar="SECONDS",
+    callback=finite_seconds,
     help="Stop after this many seconds (the same command resumes).",
 )
 @click.option(

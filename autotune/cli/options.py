@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import sys
 from pathlib import Path
 
@@ -73,6 +74,14 @@ def friendly_errors(fn):
             fail(str(err).splitlines()[0], 1)
 
     return wrapper
+
+
+def finite_seconds(_ctx, param, value: float | None) -> float | None:
+    """A click callback for a number of seconds: FloatRange lets nan through (every comparison
+    with nan is false), and inf would mean no limit."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds", param=param)
+    return value
 
 
 storage_option = click.option(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import shlex
 import sys
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from autotune.cli.measure import Say, ceilings_and_baselines, say_on_stderr, sta
 from autotune.cli.options import (
     DEFAULT_BUDGET,
     DEFAULT_CACHE,
+    finite_seconds,
     friendly_errors,
     shape_options,
     storage_option,
@@ -74,13 +74,6 @@ class RunResult:
     summary: pd.DataFrame  # the best of each tuned study, possibly empty
 
 
-def _finite(param, value: float | None) -> float | None:
-    # FloatRange lets nan through (every comparison with nan is false) and inf means no limit.
-    if value is not None and not math.isfinite(value):
-        raise click.BadParameter(f"{value} is not a number of seconds", param=param)
-    return value
-
-
 @click.command()
 @click.option(
     "--family",
@@ -108,7 +101,7 @@ def _finite(param, value: float | None) -> float | None:
 @click.option(
     "--time-limit",
     type=click.FloatRange(min=1),
-    callback=lambda ctx, param, value: _finite(param, value),
+    callback=finite_seconds,
     default=None,
     metavar="SECONDS",
     help="Stop the whole run after this many seconds.",
