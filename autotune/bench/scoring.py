@@ -84,8 +84,6 @@ def p_score(fraction: float, random_fraction: float) -> float:
 # ---------------------------------------------------------------------------------------------
 # Running strategies against recordings (no tuner, no database: ask, look up, tell)
 
-_CASES: list[Case] = []  # set before the worker pool forks, so spaces need no pickling
-
 
 def at_budget(trajectory: list[float], budget: int) -> float:
     if not trajectory:

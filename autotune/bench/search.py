@@ -46,6 +46,9 @@ TRANSFER = "transfer"  # the default strategy started at the neighbouring shapes
 SLOW = {"gp": 5, **KT_SLOW}
 
 
+_CASES: list[Case] = []  # set before the worker pool forks, so spaces need no pickling
+
+
 def neighbours_of(case: Case, cases: Sequence[Case]) -> list[tuple[Problem, list[Config]]]:
     """The best configs of every other recorded shape of the same family and device, fastest
     first (what the tuner finds in the store), for leave-one-shape-out transfer."""

@@ -257,7 +257,7 @@ def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> Run
     measure the device's ceilings and libraries, run the tuner and read the summary back."""
     from autotune.reports import best_table
     from autotune.store import hide_passwords
-    from autotune.tuning.tuner import Tuner, plan_studies
+    from autotune.tuning.tuner import Skipped, Tuner, plan_studies
 
     def tuned_pairs():
         chosen = [get_family(name) for name in request.families] or list(FAMILIES.values())
@@ -293,6 +293,14 @@ def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> Run
         else:
             pairs = tuned_pairs() if pairs is None else pairs
             studies, skipped = plan_studies(pairs, evaluator.limits)
+            if request.replay:  # a study the recording does not hold cannot be replayed
+                held = [s for s in studies if evaluator.study(s.family.name, s.problem)]
+                skipped += [
+                    Skipped(s.family.name, s.problem, "not in the recording")
+                    for s in studies
+                    if s not in held
+                ]
+                studies = held
         # A replay searches the subspaces its recording was made over unless told otherwise.
         pins = evaluator.pins
         if request.subspace or pins:

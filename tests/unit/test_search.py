@@ -375,3 +375,13 @@ def test_benchmark_workers_run_their_libraries_on_one_thread_each() -> None:
         omp, torch_threads = pool.apply(_threads_here)
     assert omp == "1"
     assert torch_threads in (None, 1)  # torch only where it was imported before the fork
+
+
+def test_a_replay_skips_the_shapes_its_recording_does_not_hold(recording) -> None:
+    held, missing = SHAPES[0], ConvProblem(N=9, K=3, C=1, F=2)
+    args = ["run", "--replay", recording, "--family", "direct_naive", "--budget", "2"]
+    both = CliRunner().invoke(main, [*args, "--shape", held.key, "--shape", missing.key])
+    assert both.exit_code == 0, both.output
+    assert f"skipping direct_naive {missing.key}: not in the recording" in both.output
+    only = CliRunner().invoke(main, [*args, "--shape", missing.key])
+    assert only.exit_code == 2 and "not in the recording" in only.output
