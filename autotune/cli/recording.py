@@ -44,7 +44,8 @@ def export_recording(
     """Export stored evaluations (config, status, time) per study to a compact recording, for
     `autotune run --replay` and `autotune bench search`. Says which studies are exhaustive: every
     valid configuration of the (sub)space recorded."""
-    from autotune.replay.recording import export_studies, load_pins, save_recording
+    from autotune.replay.recording import export_studies, save_recording
+    from autotune.replay.subspaces import load_pins
     from autotune.store import Store
 
     for name in families:

@@ -304,7 +304,7 @@ def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> Run
         # A replay searches the subspaces its recording was made over unless told otherwise.
         pins = evaluator.pins
         if request.subspace or pins:
-            from autotune.replay.recording import load_pins, restrict_studies
+            from autotune.replay.subspaces import load_pins, restrict_studies
 
             pins = load_pins(request.subspace) if request.subspace else pins
             studies, cut = restrict_studies(studies, pins, evaluator.limits)

@@ -112,9 +112,7 @@ class CampaignProgress:
 
 def campaign_progress(store: Store, since: datetime) -> tuple[int, int]:
     """(evaluations recorded, claims held) by the runs started at or after `since`."""
-    from autotune.reports import runs_since
-
-    runs = runs_since(store, since)
+    runs = store.run_activity(since, started_since=since)
     return int(runs["evaluations"].sum()) if len(runs) else 0, int(runs["claims"].sum())
 
 

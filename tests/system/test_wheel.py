@@ -13,7 +13,7 @@ import pytest
 import autotune
 from autotune.families import FAMILIES, conv2d, conv3d, gemm, smem_channels
 from autotune.model.shapes import SHAPE_SETS_FILE
-from autotune.replay.recording import SUBSPACE_DIR
+from autotune.replay.subspaces import SUBSPACE_DIR
 from autotune.tuning.baselines import CEILING_FMA_SOURCE
 
 pytestmark = pytest.mark.slow

@@ -22,15 +22,13 @@ from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import ARCH_LIMITS, Config
 from autotune.replay.evaluator import ReplayCompiler, ReplayEvaluator, ReplayMissing
 from autotune.replay.recording import (
-    SUBSPACE_DIR,
     Outcome,
     RecordedStudy,
     export_studies,
-    load_pins,
     load_recording,
-    restrict,
     save_recording,
 )
+from autotune.replay.subspaces import SUBSPACE_DIR, load_pins, restrict
 from autotune.store import Store
 from autotune.strategies import make_strategy
 from autotune.strategies.local import Coordinates
