@@ -6,8 +6,8 @@ import time
 
 import click
 
-from autotune.cli.options import SHAPE_METAVAR, fail, friendly_errors
-from autotune.families import FAMILIES, get_family
+from autotune.cli.options import SHAPE_METAVAR, fail, friendly_errors, kernels_option
+from autotune.families import get_family, with_directories
 from autotune.gpu.compiler import Compiler
 from autotune.model.problem import parse_shape
 from autotune.model.shapes import describe_shape_sets, named_shapes, shape_set_kinds
@@ -15,9 +15,11 @@ from autotune.model.space import ARCH_LIMITS
 
 
 @click.command()
-def families() -> None:
+@kernels_option
+@friendly_errors
+def families(kernel_dirs) -> None:
     """List the kernel families with their sources and tunables."""
-    for family in FAMILIES.values():
+    for family in with_directories(kernel_dirs).values():
         space = family.load_space()
         click.echo(f"{family.name}: {family.description}")
         click.echo(f"    paper: {family.paper}; default shapes: {family.default_shape_set}")
@@ -75,12 +77,13 @@ def shapes(name) -> None:
     is_flag=True,
     help="Compile the samples with NVRTC and show their resource usage.",
 )
+@kernels_option
 @friendly_errors
-def space(family_name, shape_text, arch, samples, do_compile) -> None:
+def space(family_name, shape_text, arch, samples, do_compile, kernel_dirs) -> None:
     """Size of a family's valid space for one shape, with sample configurations."""
     import random
 
-    family = get_family(family_name)
+    family = get_family(family_name, with_directories(kernel_dirs))
     problem = parse_shape(shape_text)
     family.check(problem)
     search_space = family.load_space()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -84,6 +85,18 @@ def finite_seconds(_ctx, param, value: float | None) -> float | None:
     return value
 
 
+kernels_option = click.option(
+    "--kernels",
+    "kernel_dirs",
+    multiple=True,
+    envvar="AUTOTUNE_KERNELS",
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="A kernel directory: every <name>.cu with its <name>.toml in it is a family "
+    "(repeatable; default: $AUTOTUNE_KERNELS, directories separated by "
+    f"{os.pathsep!r}).",
+)
+
 storage_option = click.option(
     "--storage",
     default=DEFAULT_STORAGE,
@@ -145,6 +158,7 @@ __all__ = [
     "USAGE_ERRORS",
     "fail",
     "friendly_errors",
+    "kernels_option",
     "protocol_option",
     "shape_options",
     "storage_option",

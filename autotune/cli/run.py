@@ -16,11 +16,12 @@ from autotune.cli.options import (
     DEFAULT_CACHE,
     finite_seconds,
     friendly_errors,
+    kernels_option,
     shape_options,
     storage_option,
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
-from autotune.families import FAMILIES, get_family
+from autotune.families import get_family, with_directories
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
 from autotune.model.shapes import collect_shapes, named_shapes
@@ -43,6 +44,8 @@ class RunRequest:
     """What `autotune run` was asked, as plain values."""
 
     families: tuple[str, ...] = ()
+    # Kernel directories whose families join the built-in ones.
+    kernel_dirs: tuple[Path, ...] = ()
     shape_sets: tuple[str, ...] = ()
     shapes: tuple[str, ...] = ()
     shape_files: tuple[str, ...] = ()
@@ -82,6 +85,7 @@ class RunResult:
     metavar="NAME",
     help="Kernel family to tune (repeatable). Default: every registered family.",
 )
+@kernels_option
 @shape_options("Default: each family's own set.")
 @click.option(
     "--strategy",
@@ -167,6 +171,7 @@ class RunResult:
 @friendly_errors
 def run(
     families,
+    kernel_dirs,
     shape_sets,
     shapes,
     shape_files,
@@ -206,6 +211,7 @@ def run(
     storage_given = source("storage") != click.core.ParameterSource.DEFAULT
     request = RunRequest(
         families=families,
+        kernel_dirs=tuple(kernel_dirs),
         shape_sets=shape_sets,
         shapes=shapes,
         shape_files=shape_files,
@@ -259,8 +265,11 @@ def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> Run
     from autotune.store import hide_passwords
     from autotune.tuning.tuner import Skipped, Tuner, plan_studies
 
+    registry = with_directories(request.kernel_dirs)
+
     def tuned_pairs():
-        chosen = [get_family(name) for name in request.families] or list(FAMILIES.values())
+        chosen = [get_family(name, registry) for name in request.families]
+        chosen = chosen or list(registry.values())
         explicit = collect_shapes(request.shape_sets, request.shapes, request.shape_files)
         return [
             (family, problem)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
 from autotune.families.base import Family, UnsupportedProblem
 from autotune.families.chen_general import ChenGeneral
 from autotune.families.chen_special import ChenSpecial
@@ -33,14 +36,44 @@ FAMILIES: dict[str, Family] = {
 
 class UnknownFamily(KeyError):
     def __str__(self) -> str:
-        return f"unknown family {self.args[0]!r} (known: {', '.join(FAMILIES)})"
+        known = self.args[1] if len(self.args) > 1 else FAMILIES
+        return f"unknown family {self.args[0]!r} (known: {', '.join(known)})"
 
 
-def get_family(name: str) -> Family:
+def get_family(name: str, registry: Mapping[str, Family] | None = None) -> Family:
+    """The family of that name among the built-in ones, or in `registry` (with_directories)."""
+    families = FAMILIES if registry is None else registry
     try:
-        return FAMILIES[name]
+        return families[name]
     except KeyError:
-        raise UnknownFamily(name) from None
+        raise UnknownFamily(name, tuple(families)) from None
 
 
-__all__ = ["FAMILIES", "Family", "UnknownFamily", "UnsupportedProblem", "get_family"]
+def with_directories(directories: Iterable[str | Path]) -> dict[str, Family]:
+    """The built-in families and every family of these kernel directories; a user's family may
+    not take a name already taken (a built-in one, or one of an earlier directory)."""
+    from autotune.families.directory import KernelDirError, load_directory
+
+    registry = dict(FAMILIES)
+    for directory in directories:
+        for family in load_directory(directory):
+            if family.name in registry:
+                whose = "a built-in family's" if family.name in FAMILIES else "taken"
+                where = registry[family.name].directory
+                raise KernelDirError(
+                    f"{family.space_path}: family name {family.name!r} is {whose}"
+                    + ("" if family.name in FAMILIES else f" by {where}")
+                    + "; rename its files"
+                )
+            registry[family.name] = family
+    return registry
+
+
+__all__ = [
+    "FAMILIES",
+    "Family",
+    "UnknownFamily",
+    "UnsupportedProblem",
+    "get_family",
+    "with_directories",
+]

@@ -31,7 +31,7 @@ TUNABLES = (
 RING_STAGES = 3
 
 
-def _problem_defines(p: Conv3dProblem) -> tuple[tuple[str, int], ...]:
+def problem_defines(p: Conv3dProblem) -> tuple[tuple[str, int], ...]:
     return (("D", p.D), ("R", p.R), ("Cc", p.Cc), ("Kd", p.Kd), ("Kr", p.Kr), ("Kc", p.Kc))
 
 
@@ -107,7 +107,7 @@ class Conv3d(Family):
             block=(REFERENCE_BLOCK, 1, 1),
             args=("x", "w", "y_ref"),
         )
-        return KernelPlan(REFERENCE_SOURCE, _problem_defines(problem), (launch,))
+        return KernelPlan(REFERENCE_SOURCE, problem_defines(problem), (launch,))
 
     def plan(self, problem: Conv3dProblem, config: Config) -> KernelPlan:
         config = self.complete(config)
@@ -124,7 +124,7 @@ class Conv3d(Family):
         )
         return KernelPlan(
             self.source_path,
-            (*_problem_defines(problem), *tunables),
+            (*problem_defines(problem), *tunables),
             (launch,),
             constants=(("c_filter", "w"),),
         )
