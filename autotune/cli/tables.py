@@ -10,11 +10,12 @@ from autotune.cli.options import (
     SHAPE_METAVAR,
     fail,
     friendly_errors,
+    kernels_option,
     protocol_option,
     storage_option,
     writing,
 )
-from autotune.families import get_family
+from autotune.families import get_family, with_directories
 from autotune.model.problem import KINDS, parse_shape
 
 READABLE_COLUMNS = ("device", "family", "shape", "config", "time_ms", "gflops", "speedup")
@@ -47,10 +48,13 @@ READABLE_COLUMNS += ("efficiency",)
     help="Columns to show, comma-separated, or all. Default: all for CSV; for Markdown "
     f"{', '.join(READABLE_COLUMNS[1:])} (and device when there are several).",
 )
+@kernels_option
 @protocol_option
 @storage_option
 @friendly_errors
-def best(fmt, family, device, problem_kind, output, columns, protocol, storage) -> None:
+def best(
+    fmt, family, device, problem_kind, output, columns, kernel_dirs, protocol, storage
+) -> None:
     """Best verified configuration per (device, family, shape), beside its library (cuDNN for
     conv2d, cuBLAS for gemm) and the device ceilings, all measured under one timing protocol;
     `spread` is the measurement's interquartile range over its median."""
@@ -58,7 +62,7 @@ def best(fmt, family, device, problem_kind, output, columns, protocol, storage) 
     from autotune.store import Store
 
     if family is not None:
-        get_family(family)
+        get_family(family, with_directories(kernel_dirs))
     table = best_table(
         Store(storage, create=False, protocol=protocol),
         device=device,
@@ -103,15 +107,16 @@ def _chosen_columns(table, columns: str | None, fmt: str):
 @click.option("--device", default=None, help="Only this device's (name as stored).")
 @click.option("--shape", "shape_text", default=None, metavar=SHAPE_METAVAR, help="Only this shape.")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@kernels_option
 @storage_option
 @friendly_errors
-def forget(family, device, shape_text, yes, storage) -> None:
+def forget(family, device, shape_text, yes, kernel_dirs, storage) -> None:
     """Delete a family's stored evaluations, for example after its kernel changed: they measured
     another binary, and a later `autotune run` tunes the family again from nothing. Baselines and
     ceilings stay."""
     from autotune.store import Store, hide_passwords
 
-    get_family(family)
+    get_family(family, with_directories(kernel_dirs))
     problem = parse_shape(shape_text) if shape_text else None
     what = f"every {family} evaluation" + (f" on {device}" if device else "")
     what += f" at {problem.key}" if problem else ""
@@ -147,16 +152,17 @@ def forget(family, device, shape_text, yes, storage) -> None:
     default=None,
     help="Only shapes of this kind (conv2d, gemm, conv3d).",
 )
+@kernels_option
 @protocol_option
 @storage_option
 @friendly_errors
-def plot(family, device, kind, output, problem_kind, protocol, storage) -> None:
+def plot(family, device, kind, output, problem_kind, kernel_dirs, protocol, storage) -> None:
     """Plot the best configurations from the results database (no GPU needed)."""
     from autotune import reports as report
     from autotune.store import Store
 
     if family is not None:
-        get_family(family)
+        get_family(family, with_directories(kernel_dirs))
     output = output or Path("results") / kind
     store = Store(storage, create=False, protocol=protocol)
     with writing("--output", output):

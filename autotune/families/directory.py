@@ -23,6 +23,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 FAMILY_KEYS = {"kind", "description", "tolerance", "layout", "default_shape_set", "launches"}
+SPACE_KEYS = {"parameters", "constraints", "description", "defaults"}  # SearchSpace.from_dict's
 LAUNCH_KEYS = {"entry", "grid", "block", "smem_bytes", "args"}
 
 
@@ -202,6 +203,9 @@ def load_family(toml: Path) -> TomlFamily:
     except (OSError, UnicodeDecodeError) as err:
         raise fail("TOML", f"cannot be read ({err})") from None
     table = data.pop("family", None)
+    stray = sorted(set(data) - SPACE_KEYS)
+    if stray:
+        raise fail(stray[0], f"unknown key (known: {', '.join(sorted({*SPACE_KEYS, 'family'}))})")
     if not isinstance(table, dict):
         raise fail("family", "a [family] table is required (kind, launches, ...)")
     unknown = sorted(set(table) - FAMILY_KEYS)

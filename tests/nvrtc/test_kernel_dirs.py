@@ -80,3 +80,11 @@ def test_run_tunes_a_family_of_a_kernel_directory_on_a_synthetic_gpu(tmp_path, m
     assert "6 new evaluations" in result.output and "| direct_conv2d" in result.output
     best = CliRunner().invoke(main, ["best", "--format", "csv", "--storage", db])
     assert "Synthetic GPU,direct_conv2d,1,64,3,16,32" in best.output, best.output
+    # The commands that name a family take the kernel directories too, to know its name.
+    only = ["best", "--family", "direct_conv2d", "--format", "csv", "--storage", db]
+    assert "unknown family 'direct_conv2d'" in CliRunner().invoke(main, only).output
+    only = CliRunner().invoke(main, [*only, "--kernels", str(EXAMPLE)])
+    assert only.exit_code == 0 and only.output.count("direct_conv2d") == 1, only.output
+    forget = ["forget", "--family", "direct_conv2d", "--yes", "--storage", db]
+    forgot = CliRunner().invoke(main, forget, env={"AUTOTUNE_KERNELS": str(EXAMPLE)})
+    assert "deleted 6 evaluations" in forgot.output, forgot.output

@@ -155,6 +155,7 @@ def test_a_user_family_may_not_shadow_a_built_in_or_an_earlier_one(tmp_path):
             "names unknown 'WIDTH'",
         ),
         (GOOD.replace("BY = [1, 4]", "BY = []"), "parameters", "non-empty list"),
+        ("launches = 1\n" + GOOD, "launches", "unknown key"),
         (GOOD.replace("BY = [1, 4]", "by = [1, 4]"), "parameters", "UPPER_SNAKE"),
         (GOOD.replace("BX = [16, 32]", "BX = [16, 32]\nS = [1]"), "parameters.S", "problem field"),
     ],
