@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from autotune.store.claims import Claims
-from autotune.store.engine import hide_passwords
 from autotune.store.queries import Queries
-from autotune.store.schema import SHAPE_COLUMNS
 from autotune.store.writes import Writes
 
-# SHAPE_COLUMNS and hide_passwords stay importable from here, where they were before the split.
-__all__ = ["SHAPE_COLUMNS", "Store", "hide_passwords"]
+__all__ = ["Store"]
 
 
 class Store(Writes, Claims, Queries):

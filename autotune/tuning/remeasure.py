@@ -15,14 +15,12 @@ from autotune.model.space import Config, DeviceLimits
 from autotune.store import Store
 from autotune.tuning.tuner import Skipped, Study, plan_studies
 
-DEFAULT_TOP = 5
-
 
 def remeasure_studies(
     store: Store,
     device: str,
     limits: DeviceLimits,
-    top: int = DEFAULT_TOP,
+    top: int,
     families: Iterable[str] = (),
     problem_keys: Iterable[str] = (),
     protocol: int = TIMING_PROTOCOL,
@@ -89,4 +87,4 @@ def protocol_comparison(
     return both.rename(columns={"problem_key": "shape"}).reset_index(drop=True)
 
 
-__all__ = ["DEFAULT_TOP", "protocol_comparison", "remeasure_studies"]
+__all__ = ["protocol_comparison", "remeasure_studies"]
