@@ -11,6 +11,7 @@ from autotune import __version__
 from autotune.cli.catalogue import families, shapes, space
 from autotune.cli.kt_cache import import_kt_cache
 from autotune.cli.measure import baseline, device, remeasure
+from autotune.cli.merge import merge
 from autotune.cli.recording import export_recording
 from autotune.cli.run import run
 from autotune.cli.tables import best, forget, plot, report
@@ -69,6 +70,7 @@ for command in (
     remeasure,
     best,
     forget,
+    merge,
     plot,
     report,
     families,

@@ -1,4 +1,4 @@
-"""The results database: schema, upgrades, writes, claims and queries.
+"""The results database: schema, upgrades, writes, claims, queries and merges.
 
 Other packages import from here, never from the modules inside, so the store's inside can change
 without touching them."""
@@ -6,15 +6,18 @@ without touching them."""
 from autotune.store.claims import StudyClaim
 from autotune.store.database import Store
 from autotune.store.engine import StoreError, hide_passwords
+from autotune.store.merge import MergeCounts, open_merge_source
 from autotune.store.queries import StoredEvaluation
 from autotune.store.schema import SCHEMA_VERSION, SHAPE_COLUMNS
 
 __all__ = [
     "SCHEMA_VERSION",
     "SHAPE_COLUMNS",
+    "MergeCounts",
     "Store",
     "StoreError",
     "StoredEvaluation",
     "StudyClaim",
     "hide_passwords",
+    "open_merge_source",
 ]

@@ -1,17 +1,20 @@
-"""The results database's interface: `Store`, its writes, claims and queries over one engine."""
+"""The results database's interface: `Store`, its writes, claims, queries and merge over one
+engine."""
 
 from __future__ import annotations
 
 from autotune.store.claims import Claims
+from autotune.store.merge import Merges
 from autotune.store.queries import Queries
 from autotune.store.writes import Writes
 
 __all__ = ["Store"]
 
 
-class Store(Writes, Claims, Queries):
+class Store(Writes, Claims, Queries, Merges):
     """The results database behind a SQLAlchemy URL (or a SQLite file path).
 
     Opened by engine.StoreBase (the URL, our schema or a refusal, upgrades of older schemas);
-    each part of its interface lives in its own module: writes, claims (study leases) and
-    queries, which read one timing protocol, the store's `protocol` unless told otherwise."""
+    each part of its interface lives in its own module: writes, claims (study leases),
+    queries, which read one timing protocol, the store's `protocol` unless told otherwise, and
+    the merge of another results database into this one."""
