@@ -9,6 +9,7 @@ import click
 
 from autotune import __version__
 from autotune.cli.catalogue import families, shapes, space
+from autotune.cli.export import export
 from autotune.cli.kt_cache import import_kt_cache
 from autotune.cli.measure import baseline, device, remeasure
 from autotune.cli.recording import export_recording
@@ -75,6 +76,7 @@ for command in (
     shapes,
     space,
     bench,
+    export,
     export_recording,
     import_kt_cache,
     status,

@@ -128,6 +128,7 @@ ALLOWED = {
     "store": {"model"},
     "replay": {"model", "store", "families"},
     "reports": {"model", "store", "families"},
+    "export": {"model", "store", "families"},
     "tuning": {"model", "families", "strategies", "gpu", "store", "replay"},
     "cli": {
         "model",
@@ -139,6 +140,7 @@ ALLOWED = {
         "reports",
         "tuning",
         "bench",
+        "export",
     },
     "bench": {"model", "families", "strategies", "gpu", "store", "replay", "reports", "tuning"},
 }
