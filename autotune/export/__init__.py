@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autotune.export.plans import ExportError, ExportedPlan, Excluded, Selection, select
+from autotune.export.plans import Excluded, ExportedPlan, ExportError, Selection, select
 from autotune.export.tree import write_tree
 
 __all__ = ["ExportError", "Excluded", "ExportedPlan", "Selection", "select", "write_tree"]

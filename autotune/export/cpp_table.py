@@ -12,8 +12,18 @@ ROLE_NAMES = {**ROLES, "scratch": "kScratch", "zeros": "kZeroInput"}
 _TYPES = """\
 enum Role : int { kInputX, kInputW, kOutputY, kScratch, kZeroInput };
 struct Kernel { const char* name; unsigned max_smem_bytes; };
-struct Module { const unsigned char* image; const char* source; int first_kernel; int num_kernels; };
-struct Buffer { const char* name; int role; unsigned long long bytes; unsigned long long workspace_offset; };
+struct Module {
+    const unsigned char* image;
+    const char* source;
+    int first_kernel;
+    int num_kernels;
+};
+struct Buffer {
+    const char* name;
+    int role;
+    unsigned long long bytes;
+    unsigned long long workspace_offset;
+};
 // buffer >= 0: that buffer's device pointer; else `value`, passed as a 32-bit int.
 struct Arg { int buffer; int value; };
 // kernel >= 0: a launch of kModules[plan.module]'s kernel; kernel < 0: copy buffer
@@ -252,7 +262,7 @@ def readme(data: dict) -> str:
             "build/example      # exit status 0 when every plan matched the reference",
             "```",
             "",
-            "In an application: `#include \"autotune_conv2d.h\"` (with `-Iinclude`), link "
+            'In an application: `#include "autotune_conv2d.h"` (with `-Iinclude`), link '
             "`build/libautotune_conv2d.a` and the CUDA runtime. Layouts: "
             f"{data['layout']}. A shape not in the table returns `cudaErrorNotSupported` "
             "(`autotune::find_plan` tells beforehand). Workspace: "

@@ -52,7 +52,8 @@ def nvcc_source(text: str, family: str) -> str:
     body = _UNROLL.sub(lambda m: f"{m.group(1)}AUTOTUNE_PRAGMA(unroll {m.group(2)})", text)
     header = (
         f"// Kernel family {family}, exported by `autotune export`: the tuned source, with\n"
-        "// `#pragma unroll NAME` written through _Pragma so that nvcc expands NAME as NVRTC does.\n"
+        "// `#pragma unroll NAME` written through _Pragma, so that nvcc expands NAME as NVRTC\n"
+        "// does.\n"
     )
     return header + _PRAGMA_PRELUDE + body
 

@@ -1,17 +1,17 @@
-"""What an export holds: per conv2d shape, the fastest verified configuration and its launch plan."""
+"""What an export holds: per conv2d shape, the fastest verified configuration and its plan."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from autotune.families import Family, UnknownFamily, UnsupportedProblem, get_family
 from autotune.families.plan import KernelPlan
 from autotune.model.problem import ConvProblem, problem_from_dict
 from autotune.model.space import Config
 from autotune.store import Store
-
 
 # Inputs beyond x and w that a plan may read and that zeros make neutral.
 ZERO_INPUTS = frozenset({"bias"})
@@ -61,7 +61,9 @@ def choose_device(store: Store, device: str | None) -> dict[str, object]:
     if device is None:
         if len(names) != 1:
             found = ", ".join(names) if names else "none"
-            raise ExportError(f"the store holds {len(names)} devices ({found}); name one with --device")
+            raise ExportError(
+                f"the store holds {len(names)} devices ({found}); name one with --device"
+            )
         device = names[0]
     if device not in names:
         raise ExportError(f"no device {device!r} in the store (it holds: {', '.join(names)})")
@@ -94,7 +96,8 @@ def select(
         best = best[best["problem_key"].isin(wanted_keys)]
     missing = wanted_keys - set(best["problem_key"])
     excluded: list[Excluded] = [
-        Excluded(key, "", "no verified measurement of the chosen families") for key in sorted(missing)
+        Excluded(key, "", "no verified measurement of the chosen families")
+        for key in sorted(missing)
     ]
     chosen: list[ExportedPlan] = []
     for key, group in best.groupby("problem_key", sort=False):
@@ -110,7 +113,11 @@ def select(
     if not chosen:
         raise ExportError(
             f"nothing to export for {row['name']} under timing protocol {store.protocol}"
-            + (f" ({excluded[0].family or excluded[0].key}: {excluded[0].reason})" if excluded else "")
+            + (
+                f" ({excluded[0].family or excluded[0].key}: {excluded[0].reason})"
+                if excluded
+                else ""
+            )
         )
     chosen.sort(key=lambda e: _shape_order(e.problem))
     return Selection(row, store.protocol, tuple(chosen), tuple(excluded))
@@ -120,16 +127,18 @@ class NotExportable(Exception):
     """This family's plan cannot stand in the exported tree (the reason is its message)."""
 
 
-def exported_plan(row: object, registry: Mapping[str, Family] | None = None) -> ExportedPlan:
+def exported_plan(row: Any, registry: Mapping[str, Family] | None = None) -> ExportedPlan:
     """The launch plan of one `best` row."""
-    name = str(getattr(row, "family"))
+    name = str(row.family)
     try:
         family = get_family(name, registry)
     except UnknownFamily:
-        raise NotExportable(f"family {name!r} is not known here (a kernel directory: --kernels)") from None
-    problem = problem_from_dict(getattr(row, "shape"), "conv2d")
+        raise NotExportable(
+            f"family {name!r} is not known here (a kernel directory: --kernels)"
+        ) from None
+    problem = problem_from_dict(row.shape, "conv2d")
     assert isinstance(problem, ConvProblem)
-    raw = getattr(row, "config")
+    raw = row.config
     config = family.complete(Config.of(json.loads(raw) if isinstance(raw, str) else dict(raw)))
     if family.precision != "fp32":
         raise NotExportable(f"{name} computes in {family.precision}; the C++ API takes FP32 data")
@@ -155,8 +164,8 @@ def exported_plan(row: object, registry: Mapping[str, Family] | None = None) -> 
         family=family,
         config=config,
         plan=plan,
-        time_ms=float(getattr(row, "time_ms")),
-        gflops=float(getattr(row, "gflops")),
+        time_ms=float(row.time_ms),
+        gflops=float(row.gflops),
         extra_inputs=extra,
     )
 
