@@ -285,7 +285,9 @@ def readme(data: dict) -> str:
             "code is not byte-identical to the measured code (same source, defines and "
             "options). `build/example` times every plan again. Also, setup launches (layout "
             "conversions) and constant-memory copies, which the stored time leaves out, run on "
-            "every call.",
+            "every call. A plan that copies the filters to constant memory (a `constant` step "
+            "from buffer `w`) has one such copy per process: calls of that shape with different "
+            "filters must not overlap on different streams.",
             "",
             "## Plans",
             "",

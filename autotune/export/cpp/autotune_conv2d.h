@@ -11,6 +11,9 @@
 // FCKK, y is NFHW; FP32; cross-correlation, as every DNN framework computes it. The call only
 // queues work on `stream`. It returns cudaErrorNotSupported for a shape the table does not
 // hold (autotune::find_plan says beforehand), and the CUDA error of the first call that failed.
+// A plan that copies w to constant memory (a "constant" step from buffer w in plans.json) has
+// one such copy per process: calls of that shape with different filters must not overlap on
+// different streams.
 #pragma once
 
 #include <cuda_runtime.h>
