@@ -25,7 +25,8 @@ from autotune.model.shapes import collect_shapes
     "--output",
     type=click.Path(path_type=Path),
     required=True,
-    help="The directory to write (created; an earlier export's files in it are replaced).",
+    help="The directory to write: new, empty, or an earlier export (whose kernels and build "
+    "outputs are replaced).",
 )
 @click.option(
     "--format",
@@ -81,8 +82,9 @@ def export(
             write_tree(selection, output, hide_passwords(storage))
     except ExportError as err:
         fail(str(err), 1)
+    count = len(selection.plans)
     click.echo(
-        f"autotune: wrote {len(selection.plans)} plans ({len(selection.excluded)} left out) to "
-        f"{output}; build with `make -C {output} -j`",
+        f"autotune: wrote {count} plan{'' if count == 1 else 's'} ({len(selection.excluded)} left "
+        f"out) to {output}; build with `make -C {output} -j`",
         err=True,
     )

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from autotune import package_path
 from autotune.export.cpp_table import cpp_table, fatbins_asm, makefile, readme
-from autotune.export.cuda_tree import modules_of, nvcc_source, table
-from autotune.export.plans import Selection
+from autotune.export.cuda_tree import SCHEMA, modules_of, nvcc_source, table
+from autotune.export.plans import ExportError, Selection
 
 STATIC_FILES = {
     "autotune_conv2d.h": "include/autotune_conv2d.h",
@@ -20,9 +20,11 @@ STATIC_FILES = {
 
 
 def write_tree(selection: Selection, output: Path, store_url: str) -> dict[str, object]:
-    """Write the tree under `output` (created; files of an earlier export replaced)."""
+    """Write the tree under `output`: a new or empty directory, or an earlier export, whose
+    kernels and build outputs are removed first (another export's modules would linger)."""
     data = table(selection, store_url)
     modules, _ = modules_of(selection)
+    _clear(output)
     output.mkdir(parents=True, exist_ok=True)
     for sub in ("kernels", "include", "example", "src"):
         (output / sub).mkdir(exist_ok=True)
@@ -44,3 +46,20 @@ def write_tree(selection: Selection, output: Path, store_url: str) -> dict[str, 
     for name, target in STATIC_FILES.items():
         shutil.copyfile(package_path("autotune.export", "cpp", name), output / target)
     return data
+
+
+def _clear(output: Path) -> None:
+    if not output.exists() or (output.is_dir() and not any(output.iterdir())):
+        return
+    try:
+        earlier = json.loads((output / "plans.json").read_text()).get("schema")
+    except (OSError, ValueError, AttributeError):
+        earlier = None
+    if earlier != SCHEMA:
+        raise ExportError(
+            f"{output} is neither empty nor an earlier export (no plans.json of {SCHEMA}); "
+            "choose a new directory"
+        )
+    for stale in (output / "kernels").glob("*.cu"):
+        stale.unlink()
+    shutil.rmtree(output / "build", ignore_errors=True)

@@ -245,3 +245,19 @@ def test_a_store_of_several_devices_needs_device(tmp_path) -> None:
         ["export", "--output", str(tmp_path / "t"), "--storage", str(db), "--device", "nope"],
     )
     assert other.exit_code == 1 and "no device 'nope'" in other.output
+
+
+def test_an_export_replaces_an_earlier_one_and_nothing_else(store, tmp_path) -> None:
+    tree = tmp_path / "tree"
+    write_tree(select(store, families=["maxdnn"]), tree, "db")
+    (tree / "build").mkdir()
+    (tree / "build" / "m000.fatbin").write_bytes(b"old")
+    write_tree(select(store, families=["chen_general"]), tree, "db")
+    assert sorted(p.name for p in (tree / "kernels").iterdir()) == ["chen_general.cu"]
+    assert not (tree / "build").exists()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(ExportError, match="neither empty nor an earlier export"):
+        write_tree(select(store, families=["maxdnn"]), other, "db")
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]
