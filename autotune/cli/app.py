@@ -9,6 +9,7 @@ import click
 
 from autotune import __version__
 from autotune.cli.catalogue import families, shapes, space
+from autotune.cli.export import export
 from autotune.cli.kt_cache import import_kt_cache
 from autotune.cli.measure import baseline, device, remeasure
 from autotune.cli.merge import merge
@@ -77,6 +78,7 @@ for command in (
     shapes,
     space,
     bench,
+    export,
     export_recording,
     import_kt_cache,
     status,

@@ -72,7 +72,7 @@ def test_the_references_ceiling_and_data_files_ship_too(wheel_names):
 
 
 def test_no_data_file_of_the_package_is_left_out(wheel_names):
-    data = [p for p in PACKAGE.rglob("*") if p.suffix in (".cu", ".toml", ".cuh", ".h")]
+    data = [p for p in PACKAGE.rglob("*") if p.suffix in (".cu", ".toml", ".cuh", ".h", ".cpp")]
     assert data
     missing = [_in_wheel(p) for p in data if _in_wheel(p) not in wheel_names]
     assert not missing, missing

@@ -1,0 +1,179 @@
+"""The exported plans as the tree describes them: modules, buffers, launch steps, the JSON table."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from autotune.export.plans import ExportedPlan, Selection
+from autotune.families.plan import Launch
+from autotune.model.space import Value
+
+SCHEMA = "autotune-export/1"
+# The tuner's NVRTC options (autotune.gpu.compiler.DEFAULT_OPTIONS) that shape the code; its
+# -Xptxas=-v only prints the resource report.
+NVCC_FLAGS = ("-std=c++17", "--fmad=true")
+WORKSPACE_ALIGN = 256
+INT32 = (-(2**31), 2**31 - 1)
+ROLES = {"x": "kInputX", "w": "kInputW", "y": "kOutputY"}
+# nvcc preprocesses with the host compiler, which leaves `#pragma unroll NAME` unexpanded (NVRTC
+# expands it); through _Pragma the macro is expanded first. The same unroll count either way.
+_UNROLL = re.compile(r"^([ \t]*)#pragma[ \t]+unroll[ \t]+([A-Za-z_(][^\n]*?)[ \t]*$", re.MULTILINE)
+_PRAGMA_PRELUDE = (
+    "#define AUTOTUNE_STRINGIFY(x) #x\n#define AUTOTUNE_PRAGMA(x) _Pragma(AUTOTUNE_STRINGIFY(x))\n"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Module:
+    """One compile unit: a kernel source with one set of defines, built into one fatbin."""
+
+    index: int
+    source: str  # file name under kernels/
+    defines: tuple[tuple[str, Value], ...]
+    kernels: tuple[str, ...]
+    max_smem: dict[str, int]
+
+    @property
+    def name(self) -> str:
+        return f"m{self.index:03d}"
+
+
+@dataclass(frozen=True, slots=True)
+class Buffer:
+    name: str
+    role: str  # x, w, y, scratch, zeros
+    bytes: int
+    offset: int  # in the workspace (scratch and zeros only)
+
+
+def nvcc_source(text: str, family: str) -> str:
+    """A family's kernel source as nvcc can build it: a header line and the unroll rewrite."""
+    body = _UNROLL.sub(lambda m: f"{m.group(1)}AUTOTUNE_PRAGMA(unroll {m.group(2)})", text)
+    header = (
+        f"// Kernel family {family}, exported by `autotune export`: the tuned source, with\n"
+        "// `#pragma unroll NAME` written through _Pragma, so that nvcc expands NAME as NVRTC\n"
+        "// does.\n"
+    )
+    return header + _PRAGMA_PRELUDE + body
+
+
+def plan_buffers(exported: ExportedPlan) -> tuple[list[Buffer], int]:
+    """x, w, y, then the workspace's scratch and zeroed inputs; and the workspace's bytes."""
+    p = exported.problem
+    buffers = [
+        Buffer("x", "x", 4 * _count(p.input_shape), 0),
+        Buffer("w", "w", 4 * _count(p.filter_shape), 0),
+        Buffer("y", "y", 4 * _count(p.output_shape), 0),
+    ]
+    offset = 0
+    extra = [(n, s, "scratch") for n, s in exported.plan.scratch]
+    extra += [(n, s, "zeros") for n, s in exported.extra_inputs]
+    for name, shape, role in extra:
+        size = 4 * _count(shape)
+        buffers.append(Buffer(name, role, size, offset))
+        offset += -(-size // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
+    return buffers, offset
+
+
+def plan_steps(exported: ExportedPlan) -> list[dict[str, object]]:
+    """The plan's work in launch order: setup launches, constant copies, the timed launches,
+    finish launches (the evaluator's order)."""
+    plan = exported.plan
+    steps: list[dict[str, object]] = [_launch("setup", launch) for launch in plan.setup]
+    steps += [{"phase": "constant", "symbol": s, "buffer": b} for s, b in plan.constants]
+    steps += [_launch("timed", launch) for launch in plan.launches]
+    steps += [_launch("finish", launch) for launch in plan.finish]
+    return steps
+
+
+def _launch(phase: str, launch: Launch) -> dict[str, object]:
+    args = []
+    for arg in launch.args:
+        if isinstance(arg, str):
+            args.append({"buffer": arg})
+        else:
+            if not INT32[0] <= int(arg) <= INT32[1]:
+                raise ValueError(f"{launch.kernel}: argument {arg} does not fit 32 bits")
+            args.append({"int": int(arg)})
+    return {
+        "phase": phase,
+        "kernel": launch.kernel,
+        "grid": list(launch.grid),
+        "block": list(launch.block),
+        "smem_bytes": launch.smem_bytes,
+        "args": args,
+    }
+
+
+def _count(shape: tuple[int, ...]) -> int:
+    n = 1
+    for extent in shape:
+        n *= extent
+    return n
+
+
+def modules_of(selection: Selection) -> tuple[list[Module], list[int]]:
+    """One module per distinct (source, defines), and each plan's module index."""
+    modules: dict[tuple[str, tuple], Module] = {}
+    of_plan = []
+    for e in selection.plans:
+        key = (e.plan.source.name, e.plan.defines)
+        if key not in modules:
+            smem: dict[str, int] = {}
+            for launch in e.plan.all_launches:
+                smem[launch.kernel] = max(smem.get(launch.kernel, 0), launch.smem_bytes)
+            modules[key] = Module(len(modules), key[0], key[1], e.plan.entries, smem)
+        of_plan.append(modules[key].index)
+    return list(modules.values()), of_plan
+
+
+def table(selection: Selection, store_url: str) -> dict[str, object]:
+    """The JSON table: per shape, the source, defines, entry points, launches in order (grid,
+    block, dynamic shared memory, arguments) and the workspace's buffers."""
+    modules, of_plan = modules_of(selection)
+    plans = []
+    for e, m in zip(selection.plans, of_plan, strict=True):
+        buffers, workspace = plan_buffers(e)
+        plans.append(
+            {
+                "shape": e.problem.as_dict(),
+                "key": e.problem.key,
+                "family": e.family.name,
+                "config": e.config.as_dict(),
+                "time_ms": e.time_ms,
+                "gflops": e.gflops,
+                "source": f"kernels/{modules[m].source}",
+                "module": modules[m].name,
+                "defines": dict(e.plan.defines),
+                "entries": list(e.plan.entries),
+                "steps": plan_steps(e),
+                "workspace_bytes": workspace,
+                "buffers": [
+                    {"name": b.name, "role": b.role, "bytes": b.bytes}
+                    | ({"workspace_offset": b.offset} if b.role in ("scratch", "zeros") else {})
+                    for b in buffers
+                ],
+            }
+        )
+    return {
+        "schema": SCHEMA,
+        "device": {k: _plain(v) for k, v in selection.device.items() if k != "id"},
+        "arch": selection.arch,
+        "timing_protocol": selection.protocol,
+        "store": store_url,
+        "build": {"compiler": "nvcc", "flags": list(NVCC_FLAGS), "arch": selection.arch},
+        "layout": "x NCHW pre-padded (side (N-1)*stride+K), w FCKK, y NFHW; FP32",
+        "plans": plans,
+        "excluded": [
+            {"key": x.key, "family": x.family, "reason": x.reason} for x in selection.excluded
+        ],
+    }
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)

@@ -1,0 +1,263 @@
+"""`autotune export` (CUDA tree): which plan per shape, the table, the generated files; no GPU."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from autotune.cli.app import main
+from autotune.export import ExportError, select, write_tree
+from autotune.export.cpp_table import cpp_table, makefile
+from autotune.export.cuda_tree import (
+    NVCC_FLAGS,
+    WORKSPACE_ALIGN,
+    modules_of,
+    nvcc_source,
+    plan_buffers,
+    table,
+)
+from autotune.export.plans import NotExportable, exported_plan
+from autotune.families import FAMILIES, UnknownFamily
+from autotune.families.base import Buffers
+from autotune.families.smem_channels import SmemChannels
+from autotune.gpu.compiler import DEFAULT_OPTIONS
+from autotune.model.problem import ConvProblem, parse_shape
+from autotune.model.records import DeviceInfo
+from autotune.store import Store
+
+REPO = Path(__file__).resolve().parents[2]
+COMMITTED = REPO / "results" / "autotune.db"
+H100 = "NVIDIA H100 80GB HBM3"
+MAXDNN_SHAPE = "N=12,K=3,C=256,F=512,B=128"
+
+
+@pytest.fixture(scope="module")
+def store():
+    if not COMMITTED.is_file():
+        pytest.skip("the committed results database is not in this checkout")
+    s = Store(str(COMMITTED), create=False)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def everything(store):
+    return select(store)
+
+
+def test_each_shape_gets_the_fastest_ok_configuration_of_any_family(store, everything) -> None:
+    best = store.best(device=H100, kind="conv2d")
+    fastest = best.groupby("problem_key")["time_ms"].min()
+    assert {e.problem.key for e in everything.plans} == set(fastest.index)
+    for e in everything.plans:
+        assert e.time_ms == pytest.approx(fastest[e.problem.key])
+    assert everything.arch == "sm_90"
+    assert everything.protocol == 2
+
+
+def test_families_and_shapes_narrow_the_choice(store) -> None:
+    only = select(store, families=["chen_general"])
+    assert {e.family.name for e in only.plans} == {"chen_general"}
+    shapes = [parse_shape(MAXDNN_SHAPE), parse_shape("N=33,K=3,C=64,F=64")]
+    chosen = select(store, problems=shapes)
+    assert [e.problem.key for e in chosen.plans] == [MAXDNN_SHAPE]
+    assert [x.key for x in chosen.excluded] == ["N=33,K=3,C=64,F=64"]
+    with pytest.raises(UnknownFamily):
+        select(store, families=["no_such_family"])
+    with pytest.raises(ExportError, match="nothing to export"):
+        select(store, problems=[parse_shape("N=33,K=3,C=64,F=64")])
+
+
+def test_a_layout_converting_plan_keeps_the_evaluators_order_and_its_scratch(store) -> None:
+    chosen = select(store, families=["maxdnn"], problems=[parse_shape(MAXDNN_SHAPE)])
+    data = table(chosen, "results/autotune.db")
+    (plan,) = data["plans"]
+    assert plan["family"] == "maxdnn"
+    phases = [s["phase"] for s in plan["steps"]]
+    assert phases == ["setup", "setup", "setup", "constant", "timed", "finish"]
+    assert [s.get("kernel") for s in plan["steps"] if s["phase"] == "setup"] == [
+        "transpose_pad",
+        "transpose_pad",
+        "build_offsets",
+    ]
+    assert plan["steps"][3] == {"phase": "constant", "symbol": "c_offsets", "buffer": "offsets"}
+    roles = {b["name"]: b["role"] for b in plan["buffers"]}
+    assert roles == {
+        "x": "x",
+        "w": "w",
+        "y": "y",
+        "x_chwn": "scratch",
+        "w_t": "scratch",
+        "y_fhwn": "scratch",
+        "offsets": "scratch",
+    }
+    scratch = [b for b in plan["buffers"] if b["role"] == "scratch"]
+    end = 0
+    for b in scratch:  # aligned, in order, not overlapping, inside the workspace
+        assert b["workspace_offset"] % WORKSPACE_ALIGN == 0
+        assert b["workspace_offset"] >= end
+        end = b["workspace_offset"] + b["bytes"]
+    assert end <= plan["workspace_bytes"]
+    e = chosen.plans[0]
+    assert plan["defines"] == dict(e.plan.defines)
+    assert plan["entries"] == ["transpose_pad", "build_offsets", "maxdnn"]
+    timed = plan["steps"][4]
+    assert timed["smem_bytes"] == e.plan.launches[0].smem_bytes > 0
+    assert timed["grid"] == list(e.plan.launches[0].grid)
+
+
+def test_a_bias_the_call_has_not_is_given_zeros_and_other_inputs_are_refused(store) -> None:
+    chosen = select(store, families=["smem_channels"])
+    e = chosen.plans[0]
+    buffers, workspace = plan_buffers(e)
+    (bias,) = [b for b in buffers if b.name == "bias"]
+    assert (bias.role, bias.bytes) == ("zeros", 4 * e.problem.F)
+    assert workspace >= bias.bytes
+
+    class Scaled(SmemChannels):
+        name = "scaled"
+
+        def buffers(self, problem: ConvProblem) -> Buffers:
+            plain = super().buffers(problem)
+            return Buffers(inputs=(*plain.inputs[:2], ("scale", (1,))), outputs=plain.outputs)
+
+    row = SimpleNamespace(
+        family="scaled",
+        shape=e.problem.as_dict(),
+        config=e.config.to_json(),
+        time_ms=1.0,
+        gflops=1.0,
+    )
+    with pytest.raises(NotExportable, match="scale"):
+        exported_plan(row, {**FAMILIES, "scaled": Scaled()})
+    with pytest.raises(NotExportable, match="not known"):
+        exported_plan(SimpleNamespace(**{**vars(row), "family": "gone"}), FAMILIES)
+
+
+def test_unroll_counts_named_by_a_macro_go_through_pragma_and_nothing_else_changes() -> None:
+    text = (
+        "#pragma unroll\nfor (;;) {}\n    #pragma unroll 4\n"
+        "  #pragma unroll KY_UNROLL\nfor (;;) {}\n#pragma unroll (A * B)\n"
+    )
+    out = nvcc_source(text, "fam")
+    body = out.split("_Pragma(AUTOTUNE_STRINGIFY(x))\n", 1)[1]
+    assert body.splitlines() == [
+        "#pragma unroll",
+        "for (;;) {}",
+        "    #pragma unroll 4",
+        "  AUTOTUNE_PRAGMA(unroll KY_UNROLL)",
+        "for (;;) {}",
+        "AUTOTUNE_PRAGMA(unroll (A * B))",
+    ]
+
+
+def test_the_nvcc_flags_are_the_tuners_nvrtc_options_but_the_report() -> None:
+    assert set(DEFAULT_OPTIONS) - set(NVCC_FLAGS) == {"-Xptxas=-v"}
+    assert set(NVCC_FLAGS) <= set(DEFAULT_OPTIONS)
+
+
+def test_the_cpp_table_and_makefile_follow_the_json(everything) -> None:
+    data = table(everything, "results/autotune.db")
+    modules, of_plan = modules_of(everything)
+    header = cpp_table(data, modules)
+    plans_block = header.split("kPlans[] = {", 1)[1].split("};", 1)[0]
+    rows = [line for line in plans_block.splitlines() if line.strip().startswith("{")]
+    assert len(rows) == len(data["plans"]) == len(of_plan)
+    for row, plan in zip(rows, data["plans"], strict=True):
+        s = plan["shape"]
+        assert row.strip().startswith(f"{{{s['B']}, {s['C']}, {s['N']}, {s['K']}, {s['F']},")
+        assert f'"{plan["family"]}"' in row
+        assert row.strip().endswith(f"{plan['workspace_bytes']}ull}},")
+    steps_block = header.split("kSteps[] = {", 1)[1].split("};", 1)[0]
+    assert steps_block.count("\n    {") == sum(len(p["steps"]) for p in data["plans"])
+    make = makefile(modules, data["arch"])
+    assert "ARCH ?= 90" in make
+    for m in modules:
+        assert f"extern const unsigned char autotune_fatbin_{m.name}[];" in header
+        rule = re.search(rf"^build/{m.name}\.fatbin: kernels/(\S+) \| build\n\t(.*)$", make, re.M)
+        assert rule and rule.group(1) == m.source
+        for name, value in m.defines:
+            assert f"-D{name}={int(value)}" in rule.group(2).split()
+
+
+def test_the_tree_holds_each_source_once_and_says_how_it_is_built(store, tmp_path) -> None:
+    shapes = [parse_shape(MAXDNN_SHAPE), parse_shape("N=32,K=3,C=64,F=64")]
+    chosen = select(store, problems=shapes)
+    data = write_tree(chosen, tmp_path, "results/autotune.db")
+    names = sorted(p.name for p in (tmp_path / "kernels").iterdir())
+    assert names == sorted({e.plan.source.name for e in chosen.plans})
+    for name in names:
+        text = (tmp_path / "kernels" / name).read_text()
+        assert "AUTOTUNE_PRAGMA" in text
+    written = json.loads((tmp_path / "plans.json").read_text())
+    assert written == json.loads(json.dumps(data))
+    assert written["schema"] == "autotune-export/1"
+    assert set(written["kernels"]) == {f"kernels/{n}" for n in names}
+    for rel in (
+        "include/autotune_conv2d.h",
+        "include/autotune_plans.h",
+        "example/example.cpp",
+        "src/fatbins.S",
+        "Makefile",
+    ):
+        assert (tmp_path / rel).is_file(), rel
+    readme = (tmp_path / "README.md").read_text()
+    assert "Why nvcc ahead of time" in readme and MAXDNN_SHAPE in readme
+    asm = (tmp_path / "src" / "fatbins.S").read_text()
+    assert asm.count('.incbin "') == len(modules_of(chosen)[0])
+
+
+def test_cli_export_writes_the_tree_and_refuses_bad_input(store, tmp_path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "tree"
+    done = runner.invoke(
+        main,
+        ["export", "--output", str(out), "--storage", str(COMMITTED), "--shape", MAXDNN_SHAPE],
+    )
+    assert done.exit_code == 0, done.output
+    assert (out / "plans.json").is_file()
+    gemm = runner.invoke(
+        main,
+        ["export", "--output", str(out), "--storage", str(COMMITTED), "--shape", "M=8,N=8,K=8"],
+    )
+    assert gemm.exit_code == 2 and "2D convolutions" in gemm.output
+    assert "Traceback" not in gemm.output
+
+
+def test_a_store_of_several_devices_needs_device(tmp_path) -> None:
+    db = tmp_path / "two.db"
+    s = Store(str(db))
+    s.register_device(DeviceInfo(H100, "9.0", 132, "580"))
+    s.register_device(DeviceInfo("NVIDIA A100-SXM4-40GB", "8.0", 108, "580"))
+    s.close()
+    done = CliRunner().invoke(
+        main, ["export", "--output", str(tmp_path / "t"), "--storage", str(db)]
+    )
+    assert done.exit_code == 1
+    assert "2 devices" in done.output and "--device" in done.output
+    other = CliRunner().invoke(
+        main,
+        ["export", "--output", str(tmp_path / "t"), "--storage", str(db), "--device", "nope"],
+    )
+    assert other.exit_code == 1 and "no device 'nope'" in other.output
+
+
+def test_an_export_replaces_an_earlier_one_and_nothing_else(store, tmp_path) -> None:
+    tree = tmp_path / "tree"
+    write_tree(select(store, families=["maxdnn"]), tree, "db")
+    (tree / "build").mkdir()
+    (tree / "build" / "m000.fatbin").write_bytes(b"old")
+    write_tree(select(store, families=["chen_general"]), tree, "db")
+    assert sorted(p.name for p in (tree / "kernels").iterdir()) == ["chen_general.cu"]
+    assert not (tree / "build").exists()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(ExportError, match="neither empty nor an earlier export"):
+        write_tree(select(store, families=["maxdnn"]), other, "db")
+    assert [p.name for p in other.iterdir()] == ["notes.txt"]
