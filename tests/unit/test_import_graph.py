@@ -129,6 +129,9 @@ ALLOWED = {
     "replay": {"model", "store", "families"},
     "reports": {"model", "store", "families"},
     "tuning": {"model", "families", "strategies", "gpu", "store", "replay"},
+    # The runtime API: its lookup reads the store; dispatch launches through the GPU side and
+    # tunes a miss through the tuner.
+    "runtime": {"model", "families", "strategies", "gpu", "store", "tuning"},
     "cli": {
         "model",
         "families",
@@ -138,9 +141,20 @@ ALLOWED = {
         "replay",
         "reports",
         "tuning",
+        "runtime",
         "bench",
     },
-    "bench": {"model", "families", "strategies", "gpu", "store", "replay", "reports", "tuning"},
+    "bench": {
+        "model",
+        "families",
+        "strategies",
+        "gpu",
+        "store",
+        "replay",
+        "reports",
+        "tuning",
+        "runtime",
+    },
 }
 
 
