@@ -395,6 +395,32 @@ class Runtime:
         )
         return self.catalogue(device, reload=True)
 
+    def compile_ahead(
+        self, problems: Iterable[ConvProblem], device: int = 0, processes: int | None = None
+    ) -> int:
+        """Compile the plans these problems will run (their first choice) in parallel NVRTC
+        processes into the disk cache, so that their first calls only load them. Returns how
+        many plans were compiled or found cached."""
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+
+        with cp.cuda.Device(device):
+            catalogue, limits = self.catalogue(device), self.limits(device)
+            compiler = self.compiler(device)
+        plans = []
+        for problem in problems:
+            choice = next(catalogue.candidates(problem, limits), None)
+            if choice is not None:
+                plans.append(self.families[choice.family].plan(problem, choice.config))
+        jobs = max(1, processes or os.cpu_count() or 1)
+        compiler.start_pool(jobs)
+        try:
+            with ThreadPoolExecutor(jobs) as pool:
+                done = list(pool.map(_compile_or_none(compiler), plans))
+        finally:
+            compiler.stop_pool()
+        return sum(d is not None for d in done)
+
     def prepared(self) -> dict[Call, Choice]:
         """What each shape called so far runs."""
         return {Call(*key): entry.choice for key, entry in self._entries.items()}
@@ -402,6 +428,16 @@ class Runtime:
 
 class _NoFit(RuntimeError):
     """A compiled plan that cannot launch on this device (resources)."""
+
+
+def _compile_or_none(compiler: Compiler):
+    def compile_one(plan):
+        try:
+            return compiler.compile(plan)
+        except CompileError:
+            return None  # the call will try the next choice
+
+    return compile_one
 
 
 def _single(value):
