@@ -13,25 +13,18 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import cupy as cp
 import numpy as np
 
-from autotune import package_path
 from autotune.families import FAMILIES, Family, get_family
-from autotune.families.plan import cdiv
 from autotune.gpu.compiler import DEFAULT_CACHE, CompileError, Compiler
 from autotune.gpu.launch import (
-    attribute,
     bind,
     device_arch,
     device_limits,
     device_name,
-    load_module,
-    opt_in_shared_memory,
-    prepare,
     run,
 )
 from autotune.model.problem import ConvProblem
@@ -39,87 +32,19 @@ from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import DeviceLimits
 from autotune.runtime.lookup import (
     MISS_POLICIES,
-    ZERO_INPUTS,
     Catalogue,
     Choice,
     LookupMiss,
     resolve,
 )
-from autotune.tuning.studies import resource_problem
+from autotune.runtime.plans import Call, CallError, Entry, NoFit, build_entry
 
 # The commands' default database (cli/options.py), relative to the working directory.
 DEFAULT_DATABASE = "results/autotune.db"
 # Evaluations per family when a shape is tuned on a miss: local search with transfer reaches
 # about 0.98 of the optimum at 10 on the recorded spaces (README, strategies).
 DEFAULT_TUNE_BUDGET = 10
-PAD_SOURCE = package_path("autotune.runtime", "pad.cu")
-PAD_BLOCK = 256
-ALIGN_BYTES = 256
-FLOAT_BYTES = 4
 DEVICE_TO_DEVICE = 3  # cudaMemcpyDeviceToDevice
-
-
-class CallError(ValueError):
-    """Arguments autotune.conv2d cannot take (the message says which and why)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One call's shape, as the cache of prepared plans is keyed."""
-
-    device: int
-    B: int
-    C: int
-    H: int
-    W: int
-    F: int
-    Cw: int
-    KH: int
-    KW: int
-    stride: int
-    padding: int
-
-    def problem(self) -> ConvProblem:
-        """The problem over the pre-padded input: square images and filters only."""
-        if self.C != self.Cw:
-            raise CallError(f"x has {self.C} channels, w {self.Cw}")
-        if self.KH != self.KW:
-            raise CallError(f"filters must be square, got {self.KH} x {self.KW}")
-        if min(self.B, self.C, self.H, self.W, self.F, self.KH) < 1:
-            raise CallError("every extent of x and w must be at least 1")
-        if self.H != self.W:
-            raise CallError(
-                f"images must be square (the store's shapes are), got {self.H} x {self.W}"
-            )
-        side = self.H + 2 * self.padding
-        if side < self.KH:
-            raise CallError(
-                f"a {self.KH} x {self.KH} filter is larger than the padded image ({side})"
-            )
-        n = (side - self.KH) // self.stride + 1
-        return ConvProblem(N=n, K=self.KH, C=self.C, F=self.F, B=self.B, stride=self.stride)
-
-
-@dataclass(slots=True)
-class Entry:
-    """A shape's prepared plan: launches bound per call to the caller's pointers."""
-
-    choice: Choice
-    device: int
-    out_shape: tuple[int, int, int, int]
-    pad: tuple | None  # (function, grid, block, int args after the two pointers), or None
-    setup: tuple
-    launches: tuple
-    finish: tuple
-    constants: tuple[tuple[int, str, int], ...]  # (symbol address, buffer, bytes)
-    scratch: tuple[tuple[str, int], ...]  # (buffer, offset in the workspace)
-    workspace_bytes: int
-    fixed: dict[str, int]  # pointers of the plan's own inputs (a zero bias)
-    keep: list = field(default_factory=list)  # what must outlive the entry's pointers
-
-    @property
-    def exact(self) -> bool:
-        return self.choice.exact
 
 
 class Runtime:
@@ -148,7 +73,6 @@ class Runtime:
         self._limits: dict[int, DeviceLimits] = {}
         self._compilers: dict[str, Compiler] = {}
         self._entries: dict[tuple, Entry] = {}  # by the call's shape, as Call's fields
-        self._pads: dict[int, tuple] = {}
         self._workspaces: dict[tuple[int, int], object] = {}
         self._streams: dict[int, object] = {}
         self._lock = threading.RLock()
@@ -255,8 +179,7 @@ class Runtime:
     # -- preparing a shape ---------------------------------------------------------------------
 
     def _resolve(self, key: tuple, on_miss: str) -> Entry:
-        values = [_single(v) for v in key]
-        call = Call(*values)
+        call = Call.of(key)
         if not isinstance(call.stride, int) or not isinstance(call.padding, int):
             raise CallError("stride and padding must be integers")
         if call.stride < 1 or call.padding < 0:
@@ -275,82 +198,21 @@ class Runtime:
             why = []
             for choice in found:
                 try:
-                    entry = self._build(choice, call)
-                except (CompileError, _NoFit) as err:
+                    entry = build_entry(
+                        choice,
+                        call,
+                        self.families[choice.family],
+                        self.compiler(call.device),
+                        self.limits(call.device),
+                        self._tmp.name,
+                    )
+                except (CompileError, NoFit) as err:
                     why.append(f"{choice.family}: {str(err).splitlines()[0][:200]}")
                     continue
                 self._entries[key] = entry
                 return entry
             reason = catalogue.miss_reason(problem, on_miss)
             raise LookupMiss(reason + (f" ({'; '.join(why)})" if why else ""))
-
-    def _build(self, choice: Choice, call: Call) -> Entry:
-        family = self.families[choice.family]
-        problem = choice.problem
-        plan = family.plan(problem, choice.config)
-        compiled = self.compiler(call.device).compile(plan)
-        why = resource_problem(compiled, plan.all_launches, self.limits(call.device))
-        if why:
-            raise _NoFit(why)
-        module, functions = load_module(compiled.cubin, plan.entries, self._tmp.name, keep=False)
-        opt_in_shared_memory(functions, plan.all_launches)
-        buffers = family.buffers(problem)
-        sizes = {n: FLOAT_BYTES * _count(s) for n, s in (*buffers.inputs, *buffers.outputs)}
-        sizes.update({n: FLOAT_BYTES * _count(s) for n, s in plan.scratch})
-        keep: list = [module, functions]
-        fixed = {}
-        for name, shape in buffers.inputs:
-            if name in ZERO_INPUTS:
-                zeros = cp.zeros(shape, dtype=cp.float32)
-                keep.append(zeros)
-                fixed[name] = zeros.data.ptr
-        pad = None
-        offset = 0
-        if call.padding or call.H != problem.input_size:
-            pad = self._pad(call, problem)
-            offset = _aligned(FLOAT_BYTES * _count(problem.input_shape))
-        scratch = []
-        for name, _ in plan.scratch:
-            scratch.append((name, offset))
-            offset = _aligned(offset + sizes[name])
-        constants = tuple(
-            (module.get_global(symbol).ptr, buffer, sizes[buffer])
-            for symbol, buffer in plan.constants
-        )
-        if pad is None and not scratch:
-            offset = 0
-        return Entry(
-            choice=choice,
-            device=call.device,
-            out_shape=problem.output_shape,
-            pad=pad,
-            setup=prepare(plan.setup, functions),
-            launches=prepare(plan.launches, functions),
-            finish=prepare(plan.finish, functions),
-            constants=constants,
-            scratch=tuple(scratch),
-            workspace_bytes=offset,
-            fixed=fixed,
-            keep=keep,
-        )
-
-    def _pad(self, call: Call, problem: ConvProblem) -> tuple:
-        """The padding launch: the caller's (B, C, H, W) into the (B, C, S, S) input the plan
-        reads, S = (N - 1) * stride + K, zeros around (and the unused tail dropped)."""
-        fn = self._pads.get(call.device)
-        if fn is None:
-            compiled = self.compiler(call.device).compile_source(PAD_SOURCE, ())
-            module, functions = load_module(
-                compiled.cubin, ("pad_nchw",), self._tmp.name, keep=False
-            )
-            fn = functions["pad_nchw"]
-            self._pads[call.device] = fn
-        side = problem.input_size
-        total = call.B * call.C * side * side
-        sms = attribute(call.device, "MultiProcessorCount")
-        grid = (max(1, min(cdiv(total, PAD_BLOCK), 32 * sms)), 1, 1)
-        tail = tuple(np.int32(v) for v in (call.B * call.C, call.H, call.W, side, call.padding))
-        return (fn, grid, (PAD_BLOCK, 1, 1), tail)
 
     # -- per device ----------------------------------------------------------------------------
 
@@ -426,10 +288,6 @@ class Runtime:
         return {Call(*key): entry.choice for key, entry in self._entries.items()}
 
 
-class _NoFit(RuntimeError):
-    """A compiled plan that cannot launch on this device (resources)."""
-
-
 def _compile_or_none(compiler: Compiler):
     def compile_one(plan):
         try:
@@ -440,29 +298,11 @@ def _compile_or_none(compiler: Compiler):
     return compile_one
 
 
-def _single(value):
-    """An extent as an int: a NumPy integer, or a pair of equal ints (PyTorch's (s, s))."""
-    if isinstance(value, tuple | list) and len(value) == 2 and value[0] == value[1]:
-        value = value[0]
-    return int(value) if isinstance(value, np.integer) else value
-
-
 def _torch_stream(torch, device: int) -> int:
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is not None:
         return raw(device)
     return torch.cuda.current_stream(device).cuda_stream
-
-
-def _count(shape: tuple[int, ...]) -> int:
-    count = 1
-    for extent in shape:
-        count *= extent
-    return count
-
-
-def _aligned(nbytes: int) -> int:
-    return cdiv(nbytes, ALIGN_BYTES) * ALIGN_BYTES
 
 
 _RUNTIMES: dict[str, Runtime] = {}
