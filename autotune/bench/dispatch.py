@@ -227,7 +227,13 @@ def dispatch(storage, shape_sets, calls, repeats, output, name) -> None:
         f"autotune: {compiled} plans compiled ahead in {time.perf_counter() - began:.1f} s",
         err=True,
     )
-    rows = []
+    device = torch.cuda.get_device_name()
+    command = (
+        f"autotune bench dispatch --storage {storage} "
+        + " ".join(f"--shape-set {s}" for s in shape_sets)
+        + f" --calls {calls} --repeats {repeats}"
+    )
+    rows, paths = [], []
     for set_name, problem in problems:
         row = bench_shape(torch, rt, set_name, problem, calls, repeats)
         click.echo(
@@ -237,11 +243,7 @@ def dispatch(storage, shape_sets, calls, repeats, output, name) -> None:
             err=True,
         )
         rows.append(row)
-    device = torch.cuda.get_device_name()
-    command = (
-        f"autotune bench dispatch --storage {storage} "
-        + " ".join(f"--shape-set {s}" for s in shape_sets)
-        + f" --calls {calls} --repeats {repeats}"
-    )
-    for path in write(rows, output, name, command, device):
+        # Written after every shape: a run cut short keeps what it measured.
+        paths = write(rows, output, name, command, device)
+    for path in paths:
         click.echo(str(path))

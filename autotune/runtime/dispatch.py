@@ -21,11 +21,10 @@ import numpy as np
 from autotune.families import FAMILIES, Family, get_family
 from autotune.gpu.compiler import DEFAULT_CACHE, CompileError, Compiler
 from autotune.gpu.launch import (
-    bind,
+    DriverError,
     device_arch,
     device_limits,
     device_name,
-    run,
 )
 from autotune.model.problem import ConvProblem
 from autotune.model.records import TIMING_PROTOCOL
@@ -44,7 +43,6 @@ DEFAULT_DATABASE = "results/autotune.db"
 # Evaluations per family when a shape is tuned on a miss: local search with transfer reaches
 # about 0.98 of the optimum at 10 on the recorded spaces (README, strategies).
 DEFAULT_TUNE_BUDGET = 10
-DEVICE_TO_DEVICE = 3  # cudaMemcpyDeviceToDevice
 
 
 class Runtime:
@@ -74,7 +72,6 @@ class Runtime:
         self._compilers: dict[str, Compiler] = {}
         self._entries: dict[tuple, Entry] = {}  # by the call's shape, as Call's fields
         self._workspaces: dict[tuple[int, int], object] = {}
-        self._streams: dict[int, object] = {}
         self._lock = threading.RLock()
         self._tmp = tempfile.TemporaryDirectory(prefix="autotune-runtime-")
 
@@ -97,7 +94,8 @@ class Runtime:
     def _torch(self, torch, x, w, stride, padding, on_miss):
         if x.dtype is not torch.float32 or w.dtype is not torch.float32:
             raise CallError(f"x and w must be float32, got {x.dtype} and {w.dtype}")
-        if not x.is_cuda or w.device != x.device:
+        device = x.get_device()  # -1 on the CPU
+        if device < 0 or w.get_device() != device:
             raise CallError(f"x and w must be on one CUDA device, got {x.device} and {w.device}")
         if x.dim() != 4 or w.dim() != 4:
             raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
@@ -105,14 +103,9 @@ class Runtime:
             x = x.contiguous()
         if not w.is_contiguous():
             w = w.contiguous()
-        device = x.device.index
         entry = self._entry(device, x.shape, w.shape, stride, padding, on_miss)
-        stream_ptr = _torch_stream(torch, device)
-        stream = self._streams.get(stream_ptr)
-        if stream is None:
-            stream = self._streams[stream_ptr] = cp.cuda.ExternalStream(stream_ptr, device)
-        y = torch.empty(entry.out_shape, dtype=torch.float32, device=x.device)
-        self._launch(entry, x.data_ptr(), w.data_ptr(), y.data_ptr(), stream_ptr, stream)
+        y = x.new_empty(entry.out_shape)
+        self._launch(entry, x.data_ptr(), w.data_ptr(), y.data_ptr(), _torch_stream(torch, device))
         return y
 
     def _cupy(self, x, w, stride, padding, on_miss):
@@ -125,9 +118,10 @@ class Runtime:
             raise CallError(f"x and w must be on one device, got {device} and {w.device.id}")
         x, w = cp.ascontiguousarray(x), cp.ascontiguousarray(w)
         entry = self._entry(device, x.shape, w.shape, stride, padding, on_miss)
-        stream = cp.cuda.get_current_stream()
-        y = cp.empty(entry.out_shape, dtype=cp.float32)
-        self._launch(entry, x.data.ptr, w.data.ptr, y.data.ptr, stream.ptr, stream)
+        stream = cp.cuda.get_current_stream().ptr
+        with cp.cuda.Device(device):
+            y = cp.empty(entry.out_shape, dtype=cp.float32)
+        self._launch(entry, x.data.ptr, w.data.ptr, y.data.ptr, stream)
         return y
 
     def _entry(self, device: int, x_shape, w_shape, stride, padding, on_miss) -> Entry:
@@ -141,39 +135,44 @@ class Runtime:
             raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
         return self._resolve(key, on_miss)
 
-    def _launch(self, entry: Entry, x: int, w: int, y: int, stream_ptr: int, stream) -> None:
+    def _launch(self, entry: Entry, x: int, w: int, y: int, stream: int) -> None:
         if entry.device != cp.cuda.runtime.getDevice():
             with cp.cuda.Device(entry.device):
-                return self._launch(entry, x, w, y, stream_ptr, stream)
+                return self._launch(entry, x, w, y, stream)
         ptrs = {"x": x, "w": w, "y": y}
         if entry.fixed:
             ptrs.update(entry.fixed)
         if entry.workspace_bytes:
-            base = self._workspace(entry.device, stream_ptr, stream, entry.workspace_bytes)
+            base = self._workspace(entry.device, stream, entry.workspace_bytes)
             for name, offset in entry.scratch:
                 ptrs[name] = base + offset
             if entry.pad is not None:
-                fn, grid, block, tail = entry.pad
-                fn(grid, block, (x, base, *tail), stream=stream)
+                ptrs["x_caller"] = x
                 ptrs["x"] = base  # the padded input is the workspace's first region
-        if entry.setup:
-            run(bind(entry.setup, ptrs), stream)
-        for symbol, buffer, nbytes in entry.constants:
-            cp.cuda.runtime.memcpyAsync(symbol, ptrs[buffer], nbytes, DEVICE_TO_DEVICE, stream_ptr)
-        run(bind(entry.launches, ptrs), stream)
-        if entry.finish:
-            run(bind(entry.finish, ptrs), stream)
+        with entry.lock:
+            try:
+                for op in entry.ops:
+                    op(ptrs, stream)
+            except DriverError as err:
+                # A thread whose first CUDA work this is may have no current context yet: the
+                # first operation fails and nothing is queued; bind the device's, once.
+                if "INVALID_CONTEXT" not in str(err) or entry.ops[0] is not op:
+                    raise
+                cp.cuda.runtime.setDevice(entry.device)
+                for op in entry.ops:
+                    op(ptrs, stream)
         return None
 
-    def _workspace(self, device: int, stream_ptr: int, stream, nbytes: int) -> int:
+    def _workspace(self, device: int, stream: int, nbytes: int) -> int:
         """A buffer of at least nbytes kept per (device, stream): calls on one stream run in
-        order, so they share it; a larger one replaces it (CuPy's pool hands the old one only
-        to later work on that stream)."""
-        held = self._workspaces.get((device, stream_ptr))
+        order, so they share it. A larger one replaces it once the stream has finished with
+        the old one (a wait only when a call needs more than any before it on that stream)."""
+        held = self._workspaces.get((device, stream))
         if held is None or held.mem.size < nbytes:
-            with stream:
-                held = cp.cuda.alloc(nbytes)
-            self._workspaces[(device, stream_ptr)] = held
+            if held is not None:
+                cp.cuda.runtime.streamSynchronize(stream)
+            held = cp.cuda.alloc(nbytes)
+            self._workspaces[(device, stream)] = held
         return held.ptr
 
     # -- preparing a shape ---------------------------------------------------------------------

@@ -117,7 +117,7 @@ class Stored:
 
 class Catalogue:
     """A device's stored best configurations of 2D convolutions under one timing protocol,
-    read from the store once; `choose` answers per shape from memory (binding a space only for
+    read from the store once; `candidates` answers per shape from memory (binding a space only for
     a shape with nothing stored)."""
 
     def __init__(

@@ -8,6 +8,7 @@ fixed here; a family's own extra input (smem_channels' bias) is a zero buffer of
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import cupy as cp
@@ -15,9 +16,9 @@ import numpy as np
 
 from autotune import package_path
 from autotune.families import Family
-from autotune.families.plan import cdiv
+from autotune.families.plan import Launch, cdiv
 from autotune.gpu.compiler import Compiler
-from autotune.gpu.launch import load_module, opt_in_shared_memory, prepare
+from autotune.gpu.launch import DriverCopy, DriverLaunch, load_module, opt_in_shared_memory
 from autotune.model.problem import ConvProblem
 from autotune.model.space import DeviceLimits
 from autotune.runtime.lookup import ZERO_INPUTS, Choice
@@ -81,19 +82,19 @@ class Call:
 
 @dataclass(slots=True)
 class Entry:
-    """A shape's prepared plan: launches bound per call to the caller's pointers."""
+    """A shape's prepared plan: its operations in order (the padding launch, setup, constant
+    copies, the timed launches, finish), each called with the call's buffer pointers and
+    stream. One call at a time writes an operation's argument slots (the lock)."""
 
     choice: Choice
     device: int
     out_shape: tuple[int, int, int, int]
-    pad: tuple | None  # (function, grid, block, int args after the two pointers), or None
-    setup: tuple
-    launches: tuple
-    finish: tuple
-    constants: tuple[tuple[int, str, int], ...]  # (symbol address, buffer, bytes)
+    ops: tuple
+    pad: DriverLaunch | None  # None: the caller's input is read in place
     scratch: tuple[tuple[str, int], ...]  # (buffer, offset in the workspace)
     workspace_bytes: int
     fixed: dict[str, int]  # pointers of the plan's own inputs (a zero bias)
+    lock: threading.Lock = field(default_factory=threading.Lock)
     keep: list = field(default_factory=list)  # what must outlive the entry's pointers
 
     @property
@@ -138,20 +139,29 @@ def build_entry(
     for name, _ in plan.scratch:
         scratch.append((name, offset))
         offset = _aligned(offset + sizes[name])
-    constants = tuple(
-        (module.get_global(symbol).ptr, buffer, sizes[buffer]) for symbol, buffer in plan.constants
-    )
     if pad is None and not scratch:
         offset = 0
+
+    def launches(part):
+        return [DriverLaunch(functions[launch.kernel], launch) for launch in part]
+
+    copies = [
+        DriverCopy(module.get_global(symbol).ptr, buffer, sizes[buffer])
+        for symbol, buffer in plan.constants
+    ]
+    ops = [
+        *([pad] if pad is not None else []),
+        *launches(plan.setup),
+        *copies,
+        *launches(plan.launches),
+        *launches(plan.finish),
+    ]
     return Entry(
         choice=choice,
         device=call.device,
         out_shape=problem.output_shape,
+        ops=tuple(ops),
         pad=pad,
-        setup=prepare(plan.setup, functions),
-        launches=prepare(plan.launches, functions),
-        finish=prepare(plan.finish, functions),
-        constants=constants,
         scratch=tuple(scratch),
         workspace_bytes=offset,
         fixed=fixed,
@@ -161,9 +171,10 @@ def build_entry(
 
 def pad_launch(
     call: Call, problem: ConvProblem, compiler: Compiler, limits: DeviceLimits, directory: str
-) -> tuple:
-    """The padding launch: the caller's (B, C, H, W) into the (B, C, S, S) input the plan
-    reads, S = (N - 1) * stride + K, zeros around (and the unused tail dropped)."""
+) -> DriverLaunch:
+    """The padding launch: the caller's (B, C, H, W) input (buffer "x_caller") into the
+    (B, C, S, S) input the plan reads ("x", the workspace's first region), S = (N - 1) *
+    stride + K, zeros around (and an unused tail dropped)."""
     fn = _PADS.get((compiler.arch, call.device))
     if fn is None:
         compiled = compiler.compile_source(PAD_SOURCE, ())
@@ -171,10 +182,9 @@ def pad_launch(
         fn = _PADS[(compiler.arch, call.device)] = functions["pad_nchw"]
     side = problem.input_size
     total = call.B * call.C * side * side
-    sms = limits.SM_COUNT
-    grid = (max(1, min(cdiv(total, PAD_BLOCK), 32 * sms)), 1, 1)
-    tail = tuple(np.int32(v) for v in (call.B * call.C, call.H, call.W, side, call.padding))
-    return (fn, grid, (PAD_BLOCK, 1, 1), tail)
+    grid = (max(1, min(cdiv(total, PAD_BLOCK), 32 * limits.SM_COUNT)), 1, 1)
+    args = ("x_caller", "x", call.B * call.C, call.H, call.W, side, call.padding)
+    return DriverLaunch(fn, Launch("pad_nchw", grid, (PAD_BLOCK, 1, 1), args))
 
 
 def _single(value):

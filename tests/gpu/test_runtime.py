@@ -170,6 +170,28 @@ def test_cupy_arrays_and_the_callers_stream(tuned, cache):
     assert rel_error(torch.from_dlpack(y), x, w, shape) <= TOLERANCE
 
 
+def test_calls_from_another_thread(tuned, cache):
+    import threading
+
+    rt = make_runtime(tuned[0], cache)
+    shape = dict(B=2, C=8, H=19, F=16, K=3, stride=1, padding=2)
+    x, w = inputs(shape, 12)
+    out = {}
+
+    def work():
+        try:
+            out["y"] = rt.conv2d(x, w, 1, 2)
+            torch.cuda.synchronize()
+        except Exception as err:  # reported below, in the test's thread
+            out["error"] = err
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    assert "error" not in out, out.get("error")
+    assert rel_error(out["y"], x, w, shape) <= TOLERANCE
+
+
 def test_a_pre_padded_input_is_used_in_place_and_views_are_copied(tuned, cache):
     rt = make_runtime(tuned[0], cache)
     shape = dict(B=2, C=8, H=22, F=16, K=3, stride=1, padding=0)  # the first seed, pre-padded
