@@ -203,7 +203,14 @@ def _summary(rows: list[dict]) -> list[str]:
     "--output", type=click.Path(path_type=Path), default=DEFAULT_OUTPUT, show_default=True
 )
 @click.option("--name", default="dispatch", show_default=True, help="Name of the files.")
-def dispatch(storage, shape_sets, calls, repeats, output, name) -> None:
+@click.option(
+    "--launcher",
+    type=click.Choice(["cupy", "driver"]),
+    default="cupy",
+    show_default=True,
+    help="How autotune.conv2d launches: CuPy's Function call, or cuLaunchKernel directly.",
+)
+def dispatch(storage, shape_sets, calls, repeats, output, name, launcher) -> None:
     """Per-call cost of autotune.conv2d beside PyTorch's conv2d (cuDNN) on the same shapes;
     writes NAME.csv and NAME.md under OUTPUT. Needs a GPU and PyTorch."""
     try:
@@ -219,7 +226,7 @@ def dispatch(storage, shape_sets, calls, repeats, output, name) -> None:
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
-    rt = Runtime(storage)
+    rt = Runtime(storage, launcher=launcher)
     problems = [(s, p) for s in shape_sets for p in named_shapes(s)]
     began = time.perf_counter()
     compiled = rt.compile_ahead([p for _, p in problems])
@@ -231,7 +238,7 @@ def dispatch(storage, shape_sets, calls, repeats, output, name) -> None:
     command = (
         f"autotune bench dispatch --storage {storage} "
         + " ".join(f"--shape-set {s}" for s in shape_sets)
-        + f" --calls {calls} --repeats {repeats}"
+        + f" --calls {calls} --repeats {repeats} --launcher {launcher}"
     )
     rows, paths = [], []
     for set_name, problem in problems:

@@ -21,6 +21,7 @@ import numpy as np
 from autotune.families import FAMILIES, Family, get_family
 from autotune.gpu.compiler import DEFAULT_CACHE, CompileError, Compiler
 from autotune.gpu.launch import (
+    LAUNCHERS,
     DriverError,
     device_arch,
     device_limits,
@@ -36,7 +37,7 @@ from autotune.runtime.lookup import (
     LookupMiss,
     resolve,
 )
-from autotune.runtime.plans import Call, CallError, Entry, NoFit, build_entry
+from autotune.runtime.plans import DEFAULT_LAUNCHER, Call, CallError, Entry, NoFit, build_entry
 
 # The commands' default database (cli/options.py), relative to the working directory.
 DEFAULT_DATABASE = "results/autotune.db"
@@ -58,7 +59,11 @@ class Runtime:
         tune_budget: int = DEFAULT_TUNE_BUDGET,
         tune_timing=None,
         protocol: int = TIMING_PROTOCOL,
+        launcher: str = DEFAULT_LAUNCHER,
     ) -> None:
+        if launcher not in LAUNCHERS:
+            raise CallError(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
+        self.launcher = launcher
         self.database = str(database)
         names = list(families) if families is not None else list(FAMILIES)
         self.families: dict[str, Family] = {n: get_family(n) for n in names}
@@ -204,6 +209,7 @@ class Runtime:
                         self.compiler(call.device),
                         self.limits(call.device),
                         self._tmp.name,
+                        self.launcher,
                     )
                 except (CompileError, NoFit) as err:
                     why.append(f"{choice.family}: {str(err).splitlines()[0][:200]}")

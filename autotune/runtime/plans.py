@@ -18,7 +18,7 @@ from autotune import package_path
 from autotune.families import Family
 from autotune.families.plan import Launch, cdiv
 from autotune.gpu.compiler import Compiler
-from autotune.gpu.launch import DriverCopy, DriverLaunch, load_module, opt_in_shared_memory
+from autotune.gpu.launch import LAUNCHERS, load_module, opt_in_shared_memory
 from autotune.model.problem import ConvProblem
 from autotune.model.space import DeviceLimits
 from autotune.runtime.lookup import ZERO_INPUTS, Choice
@@ -28,6 +28,8 @@ PAD_SOURCE = package_path("autotune.runtime", "pad.cu")
 PAD_BLOCK = 256
 ALIGN_BYTES = 256
 FLOAT_BYTES = 4
+# The CuPy launch path is the one the H100 runs verified; "driver" saves host time a launch.
+DEFAULT_LAUNCHER = "cupy"
 _PADS: dict[tuple[str, int], object] = {}  # the padding kernel, loaded once per device
 
 
@@ -90,7 +92,7 @@ class Entry:
     device: int
     out_shape: tuple[int, int, int, int]
     ops: tuple
-    pad: DriverLaunch | None  # None: the caller's input is read in place
+    pad: object | None  # the padding launch; None: the caller's input is read in place
     scratch: tuple[tuple[str, int], ...]  # (buffer, offset in the workspace)
     workspace_bytes: int
     fixed: dict[str, int]  # pointers of the plan's own inputs (a zero bias)
@@ -109,9 +111,12 @@ def build_entry(
     compiler: Compiler,
     limits: DeviceLimits,
     directory: str,
+    launcher: str = DEFAULT_LAUNCHER,
 ) -> Entry:
-    """Compile (or read from the cache), load and prepare the chosen plan for a call's shape;
-    NoFit when it cannot launch on the device, CompileError when it does not compile."""
+    """Compile (or read from the cache), load and prepare the chosen plan for a call's shape
+    (its launches made by `launcher`, a key of LAUNCHERS); NoFit when it cannot launch on the
+    device, CompileError when it does not compile."""
+    launch_op, copy_op = LAUNCHERS[launcher]
     problem = choice.problem
     plan = family.plan(problem, choice.config)
     compiled = compiler.compile(plan)
@@ -133,7 +138,7 @@ def build_entry(
     pad = None
     offset = 0
     if call.padding or call.H != problem.input_size:
-        pad = pad_launch(call, problem, compiler, limits, directory)
+        pad = pad_launch(call, problem, compiler, limits, directory, launch_op)
         offset = _aligned(FLOAT_BYTES * _count(problem.input_shape))
     scratch = []
     for name, _ in plan.scratch:
@@ -143,10 +148,10 @@ def build_entry(
         offset = 0
 
     def launches(part):
-        return [DriverLaunch(functions[launch.kernel], launch) for launch in part]
+        return [launch_op(functions[launch.kernel], launch) for launch in part]
 
     copies = [
-        DriverCopy(module.get_global(symbol).ptr, buffer, sizes[buffer])
+        copy_op(module.get_global(symbol).ptr, buffer, sizes[buffer])
         for symbol, buffer in plan.constants
     ]
     ops = [
@@ -170,8 +175,13 @@ def build_entry(
 
 
 def pad_launch(
-    call: Call, problem: ConvProblem, compiler: Compiler, limits: DeviceLimits, directory: str
-) -> DriverLaunch:
+    call: Call,
+    problem: ConvProblem,
+    compiler: Compiler,
+    limits: DeviceLimits,
+    directory: str,
+    launch_op=None,
+):
     """The padding launch: the caller's (B, C, H, W) input (buffer "x_caller") into the
     (B, C, S, S) input the plan reads ("x", the workspace's first region), S = (N - 1) *
     stride + K, zeros around (and an unused tail dropped)."""
@@ -184,7 +194,9 @@ def pad_launch(
     total = call.B * call.C * side * side
     grid = (max(1, min(cdiv(total, PAD_BLOCK), 32 * limits.SM_COUNT)), 1, 1)
     args = ("x_caller", "x", call.B * call.C, call.H, call.W, side, call.padding)
-    return DriverLaunch(fn, Launch("pad_nchw", grid, (PAD_BLOCK, 1, 1), args))
+    return (launch_op or LAUNCHERS[DEFAULT_LAUNCHER][0])(
+        fn, Launch("pad_nchw", grid, (PAD_BLOCK, 1, 1), args)
+    )
 
 
 def _single(value):

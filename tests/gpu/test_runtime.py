@@ -78,11 +78,16 @@ def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("cubins")
 
 
-def make_runtime(database, cache, families=None, budget=3):
+def make_runtime(database, cache, families=None, budget=3, launcher="cupy"):
     from autotune.runtime import Runtime
 
     return Runtime(
-        database, families=families, cache_dir=cache, tune_budget=budget, tune_timing=QUICK
+        database,
+        families=families,
+        cache_dir=cache,
+        tune_budget=budget,
+        tune_timing=QUICK,
+        launcher=launcher,
     )
 
 
@@ -170,10 +175,27 @@ def test_cupy_arrays_and_the_callers_stream(tuned, cache):
     assert rel_error(torch.from_dlpack(y), x, w, shape) <= TOLERANCE
 
 
-def test_calls_from_another_thread(tuned, cache):
+def test_the_driver_launcher_matches_float64(tuned, cache):
+    """The same plans launched through cuLaunchKernel (every family, padding, conversions)."""
+    failed = []
+    for family in [None, *CONV2D]:
+        rt = make_runtime(tuned[0], cache, [family] if family else None, launcher="driver")
+        rng = random.Random(7 + len(family or ""))
+        for i in range(3):
+            shape = random_shape(rng, channels=1 if family == "chen_special" else None)
+            try:
+                failed.append(check(rt, shape, 200 + i, "nearest"))
+            except LookupMiss:
+                pass  # a shape this family does not compute
+    failed = [f for f in failed if f]
+    assert not failed, "\n".join(failed)
+
+
+@pytest.mark.parametrize("launcher", ["cupy", "driver"])
+def test_calls_from_another_thread(tuned, cache, launcher):
     import threading
 
-    rt = make_runtime(tuned[0], cache)
+    rt = make_runtime(tuned[0], cache, launcher=launcher)
     shape = dict(B=2, C=8, H=19, F=16, K=3, stride=1, padding=2)
     x, w = inputs(shape, 12)
     out = {}
