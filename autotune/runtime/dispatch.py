@@ -91,6 +91,8 @@ class Runtime:
         if torch is not None and isinstance(x, torch.Tensor):
             return self._torch(torch, x, w, stride, padding, on_miss)
         if hasattr(x, "__dlpack__") and hasattr(w, "__dlpack__"):
+            if _dlpack_device(x) != CUDA_DLPACK or _dlpack_device(w) != CUDA_DLPACK:
+                raise CallError("x and w must be on a CUDA device")
             return self._cupy(cp.from_dlpack(x), cp.from_dlpack(w), stride, padding, on_miss)
         raise CallError(
             f"x must be a CuPy array, a PyTorch tensor or a DLPack producer, not {type(x).__name__}"
@@ -301,6 +303,14 @@ def _compile_or_none(compiler: Compiler):
             return None  # the call will try the next choice
 
     return compile_one
+
+
+CUDA_DLPACK = 2  # kDLCUDA
+
+
+def _dlpack_device(array) -> int:
+    device = getattr(array, "__dlpack_device__", None)
+    return int(device()[0]) if device is not None else -1
 
 
 def _torch_stream(torch, device: int) -> int:
