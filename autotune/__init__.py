@@ -18,3 +18,15 @@ def package_path(package: str, *parts: str) -> Path:
     if not isinstance(root, Path):
         raise RuntimeError(f"{package} is not installed as files on disk ({root!r})")
     return root.joinpath(*parts)
+
+
+def __getattr__(name: str):
+    """`autotune.conv2d` and `autotune.Conv2d` (the runtime), imported on first use: importing
+    the package loads neither CuPy's runtime nor PyTorch."""
+    if name in ("conv2d", "Conv2d"):
+        import autotune.runtime
+
+        value = getattr(autotune.runtime, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

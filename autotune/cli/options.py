@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from autotune.families import UnknownFamily, UnsupportedProblem
-from autotune.gpu.compiler import CompilerUnavailable
+from autotune.gpu.compiler import DEFAULT_CACHE, CompilerUnavailable
 from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.shapes import shape_set_names
@@ -21,7 +21,6 @@ from autotune.strategies import StrategyUnavailable, UnknownStrategy
 
 DEFAULT_STORAGE = "results/autotune.db"
 DEFAULT_BUDGET = 12
-DEFAULT_CACHE = Path.home() / ".cache" / "autotune" / "cubins"
 SHAPE_METAVAR = (
     "N=..,K=..,C=..,F=..[,B=..,stride=..] | M=..,N=..,K=.. | D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=.."
 )

@@ -28,6 +28,8 @@ from autotune.model.space import Value
 
 DEFAULT_OPTIONS = ("-std=c++17", "-Xptxas=-v", "--fmad=true")
 ELF_MAGIC = b"\x7fELF"  # every cubin is an ELF file
+# Where the commands and the runtime keep compiled cubins between processes.
+DEFAULT_CACHE = Path.home() / ".cache" / "autotune" / "cubins"
 
 
 class CompileError(RuntimeError):

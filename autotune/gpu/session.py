@@ -5,8 +5,6 @@ Runs inside the evaluator's worker process; nothing else in the package imports 
 
 from __future__ import annotations
 
-import hashlib
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -15,6 +13,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from autotune.families.plan import Buffers, KernelPlan, Launch
+from autotune.gpu.launch import (
+    CUDA_ATTR,
+    bind,
+    device_limits,
+    device_name,
+    load_module,
+    opt_in_shared_memory,
+    prepare,
+)
 from autotune.gpu.timing import TimingPolicy, flush_bytes
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
@@ -43,19 +50,6 @@ STICKY_ERRORS = (
     "LAUNCHTIMEOUT",
     "ECCUNCORRECTABLE",
 )
-
-
-# cudaDeviceAttr values (driver_types.h), stable across CUDA versions.
-CUDA_ATTR = {
-    "MaxThreadsPerBlock": 1,
-    "MaxSharedMemoryPerBlock": 8,
-    "TotalConstantMemory": 9,
-    "WarpSize": 10,
-    "MaxRegistersPerBlock": 12,
-    "MultiProcessorCount": 16,
-    "MaxSharedMemoryPerBlockOptin": 97,
-    "L2CacheSize": 38,
-}
 
 
 class StickyCudaError(RuntimeError):
@@ -158,7 +152,7 @@ class GpuSession:
 
     def info(self) -> DeviceInfo:
         props = cp.cuda.runtime.getDeviceProperties(self.device.id)
-        name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+        name = device_name(self.device.id)
         driver = cp.cuda.runtime.driverGetVersion()
         runtime = cp.cuda.runtime.runtimeGetVersion()
         clock_khz = props.get("clockRate", 0) or self._attribute("ClockRate")
@@ -180,18 +174,7 @@ class GpuSession:
             return 0
 
     def limits(self) -> DeviceLimits:
-        # Asked attribute by attribute: the cudaDeviceProp struct changed in CUDA 13 (fields
-        # removed), the attribute enum values did not.
-        attr = self._attribute_code
-        return DeviceLimits(
-            MAX_THREADS=attr(CUDA_ATTR["MaxThreadsPerBlock"]),
-            SMEM_PER_BLOCK=attr(CUDA_ATTR["MaxSharedMemoryPerBlock"]),
-            SMEM_PER_BLOCK_OPTIN=attr(CUDA_ATTR["MaxSharedMemoryPerBlockOptin"]),
-            CONST_BYTES=attr(CUDA_ATTR["TotalConstantMemory"]),
-            REGS_PER_BLOCK=attr(CUDA_ATTR["MaxRegistersPerBlock"]),
-            WARP_SIZE=attr(CUDA_ATTR["WarpSize"]),
-            SM_COUNT=attr(CUDA_ATTR["MultiProcessorCount"]),
-        )
+        return device_limits(self.device.id)
 
     # -- one configuration -----------------------------------------------------------------
 
@@ -221,10 +204,8 @@ class GpuSession:
 
     def _evaluate(self, job: Job) -> Measurement:
         plan = job.plan
-        module, functions = _load_module(job.cubin, plan.entries, self._tmp.name, keep=False)
-        for launch in plan.all_launches:
-            if launch.smem_bytes > 48 * 1024:
-                functions[launch.kernel].max_dynamic_shared_size_bytes = launch.smem_bytes
+        module, functions = load_module(job.cubin, plan.entries, self._tmp.name, keep=False)
+        opt_in_shared_memory(functions, plan.all_launches)
 
         check = job.check
         arrays = self.fresh_inputs(check.buffers, check.seed)
@@ -257,7 +238,7 @@ class GpuSession:
 
     def load(self, cubin: bytes, entries: tuple[str, ...]) -> dict[str, object]:
         """Entry functions of a cubin (kept loaded until the next load)."""
-        self._loaded = _load_module(cubin, entries, self._tmp.name, keep=False)
+        self._loaded = load_module(cubin, entries, self._tmp.name, keep=False)
         return self._loaded[1]
 
     def fresh_inputs(self, buffers: Buffers, seed: int) -> dict[str, object]:
@@ -269,12 +250,7 @@ class GpuSession:
         return arrays
 
     def runner(self, launches: tuple[Launch, ...], functions, arrays):
-        calls = []
-        for launch in launches:
-            args = tuple(arrays[a] if isinstance(a, str) else np.int32(a) for a in launch.args)
-            calls.append(
-                (functions[launch.kernel], launch.grid, launch.block, args, launch.smem_bytes)
-            )
+        calls = bind(prepare(launches, functions), arrays)
 
         def run() -> None:
             for fn, grid, block, args, smem in calls:
@@ -293,7 +269,7 @@ class GpuSession:
     def check_outputs(self, check: Check, arrays: dict[str, object]) -> float:
         loaded = self._reference_modules.get(check.reference_key)
         if loaded is None:
-            loaded = _load_module(
+            loaded = load_module(
                 check.reference_cubin, check.reference_plan.entries, self._tmp.name, keep=True
             )
             self._reference_modules[check.reference_key] = loaded
@@ -361,17 +337,3 @@ class GpuSession:
 
     def _attribute_code(self, code: int) -> int:
         return int(cp.cuda.runtime.deviceGetAttribute(code, self.device.id))
-
-
-def _load_module(cubin: bytes, entries: tuple[str, ...], directory: str, keep: bool):
-    """Load a cubin; returns the module and its entry functions. RawModule loads from a path,
-    lazily, so the file goes only after the functions are fetched (unless kept for reuse)."""
-    path = os.path.join(directory, hashlib.sha256(cubin).hexdigest()[:24] + ".cubin")
-    if not os.path.exists(path):
-        with open(path, "wb") as fh:
-            fh.write(cubin)
-    module = cp.RawModule(path=path)
-    functions = {name: module.get_function(name) for name in entries}
-    if not keep:
-        os.unlink(path)
-    return module, functions

@@ -131,6 +131,9 @@ ALLOWED = {
     "reports": {"model", "store", "families"},
     "export": {"model", "store", "families", "replay"},
     "tuning": {"model", "families", "strategies", "gpu", "store", "replay"},
+    # The runtime API: its lookup reads the store; dispatch launches through the GPU side and
+    # tunes a miss through the tuner.
+    "runtime": {"model", "families", "strategies", "gpu", "store", "tuning"},
     "cli": {
         "model",
         "families",
@@ -140,10 +143,21 @@ ALLOWED = {
         "replay",
         "reports",
         "tuning",
+        "runtime",
         "bench",
         "export",
     },
-    "bench": {"model", "families", "strategies", "gpu", "store", "replay", "reports", "tuning"},
+    "bench": {
+        "model",
+        "families",
+        "strategies",
+        "gpu",
+        "store",
+        "replay",
+        "reports",
+        "tuning",
+        "runtime",
+    },
 }
 
 

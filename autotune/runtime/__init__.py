@@ -1,0 +1,30 @@
+"""Using the tuned kernels at run time: `conv2d` dispatches each shape to its stored best plan.
+
+`lookup` (which stored configuration serves a shape) needs no GPU; `dispatch` (loading and
+launching, CuPy's runtime) and `torch_layer` (the `Conv2d` module) are imported on first use,
+so that importing this package loads neither CuPy's runtime nor PyTorch.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "conv2d": "autotune.runtime.dispatch",
+    "runtime": "autotune.runtime.dispatch",
+    "Runtime": "autotune.runtime.dispatch",
+    "CallError": "autotune.runtime.dispatch",
+    "Conv2d": "autotune.runtime.torch_layer",
+    "LookupMiss": "autotune.runtime.lookup",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["CallError", "Conv2d", "LookupMiss", "Runtime", "conv2d", "runtime"]

@@ -1,0 +1,360 @@
+"""The runtime: run the stored plan for a shape on the caller's arrays, on the caller's stream.
+
+Per shape, once per process: the lookup (lookup.py) picks a configuration, the compiler gives
+its cubin (from the disk cache when it holds it), the module is loaded and the launches are
+prepared. Per call: the arguments are checked, the output allocated by the caller's framework,
+scratch taken from a per-stream workspace, and the prepared launches queued on the caller's
+current stream. Nothing waits for the GPU.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+import cupy as cp
+import numpy as np
+
+from autotune.families import FAMILIES, Family, get_family
+from autotune.gpu.compiler import DEFAULT_CACHE, CompileError, Compiler
+from autotune.gpu.launch import (
+    LAUNCHERS,
+    DriverError,
+    device_arch,
+    device_limits,
+    device_name,
+)
+from autotune.model.problem import ConvProblem
+from autotune.model.records import TIMING_PROTOCOL
+from autotune.model.space import DeviceLimits
+from autotune.runtime.lookup import (
+    MISS_POLICIES,
+    Catalogue,
+    Choice,
+    LookupMiss,
+    resolve,
+)
+from autotune.runtime.plans import DEFAULT_LAUNCHER, Call, CallError, Entry, NoFit, build_entry
+
+# The commands' default database (cli/options.py), relative to the working directory.
+DEFAULT_DATABASE = "results/autotune.db"
+# Evaluations per family when a shape is tuned on a miss: local search with transfer reaches
+# about 0.98 of the optimum at 10 on the recorded spaces (README, strategies).
+DEFAULT_TUNE_BUDGET = 10
+
+
+class Runtime:
+    """Dispatch state of one process for one results database: the device's catalogue of
+    stored bests, compiled modules and prepared plans per shape, workspaces per stream."""
+
+    def __init__(
+        self,
+        database: str = DEFAULT_DATABASE,
+        *,
+        families: Iterable[str] | None = None,
+        cache_dir: Path | None = DEFAULT_CACHE,
+        tune_budget: int = DEFAULT_TUNE_BUDGET,
+        tune_timing=None,
+        protocol: int = TIMING_PROTOCOL,
+        launcher: str = DEFAULT_LAUNCHER,
+    ) -> None:
+        if launcher not in LAUNCHERS:
+            raise CallError(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
+        self.launcher = launcher
+        self.database = str(database)
+        names = list(families) if families is not None else list(FAMILIES)
+        self.families: dict[str, Family] = {n: get_family(n) for n in names}
+        self.cache_dir = cache_dir
+        self.tune_budget = tune_budget
+        self.tune_timing = tune_timing
+        self.protocol = protocol
+        self._store = None
+        self._catalogues: dict[int, Catalogue] = {}
+        self._limits: dict[int, DeviceLimits] = {}
+        self._compilers: dict[str, Compiler] = {}
+        self._entries: dict[tuple, Entry] = {}  # by the call's shape, as Call's fields
+        self._workspaces: dict[tuple[int, int], object] = {}
+        self._lock = threading.RLock()
+        self._tmp = tempfile.TemporaryDirectory(prefix="autotune-runtime-")
+
+    # -- the call ------------------------------------------------------------------------------
+
+    def conv2d(self, x, w, stride: int = 1, padding: int = 0, on_miss: str = "nearest"):
+        """y = conv2d(x, w): FP32 NCHW input, FCKK filters, NFHW output of the caller's kind
+        (a CuPy array for CuPy or any other DLPack producer, a tensor for PyTorch)."""
+        if x.__class__ is cp.ndarray:
+            return self._cupy(x, w, stride, padding, on_miss)
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(x, torch.Tensor):
+            return self._torch(torch, x, w, stride, padding, on_miss)
+        if hasattr(x, "__dlpack__") and hasattr(w, "__dlpack__"):
+            if _dlpack_device(x) != CUDA_DLPACK or _dlpack_device(w) != CUDA_DLPACK:
+                raise CallError("x and w must be on a CUDA device")
+            return self._cupy(cp.from_dlpack(x), cp.from_dlpack(w), stride, padding, on_miss)
+        raise CallError(
+            f"x must be a CuPy array, a PyTorch tensor or a DLPack producer, not {type(x).__name__}"
+        )
+
+    def _torch(self, torch, x, w, stride, padding, on_miss):
+        if x.dtype is not torch.float32 or w.dtype is not torch.float32:
+            raise CallError(f"x and w must be float32, got {x.dtype} and {w.dtype}")
+        device = x.get_device()  # -1 on the CPU
+        if device < 0 or w.get_device() != device:
+            raise CallError(f"x and w must be on one CUDA device, got {x.device} and {w.device}")
+        if x.dim() != 4 or w.dim() != 4:
+            raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
+        if not x.is_contiguous():
+            x = x.contiguous()
+        if not w.is_contiguous():
+            w = w.contiguous()
+        entry = self._entry(device, x.shape, w.shape, stride, padding, on_miss)
+        y = x.new_empty(entry.out_shape)
+        self._launch(entry, x.data_ptr(), w.data_ptr(), y.data_ptr(), _torch_stream(torch, device))
+        return y
+
+    def _cupy(self, x, w, stride, padding, on_miss):
+        if x.dtype != np.float32 or w.dtype != np.float32:
+            raise CallError(f"x and w must be float32, got {x.dtype} and {w.dtype}")
+        if x.ndim != 4 or w.ndim != 4:
+            raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
+        device = x.device.id
+        if w.device.id != device:
+            raise CallError(f"x and w must be on one device, got {device} and {w.device.id}")
+        x, w = cp.ascontiguousarray(x), cp.ascontiguousarray(w)
+        entry = self._entry(device, x.shape, w.shape, stride, padding, on_miss)
+        stream = cp.cuda.get_current_stream().ptr
+        with cp.cuda.Device(device):
+            y = cp.empty(entry.out_shape, dtype=cp.float32)
+        self._launch(entry, x.data.ptr, w.data.ptr, y.data.ptr, stream)
+        return y
+
+    def _entry(self, device: int, x_shape, w_shape, stride, padding, on_miss) -> Entry:
+        if on_miss not in MISS_POLICIES:
+            raise CallError(f"on_miss must be one of {', '.join(MISS_POLICIES)}, not {on_miss!r}")
+        key = (device, *x_shape, *w_shape, stride, padding)
+        entry = self._entries.get(key)
+        if entry is not None and (entry.choice.exact or on_miss == "nearest"):
+            return entry
+        if len(key) != 11:
+            raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
+        return self._resolve(key, on_miss)
+
+    def _launch(self, entry: Entry, x: int, w: int, y: int, stream: int) -> None:
+        if entry.device != cp.cuda.runtime.getDevice():
+            with cp.cuda.Device(entry.device):
+                return self._launch(entry, x, w, y, stream)
+        ptrs = {"x": x, "w": w, "y": y}
+        if entry.fixed:
+            ptrs.update(entry.fixed)
+        if entry.workspace_bytes:
+            base = self._workspace(entry.device, stream, entry.workspace_bytes)
+            for name, offset in entry.scratch:
+                ptrs[name] = base + offset
+            if entry.pad is not None:
+                ptrs["x_caller"] = x
+                ptrs["x"] = base  # the padded input is the workspace's first region
+        with entry.lock:
+            try:
+                for op in entry.ops:
+                    op(ptrs, stream)
+            except DriverError as err:
+                # A thread whose first CUDA work this is may have no current context yet: the
+                # first operation fails and nothing is queued; bind the device's, once.
+                if "INVALID_CONTEXT" not in str(err) or entry.ops[0] is not op:
+                    raise
+                cp.cuda.runtime.setDevice(entry.device)
+                for op in entry.ops:
+                    op(ptrs, stream)
+        return None
+
+    def _workspace(self, device: int, stream: int, nbytes: int) -> int:
+        """A buffer of at least nbytes kept per (device, stream): calls on one stream run in
+        order, so they share it. A larger one replaces it once the stream has finished with
+        the old one (a wait only when a call needs more than any before it on that stream)."""
+        held = self._workspaces.get((device, stream))
+        if held is None or held.mem.size < nbytes:
+            if held is not None:
+                cp.cuda.runtime.streamSynchronize(stream)
+            held = cp.cuda.alloc(nbytes)
+            self._workspaces[(device, stream)] = held
+        return held.ptr
+
+    # -- preparing a shape ---------------------------------------------------------------------
+
+    def _resolve(self, key: tuple, on_miss: str) -> Entry:
+        call = Call.of(key)
+        if not isinstance(call.stride, int) or not isinstance(call.padding, int):
+            raise CallError("stride and padding must be integers")
+        if call.stride < 1 or call.padding < 0:
+            raise CallError(
+                f"stride must be >= 1 and padding >= 0, got {call.stride}, {call.padding}"
+            )
+        with self._lock, cp.cuda.Device(call.device):
+            problem = call.problem()
+            catalogue, found = resolve(
+                self.catalogue(call.device),
+                problem,
+                self.limits(call.device),
+                on_miss,
+                lambda p: self._tune(p, call.device),
+            )
+            why = []
+            for choice in found:
+                try:
+                    entry = build_entry(
+                        choice,
+                        call,
+                        self.families[choice.family],
+                        self.compiler(call.device),
+                        self.limits(call.device),
+                        self._tmp.name,
+                        self.launcher,
+                    )
+                except (CompileError, NoFit) as err:
+                    why.append(f"{choice.family}: {str(err).splitlines()[0][:200]}")
+                    continue
+                self._entries[key] = entry
+                return entry
+            reason = catalogue.miss_reason(problem, on_miss)
+            raise LookupMiss(reason + (f" ({'; '.join(why)})" if why else ""))
+
+    # -- per device ----------------------------------------------------------------------------
+
+    def store(self):
+        if self._store is None:
+            from autotune.store import Store
+
+            self._store = Store(self.database, protocol=self.protocol)
+        return self._store
+
+    def catalogue(self, device: int, reload: bool = False) -> Catalogue:
+        if reload or device not in self._catalogues:
+            self._catalogues[device] = Catalogue.from_store(
+                self.store(), device_name(device), self.protocol, self.families
+            )
+        return self._catalogues[device]
+
+    def limits(self, device: int) -> DeviceLimits:
+        if device not in self._limits:
+            self._limits[device] = device_limits(device)
+        return self._limits[device]
+
+    def compiler(self, device: int) -> Compiler:
+        arch = device_arch(device)
+        if arch not in self._compilers:
+            self._compilers[arch] = Compiler(arch=arch, cache_dir=self.cache_dir)
+        return self._compilers[arch]
+
+    def _tune(self, problem: ConvProblem, device: int) -> Catalogue:
+        """Tune `problem` now with the runtime's small budget per family and store it; the
+        catalogue read again."""
+        from autotune.runtime.tune import tune_shape
+
+        tune_shape(
+            self.database,
+            problem,
+            self.families,
+            self.tune_budget,
+            device,
+            self.cache_dir,
+            self.tune_timing,
+        )
+        return self.catalogue(device, reload=True)
+
+    def compile_ahead(
+        self, problems: Iterable[ConvProblem], device: int = 0, processes: int | None = None
+    ) -> int:
+        """Compile the plans these problems will run (their first choice) in parallel NVRTC
+        processes into the disk cache, so that their first calls only load them. Returns how
+        many plans were compiled or found cached."""
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+
+        with cp.cuda.Device(device):
+            catalogue, limits = self.catalogue(device), self.limits(device)
+            compiler = self.compiler(device)
+        plans = []
+        for problem in problems:
+            choice = next(catalogue.candidates(problem, limits), None)
+            if choice is not None:
+                plans.append(self.families[choice.family].plan(problem, choice.config))
+        jobs = max(1, processes or os.cpu_count() or 1)
+        compiler.start_pool(jobs)
+        try:
+            with ThreadPoolExecutor(jobs) as pool:
+                done = list(pool.map(_compile_or_none(compiler), plans))
+        finally:
+            compiler.stop_pool()
+        return sum(d is not None for d in done)
+
+    def prepared(self) -> dict[Call, Choice]:
+        """What each shape called so far runs."""
+        return {Call(*key): entry.choice for key, entry in self._entries.items()}
+
+
+def _compile_or_none(compiler: Compiler):
+    def compile_one(plan):
+        try:
+            return compiler.compile(plan)
+        except CompileError:
+            return None  # the call will try the next choice
+
+    return compile_one
+
+
+CUDA_DLPACK = 2  # kDLCUDA
+
+
+def _dlpack_device(array) -> int:
+    device = getattr(array, "__dlpack_device__", None)
+    return int(device()[0]) if device is not None else -1
+
+
+def _torch_stream(torch, device: int) -> int:
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+_RUNTIMES: dict[str, Runtime] = {}
+
+
+def runtime(database: str | None = None) -> Runtime:
+    """The process's runtime for a database (the default one when None)."""
+    key = DEFAULT_DATABASE if database is None else str(database)
+    found = _RUNTIMES.get(key)
+    if found is None:
+        found = _RUNTIMES[key] = Runtime(key)
+    return found
+
+
+def conv2d(x, w, stride: int = 1, padding: int = 0, *, on_miss: str = "nearest", database=None):
+    """2D convolution (cross-correlation, as PyTorch's conv2d) by the fastest stored kernel.
+
+    x: (B, C, H, W) float32, w: (F, C, K, K) float32, CuPy arrays or PyTorch tensors on one GPU
+    (contiguous, or copied to be); returns (B, F, N, N) of the same kind, queued on the caller's
+    current stream. `padding` zeros on every side (a pre-padded input with padding=0 is used in
+    place). `on_miss` for a shape with nothing stored: "nearest" (the nearest stored shape's
+    best, made valid), "tune" (tune it now and store it) or "error" (LookupMiss).
+    `database`: the results database (SQLite path or SQLAlchemy URL); results/autotune.db when
+    None.
+    """
+    rt = _RUNTIMES.get(DEFAULT_DATABASE if database is None else database)
+    if rt is None:
+        rt = runtime(database)
+    return rt.conv2d(x, w, stride, padding, on_miss)
+
+
+__all__ = [
+    "DEFAULT_DATABASE",
+    "MISS_POLICIES",
+    "Call",
+    "CallError",
+    "Runtime",
+    "conv2d",
+    "runtime",
+]

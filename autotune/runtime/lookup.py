@@ -1,0 +1,293 @@
+"""The plan lookup: which stored configuration of which family serves a shape (no GPU needed).
+
+From the store only: the fastest verified configuration of any family for this device and shape
+under the current timing protocol, or, for a shape with nothing stored, the best configuration
+of the nearest stored shape's fastest family, made valid for this shape as the transfer strategy
+makes its seeds valid (the nearest valid configuration in the space's coordinates).
+
+Stored times count the timed run only. A plan that also converts layouts on every call
+(maxdnn's CHWN setup and finish) or copies a buffer into constant memory does that work outside
+the timed region, so candidates are ranked by their stored time plus that work priced at the
+device's measured copy bandwidth (a ceiling the store keeps); without that ceiling, a plan with
+conversions ranks after every plan without.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+
+from autotune.families import FAMILIES, Family, UnsupportedProblem
+from autotune.families.plan import KernelPlan
+from autotune.model.problem import ConvProblem, ProblemError, problem_from_dict
+from autotune.model.records import TIMING_PROTOCOL
+from autotune.model.space import BoundSpace, Config, DeviceLimits
+from autotune.strategies.local import Coordinates
+from autotune.strategies.transfer import shape_distance
+
+# The buffers a runtime call has: the input, the filters and the output. A family may declare
+# one more input, a per-filter bias (smem_channels), which the runtime passes as zeros.
+CALL_BUFFERS = {"x", "w", "y"}
+ZERO_INPUTS = {"bias"}
+# What one extra operation on the stream costs at least, besides its bytes (a launch or a copy
+# queued behind the previous one).
+OPERATION_MS = 0.002
+FLOAT_BYTES = 4
+
+
+MISS_POLICIES = ("nearest", "tune", "error")
+
+
+class LookupMiss(LookupError):
+    """Nothing stored can serve the shape (the message says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """A configuration chosen for a problem, and what it was measured as."""
+
+    family: str
+    config: Config
+    problem: ConvProblem  # the problem it serves
+    measured_on: str  # the key of the problem it was measured on
+    time_ms: float  # its stored median there (protocol `TIMING_PROTOCOL`)
+    untimed_ms: float  # per-call work outside the timed region, estimated (0 without any)
+
+    @property
+    def exact(self) -> bool:
+        """Measured on this very shape (not borrowed from the nearest one)."""
+        return self.measured_on == self.problem.key
+
+    @property
+    def expected_ms(self) -> float:
+        return self.time_ms + self.untimed_ms
+
+
+def untimed_bytes(family: Family, problem: ConvProblem, plan: KernelPlan) -> int:
+    """Bytes the plan moves outside its timed launches on every call: each buffer a setup or
+    finish launch touches read or written once, each constant copied (read and written)."""
+    sizes = {name: _elements(shape) for name, shape in family.buffers(problem).inputs}
+    sizes.update({name: _elements(shape) for name, shape in family.buffers(problem).outputs})
+    sizes.update({name: _elements(shape) for name, shape in plan.scratch})
+    total = 0
+    for launch in (*plan.setup, *plan.finish):
+        total += sum(sizes.get(a, 0) for a in dict.fromkeys(launch.args) if isinstance(a, str))
+    total += sum(2 * sizes.get(buffer, 0) for _, buffer in plan.constants)
+    return FLOAT_BYTES * total
+
+
+def untimed_ms(
+    family: Family, problem: ConvProblem, plan: KernelPlan, copy_gbps: float | None
+) -> float:
+    operations = len(plan.setup) + len(plan.finish) + len(plan.constants)
+    if not operations:
+        return 0.0
+    if not copy_gbps:
+        return math.inf if plan.setup or plan.finish else operations * OPERATION_MS
+    seconds = untimed_bytes(family, problem, plan) / (copy_gbps * 1e9)
+    return seconds * 1e3 + operations * OPERATION_MS
+
+
+def callable_family(family: Family, problem: ConvProblem) -> str | None:
+    """Why the runtime cannot call this family for `problem`, or None when it can."""
+    if family.problem_type is not ConvProblem:
+        return f"{family.name} computes {family.problem_type.__name__}, not a 2D convolution"
+    try:
+        family.check(problem)
+    except UnsupportedProblem as err:
+        return str(err)
+    buffers = family.buffers(problem)
+    names = {name for name, _ in (*buffers.inputs, *buffers.outputs)}
+    extra = names - CALL_BUFFERS
+    if not CALL_BUFFERS <= names or not extra <= ZERO_INPUTS:
+        return f"{family.name} takes buffers {sorted(names)}, not x, w -> y"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """One stored best: a family's fastest verified configuration of one shape."""
+
+    family: str
+    config: Config
+    time_ms: float
+
+
+class Catalogue:
+    """A device's stored best configurations of 2D convolutions under one timing protocol,
+    read from the store once; `candidates` answers per shape from memory (binding a space only for
+    a shape with nothing stored)."""
+
+    def __init__(
+        self,
+        rows: Iterable[tuple[ConvProblem, Stored]],
+        copy_gbps: float | None = None,
+        families: Mapping[str, Family] | None = None,
+    ) -> None:
+        self.families = dict(FAMILIES if families is None else families)
+        self.copy_gbps = copy_gbps
+        self.problems: dict[str, ConvProblem] = {}
+        self.best: dict[str, list[Stored]] = {}
+        for problem, stored in rows:
+            if stored.family not in self.families:
+                continue
+            self.problems[problem.key] = problem
+            self.best.setdefault(problem.key, []).append(stored)
+
+    @classmethod
+    def from_store(
+        cls,
+        store,
+        device: str,
+        protocol: int = TIMING_PROTOCOL,
+        families: Mapping[str, Family] | None = None,
+    ) -> Catalogue:
+        """What `store` holds for `device` (its name, as the store files it) and `protocol`."""
+        frame = store.best(device=device, kind="conv2d", protocol=protocol)
+        rows = []
+        for family, shape, config, time_ms in zip(
+            frame["family"], frame["shape"], frame["config"], frame["time_ms"], strict=True
+        ):
+            try:
+                values = json.loads(shape) if isinstance(shape, str) else shape
+                problem = problem_from_dict(values, "conv2d")
+            except (ProblemError, TypeError, ValueError):
+                continue  # a row this version cannot read serves nothing
+            rows.append((problem, Stored(family, Config.from_json(config), float(time_ms))))
+        ceilings = store.ceilings(device=device, protocol=protocol)
+        copy = ceilings[ceilings["name"] == "copy_bandwidth"]["value"]
+        return cls(rows, float(copy.iloc[0]) if len(copy) else None, families)
+
+    # -- one shape ---------------------------------------------------------------------------
+
+    def stored(self, problem: ConvProblem) -> list[Choice]:
+        """Every stored best of this very shape that the runtime can call, fastest first."""
+        choices = []
+        for s in self.best.get(problem.key, []):
+            choice = self._choice(s, problem, problem)
+            if choice is not None:
+                choices.append(choice)
+        return sorted(choices, key=_rank)
+
+    def nearest(self, problem: ConvProblem, limits: DeviceLimits) -> Iterator[Choice]:
+        """For a shape with nothing stored: the other stored shapes nearest first (log-shape
+        distance, as the transfer strategy); at each, its families fastest first, each one's
+        best configuration made valid for `problem` (skipped where none is)."""
+        others = sorted(
+            (shape_distance(problem, p), key) for key, p in self.problems.items()
+            if key != problem.key
+        )  # fmt: skip
+        spaces: dict[str, Coordinates | None] = {}
+        for distance, key in others:
+            if not math.isfinite(distance):
+                continue
+            neighbour = self.problems[key]
+            for choice in sorted(self._at(neighbour), key=_rank):
+                family = self.families[choice.family]
+                if family.name not in spaces:
+                    spaces[family.name] = _coordinates(family, problem, limits)
+                coords = spaces[family.name]
+                if coords is None:
+                    continue
+                near = coords.nearest(family.complete(choice.config))
+                if near is None:
+                    continue
+                made = self._choice(Stored(family.name, near, choice.time_ms), problem, neighbour)
+                if made is not None:
+                    yield made
+
+    def candidates(
+        self, problem: ConvProblem, limits: DeviceLimits, nearest: bool = True
+    ) -> Iterator[Choice]:
+        """Every choice in order of preference: this shape's stored bests, then (with
+        `nearest`, and only when none is stored) the made-valid bests of the nearest shapes. A
+        caller tries them in turn until one compiles and fits the device."""
+        stored = self.stored(problem)
+        yield from stored
+        if nearest and not stored:
+            yield from self.nearest(problem, limits)
+
+    def miss_reason(self, problem: ConvProblem, on_miss: str) -> str:
+        if problem.key in self.best:
+            return f"no stored configuration of {problem.key} can be called at run time"
+        if on_miss == "tune":
+            return f"tuning {problem.key} stored no verified configuration"
+        if not self.problems:
+            return "the store holds no verified 2D convolution for this device and protocol"
+        if on_miss == "error":
+            return f"nothing stored for {problem.key} (on_miss='error')"
+        return f"no stored shape's configuration can be made valid for {problem.key}"
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _at(self, measured: ConvProblem) -> list[Choice]:
+        """The stored bests of a shape, as choices for that shape (their rank there)."""
+        out = []
+        for s in self.best.get(measured.key, []):
+            choice = self._choice(s, measured, measured)
+            if choice is not None:
+                out.append(choice)
+        return out
+
+    def _choice(self, s: Stored, problem: ConvProblem, measured: ConvProblem) -> Choice | None:
+        family = self.families[s.family]
+        if callable_family(family, problem) is not None:
+            return None
+        config = family.complete(s.config)
+        try:
+            plan = family.plan(problem, config)
+        except (KeyError, ValueError):
+            return None  # a config this version's family no longer reads
+        extra = untimed_ms(family, problem, plan, self.copy_gbps)
+        return Choice(family.name, config, problem, measured.key, s.time_ms, extra)
+
+
+def resolve(
+    catalogue: Catalogue,
+    problem: ConvProblem,
+    limits: DeviceLimits,
+    on_miss: str,
+    tune: Callable[[ConvProblem], Catalogue] | None = None,
+) -> tuple[Catalogue, Iterator[Choice]]:
+    """The miss policies. A shape with stored bests gets them whatever the policy. Else
+    "nearest" gets the nearest shapes' bests made valid, "error" nothing, and "tune" calls
+    `tune(problem)` (which tunes and stores it, and returns the catalogue read again), then
+    gets what is stored now. Returns the catalogue in use and the choices, best first; no
+    choice is a LookupMiss for the caller, whose reason catalogue.miss_reason gives."""
+    if on_miss not in MISS_POLICIES:
+        raise ValueError(f"on_miss must be one of {', '.join(MISS_POLICIES)}, not {on_miss!r}")
+    if on_miss == "tune" and not catalogue.stored(problem):
+        if tune is None:
+            raise ValueError("on_miss='tune' needs a way to tune")
+        catalogue = tune(problem)
+    return catalogue, catalogue.candidates(problem, limits, nearest=on_miss == "nearest")
+
+
+def _rank(choice: Choice) -> tuple[float, str]:
+    return (choice.expected_ms, choice.family)
+
+
+def _coordinates(family: Family, problem: ConvProblem, limits: DeviceLimits) -> Coordinates | None:
+    if callable_family(family, problem) is not None:
+        return None
+    space: BoundSpace = family.load_space().bind(problem.fields(), limits)
+    return Coordinates(space) if len(space) else None
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)
+
+
+__all__ = [
+    "Catalogue",
+    "Choice",
+    "LookupMiss",
+    "MISS_POLICIES",
+    "Stored",
+    "callable_family",
+    "resolve",
+    "untimed_bytes",
+    "untimed_ms",
+]

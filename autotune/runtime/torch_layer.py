@@ -1,0 +1,95 @@
+"""`autotune.Conv2d`: a drop-in forward-only layer for PyTorch models, dispatching like conv2d."""
+
+from __future__ import annotations
+
+import torch
+
+from autotune.runtime.dispatch import Runtime, runtime
+
+
+def _square(value, what: str) -> int:
+    if isinstance(value, tuple | list):
+        if len(value) != 2 or value[0] != value[1]:
+            raise ValueError(f"autotune.Conv2d takes a square {what}, got {tuple(value)}")
+        value = value[0]
+    return int(value)
+
+
+class Conv2d(torch.nn.Module):
+    """Like torch.nn.Conv2d (square kernel, stride and padding; zero padding; no groups or
+    dilation), computed by the fastest stored kernel for each input shape. Forward only: the
+    weight and bias are parameters without gradients, and an input that requires a gradient
+    while autograd records is refused (the kernels have no backward pass). The bias, when
+    there is one, is added by PyTorch after the convolution."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size,
+        stride=1,
+        padding=0,
+        bias: bool = True,
+        *,
+        on_miss: str = "nearest",
+        database: str | None = None,
+        runtime_: Runtime | None = None,
+        device=None,
+    ) -> None:
+        super().__init__()
+        # The same initialisation as torch.nn.Conv2d's, by construction.
+        like = torch.nn.Conv2d(
+            in_channels,
+            out_channels,
+            _square(kernel_size, "kernel"),
+            bias=bias,
+            device=device,
+            dtype=torch.float32,
+        )
+        self._adopt(like.weight.detach(), None if like.bias is None else like.bias.detach())
+        self.stride = _square(stride, "stride")
+        self.padding = _square(padding, "padding")
+        self.on_miss = on_miss
+        self._runtime = runtime_ or runtime(database)
+
+    def _adopt(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
+        self.weight = torch.nn.Parameter(weight.float().contiguous(), requires_grad=False)
+        self.bias = None if bias is None else torch.nn.Parameter(bias.float(), requires_grad=False)
+
+    @classmethod
+    def from_torch(cls, conv: torch.nn.Conv2d, **kwargs) -> Conv2d:
+        """The same layer (its weights copied by reference) run by autotune."""
+        if conv.groups != 1 or _square(conv.dilation, "dilation") != 1:
+            raise ValueError("autotune.Conv2d has no groups or dilation")
+        if conv.padding_mode != "zeros" or isinstance(conv.padding, str):
+            raise ValueError("autotune.Conv2d pads with zeros by a number of pixels")
+        layer = cls(
+            conv.in_channels,
+            conv.out_channels,
+            conv.kernel_size,
+            conv.stride,
+            conv.padding,
+            bias=conv.bias is not None,
+            device=conv.weight.device,
+            **kwargs,
+        )
+        layer._adopt(conv.weight.detach(), None if conv.bias is None else conv.bias.detach())
+        return layer
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.requires_grad and torch.is_grad_enabled():
+            raise RuntimeError(
+                "autotune.Conv2d is forward only: run it under torch.no_grad() or "
+                "torch.inference_mode(), or on an input that does not require a gradient"
+            )
+        y = self._runtime.conv2d(x, self.weight, self.stride, self.padding, self.on_miss)
+        if self.bias is not None:
+            y.add_(self.bias.view(1, -1, 1, 1))
+        return y
+
+    def extra_repr(self) -> str:
+        f, c, k, _ = self.weight.shape
+        return (
+            f"{c}, {f}, kernel_size={k}, stride={self.stride}, padding={self.padding}, "
+            f"bias={self.bias is not None}, on_miss={self.on_miss!r}"
+        )

@@ -1,0 +1,49 @@
+"""A runtime call's shape as the problem its plan computes: padding, stride, refusals (no GPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("cupy")
+
+from autotune.model.problem import ConvProblem  # noqa: E402
+from autotune.runtime.plans import Call, CallError  # noqa: E402
+
+
+def call(B=2, C=3, H=20, F=4, K=3, stride=1, padding=0, W=None, Cw=None, KW=None):
+    return Call.of(
+        (0, B, C, H, H if W is None else W, F, C if Cw is None else Cw, K,
+         K if KW is None else KW, stride, padding)
+    )  # fmt: skip
+
+
+def test_padding_and_stride_give_pytorchs_output_size():
+    # PyTorch: N = (H + 2p - K) // s + 1; the plan reads a (N - 1) * s + K input.
+    assert call(H=20, K=3, padding=1).problem() == ConvProblem(N=20, K=3, C=3, F=4, B=2)
+    p = call(H=224, K=11, stride=4, padding=2).problem()
+    assert (p.N, p.input_size) == (55, 227)
+    # A tail no window reaches is dropped: 8 + 0 - 3 = 5, stride 2 -> N = 3 over a side of 7.
+    p = call(H=8, K=3, stride=2).problem()
+    assert (p.N, p.input_size) == (3, 7)
+
+
+def test_pytorch_pairs_and_numpy_integers_are_read_as_ints():
+    import numpy as np
+
+    c = Call.of((0, 1, 3, 9, 9, 2, 3, 3, 3, (2, 2), np.int64(1)))
+    assert (c.stride, c.padding) == (2, 1)
+    assert type(c.padding) is int
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(W=19), "square"),
+        (dict(KW=5), "square"),
+        (dict(Cw=5), "channels"),
+        (dict(H=2, K=5), "larger than the padded image"),
+    ],
+)
+def test_calls_the_kernels_cannot_serve_are_refused(kwargs, message):
+    with pytest.raises(CallError, match=message):
+        call(**kwargs).problem()

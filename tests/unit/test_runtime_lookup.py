@@ -1,0 +1,215 @@
+"""The runtime's plan lookup and miss policies, on a synthetic store (no GPU)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from autotune.families import FAMILIES
+from autotune.model.problem import ConvProblem
+from autotune.model.records import DeviceInfo, Measurement, Status
+from autotune.model.space import ARCH_LIMITS, Config
+from autotune.runtime.lookup import (
+    Catalogue,
+    callable_family,
+    resolve,
+    untimed_bytes,
+    untimed_ms,
+)
+from autotune.store import Store
+
+DEVICE = "Synthetic GPU"
+LIMITS = ARCH_LIMITS["sm_90"]
+A = ConvProblem(N=32, K=3, C=64, F=64)
+A_FAR = ConvProblem(N=256, K=7, C=256, F=256)
+NEW = ConvProblem(N=30, K=3, C=60, F=64)  # nearest to A
+LAYER = ConvProblem(N=13, K=3, C=256, F=256, B=128)
+
+
+def space(family: str, problem: ConvProblem):
+    return FAMILIES[family].load_space().bind(problem.fields(), LIMITS)
+
+
+def config_of(family: str, problem: ConvProblem, index: int = 0) -> Config:
+    return space(family, problem).configs[index]
+
+
+class Synthetic:
+    """A store with one synthetic device and whatever the test records on it."""
+
+    def __init__(self, path, copy_gbps: float | None = 3000.0) -> None:
+        self.store = Store(str(path))
+        self.device_id = self.store.register_device(
+            DeviceInfo(name=DEVICE, compute_capability="9.0", sm_count=132)
+        )
+        self.run_id = self.store.start_run(self.device_id, "test", {})
+        if copy_gbps:
+            self.store.record_ceiling(self.device_id, "copy_bandwidth", copy_gbps, "GB/s", "")
+
+    def record(self, family, problem, config, time_ms, status=Status.OK, protocol=None):
+        m = Measurement(status, time_ms=time_ms, samples_ms=(time_ms,), error="")
+        if protocol is not None:
+            m = Measurement(status, time_ms=time_ms, samples_ms=(time_ms,), protocol=protocol)
+        self.store.record(self.run_id, self.device_id, family, problem, config, m, problem.flops)
+
+    def catalogue(self, **kwargs) -> Catalogue:
+        return Catalogue.from_store(self.store, DEVICE, **kwargs)
+
+
+@pytest.fixture
+def synthetic(tmp_path):
+    return Synthetic(tmp_path / "runtime.db")
+
+
+def test_the_fastest_verified_family_of_the_shape_is_chosen(synthetic):
+    synthetic.record("implicit_gemm", A, config_of("implicit_gemm", A), 0.020)
+    synthetic.record("chen_general", A, config_of("chen_general", A), 0.015)
+    synthetic.record("chen_general", A, config_of("chen_general", A, 1), 0.030)
+    # A wrong result is never a best, however fast.
+    synthetic.record("direct_naive", A, config_of("direct_naive", A), 0.001, Status.WRONG_RESULT)
+    choices = synthetic.catalogue().stored(A)
+    assert [(c.family, c.time_ms) for c in choices] == [
+        ("chen_general", 0.015),
+        ("implicit_gemm", 0.020),
+    ]
+    best = choices[0]
+    assert best.exact and best.config == config_of("chen_general", A)
+    assert best.untimed_ms == 0.0
+
+
+def test_measurements_of_another_protocol_or_device_are_not_read(synthetic, tmp_path):
+    synthetic.record("chen_general", A, config_of("chen_general", A), 0.015, protocol=1)
+    other = synthetic.store.register_device(
+        DeviceInfo(name="Other GPU", compute_capability="8.0", sm_count=108)
+    )
+    run = synthetic.store.start_run(other, "test", {})
+    m = Measurement(Status.OK, time_ms=0.01, samples_ms=(0.01,))
+    synthetic.store.record(run, other, "implicit_gemm", A, config_of("implicit_gemm", A), m, 1)
+    catalogue = synthetic.catalogue()
+    assert catalogue.stored(A) == []
+    assert list(resolve(catalogue, A, LIMITS, "nearest")[1]) == []
+    assert "no verified" in catalogue.miss_reason(A, "nearest")
+
+
+def test_a_family_that_converts_layouts_pays_for_it_at_the_copy_bandwidth(synthetic):
+    maxdnn = FAMILIES["maxdnn"]
+    config = config_of("maxdnn", LAYER)
+    plan = maxdnn.plan(LAYER, config)
+    # x and its CHWN copy, w and its transpose, the offsets, y and its FHWN copy, the offsets
+    # copied into constant memory.
+    moved = untimed_bytes(maxdnn, LAYER, plan)
+    x_bytes = 4 * math.prod(LAYER.input_shape)
+    y_bytes = 4 * math.prod(LAYER.output_shape)
+    assert moved > 2 * (x_bytes + y_bytes)
+    cost = untimed_ms(maxdnn, LAYER, plan, 3000.0)
+    assert cost == pytest.approx(moved / 3e12 * 1e3 + 5 * 0.002)
+    # maxdnn faster by less than its conversions: implicit_gemm serves the shape.
+    synthetic.record("maxdnn", LAYER, config, 0.50)
+    synthetic.record("implicit_gemm", LAYER, config_of("implicit_gemm", LAYER), 0.50 + cost / 2)
+    assert synthetic.catalogue().stored(LAYER)[0].family == "implicit_gemm"
+    # Faster by more: maxdnn, conversions and all.
+    synthetic.record("chen_general", LAYER, config_of("chen_general", LAYER), 0.50 + 2 * cost)
+    synthetic.store.forget("implicit_gemm")
+    assert synthetic.catalogue().stored(LAYER)[0].family == "maxdnn"
+
+
+def test_without_a_copy_bandwidth_a_converting_family_ranks_last(tmp_path):
+    synthetic = Synthetic(tmp_path / "bare.db", copy_gbps=None)
+    synthetic.record("maxdnn", LAYER, config_of("maxdnn", LAYER), 0.1)
+    synthetic.record("implicit_gemm", LAYER, config_of("implicit_gemm", LAYER), 9.0)
+    families = [c.family for c in synthetic.catalogue().stored(LAYER)]
+    assert families == ["implicit_gemm", "maxdnn"]
+
+
+def test_a_miss_takes_the_nearest_shapes_fastest_family_made_valid(synthetic):
+    synthetic.record("chen_general", A, config_of("chen_general", A, 3), 0.015)
+    synthetic.record("implicit_gemm", A, config_of("implicit_gemm", A), 0.020)
+    synthetic.record("implicit_gemm", A_FAR, config_of("implicit_gemm", A_FAR), 1.0)
+    catalogue = synthetic.catalogue()
+    assert catalogue.stored(NEW) == []
+    _, found = resolve(catalogue, NEW, LIMITS, "nearest")
+    choice = next(found)
+    assert (choice.family, choice.measured_on, choice.exact) == ("chen_general", A.key, False)
+    assert choice.problem == NEW
+    assert space("chen_general", NEW).is_valid(choice.config)
+    # The nearest valid config of the neighbour's best (itself, when it is valid here).
+    stored = config_of("chen_general", A, 3)
+    if space("chen_general", NEW).is_valid(stored):
+        assert choice.config == stored
+    # Then the neighbour's other families, then farther shapes.
+    rest = [(c.family, c.measured_on) for c in found]
+    assert rest[0] == ("implicit_gemm", A.key)
+    assert ("implicit_gemm", A_FAR.key) in rest
+
+
+def test_error_and_nearest_policies_on_a_miss(synthetic):
+    synthetic.record("chen_general", A, config_of("chen_general", A), 0.015)
+    catalogue = synthetic.catalogue()
+    _, found = resolve(catalogue, NEW, LIMITS, "error")
+    assert list(found) == []
+    assert "on_miss='error'" in catalogue.miss_reason(NEW, "error")
+    # A stored shape is served under every policy, and tuning is never asked for.
+    for policy in ("nearest", "tune", "error"):
+        _, found = resolve(catalogue, A, LIMITS, policy, tune=pytest.fail)
+        assert next(found).exact
+    with pytest.raises(ValueError, match="on_miss"):
+        resolve(catalogue, A, LIMITS, "guess")
+
+
+def test_tune_policy_tunes_the_missing_shape_then_serves_what_it_stored(synthetic):
+    synthetic.record("chen_general", A, config_of("chen_general", A), 0.015)
+    tuned = []
+
+    def tune(problem):
+        tuned.append(problem)
+        synthetic.record("implicit_gemm", problem, config_of("implicit_gemm", problem, 2), 0.5)
+        synthetic.record("chen_general", problem, config_of("chen_general", problem, 1), 0.4)
+        return synthetic.catalogue()
+
+    catalogue, found = resolve(synthetic.catalogue(), NEW, LIMITS, "tune", tune)
+    assert tuned == [NEW]
+    choices = list(found)
+    assert [(c.family, c.exact) for c in choices] == [
+        ("chen_general", True),
+        ("implicit_gemm", True),
+    ]
+    assert choices[0].config == config_of("chen_general", NEW, 1)
+    # Read again, the store serves it without tuning.
+    _, found = resolve(catalogue, NEW, LIMITS, "tune", tune=pytest.fail)
+    assert next(found).family == "chen_general"
+
+
+def test_tuning_that_stores_nothing_verified_is_a_miss(synthetic):
+    def tune(problem):
+        config = config_of("chen_general", problem)
+        synthetic.record("chen_general", problem, config, 0.1, Status.WRONG_RESULT)
+        return synthetic.catalogue()
+
+    catalogue, found = resolve(synthetic.catalogue(), NEW, LIMITS, "tune", tune)
+    assert list(found) == []
+    assert "stored no verified" in catalogue.miss_reason(NEW, "tune")
+
+
+def test_an_empty_store_is_a_miss_for_every_policy(synthetic):
+    catalogue = synthetic.catalogue()
+    for policy in ("nearest", "error"):
+        assert list(resolve(catalogue, NEW, LIMITS, policy)[1]) == []
+    assert "no verified" in catalogue.miss_reason(NEW, "nearest")
+
+
+def test_which_families_the_runtime_can_call():
+    assert callable_family(FAMILIES["implicit_gemm"], A) is None
+    assert callable_family(FAMILIES["smem_channels"], A) is None  # its bias is passed as zeros
+    assert callable_family(FAMILIES["maxdnn"], LAYER) is None  # converts its layouts per call
+    assert callable_family(FAMILIES["chen_special"], A) is not None  # C = 1 only
+    assert callable_family(FAMILIES["chen_special"], ConvProblem(N=64, K=3, C=1, F=4)) is None
+    assert "not a 2D convolution" in callable_family(FAMILIES["conv3d"], A)
+    assert "not a 2D convolution" in callable_family(FAMILIES["sgemm"], A)
+
+
+def test_a_family_left_out_of_the_runtime_is_never_chosen(synthetic):
+    synthetic.record("chen_general", A, config_of("chen_general", A), 0.015)
+    synthetic.record("implicit_gemm", A, config_of("implicit_gemm", A), 0.020)
+    only = {"implicit_gemm": FAMILIES["implicit_gemm"]}
+    assert [c.family for c in synthetic.catalogue(families=only).stored(A)] == ["implicit_gemm"]
