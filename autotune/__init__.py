@@ -18,3 +18,13 @@ def package_path(package: str, *parts: str) -> Path:
     if not isinstance(root, Path):
         raise RuntimeError(f"{package} is not installed as files on disk ({root!r})")
     return root.joinpath(*parts)
+
+
+def __getattr__(name: str):
+    # `from autotune import tune_kernel`, without importing the tuner on `import autotune`
+    # (every room imports package_path from here).
+    if name == "tune_kernel":
+        from autotune.tuning.kt_api import tune_kernel
+
+        return tune_kernel
+    raise AttributeError(f"module 'autotune' has no attribute {name!r}")
