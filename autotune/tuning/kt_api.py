@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune import __version__
-from autotune.families.given import GivenKernel
+from autotune.families.given import GivenKernel, GivenKernelError
 from autotune.gpu.compiler import DEFAULT_OPTIONS, Compiler
 from autotune.gpu.given import GivenCheck, takes_atol, write_arguments
 from autotune.gpu.timing import TimingPolicy
@@ -163,7 +163,10 @@ def _tune(request: KernelRequest, evaluator: Evaluator, storage, cubins, started
         arguments=len(request.arguments),
         tolerance=request.atol,
     )
-    family.plan(None, space.configs[0])  # a launch expression that cannot work fails here, once
+    try:  # a launch value that cannot be computed fails here, once, before any GPU work
+        family.plan(None, space.configs[0])
+    except GivenKernelError as err:
+        raise TuneKernelError(f"tune_kernel: {err}") from None
     timing = TimingPolicy(min_repeats=request.iterations)
     data, digest = write_arguments(root, request.arguments, request.answer, request.cmem_args)
     family.given_check = GivenCheck(

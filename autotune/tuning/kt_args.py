@@ -200,7 +200,7 @@ def _problem_size(size: Any) -> Any:
         raise TuneKernelError("tune_kernel: problem_size must be 1 to 3 integers or expressions")
     for item in items:
         if isinstance(item, str):
-            Expression(item)  # a malformed expression fails here, before any GPU work
+            _expression(item, "problem_size")  # malformed text fails here, before any GPU work
         elif isinstance(item, bool) or not isinstance(item, int | np.integer) or item < 1:
             raise TuneKernelError(f"tune_kernel: problem_size entry {item!r} is not a positive int")
     return tuple(int(i) if isinstance(i, np.integer) else i for i in items)
@@ -315,10 +315,17 @@ def _metrics(metrics: Any) -> dict | None:
         raise TuneKernelError("tune_kernel: metrics must be a dict of names to text or functions")
     for name, metric in metrics.items():
         if isinstance(metric, str):
-            Expression(metric)
+            _expression(metric, f"metrics[{name!r}]")
         elif not callable(metric):
             raise TuneKernelError(f"tune_kernel: metrics[{name!r}] must be text or a function")
     return dict(metrics)
+
+
+def _expression(text: str, what: str) -> Expression:
+    try:
+        return Expression(text)
+    except SpaceError as err:
+        raise TuneKernelError(f"tune_kernel: {what}: {err}".replace("constraint ", "")) from None
 
 
 def _cache(cache: Any) -> Path | None:
