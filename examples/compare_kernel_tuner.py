@@ -101,11 +101,15 @@ def main() -> None:
         fevals = int(rest[0]) if rest else None
         script = EXAMPLES / name / f"{name}.py"
         for tool in ("kernel_tuner", "autotune"):
-            row = run(script, tool, strategy, fevals)
+            try:
+                row = run(script, tool, strategy, fevals)
+            except Exception as err:  # one tool failing still leaves the other's row
+                row = {"script": name, "tool": tool, "strategy": strategy, "error": repr(err)}
             print(row, flush=True)
             rows.append(row)
     with open(out / "tune_kernel.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        fields = list(dict.fromkeys(k for r in rows for k in r))
+        writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
     lines = [
@@ -114,6 +118,11 @@ def main() -> None:
         "|" + "---|" * 10,
     ]
     for r in rows:
+        if "error" in r:
+            lines.append(
+                f"| {r['script']} | {r['tool']} | {r['strategy']} | failed: {r['error']} |"
+            )
+            continue
         lines.append(
             f"| {r['script']} | {r['tool']} | {r['strategy']} | {r['max_fevals']} | "
             f"{r['evaluations']} | {r['valid']} | {r['wall_s']} | {r['evals_per_min']} | "
