@@ -186,6 +186,39 @@ def _tune(request: KernelRequest, evaluator: Evaluator, storage, cubins, started
         options += (f"-I{request.include_dir}",)
     compiler = Compiler(arch=arch, cache_dir=cubins, options=options)
     store = Store(storage)
+    try:
+        return _run(
+            request,
+            info,
+            family,
+            space,
+            problem,
+            compiler,
+            store,
+            evaluator,
+            processes,
+            timing,
+            storage,
+            started,
+        )
+    finally:
+        store.close()  # its last connection: SQLite folds the write-ahead log into the file
+
+
+def _run(
+    request,
+    info,
+    family,
+    space,
+    problem,
+    compiler,
+    store,
+    evaluator,
+    processes,
+    timing,
+    storage,
+    started,
+):
     new: dict[str, dict] = {}
 
     def progress(p) -> None:

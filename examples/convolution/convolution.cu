@@ -21,9 +21,13 @@ __global__ void convolution_kernel(float *output, const float *input, const floa
     const int row0 = blockIdx.y * OUT_ROWS;
     const int col0 = blockIdx.x * OUT_COLS;
 
+    // A block width that does not divide the image leaves the last blocks partly outside it:
+    // they stage zeros there and write nothing there (Kernel Tuner's original does neither, so
+    // those widths write into the next row; its example gives no answer that would show it).
     for (int r = threadIdx.y; r < IN_ROWS; r += block_size_y) {
         for (int c = threadIdx.x; c < IN_COLS; c += block_size_x) {
-            staged[r][c] = input[(row0 + r) * INPUT_W + col0 + c];
+            const bool inside = row0 + r < IMAGE_H + FILTER_H - 1 && col0 + c < INPUT_W;
+            staged[r][c] = inside ? input[(row0 + r) * INPUT_W + col0 + c] : 0.0f;
         }
     }
     __syncthreads();
@@ -58,7 +62,9 @@ __global__ void convolution_kernel(float *output, const float *input, const floa
         for (int tx = 0; tx < tile_size_x; tx++) {
             const int row = row0 + threadIdx.y + ty * block_size_y;
             const int col = col0 + threadIdx.x + tx * block_size_x;
-            output[row * IMAGE_W + col] = acc[ty][tx];
+            if (row < IMAGE_H && col < IMAGE_W) {
+                output[row * IMAGE_W + col] = acc[ty][tx];
+            }
         }
     }
 }
