@@ -63,8 +63,9 @@ def test_convolution_example_matches_the_answer():
         rows = r["block_size_y"] * r["tile_size_y"] + 16
         cols = r["block_size_x"] * r["tile_size_x"] + 16
         fits = rows * cols * 4 <= 48 * 1024  # static shared memory of the staged tile
-        # Checked, then timed (SLOW: stopped early, over 4x the best so far), or not compiled.
-        assert (r["status"] in ("OK", "SLOW")) == fits, r
+        # Checked, then timed (SLOW: stopped early, over 4x the best so far), or refused before
+        # it runs (too much shared memory to compile, too many registers for its block).
+        assert r["status"] in (("OK", "SLOW", "RESOURCES") if fits else ("COMPILE_ERROR",)), r
     assert any(r["status"] == "OK" for r in results)
 
 
