@@ -65,7 +65,7 @@ def test_convolution_example_matches_the_answer():
         fits = rows * cols * 4 <= 48 * 1024  # static shared memory of the staged tile
         # Checked, then timed (SLOW: stopped early, over 4x the best so far), or refused before
         # it runs (too much shared memory to compile, too many registers for its block).
-        assert r["status"] in (("OK", "SLOW", "RESOURCES") if fits else ("COMPILE_ERROR",)), r
+        assert r["status"] in (("OK", "SLOW") if fits else ("COMPILE_ERROR",)) + ("RESOURCES",), r
     assert any(r["status"] == "OK" for r in results)
 
 
