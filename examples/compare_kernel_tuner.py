@@ -5,12 +5,12 @@ evaluations per minute and best time.
     HOME=$(mktemp -d) python examples/compare_kernel_tuner.py OUTDIR \
         vector_add:brute_force convolution:random_sample:100
 
-Each SCRIPT:STRATEGY[:MAX_FEVALS] runs examples/SCRIPT/SCRIPT.py twice: as written (autotune)
-and with its import line changed to `from kernel_tuner import tune_kernel` (the one change a
-Kernel Tuner user makes, in reverse). Only the tune_kernel call is timed (the script's own
-set-up, its answer included, is not). A fresh HOME keeps both compilers' disk caches cold; the
-results database is OUTDIR/autotune.db (the scripts write results/autotune.db under the working
-directory, which is OUTDIR/work). Writes OUTDIR/tune_kernel.csv and OUTDIR/tune_kernel.md.
+Each SCRIPT:STRATEGY[:MAX_FEVALS[:TIME_LIMIT_S]] runs examples/SCRIPT/SCRIPT.py twice: as
+written (autotune) and with its import line changed to `from kernel_tuner import tune_kernel`
+(the one change a Kernel Tuner user makes, in reverse). Only the tune_kernel call is timed (the
+script's own set-up, its answer included, is not). A fresh HOME keeps both compilers' disk
+caches cold; the results database is OUTDIR/autotune.db (the scripts write results/autotune.db
+under the working directory, which is OUTDIR/work). Writes OUTDIR/tune_kernel.csv and .md.
 """
 
 import csv
@@ -40,7 +40,7 @@ def load(script: Path, tool: str):
     return module
 
 
-def run(script: Path, tool: str, strategy: str, fevals: int | None) -> dict:
+def run(script: Path, tool: str, strategy: str, fevals: int | None, limit: float | None) -> dict:
     module = load(script, tool)
     inner = module.tune_kernel
     clock = {}
@@ -53,7 +53,9 @@ def run(script: Path, tool: str, strategy: str, fevals: int | None) -> dict:
             clock["s"] = time.perf_counter() - start
 
     module.tune_kernel = timed
-    options = {"max_fevals": fevals} if fevals else None
+    options = {"max_fevals": fevals} if fevals else {}
+    if limit:
+        options["time_limit"] = limit
     results, env = module.tune(strategy, options)
     ok = [r for r in results if isinstance(r.get("time"), float)]
     if tool == "autotune":
@@ -65,6 +67,7 @@ def run(script: Path, tool: str, strategy: str, fevals: int | None) -> dict:
         "tool": tool,
         "strategy": strategy,
         "max_fevals": fevals or "",
+        "time_limit_s": limit or "",
         "evaluations": len(results),
         "valid": len(ok),
         "wall_s": round(clock["s"], 2),
@@ -99,11 +102,12 @@ def main() -> None:
     rows = []
     for item in sys.argv[2:]:
         name, strategy, *rest = item.split(":")
-        fevals = int(rest[0]) if rest else None
+        fevals = int(rest[0]) if rest and rest[0] else None
+        limit = float(rest[1]) if len(rest) > 1 else None
         script = EXAMPLES / name / f"{name}.py"
         for tool in ("kernel_tuner", "autotune"):
             try:
-                row = run(script, tool, strategy, fevals)
+                row = run(script, tool, strategy, fevals, limit)
             except Exception as err:  # one tool failing still leaves the other's row
                 row = {"script": name, "tool": tool, "strategy": strategy, "error": repr(err)}
             print(row, flush=True)
