@@ -269,8 +269,9 @@ class RecordedProblem:
 class KernelProblem:
     """A user's kernel tuned through tune_kernel: Kernel Tuner's problem_size as X, Y, Z (0 for a
     dimension given as an expression of the tunables, written out in `args`) and the signature of
-    its arguments (dtype and shape of each, constant and dynamic shared memory), so that another
-    size or another argument list is another study. No known work (GFlop/s shows 0)."""
+    its arguments (dtype and shape of each, constant and dynamic shared memory) with digests of
+    the source and compiler options, so that another size, argument list or kernel text is
+    another study. No known work (GFlop/s shows 0)."""
 
     X: int
     Y: int = 1

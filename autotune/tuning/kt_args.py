@@ -7,6 +7,7 @@ problem size, grid divisors, defines, metrics) goes through the whitelisted expr
 
 from __future__ import annotations
 
+import hashlib
 import math
 import pickle
 import re
@@ -466,8 +467,12 @@ def evaluate_metric(metric: Any, values: Mapping[str, Any]) -> Any:
 
 def signature(request: KernelRequest) -> str:
     """The arguments' dtypes and shapes (scalars with their values), the constant and shared
-    memory and a problem size that depends on tunables: what makes this another study."""
-    parts = []
+    memory, a problem size that depends on tunables, and digests of the source and the compiler
+    options: what makes this another study. An edited kernel is a new study, never resumed from
+    measurements of the old one (Triton's autotuner keys its cache on the source likewise)."""
+    parts = [f"source={_digest(request.source_text)}"]
+    if request.compiler_options:
+        parts.append(f"options={_digest(' '.join(request.compiler_options))}")
     for arg in request.arguments:
         if isinstance(arg, np.ndarray):
             parts.append(f"{arg.dtype}[{'x'.join(map(str, arg.shape))}]")
@@ -486,6 +491,10 @@ def fixed_sizes(request: KernelRequest) -> tuple[int, int, int]:
     """X, Y, Z of the study's key: the problem size, 0 where it depends on the tunables."""
     sizes = [s if isinstance(s, int) else 0 for s in _sizes(request.problem_size)]
     return tuple((sizes + [1, 1, 1])[:3])  # type: ignore[return-value]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def _sizes(size: Any) -> tuple:

@@ -150,7 +150,11 @@ def test_threads_per_block_are_limited_like_kernel_tuners():
 
 def test_arguments_answer_and_signature(tmp_path):
     request = check_request(args(answer=[np.ones(100, np.float32), None, None]))
-    assert signature(request) == "float32[100],float32[100],int32=100"
+    text = signature(request)
+    assert text.startswith("source=") and text.endswith(",float32[100],float32[100],int32=100")
+    # Another kernel text, or other compiler options, is another study.
+    assert signature(check_request(args(kernel_source=SOURCE + "\n"))) != text
+    assert signature(check_request(args(compiler_options=["-use_fast_math"]))) != text
     path, digest = write_arguments(tmp_path, request.arguments, request.answer, {})
     with np.load(path) as npz:
         assert set(npz.files) == {"arg0", "arg1", "arg2", "answer0"}
