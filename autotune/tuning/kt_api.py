@@ -30,16 +30,8 @@ from autotune.model.records import TIMING_PROTOCOL, Status
 from autotune.replay.kt_cache import kt_cache
 from autotune.replay.recording import Outcome, RecordedStudy
 from autotune.store import Store
-from autotune.tuning.kt_args import (
-    KernelRequest,
-    TuneKernelError,
-    bind_space,
-    budget,
-    check_request,
-    evaluate_metric,
-    fixed_sizes,
-    signature,
-)
+from autotune.tuning.kt_args import KernelRequest, TuneKernelError, budget, check_request
+from autotune.tuning.kt_space import bind_space, evaluate_metric, fixed_sizes, signature
 from autotune.tuning.studies import Study
 from autotune.tuning.tuner import Tuner
 

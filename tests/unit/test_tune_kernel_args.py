@@ -11,16 +11,8 @@ from autotune.gpu.given import takes_atol, write_arguments
 from autotune.model.problem import KernelProblem
 from autotune.model.space import Config, DeviceLimits
 from autotune.tuning.kt_api import tune_kernel
-from autotune.tuning.kt_args import (
-    UNSUPPORTED,
-    TuneKernelError,
-    bind_space,
-    budget,
-    check_request,
-    evaluate_metric,
-    fixed_sizes,
-    signature,
-)
+from autotune.tuning.kt_args import UNSUPPORTED, TuneKernelError, budget, check_request
+from autotune.tuning.kt_space import bind_space, evaluate_metric, fixed_sizes, signature
 
 SOURCE = "__global__ void k(float *y, const float *x, int n) { }\n"
 
