@@ -21,12 +21,17 @@ def package_path(package: str, *parts: str) -> Path:
 
 
 def __getattr__(name: str):
-    """`autotune.conv2d` and `autotune.Conv2d` (the runtime), imported on first use: importing
-    the package loads neither CuPy's runtime nor PyTorch."""
+    """`autotune.conv2d`, `autotune.Conv2d` (the runtime) and `autotune.tune_kernel`, imported on
+    first use: importing the package loads neither CuPy's runtime, PyTorch nor the tuner (every
+    room imports package_path from here)."""
     if name in ("conv2d", "Conv2d"):
         import autotune.runtime
 
         value = getattr(autotune.runtime, name)
         globals()[name] = value
         return value
+    if name == "tune_kernel":
+        from autotune.tuning.kt_api import tune_kernel
+
+        return tune_kernel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

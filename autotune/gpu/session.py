@@ -70,6 +70,21 @@ class Check:
     timing: TimingPolicy
     seed: int
 
+    def arrays(self, session: GpuSession, plan: KernelPlan) -> dict[str, object]:
+        """The run's device arrays: fresh random inputs; outputs and scratch poisoned with NaN,
+        so that whatever the plan leaves unwritten shows."""
+        arrays = session.fresh_inputs(self.buffers, self.seed)
+        for name, shape in (*self.buffers.outputs, *plan.scratch):
+            arrays[name] = cp.full(shape, np.nan, dtype=cp.float32)
+        return arrays
+
+    def verdict(
+        self, session: GpuSession, arrays: dict[str, object]
+    ) -> tuple[Measurement | None, float | None]:
+        """(WRONG_RESULT or None, the relative L2 error) of the checked run's outputs."""
+        rel_error = session.check_outputs(self, arrays)
+        return self.wrong(rel_error), float(rel_error)
+
     def wrong(self, rel_error: float) -> Measurement | None:
         """WRONG_RESULT when the outputs miss the tolerance (or are not finite), else None."""
         if np.isfinite(rel_error) and rel_error <= self.tolerance:
@@ -207,11 +222,8 @@ class GpuSession:
         module, functions = load_module(job.cubin, plan.entries, self._tmp.name, keep=False)
         opt_in_shared_memory(functions, plan.all_launches)
 
-        check = job.check
-        arrays = self.fresh_inputs(check.buffers, check.seed)
-        # Outputs and scratch poisoned: whatever the plan leaves unwritten shows as NaN.
-        for name, shape in (*check.buffers.outputs, *plan.scratch):
-            arrays[name] = cp.full(shape, np.nan, dtype=cp.float32)
+        check = job.check  # a Check, or a tune_kernel's GivenCheck (gpu/given.py)
+        arrays = check.arrays(self, plan)
         # Untimed, declared: layout conversion, tables; then constants, which may copy a table
         # that setup computed into a scratch buffer (same stream, so in order).
         self.runner(plan.setup, functions, arrays)()
@@ -225,16 +237,15 @@ class GpuSession:
         self.runner(plan.finish, functions, arrays)()
         self.sync()
 
-        rel_error = self.check_outputs(check, arrays)
-        wrong = check.wrong(rel_error)
+        wrong, rel_error = check.verdict(self, arrays)
         if wrong is not None:
             return wrong
         samples = self.time_runs(run, check.timing, job.best_ms)
         stop = check.timing.early_stop
         if stop is not None and stop.stops(samples, job.best_ms):
-            m = Measurement.from_samples(samples, rel_error=float(rel_error))
+            m = Measurement.from_samples(samples, rel_error=rel_error)
             return replace(m, status=Status.SLOW, error=stop.reason(samples, job.best_ms))
-        return Measurement.from_samples(samples, rel_error=float(rel_error))
+        return Measurement.from_samples(samples, rel_error=rel_error)
 
     def load(self, cubin: bytes, entries: tuple[str, ...]) -> dict[str, object]:
         """Entry functions of a cubin (kept loaded until the next load)."""

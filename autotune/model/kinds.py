@@ -29,13 +29,16 @@ GEMM = KindSpec("gemm", ("M", "N", "K"), ("M", "N", "K"), ("M", "N", "K"), libra
 CONV3D = KindSpec("conv3d", *(("D", "R", "Cc", "Kd", "Kr", "Kc"),) * 3)
 # A space recorded elsewhere (a Kernel Tuner cache): Kernel Tuner's problem_size, no library.
 RECORDED = KindSpec("recorded", ("X", "Y", "Z"), ("X",), ("X", "Y", "Z"))
+# Any kernel tuned through tune_kernel: Kernel Tuner's problem_size, the arguments' signature in
+# the key (not a field: it is text), no library.
+KERNEL = KindSpec("kernel", ("X", "Y", "Z"), ("X",), ("X", "Y", "Z"))
 
-KIND_SPECS: dict[str, KindSpec] = {k.name: k for k in (CONV2D, GEMM, CONV3D, RECORDED)}
+KIND_SPECS: dict[str, KindSpec] = {k.name: k for k in (CONV2D, GEMM, CONV3D, RECORDED, KERNEL)}
 LIBRARY_LABELS = {"cudnn": "cuDNN", "cublas": "cuBLAS"}
 
 
 def library_of(kind: str) -> str | None:
-    """The baseline library of a kind (cudnn, cublas), or None (conv3d, recorded: none)."""
+    """The baseline library of a kind (cudnn, cublas), or None (conv3d, recorded, kernel: none)."""
     spec = KIND_SPECS.get(kind)
     return spec.library if spec else None
 

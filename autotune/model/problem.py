@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
@@ -264,13 +265,62 @@ class RecordedProblem:
         return self.key
 
 
-Problem = Union[ConvProblem, GemmProblem, Conv3dProblem, RecordedProblem]  # noqa: UP007
+@dataclass(frozen=True, slots=True)
+class KernelProblem:
+    """A user's kernel tuned through tune_kernel: Kernel Tuner's problem_size as X, Y, Z (0 for a
+    dimension given as an expression of the tunables, written out in `args`) and the signature of
+    its arguments (dtype and shape of each, constant and dynamic shared memory) with digests of
+    the source and compiler options, so that another size, argument list or kernel text is
+    another study. No known work (GFlop/s shows 0)."""
+
+    X: int
+    Y: int = 1
+    Z: int = 1
+    args: str = ""
+
+    kind = "kernel"
+
+    def __post_init__(self) -> None:
+        for name in ("X", "Y", "Z"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ProblemError(f"{name} must be a non-negative integer, got {value!r}")
+        if not isinstance(self.args, str):
+            raise ProblemError(f"args must be text, got {self.args!r}")
+
+    @property
+    def flops(self) -> int:
+        return 0
+
+    @property
+    def min_bytes(self) -> int:
+        return 0
+
+    def fields(self) -> dict[str, int]:
+        return {"X": self.X, "Y": self.Y, "Z": self.Z}
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    @property
+    def key(self) -> str:
+        """X, Y, Z, then a digest of the signature: keys stay short (the column holds 200
+        characters) however many arguments a kernel takes; the shape JSON keeps it whole."""
+        digest = hashlib.sha256(self.args.encode()).hexdigest()[:12]
+        return f"X={self.X},Y={self.Y},Z={self.Z},args={digest}"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+Problem = Union[ConvProblem, GemmProblem, Conv3dProblem, RecordedProblem, KernelProblem]  # noqa: UP007
 
 PROBLEM_TYPES: dict[str, type] = {
     "conv2d": ConvProblem,
     "gemm": GemmProblem,
     "conv3d": Conv3dProblem,
     "recorded": RecordedProblem,
+    "kernel": KernelProblem,
 }
 KINDS = tuple(PROBLEM_TYPES)
 

@@ -1,0 +1,209 @@
+"""A kernel given through tune_kernel: Kernel Tuner's launch conventions as a family.
+
+Kernel Tuner derives the launch of a configuration from the tunables: the block from the block
+size names (256, 1, 1 for those not tuned), the grid from the problem size divided by the grid
+divisors (by default the block size of that dimension), and the source gets every tunable, the
+block and grid sizes and `kernel_tuner` as preprocessor defines (or the user's `defines` only).
+Values that Kernel Tuner evaluates as Python text (problem size, grid divisors, shared memory
+size, defines) are read here by the whitelisted expression evaluator, never `eval`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from autotune.families.base import Family
+from autotune.families.plan import Buffers, KernelPlan, Launch
+from autotune.model.problem import KernelProblem
+from autotune.model.space import Config, Expression, SearchSpace, SpaceError, Value
+
+DEFAULT_BLOCK_SIZE_NAMES = ("block_size_x", "block_size_y", "block_size_z")
+DEFAULT_BLOCK = (256, 1, 1)  # Kernel Tuner's block size for a dimension that is not tuned
+GRID_NAMES = ("grid_size_x", "grid_size_y", "grid_size_z")
+
+# What Kernel Tuner accepts where it evaluates text: an int, a string expression of the
+# tunables, a function of the tunables' dict, or (grid divisors) a list whose product is taken.
+Spec = int | str | Callable[[dict], Any] | Sequence[Any] | None
+
+
+class GivenKernelError(ValueError):
+    """A launch value of a given kernel that cannot be computed (one line, naming the argument)."""
+
+
+def argument_names(count: int) -> tuple[str, ...]:
+    """The buffer names of a kernel's positional arguments, in order."""
+    return tuple(f"arg{i}" for i in range(count))
+
+
+def cmem_buffer(symbol: str) -> str:
+    """The buffer a __constant__ symbol is copied from."""
+    return f"cmem:{symbol}"
+
+
+class GivenKernel(Family):
+    """One kernel of a user's, tuned under Kernel Tuner's conventions (see the module's note).
+    Checking is the given answer's (gpu/given.py), not a float64 reference of ours."""
+
+    problem_type = KernelProblem
+    layout = "the kernel's own arguments"
+    paper = "tune_kernel (Kernel Tuner's interface)"
+
+    def __init__(
+        self,
+        name: str,
+        source: Path,
+        space: SearchSpace,
+        *,
+        problem_size: Spec | Sequence[Spec],
+        grid_div: tuple[Spec, Spec, Spec] = (None, None, None),
+        block_size_names: Sequence[str] = DEFAULT_BLOCK_SIZE_NAMES,
+        defines: Mapping[str, Any] | None = None,
+        smem_size: Spec = None,
+        cmem_symbols: Sequence[str] = (),
+        arguments: int = 0,
+        tolerance: float = 1e-6,
+    ) -> None:
+        self.name = name
+        self.description = f"{name}, given through tune_kernel"
+        self.directory = source.parent
+        self._source = source
+        self.space = space
+        self.problem_size = problem_size
+        self.grid_div = grid_div
+        self.block_size_names = (
+            tuple(block_size_names) + DEFAULT_BLOCK_SIZE_NAMES[len(block_size_names) :]
+        )
+        self.defines = defines
+        self.smem_size = smem_size
+        self.cmem_symbols = tuple(cmem_symbols)
+        self.arguments = argument_names(arguments)
+        self.tolerance = tolerance  # atol, as Kernel Tuner reads it
+
+    @property
+    def source_path(self) -> Path:
+        return self._source
+
+    def load_space(self) -> SearchSpace:
+        return self.space
+
+    # -- Kernel Tuner's launch geometry --------------------------------------------------------
+
+    def block(self, params: Mapping[str, Value]) -> tuple[int, int, int]:
+        return tuple(  # type: ignore[return-value]
+            _whole(params.get(name, default), f"block size {name}")
+            for name, default in zip(self.block_size_names, DEFAULT_BLOCK, strict=True)
+        )
+
+    def sizes(self, params: Mapping[str, Value]) -> tuple[int, int, int]:
+        """The problem size at these tunables (Kernel Tuner's current problem size)."""
+        given = self.problem_size
+        if callable(given):
+            given = given(dict(params))
+        if isinstance(given, int | str):
+            given = (given,)
+        if len(given) > 3:
+            raise GivenKernelError(f"problem_size has {len(given)} dimensions; at most 3")
+        sizes = [1, 1, 1]
+        for i, value in enumerate(given):
+            sizes[i] = evaluate(value, params, f"problem_size[{i}]")
+        return sizes[0], sizes[1], sizes[2]
+
+    def grid(self, params: Mapping[str, Value]) -> tuple[int, int, int]:
+        sizes = self.sizes(params)
+        grid = []
+        for i, divisor in enumerate(self.grid_div):
+            name = ("grid_div_x", "grid_div_y", "grid_div_z")[i]
+            if divisor is None:
+                by = _whole(params.get(self.block_size_names[i], 1), name)
+            else:
+                by = _divisor(divisor, params, name)
+            if by < 1:
+                raise GivenKernelError(f"{name} is {by} at {_params_text(params)}; it must be >= 1")
+            grid.append(max(1, -(-sizes[i] // by)))
+        return grid[0], grid[1], grid[2]
+
+    def source_defines(
+        self, params: Mapping[str, Value], grid: tuple[int, ...], block: tuple[int, ...]
+    ) -> tuple[tuple[str, Value], ...]:
+        if self.defines is None:
+            values: dict[str, Value] = dict(zip(GRID_NAMES, grid, strict=True))
+            values.update(zip(self.block_size_names, block, strict=True))
+            values.update(params)
+            values["kernel_tuner"] = 1
+            return tuple(values.items())
+        out = []
+        for name, value in self.defines.items():
+            if callable(value):
+                value = value(dict(params))
+            elif isinstance(value, str):
+                value = substitute(value, params)
+            out.append((name, value if isinstance(value, int | float | str) else str(value)))
+        return tuple(out)
+
+    def plan(self, problem: KernelProblem, config: Config) -> KernelPlan:
+        params = config.as_dict()
+        block, grid = self.block(params), self.grid(params)
+        smem = 0 if self.smem_size is None else evaluate(self.smem_size, params, "smem_args size")
+        launch = Launch(self.name, grid, block, self.arguments, smem_bytes=smem)
+        constants = tuple((s, cmem_buffer(s)) for s in self.cmem_symbols)
+        defines = self.source_defines(params, grid, block)
+        return KernelPlan(self._source, defines, (launch,), constants=constants)
+
+    def buffers(self, problem: KernelProblem) -> Buffers:
+        raise NotImplementedError(f"{self.name}: its buffers are the arguments given")
+
+    def reference_plan(self, problem: KernelProblem) -> KernelPlan:
+        raise NotImplementedError(f"{self.name}: it is checked against the answer given")
+
+
+def substitute(text: str, params: Mapping[str, Value]) -> str:
+    """Kernel Tuner's textual replacement of tunable names by their values in a define."""
+    for name, value in params.items():
+        text = re.sub(rf"\b{re.escape(name)}\b", str(value), text)
+    return text
+
+
+def evaluate(value: Any, params: Mapping[str, Value], what: str) -> int:
+    """An int, a string expression of the tunables, or a function of their dict, as an int."""
+    if callable(value):
+        value = value(dict(params))
+    if isinstance(value, str):
+        try:
+            value = Expression(value)(dict(params))
+        except SpaceError as err:
+            raise GivenKernelError(f"{what}: {err}".replace("constraint ", "")) from None
+    return _whole(value, what)
+
+
+def _divisor(divisor: Any, params: Mapping[str, Value], what: str) -> int:
+    if isinstance(divisor, list | tuple):
+        product = 1
+        for part in divisor:
+            product *= _divisor(part, params, what)
+        return product
+    return evaluate(divisor, params, what)
+
+
+def _whole(value: Any, what: str) -> int:
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise GivenKernelError(f"{what} is {value!r}, not a number")
+    return int(value)  # Kernel Tuner's int(eval(...)): a fraction is cut
+
+
+def _params_text(params: Mapping[str, Value]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+__all__ = [
+    "DEFAULT_BLOCK_SIZE_NAMES",
+    "GivenKernel",
+    "GivenKernelError",
+    "argument_names",
+    "cmem_buffer",
+    "evaluate",
+    "substitute",
+]

@@ -1,0 +1,186 @@
+"""The check of a kernel given through tune_kernel: its own arguments, checked against the
+answer given (Kernel Tuner's meaning), in place of fresh random inputs and a float64 reference.
+
+The arguments travel to the GPU worker once, as a .npz file named in the check, and stay on the
+device for the session; each configuration's run gets fresh device copies of them (Kernel
+Tuner copies the given contents back before its checked run), so that no candidate sees what
+another wrote. CuPy is imported inside the worker only, as in library_tasks.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autotune.families.given import argument_names, cmem_buffer
+from autotune.families.plan import KernelPlan
+from autotune.gpu.timing import TimingPolicy
+from autotune.model.records import Measurement, Status
+
+RTOL = 1e-5  # numpy.allclose's, which Kernel Tuner's default check uses beside atol
+
+# The worker's device copies of the arguments, by the data's digest (one set at a time).
+_ON_DEVICE: dict[str, dict[str, Any]] = {}
+_MISMATCHES = None
+
+
+def _mismatches():
+    """Elements where numpy.allclose(want, out) fails: |out - want| > atol + rtol * |out|,
+    infinities equal only to themselves, NaN equal to NaN (the answer's NaNs are kept)."""
+    global _MISMATCHES
+    if _MISMATCHES is None:
+        import cupy as cp
+
+        _MISMATCHES = cp.ReductionKernel(
+            "T out, U want, float64 atol, float64 rtol",
+            "float64 missed",
+            "!((double)out == (double)want || (isnan((double)out) && isnan((double)want)) || "
+            "fabs((double)out - (double)want) <= atol + rtol * fabs((double)out))",
+            "a + b",
+            "missed = a",
+            "0",
+            "autotune_given_mismatches",
+        )
+    return _MISMATCHES
+
+
+def write_arguments(
+    directory: Path,
+    arguments: Sequence[Any],
+    answer: Sequence[Any] | None,
+    cmem_args: dict[str, np.ndarray] | None,
+) -> tuple[Path, str]:
+    """Save arguments, answer and constant-memory arrays as one .npz named by its digest:
+    (path, digest). Written once per tune_kernel call; the same data is the same file."""
+    content: dict[str, np.ndarray] = {}
+    for name, value in zip(argument_names(len(arguments)), arguments, strict=True):
+        content[name] = np.asarray(value)
+    for i, expected in enumerate(answer or ()):
+        if expected is not None:
+            content[f"answer{i}"] = np.asarray(expected)
+    for symbol, value in (cmem_args or {}).items():
+        content[cmem_buffer(symbol)] = np.asarray(value)
+    buffer = io.BytesIO()
+    np.savez(buffer, **content)
+    data = buffer.getvalue()
+    digest = hashlib.sha256(data).hexdigest()[:24]
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"arguments-{digest}.npz"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return path, digest
+
+
+def takes_atol(verify: Callable) -> bool:
+    """Kernel Tuner passes atol=atol to verify(answer, result_host) when it takes atol."""
+    try:
+        parameters = inspect.signature(verify).parameters
+    except (TypeError, ValueError):
+        return True
+    return "atol" in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GivenCheck:
+    """How a given kernel's run is checked (answer and atol, or the user's verify) and timed."""
+
+    data: Path  # the .npz of write_arguments
+    digest: str
+    count: int  # positional arguments
+    answered: tuple[int, ...]  # arguments with an answer (None entries are not checked)
+    atol: float
+    timing: TimingPolicy
+    verify: Callable | None = None  # Kernel Tuner's verify(answer, result_host, atol=...)
+    verify_atol: bool = True
+    seed: int = 0
+
+    def arrays(self, session, plan: KernelPlan) -> dict[str, object]:
+        import cupy as cp
+
+        given = self._on_device()
+        arrays: dict[str, object] = {}
+        for name, value in given.items():
+            if name.startswith("answer"):
+                continue
+            # Constant-memory sources are only read; arguments get fresh copies every run.
+            fresh = isinstance(value, cp.ndarray) and not name.startswith("cmem:")
+            arrays[name] = value.copy() if fresh else value
+        return arrays
+
+    def _on_device(self) -> dict[str, Any]:
+        import cupy as cp
+
+        if self.digest not in _ON_DEVICE:
+            _ON_DEVICE.clear()
+            loaded = {}
+            with np.load(self.data, allow_pickle=False) as npz:
+                for name in npz.files:
+                    value = npz[name]
+                    # 0-d: a NumPy scalar, passed by value with its dtype (Kernel Tuner's args).
+                    loaded[name] = value[()] if value.ndim == 0 else cp.asarray(value)
+            _ON_DEVICE[self.digest] = loaded
+        return _ON_DEVICE[self.digest]
+
+    def verdict(self, session, arrays: dict) -> tuple[Measurement | None, float | None]:
+        """Kernel Tuner's default check, numpy.allclose(answer, output, atol=atol) with NaN equal
+        to NaN where the answer has NaN, on the device: one fused reduction per output counts
+        the elements that miss (one kernel to compile, not one per array operation)."""
+        if self.verify is not None:
+            return self._custom(arrays), None
+        import cupy as cp
+
+        given = self._on_device()
+        failed = []
+        for i in self.answered:
+            out, expected = arrays[f"arg{i}"], given[f"answer{i}"]
+            if not isinstance(out, cp.ndarray):  # a scalar argument: compared as a value
+                if not np.isclose(expected, out, atol=self.atol, rtol=RTOL, equal_nan=True):
+                    failed.append(f"argument {i} is {out}, the answer {expected}")
+                continue
+            result, want = out.ravel(), expected.ravel()
+            missed = int(_mismatches()(result, want, self.atol, RTOL))
+            if missed:
+                worst = float(cp.abs(result.astype(cp.float64) - want).max())
+                failed.append(
+                    f"argument {i}: {missed} of {want.size} elements differ from the answer "
+                    f"by more than atol {self.atol:g} + rtol {RTOL:g} x |output| (max {worst:.3e})"
+                )
+        if failed:
+            return Measurement(Status.WRONG_RESULT, error="; ".join(failed)), None
+        return None, None
+
+    def _custom(self, arrays: dict[str, object]) -> Measurement | None:
+        import cupy as cp
+
+        given = self._on_device()
+        names = argument_names(self.count)
+        host = [cp.asnumpy(a) if isinstance(a, cp.ndarray) else a for a in map(arrays.get, names)]
+        answer = [
+            cp.asnumpy(given[f"answer{i}"]) if f"answer{i}" in given else None
+            for i in range(self.count)
+        ]
+        try:
+            if self.verify_atol:
+                ok = self.verify(answer, host, atol=self.atol)
+            else:
+                ok = self.verify(answer, host)
+        except Exception as err:  # the user's function: its failure is this config's
+            why = f"verify raised {type(err).__name__}: {err}"
+            return Measurement(Status.WRONG_RESULT, error=why)
+        if ok:
+            return None
+        return Measurement(Status.WRONG_RESULT, error="the verify function returned False")
+
+
+__all__ = ["GivenCheck", "takes_atol", "write_arguments"]

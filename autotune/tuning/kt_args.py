@@ -1,0 +1,401 @@
+"""Kernel Tuner's tune_kernel arguments, checked and mapped onto ours (no GPU needed).
+
+Each argument keeps Kernel Tuner 1.5's meaning; one that autotune does not support raises one
+TuneKernelError naming it, never ignored. What Kernel Tuner evaluates as Python text (restrictions,
+problem size, grid divisors, defines, metrics) goes through the whitelisted expression evaluator.
+The search space, the metrics and the study's key are kt_space.py's.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autotune.families.given import DEFAULT_BLOCK_SIZE_NAMES
+from autotune.model.space import Expression, SpaceError
+
+
+class TuneKernelError(ValueError):
+    """An argument of tune_kernel that cannot be used: one line naming it."""
+
+
+# Kernel Tuner's spellings of CUDA through its three CUDA backends; every other language is refused.
+CUDA_LANGS = {"cuda", "cupy", "nvcuda"}
+# Kernel Tuner's strategies that have a counterpart here, and ours by their own names.
+KT_STRATEGIES = {
+    "brute_force": "brute_force",
+    "random_sample": "random",
+    # Multi-start and iterated greedy local search: ours is a best-first local search from a
+    # short random start (autotune/strategies/local.py), the same family of method.
+    "greedy_mls": "local",
+    "mls": "local",
+    "ordered_greedy_mls": "local",
+    "greedy_ils": "local",
+}
+OUR_STRATEGIES = ("local", "brute_force", "random", "tpe", "cmaes", "gp")
+STRATEGY_OPTIONS = {"max_fevals", "time_limit", "fraction"}
+RANDOM_SAMPLE_FRACTION = 0.1  # Kernel Tuner's random_sample without max_fevals or fraction
+
+# Arguments of Kernel Tuner's that autotune does not take, with why; refused unless left at
+# their default (None or False).
+UNSUPPORTED = {
+    "texmem_args": "texture memory is not supported; pass the array as an argument",
+    "compiler": "autotune compiles CUDA with NVRTC only",
+    "log": "Kernel Tuner's log file is not written; the results database records every run",
+    "simulation_mode": "use `autotune run --replay` with a recording for simulated tuning",
+    "parallel": "autotune compiles in parallel and measures on one GPU per call already",
+    "observers": "observers (power, NVML, registers) are not supported",
+    "objectives": "multi-objective tuning is not supported; the objective is time",
+}
+
+
+@dataclass
+class KernelRequest:
+    """A checked tune_kernel call."""
+
+    kernel_name: str
+    source_text: str
+    include_dir: Path | None
+    problem_size: Any
+    arguments: list[Any]
+    tune_params: dict[str, list]
+    grid_div: tuple[Any, Any, Any]
+    block_size_names: tuple[str, ...]
+    restrictions: Any = None
+    answer: list | None = None
+    atol: float = 1e-6
+    verify: Callable | None = None
+    iterations: int = 7
+    strategy: str = "brute_force"
+    budget: int | None = None
+    fraction: float | None = None
+    time_limit_s: float | None = None
+    compiler_options: tuple[str, ...] = ()
+    defines: dict | None = None
+    smem_size: Any = None
+    cmem_args: dict[str, np.ndarray] = field(default_factory=dict)
+    metrics: dict | None = None
+    cache: Path | None = None
+    device: int = 0
+    seed: int | None = None
+    quiet: bool = False
+    verbose: bool = False
+
+
+def check_request(args: Mapping[str, Any]) -> KernelRequest:
+    """tune_kernel's arguments (by Kernel Tuner's names) as a KernelRequest."""
+    for name, why in UNSUPPORTED.items():
+        if args.get(name) not in (None, False):
+            raise TuneKernelError(f"tune_kernel: {name} is not supported ({why})")
+    if args.get("platform", 0) not in (0, None):
+        raise TuneKernelError("tune_kernel: platform is OpenCL's; CUDA takes device only")
+    lang = args.get("lang")
+    if lang is not None and str(lang).lower() not in CUDA_LANGS:
+        raise TuneKernelError(
+            f"tune_kernel: lang={lang!r} is not supported; autotune tunes CUDA "
+            "(lang None, 'CUDA', 'cupy' or 'nvcuda')"
+        )
+    name = args["kernel_name"]
+    if not isinstance(name, str) or not name.isidentifier():
+        raise TuneKernelError(
+            f"tune_kernel: kernel_name {name!r} must be the name of a __global__ function "
+            "(templated kernels are not supported)"
+        )
+    text, include = _source(args["kernel_source"])
+    tune_params = _tune_params(args["tune_params"])
+    arguments = _arguments(args["arguments"])
+    request = KernelRequest(
+        kernel_name=name,
+        source_text=text,
+        include_dir=include,
+        problem_size=_problem_size(args["problem_size"]),
+        arguments=arguments,
+        tune_params=tune_params,
+        grid_div=(args.get("grid_div_x"), args.get("grid_div_y"), args.get("grid_div_z")),
+        block_size_names=_block_size_names(args.get("block_size_names"), tune_params),
+        restrictions=args.get("restrictions"),
+        answer=_answer(args.get("answer"), arguments),
+        atol=float(args.get("atol", 1e-6)),
+        verify=_verify(args.get("verify")),
+        iterations=_positive_int(args.get("iterations", 7), "iterations"),
+        compiler_options=tuple(_strings(args.get("compiler_options") or (), "compiler_options")),
+        defines=_defines(args.get("defines")),
+        smem_size=_smem(args.get("smem_args")),
+        cmem_args=_cmem(args.get("cmem_args")),
+        metrics=_metrics(args.get("metrics")),
+        cache=_cache(args.get("cache")),
+        device=_device(args.get("device", 0)),
+        seed=args.get("seed"),
+        quiet=bool(args.get("quiet")),
+        verbose=bool(args.get("verbose")),
+    )
+    _objective(args.get("objective"), args.get("objective_higher_is_better"))
+    _strategy(request, args.get("strategy"), args.get("strategy_options"))
+    return request
+
+
+def _source(source: Any) -> tuple[str, Path | None]:
+    """The kernel's text and, for a file, its directory (for its #includes)."""
+    if isinstance(source, list | tuple):
+        raise TuneKernelError("tune_kernel: kernel_source as a list of files is not supported")
+    if callable(source):
+        raise TuneKernelError("tune_kernel: kernel_source as a code generator is not supported")
+    one_line = isinstance(source, str) and "\n" not in source and len(source) < 4096
+    if isinstance(source, Path) or (one_line and Path(source).suffix):
+        path = Path(source)
+        if path.is_file():
+            return path.read_text(), path.resolve().parent
+        if isinstance(source, Path):
+            raise TuneKernelError(f"tune_kernel: kernel_source {str(path)!r} does not exist")
+    if not isinstance(source, str):
+        raise TuneKernelError("tune_kernel: kernel_source must be CUDA text or a file's path")
+    return source, None
+
+
+def _tune_params(tune_params: Any) -> dict[str, list]:
+    if not isinstance(tune_params, Mapping) or not tune_params:
+        raise TuneKernelError("tune_kernel: tune_params must be a non-empty dict of value lists")
+    out = {}
+    for name, values in tune_params.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise TuneKernelError(f"tune_kernel: tune_params name {name!r} is not an identifier")
+        if isinstance(values, str) or not isinstance(values, Sequence | np.ndarray):
+            raise TuneKernelError(f"tune_kernel: tune_params[{name!r}] must be a list of values")
+        values = [v.item() if isinstance(v, np.generic) else v for v in values]
+        if not values or len(set(values)) != len(values):
+            raise TuneKernelError(f"tune_kernel: tune_params[{name!r}] is empty or repeats a value")
+        if not all(isinstance(v, int | float | str | bool) for v in values):
+            raise TuneKernelError(f"tune_kernel: tune_params[{name!r}] holds a non-scalar value")
+        out[name] = values
+    return out
+
+
+def _arguments(arguments: Any) -> list[Any]:
+    if not isinstance(arguments, list | tuple):
+        raise TuneKernelError("tune_kernel: arguments must be a list")
+    for i, arg in enumerate(arguments):
+        if isinstance(arg, np.ndarray):
+            if arg.dtype.hasobject:
+                raise TuneKernelError(f"tune_kernel: arguments[{i}] is an array of objects")
+        elif not isinstance(arg, np.generic):
+            raise TuneKernelError(
+                f"tune_kernel: arguments[{i}] is a {type(arg).__name__}; arguments are NumPy "
+                "arrays and NumPy scalars (e.g. numpy.int32(n)), as Kernel Tuner requires"
+            )
+    return list(arguments)
+
+
+def _problem_size(size: Any) -> Any:
+    if callable(size):
+        return size
+    items = (size,) if isinstance(size, int | str | np.integer) else size
+    if not isinstance(items, Sequence) or not 1 <= len(items) <= 3:
+        raise TuneKernelError("tune_kernel: problem_size must be 1 to 3 integers or expressions")
+    for item in items:
+        if isinstance(item, str):
+            _expression(item, "problem_size")  # malformed text fails here, before any GPU work
+        elif isinstance(item, bool) or not isinstance(item, int | np.integer) or item < 1:
+            raise TuneKernelError(f"tune_kernel: problem_size entry {item!r} is not a positive int")
+    return tuple(int(i) if isinstance(i, np.integer) else i for i in items)
+
+
+def _block_size_names(names: Any, tune_params: Mapping[str, list]) -> tuple[str, ...]:
+    if names is None:
+        # Kernel Tuner accepts the default names in any case (BLOCK_SIZE_X), ordered x, y, z.
+        found = sorted(
+            (k for k in tune_params if k.lower() in DEFAULT_BLOCK_SIZE_NAMES), key=str.casefold
+        )
+        if found and found != [k.lower() for k in found]:
+            return tuple(found)
+        return DEFAULT_BLOCK_SIZE_NAMES
+    if not isinstance(names, list | tuple) or len(names) > 3:
+        raise TuneKernelError("tune_kernel: block_size_names must be a list of up to 3 names")
+    return tuple(_strings(names, "block_size_names"))
+
+
+def _answer(answer: Any, arguments: list) -> list | None:
+    if answer is None:
+        return None
+    if not isinstance(answer, list | tuple) or len(answer) != len(arguments):
+        raise TuneKernelError(
+            "tune_kernel: answer must be a list as long as arguments (None where not checked)"
+        )
+    for i, (expected, arg) in enumerate(zip(answer, arguments, strict=True)):
+        if expected is None:
+            continue
+        if isinstance(arg, np.ndarray):
+            expected = np.asarray(expected)
+            if expected.size != arg.size:
+                raise TuneKernelError(
+                    f"tune_kernel: answer[{i}] has {expected.size} elements, "
+                    f"arguments[{i}] {arg.size}"
+                )
+            if not np.can_cast(arg.dtype, expected.dtype):
+                raise TuneKernelError(
+                    f"tune_kernel: answer[{i}] is {expected.dtype}, which {arg.dtype} "
+                    "output cannot be cast to"
+                )
+        elif not isinstance(expected, np.generic):
+            raise TuneKernelError(
+                f"tune_kernel: answer[{i}] must be a NumPy scalar, as its argument"
+            )
+    return list(answer)
+
+
+def _verify(verify: Any) -> Callable | None:
+    if verify is None:
+        return None
+    if not callable(verify):
+        raise TuneKernelError("tune_kernel: verify must be a function (answer, result_host, atol)")
+    try:
+        pickle.dumps(verify)
+    except Exception:
+        raise TuneKernelError(
+            "tune_kernel: verify must be a function defined at the top level of a module "
+            "(it runs in the GPU worker process), not a lambda or a nested function"
+        ) from None
+    return verify
+
+
+def _positive_int(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise TuneKernelError(f"tune_kernel: {what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _strings(values: Any, what: str) -> list[str]:
+    if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+        raise TuneKernelError(f"tune_kernel: {what} must be a list of strings")
+    return list(values)
+
+
+def _defines(defines: Any) -> dict | None:
+    if defines is None:
+        return None
+    if not isinstance(defines, Mapping):
+        raise TuneKernelError("tune_kernel: defines must be a dict of names to values")
+    for name in defines:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise TuneKernelError(f"tune_kernel: defines name {name!r} is not an identifier")
+    return dict(defines)
+
+
+def _smem(smem_args: Any) -> Any:
+    if smem_args is None:
+        return None
+    if not isinstance(smem_args, Mapping) or set(smem_args) != {"size"}:
+        raise TuneKernelError(
+            "tune_kernel: smem_args must be {'size': bytes (int, text, function)}"
+        )
+    return smem_args["size"]
+
+
+def _cmem(cmem_args: Any) -> dict[str, np.ndarray]:
+    if cmem_args is None:
+        return {}
+    if not isinstance(cmem_args, Mapping):
+        raise TuneKernelError("tune_kernel: cmem_args must be a dict of symbol names to arrays")
+    for name, value in cmem_args.items():
+        if not isinstance(value, np.ndarray | np.generic):
+            raise TuneKernelError(f"tune_kernel: cmem_args[{name!r}] must be a NumPy array")
+    return {name: np.asarray(value) for name, value in cmem_args.items()}
+
+
+def _metrics(metrics: Any) -> dict | None:
+    if metrics is None:
+        return None
+    if not isinstance(metrics, Mapping):
+        raise TuneKernelError("tune_kernel: metrics must be a dict of names to text or functions")
+    for name, metric in metrics.items():
+        if isinstance(metric, str):
+            _expression(metric, f"metrics[{name!r}]")
+        elif not callable(metric):
+            raise TuneKernelError(f"tune_kernel: metrics[{name!r}] must be text or a function")
+    return dict(metrics)
+
+
+def _expression(text: str, what: str) -> Expression:
+    try:
+        return Expression(text)
+    except SpaceError as err:
+        raise TuneKernelError(f"tune_kernel: {what}: {err}".replace("constraint ", "")) from None
+
+
+def _cache(cache: Any) -> Path | None:
+    if cache is None:
+        return None
+    path = Path(cache)
+    return path if path.suffix == ".json" else path.with_name(path.name + ".json")
+
+
+def _device(device: Any) -> int:
+    if isinstance(device, bool) or not isinstance(device, int) or device < 0:
+        raise TuneKernelError(f"tune_kernel: device must be a GPU index, got {device!r}")
+    return device
+
+
+def _objective(objective: Any, higher: Any) -> None:
+    if objective not in (None, "time"):
+        raise TuneKernelError(
+            f"tune_kernel: objective={objective!r} is not supported; autotune minimises time"
+        )
+    if higher not in (None, False):
+        raise TuneKernelError("tune_kernel: objective_higher_is_better must be False for time")
+
+
+def _strategy(request: KernelRequest, strategy: Any, options: Any) -> None:
+    if strategy is None:
+        request.strategy = "brute_force"  # Kernel Tuner's default
+    elif strategy in KT_STRATEGIES:
+        request.strategy = KT_STRATEGIES[strategy]
+    elif strategy in OUR_STRATEGIES:
+        request.strategy = strategy
+    else:
+        raise TuneKernelError(
+            f"tune_kernel: strategy {strategy!r} is not supported; use one of "
+            f"{', '.join([*KT_STRATEGIES, *OUR_STRATEGIES])}"
+        )
+    options = dict(options or {})
+    unknown = sorted(set(options) - STRATEGY_OPTIONS)
+    if unknown:
+        raise TuneKernelError(
+            f"tune_kernel: strategy_options {', '.join(map(repr, unknown))} not supported "
+            f"(supported: {', '.join(sorted(STRATEGY_OPTIONS))})"
+        )
+    if "max_fevals" in options:
+        request.budget = _positive_int(options["max_fevals"], "strategy_options['max_fevals']")
+    if "time_limit" in options:
+        limit = options["time_limit"]
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0:
+            raise TuneKernelError("tune_kernel: strategy_options['time_limit'] must be seconds > 0")
+        request.time_limit_s = float(limit)
+    if "fraction" in options:
+        fraction = options["fraction"]
+        if not isinstance(fraction, int | float) or not 0 < fraction <= 1:
+            raise TuneKernelError("tune_kernel: strategy_options['fraction'] must be in (0, 1]")
+        request.fraction = float(fraction)
+    elif strategy == "random_sample" and request.budget is None:
+        request.fraction = RANDOM_SAMPLE_FRACTION
+
+
+def budget(request: KernelRequest, space_size: int) -> int | None:
+    """Evaluations to store: max_fevals, else a fraction of the space, else all of it (None)."""
+    if request.fraction is not None and request.budget is None:
+        return max(1, math.ceil(request.fraction * space_size))
+    return request.budget
+
+
+__all__ = [
+    "KT_STRATEGIES",
+    "UNSUPPORTED",
+    "KernelRequest",
+    "TuneKernelError",
+    "budget",
+    "check_request",
+]

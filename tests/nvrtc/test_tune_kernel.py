@@ -1,0 +1,195 @@
+"""tune_kernel end to end without a GPU: NVRTC compiles the given kernels, a synthetic evaluator
+answers for the GPU worker; results, env, resume, cache file and the check handed to the worker."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from autotune.model.records import Status
+from autotune.tuning import kt_api
+from autotune.tuning.kt_api import tune_kernel
+from tests.conftest import SyntheticEvaluator
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+VECTOR_ADD = """
+__global__ void vector_add(float *c, const float *a, const float *b, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _nvrtc_and_scratch(compiler, tmp_path, monkeypatch):
+    monkeypatch.setattr(kt_api, "CACHE_ROOT", tmp_path / "cache")
+
+
+def vector_add_args(n=1000):
+    a = np.linspace(-1, 1, n, dtype=np.float32)
+    b = np.ones(n, np.float32)
+    return [np.zeros_like(a), a, b, np.int32(n)], [a + b, None, None, None]
+
+
+def synthetic():
+    return SyntheticEvaluator(lambda d: 1.0 + abs(d["block_size_x"] - 256) / 256)
+
+
+def run(evaluator, tmp_path, **extra):
+    arguments, answer = vector_add_args()
+    options = {
+        "answer": answer,
+        "evaluator": evaluator,
+        "storage": str(tmp_path / "r.db"),
+        "compiler_cache": None,
+        "quiet": True,
+    }
+    return tune_kernel(
+        "vector_add",
+        VECTOR_ADD,
+        1000,
+        arguments,
+        {"block_size_x": [64, 128, 256, 512]},
+        **{**options, **extra},
+    )
+
+
+def test_results_and_env_are_kernel_tuners(tmp_path):
+    ev = synthetic()
+    results, env = run(ev, tmp_path, metrics={"GB/s": "12 / time"})
+    # Brute force: every config (evaluated as compiled: the GPU takes whichever is ready first).
+    assert sorted(r["block_size_x"] for r in results) == [64, 128, 256, 512]
+    assert all(r["status"] == "OK" and isinstance(r["time"], float) for r in results)
+    best = next(r for r in results if r["block_size_x"] == 256)
+    assert best["time"] == 1.0 and len(best["times"]) == 3
+    assert best["GB/s"] == pytest.approx(12.0)
+    assert env["best_config"]["block_size_x"] == 256
+    assert env["device_name"] == "Synthetic GPU" and env["iterations"] == 7
+    assert env["study"].startswith("vector_add X=1000,Y=1,Z=1,args=")
+    # What the worker got: the plan of Kernel Tuner's conventions, the answer's check.
+    job = next(j for j in ev.jobs if j.plan.launches[0].block == (64, 1, 1))
+    assert job.plan.launches[0].grid == (16, 1, 1)
+    assert job.check.answered == (0,) and job.check.atol == 1e-6
+    assert job.check.timing.min_repeats == 7
+    with np.load(job.check.data) as npz:
+        np.testing.assert_array_equal(npz["answer0"], vector_add_args()[1][0])
+
+
+def test_a_second_call_resumes_from_the_database(tmp_path):
+    run(synthetic(), tmp_path)
+    ev = synthetic()
+    results, env = run(ev, tmp_path)
+    assert ev.jobs == [] and env["new_evaluations"] == 0
+    assert len(results) == 4 and all(r["stored"] for r in results)
+    # Another problem size is another study.
+    arguments, answer = vector_add_args(999)
+    ev = synthetic()
+    tune_kernel(
+        "vector_add",
+        VECTOR_ADD,
+        999,
+        arguments,
+        {"block_size_x": [64, 128]},
+        answer=answer,
+        evaluator=ev,
+        storage=str(tmp_path / "r.db"),
+        compiler_cache=None,
+        quiet=True,
+    )
+    assert len(ev.jobs) == 2
+
+
+def test_budget_iterations_and_failures(tmp_path):
+    def cost(d):
+        return Status.WRONG_RESULT if d["block_size_x"] == 128 else 1.0
+
+    results, env = run(
+        SyntheticEvaluator(cost),
+        tmp_path,
+        strategy="random_sample",
+        strategy_options={"max_fevals": 3},
+        iterations=11,
+        seed=5,
+    )
+    assert len(results) == 3 and env["strategy"] == "random"
+    wrong = [r for r in results if r["block_size_x"] == 128]
+    if wrong:
+        assert (
+            wrong[0]["time"] == "VerificationFailedConfig" and wrong[0]["status"] == "WRONG_RESULT"
+        )
+
+
+def test_cache_file_in_kernel_tuners_format(tmp_path):
+    run(synthetic(), tmp_path, cache=str(tmp_path / "vadd"))
+    data = json.loads((tmp_path / "vadd.json").read_text())
+    assert data["kernel_name"] == "vector_add" and data["problem_size"] == [1000]
+    assert data["tune_params_keys"] == ["block_size_x"]
+    assert data["cache"]["256"]["time"] == 1.0
+
+
+def test_compiler_options_defines_and_includes_reach_nvrtc(tmp_path):
+    header = tmp_path / "src" / "scale.h"
+    header.parent.mkdir()
+    header.write_text("#define SCALE 2.0f\n")
+    source = header.with_name("scaled.cu")
+    source.write_text(
+        '#include "scale.h"\n#ifndef MUST_BE_SET\n#error compiler_options not passed\n#endif\n'
+        "__global__ void scaled(float *y, const float *x, int n) {\n"
+        "    int i = blockIdx.x * BLOCK + threadIdx.x;\n"
+        "    if (i < n) y[i] = SCALE * x[i];\n}\n"
+    )
+    ev = SyntheticEvaluator(lambda d: 1.0)
+    arguments, _ = vector_add_args()
+    results, _ = tune_kernel(
+        "scaled",
+        str(source),
+        1000,
+        [arguments[0], arguments[1], arguments[3]],
+        {"bx": [32, 64]},
+        block_size_names=["bx"],
+        compiler_options=["-DMUST_BE_SET"],
+        defines={"BLOCK": "bx"},
+        evaluator=ev,
+        storage=str(tmp_path / "r.db"),
+        compiler_cache=None,
+        quiet=True,
+    )
+    assert [r["status"] for r in results] == ["OK", "OK"]
+    assert ev.jobs[1].plan.defines == (("BLOCK", "64"),)
+
+
+@pytest.mark.slow  # its unrolled 17 x 17 taps take NVRTC seconds per configuration
+def test_the_convolution_example_compiles_with_its_constant_memory(tmp_path, monkeypatch):
+    spec = importlib.util.spec_from_file_location(
+        "conv_example", EXAMPLES / "convolution" / "convolution.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ev = SyntheticEvaluator(lambda d: 1.0 / d["block_size_x"])
+    calls = {}
+
+    def ours(*args, **kwargs):
+        calls.update(kwargs)
+        kwargs.update(evaluator=ev, storage=str(tmp_path / "r.db"), compiler_cache=None, quiet=True)
+        return tune_kernel(*args, **kwargs)
+
+    monkeypatch.setattr(module, "tune_kernel", ours)
+    monkeypatch.setattr(module, "SIDE", 256)  # a small answer; the kernel is compiled as written
+    results, env = module.tune("random_sample", {"max_fevals": 6})
+    assert calls["cmem_args"].keys() == {"d_filter"}
+    assert len(results) == 6
+    assert ev.jobs and all(j.plan.constants == (("d_filter", "cmem:d_filter"),) for j in ev.jobs)
+    # A staged tile over 48 KB of static shared memory does not compile, as under Kernel Tuner.
+    big = [
+        r
+        for r in results
+        if (r["block_size_y"] * r["tile_size_y"] + 16)
+        * (r["block_size_x"] * r["tile_size_x"] + 16)
+        * 4
+        > 48 * 1024
+    ]
+    assert all(r["status"] in ("COMPILE_ERROR", "RESOURCES") for r in big)

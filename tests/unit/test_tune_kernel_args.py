@@ -1,0 +1,285 @@
+"""tune_kernel's arguments: each of Kernel Tuner's that is supported maps onto ours with its
+meaning, and each that is not is refused by name (no GPU, no compiler)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from autotune.families.given import GivenKernel, GivenKernelError
+from autotune.gpu.given import takes_atol, write_arguments
+from autotune.model.problem import KernelProblem
+from autotune.model.space import Config, DeviceLimits
+from autotune.tuning.kt_api import tune_kernel
+from autotune.tuning.kt_args import UNSUPPORTED, TuneKernelError, budget, check_request
+from autotune.tuning.kt_space import bind_space, evaluate_metric, fixed_sizes, signature
+
+SOURCE = "__global__ void k(float *y, const float *x, int n) { }\n"
+
+
+def args(**extra):
+    x = np.arange(100, dtype=np.float32)
+    base = {
+        "kernel_name": "k",
+        "kernel_source": SOURCE,
+        "problem_size": 100,
+        "arguments": [np.zeros_like(x), x, np.int32(100)],
+        "tune_params": {"block_size_x": [32, 64, 128]},
+    }
+    return {**base, **extra}
+
+
+def family(request, space=None) -> GivenKernel:
+    space = space or bind_space(request, DeviceLimits())
+    return GivenKernel(
+        request.kernel_name,
+        __import__("pathlib").Path("/tmp/k.cu"),
+        space.space,
+        problem_size=request.problem_size,
+        grid_div=request.grid_div,
+        block_size_names=request.block_size_names,
+        defines=request.defines,
+        smem_size=request.smem_size,
+        cmem_symbols=tuple(request.cmem_args),
+        arguments=len(request.arguments),
+    )
+
+
+def plan(request, **config):
+    return family(request).plan(KernelProblem(1), Config.of(config))
+
+
+# -- supported arguments ------------------------------------------------------------------------
+
+
+def test_default_launch_is_kernel_tuners():
+    request = check_request(args(problem_size=(1000, 3)))
+    p = plan(request, block_size_x=128)
+    launch = p.launches[0]
+    assert launch.kernel == "k"
+    assert launch.block == (128, 1, 1)
+    assert launch.grid == (8, 3, 1)  # ceil(1000 / 128); y divided by block_size_y (1)
+    assert launch.args == ("arg0", "arg1", "arg2")
+    defines = dict(p.defines)
+    assert defines["block_size_x"] == 128 and defines["block_size_y"] == 1
+    assert defines["grid_size_x"] == 8 and defines["kernel_tuner"] == 1
+
+
+def test_untuned_block_dimension_is_256():
+    request = check_request(args(tune_params={"tile": [1, 2]}))
+    assert plan(request, tile=2).launches[0].block == (256, 1, 1)
+
+
+def test_problem_size_may_name_tunables():
+    request = check_request(args(problem_size=("n_blocks * 64",), tune_params={"n_blocks": [2, 4]}))
+    p = plan(request, n_blocks=4)
+    # Kernel Tuner divides by block_size_x only when it is tuned; here it is not: 256 / 1.
+    assert p.launches[0].grid == (256, 1, 1)
+    assert fixed_sizes(request) == (0, 1, 1)
+    assert "problem_size=('n_blocks*64',)" in signature(request)
+
+
+def test_grid_divisors_int_text_list_and_function():
+    tp = {"block_size_x": [32], "block_size_y": [4], "tile": [2]}
+    request = check_request(
+        args(
+            problem_size=(1024, 1024, 64),
+            tune_params=tp,
+            grid_div_x=["block_size_x", "tile"],
+            grid_div_y="block_size_y * 2",
+            grid_div_z=lambda p: 8,
+        )
+    )
+    assert plan(request, block_size_x=32, block_size_y=4, tile=2).launches[0].grid == (16, 128, 8)
+    request = check_request(args(problem_size=(1024, 1024), tune_params=tp, grid_div_y=16))
+    assert plan(request, block_size_x=32, block_size_y=4, tile=2).launches[0].grid == (32, 64, 1)
+
+
+def test_block_size_names():
+    tp = {"bx": [64], "by": [2]}
+    request = check_request(args(tune_params=tp, block_size_names=["bx", "by"]))
+    p = plan(request, bx=64, by=2)
+    assert p.launches[0].block == (64, 2, 1)
+    assert dict(p.defines)["block_size_z"] == 1  # the names not given keep the default ones
+    upper = check_request(args(tune_params={"BLOCK_SIZE_X": [64]}))
+    assert upper.block_size_names == ("BLOCK_SIZE_X",)
+    assert plan(upper, BLOCK_SIZE_X=64).launches[0].block[0] == 64
+
+
+def test_restrictions_text_and_functions():
+    tp = {"block_size_x": [32, 64, 128], "tile": [1, 2, 4]}
+    limits = DeviceLimits()
+    text = bind_space(
+        check_request(args(tune_params=tp, restrictions=["block_size_x * tile <= 128"])), limits
+    )
+    assert len(text) == 6
+    whole = bind_space(
+        check_request(args(tune_params=tp, restrictions=lambda p: p["tile"] != 2)), limits
+    )
+    assert len(whole) == 6 and all(c["tile"] != 2 for c in whole)
+    listed = bind_space(
+        check_request(args(tune_params=tp, restrictions=[lambda bx, tile: bx > 32, "tile > 1"])),
+        limits,
+    )
+    assert {(c["block_size_x"], c["tile"]) for c in listed} == {
+        (64, 2),
+        (64, 4),
+        (128, 2),
+        (128, 4),
+    }
+    named = bind_space(
+        check_request(args(tune_params=tp, restrictions=[(lambda t: t == 4, ["tile"])])), limits
+    )
+    assert len(named) == 3
+    with pytest.raises(TuneKernelError, match="restrictions"):
+        bind_space(check_request(args(tune_params=tp, restrictions=["nope > 1"])), limits)
+
+
+def test_threads_per_block_are_limited_like_kernel_tuners():
+    tp = {"block_size_x": [512, 1024], "block_size_y": [1, 2]}
+    assert len(bind_space(check_request(args(tune_params=tp)), DeviceLimits())) == 3
+
+
+def test_arguments_answer_and_signature(tmp_path):
+    request = check_request(args(answer=[np.ones(100, np.float32), None, None]))
+    text = signature(request)
+    assert text.startswith("source=") and text.endswith(",float32[100],float32[100],int32=100")
+    # Another kernel text, or other compiler options, is another study.
+    assert signature(check_request(args(kernel_source=SOURCE + "\n"))) != text
+    assert signature(check_request(args(compiler_options=["-use_fast_math"]))) != text
+    path, digest = write_arguments(tmp_path, request.arguments, request.answer, {})
+    with np.load(path) as npz:
+        assert set(npz.files) == {"arg0", "arg1", "arg2", "answer0"}
+        assert npz["arg2"][()] == 100 and npz["arg2"].dtype == np.int32
+    assert write_arguments(tmp_path, request.arguments, request.answer, {}) == (path, digest)
+
+
+def test_cmem_and_smem_args():
+    request = check_request(
+        args(cmem_args={"d_filter": np.ones(9, np.float32)}, smem_args={"size": "block_size_x * 4"})
+    )
+    p = plan(request, block_size_x=64)
+    assert p.launches[0].smem_bytes == 256
+    assert p.constants == (("d_filter", "cmem:d_filter"),)
+    assert "cmem d_filter=float32[9]" in signature(request) and "smem=" in signature(request)
+    fixed = check_request(args(smem_args={"size": 1024}))
+    assert plan(fixed, block_size_x=32).launches[0].smem_bytes == 1024
+
+
+def test_defines_replace_the_default_ones():
+    request = check_request(
+        args(defines={"BLOCK": "block_size_x", "TWICE": lambda p: 2 * p["block_size_x"], "N": 7})
+    )
+    assert dict(plan(request, block_size_x=64).defines) == {"BLOCK": "64", "TWICE": 128, "N": 7}
+
+
+@pytest.mark.parametrize("lang", [None, "CUDA", "cuda", "cupy", "CuPy", "nvcuda", "NVCUDA"])
+def test_every_cuda_spelling(lang):
+    assert check_request(args(lang=lang)).kernel_name == "k"
+
+
+def test_strategies_and_their_options():
+    assert check_request(args()).strategy == "brute_force"
+    assert check_request(args(strategy="random_sample")).strategy == "random"
+    assert check_request(args(strategy="greedy_mls")).strategy == "local"
+    assert check_request(args(strategy="tpe")).strategy == "tpe"
+    r = check_request(args(strategy="random_sample", strategy_options={"max_fevals": 5}))
+    assert budget(r, 100) == 5
+    assert budget(check_request(args(strategy="random_sample")), 100) == 10  # fraction 0.1
+    f = check_request(args(strategy="random_sample", strategy_options={"fraction": 0.25}))
+    assert budget(f, 100) == 25
+    t = check_request(args(strategy_options={"time_limit": 30}))
+    assert t.time_limit_s == 30.0 and budget(t, 100) is None
+
+
+def test_iterations_compiler_options_cache_objective_metrics_seed():
+    r = check_request(
+        args(
+            iterations=20,
+            compiler_options=["-use_fast_math"],
+            cache="out/k_cache",
+            objective="time",
+            metrics={"GB/s": "1200 / time"},
+            seed=3,
+            device=0,
+            verbose=True,
+            quiet=True,
+        )
+    )
+    assert r.iterations == 20 and r.compiler_options == ("-use_fast_math",)
+    assert str(r.cache) == "out/k_cache.json"
+    assert evaluate_metric(r.metrics["GB/s"], {"time": 2.0}) == 600.0
+    assert r.seed == 3
+
+
+def test_kernel_source_as_a_file(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(SOURCE)
+    for given in (str(path), path):
+        request = check_request(args(kernel_source=given))
+        assert request.source_text == SOURCE and request.include_dir == tmp_path
+
+
+def verify_outputs(answer, result_host, atol=None):
+    return True
+
+
+def test_verify_must_reach_the_worker():
+    assert check_request(args(verify=verify_outputs)).verify is verify_outputs
+    assert takes_atol(verify_outputs) and not takes_atol(lambda a, b: True)
+    with pytest.raises(TuneKernelError, match="top level"):
+        check_request(args(verify=lambda a, b: True))
+
+
+# -- refusals ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_each_unsupported_argument_is_refused_by_name(name):
+    with pytest.raises(TuneKernelError, match=f"tune_kernel: {name} is not supported"):
+        tune_kernel(**args(**{name: "x"}), evaluator=object())
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        ({"lang": "OpenCL"}, "lang='OpenCL' is not supported"),
+        ({"lang": "HIP"}, "lang='HIP'"),
+        ({"platform": 1}, "platform"),
+        ({"objective": "GFLOP/s"}, "objective='GFLOP/s'"),
+        ({"objective_higher_is_better": True}, "objective_higher_is_better"),
+        ({"strategy": "genetic_algorithm"}, "strategy 'genetic_algorithm' is not supported"),
+        ({"strategy_options": {"popsize": 4}}, "'popsize' not supported"),
+        ({"strategy_options": {"max_fevals": 0}}, "max_fevals"),
+        ({"kernel_name": "k<float>"}, "templated"),
+        ({"kernel_source": ["a.cu", "b.cu"]}, "list of files"),
+        ({"kernel_source": lambda p: SOURCE}, "code generator"),
+        ({"arguments": [np.zeros(3), 5]}, r"arguments\[1\] is a int"),
+        ({"answer": [None]}, "as long as arguments"),
+        ({"answer": [np.zeros(7, np.float32), None, None]}, "7 elements"),
+        ({"answer": [np.zeros(100, np.int32), None, None]}, "cannot be cast"),
+        ({"tune_params": {}}, "tune_params"),
+        ({"tune_params": {"block_size_x": [1, 1]}}, "repeats"),
+        ({"problem_size": (1, 2, 3, 4)}, "problem_size"),
+        ({"problem_size": ("a ** 2",)}, r"\*\*"),
+        ({"smem_args": {"bytes": 4}}, "smem_args"),
+        ({"cmem_args": {"c": [1.0]}}, "cmem_args"),
+        ({"iterations": 0}, "iterations"),
+        ({"block_size_names": ["a", "b", "c", "d"]}, "block_size_names"),
+        ({"device": -1}, "device"),
+    ],
+)
+def test_bad_or_unsupported_values_are_refused(extra, match):
+    with pytest.raises(TuneKernelError, match=match):
+        tune_kernel(**args(**extra), evaluator=object())
+
+
+def test_launch_values_that_cannot_be_computed():
+    request = check_request(args(grid_div_x="block_size_x - 32"))
+    with pytest.raises(GivenKernelError, match="grid_div_x is 0"):
+        plan(request, block_size_x=32)
+
+
+def test_unknown_keyword_is_a_type_error():
+    with pytest.raises(TypeError):
+        tune_kernel(**args(), texture=1)
