@@ -4,20 +4,26 @@
 // overlapping by 2). With U = G g G^T (filter), V = B^T d B (patch) and Y = A^T M A, the sum over
 // channels of U (.) V becomes, for each of the alpha^2 points xi, one matrix product
 // M[xi] (F x P) = U[xi]^T (F x C) V[xi] (C x P), P = B * T * T tiles: alpha^2 independent GEMMs,
-// batched in one launch (grid z). m = 2 does 16 products per 4 outputs, m = 4 does 36 per 16,
-// instead of 9 per output.
+// batched in one launch (grid z). Per output, m = 2 does 4 products, m = 4 2.25, m = 5 1.96 and
+// m = 6 1.78, instead of 9; tiles past the edge of the output are computed and dropped, so that m
+// dividing N matters (13 = 3 x 5 - 2 wastes less than 4 x 4 - 3), and the rounding error grows
+// with m (m = 6 fails the FP32 tolerance at large C: the tuner then records WRONG_RESULT).
 //
 // Four timed kernels: wino_filter (U), wino_input (V), wino_gemm (M), wino_output (Y into y).
 // Scratch, all FP32 and zero-padded so that the GEMM has no bounds checks:
-//   u: [A2][CP][FP]  (channels padded to whole BK steps, filters to whole BM tiles)
-//   v: [A2][CP][PP]  (tiles padded to whole BN tiles)
-//   m: [A2][FP][PP]
+//   u: [CP][A2][FP]  (channels padded to whole BK steps, filters to whole BM tiles)
+//   v: [CP][A2][PP]  (tiles padded to whole BN tiles)
+//   m: [FP][A2][PP]
+// The alpha^2 rows of one channel (of one filter, for m) lie together, so that the transforms'
+// alpha^2 reads or writes of one thread fall in one stretch of memory rather than in alpha^2
+// planes far apart.
 // Both GEMM operands are rows of the reduction dimension (channels), contiguous along the GEMM's M
 // (filters) and N (tiles), as in maxdnn; the transforms write them in that layout directly.
 //
-// F(4 x 4, 3 x 3) uses the interpolation points 0, 1, -1, 2, -1/2 (and infinity) rather than the
-// paper's 0, +-1, +-2: the same multiplication count, with about two thirds of the FP32 error at
-// C = 256 and 1024 (measured in NumPy, see winograd.py). The filter transform runs in double.
+// Interpolation points (and infinity): m = 2: 0, 1, -1 (the paper's); m = 4: 0, 1, -1, 2, -1/2
+// rather than the paper's 0, +-1, +-2, the same multiplication count with about two thirds of the
+// FP32 error at C = 256 and 1024 (measured in NumPy); m = 5: 0, +-1, +-2, 1/2; m = 6: 0, +-1, +-2,
+// +-1/2. The filter transform runs in double.
 //
 // Problem defines: B, C, N, K, F, STRIDE (K = 3, STRIDE = 1). Tunables: OUT_TILE (m), BM, BN, BK,
 // TM, TN, DOUBLE_BUFFER, VEC, MIN_BLOCKS (the GEMM, as maxdnn's), IN_BLOCK and OUT_BLOCK (threads
@@ -47,9 +53,11 @@
 #define LOADS_A (A_VECS / THREADS)
 #define LOADS_B (B_VECS / THREADS)
 #define KTILES (CP / BK)
+#define A_ROW (A2 * FP)  // from one channel's row of u[.][xi] to the next
+#define B_ROW (A2 * PP)
 
-#if (K != 3) || (STRIDE != 1) || (MT != 2 && MT != 4)
-#error "winograd: F(2x2,3x3) and F(4x4,3x3) at stride 1 only"
+#if (K != 3) || (STRIDE != 1) || (MT < 2) || (MT > 6) || (MT == 3)
+#error "winograd: F(m x m, 3 x 3) for m = 2, 4, 5, 6 at stride 1 only"
 #endif
 #if (THREADS % 32) || (A_VECS % THREADS) || (B_VECS % THREADS) || (TM % 4) || (TN % 4)
 #error "winograd: tile parameters outside the search space's constraints"
@@ -60,23 +68,57 @@
 __device__ __forceinline__ float bt(int i, int j) {
 #if MT == 2
     constexpr float t[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
-#else
+#elif MT == 4
     constexpr float t[6][6] = {
         {1.0f, 1.5f, -2.0f, -1.5f, 1.0f, 0.0f},  {0.0f, -1.0f, -2.5f, -0.5f, 1.0f, 0.0f},
         {0.0f, 1.0f, 0.5f, -2.5f, 1.0f, 0.0f},   {0.0f, -0.5f, -1.0f, 0.5f, 1.0f, 0.0f},
         {0.0f, 2.0f, -1.0f, -2.0f, 1.0f, 0.0f},  {0.0f, 1.0f, 1.5f, -2.0f, -1.5f, 1.0f}};
+#elif MT == 5
+    constexpr float t[7][7] = {{-2.0f, 4.0f, 2.5f, -5.0f, -0.5f, 1.0f, 0.0f},
+                               {0.0f, 2.0f, -2.0f, -4.5f, 0.5f, 1.0f, 0.0f},
+                               {0.0f, -2.0f, 6.0f, -3.5f, -1.5f, 1.0f, 0.0f},
+                               {0.0f, 1.0f, -1.5f, -2.0f, 1.5f, 1.0f, 0.0f},
+                               {0.0f, -1.0f, 2.5f, 0.0f, -2.5f, 1.0f, 0.0f},
+                               {0.0f, 4.0f, 0.0f, -5.0f, 0.0f, 1.0f, 0.0f},
+                               {0.0f, -2.0f, 4.0f, 2.5f, -5.0f, -0.5f, 1.0f}};
+#else
+    constexpr float t[8][8] = {{-1.0f, 0.0f, 5.25f, 0.0f, -5.25f, 0.0f, 1.0f, 0.0f},
+                               {0.0f, 1.0f, 1.0f, -4.25f, -4.25f, 1.0f, 1.0f, 0.0f},
+                               {0.0f, -1.0f, 1.0f, 4.25f, -4.25f, -1.0f, 1.0f, 0.0f},
+                               {0.0f, 0.5f, 0.25f, -2.5f, -1.25f, 2.0f, 1.0f, 0.0f},
+                               {0.0f, -0.5f, 0.25f, 2.5f, -1.25f, -2.0f, 1.0f, 0.0f},
+                               {0.0f, 2.0f, 4.0f, -2.5f, -5.0f, 0.5f, 1.0f, 0.0f},
+                               {0.0f, -2.0f, 4.0f, 2.5f, -5.0f, -0.5f, 1.0f, 0.0f},
+                               {0.0f, -1.0f, 0.0f, 5.25f, 0.0f, -5.25f, 0.0f, 1.0f}};
 #endif
     return t[i][j];
 }
 __device__ __forceinline__ double g_mat(int i, int j) {
 #if MT == 2
     constexpr double t[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-#else
+#elif MT == 4
     constexpr double t[6][3] = {{1.0, 0.0, 0.0},
                                 {-1.0 / 3, -1.0 / 3, -1.0 / 3},
                                 {1.0 / 3, -1.0 / 3, 1.0 / 3},
                                 {1.0 / 15, 2.0 / 15, 4.0 / 15},
                                 {-16.0 / 15, 8.0 / 15, -4.0 / 15},
+                                {0.0, 0.0, 1.0}};
+#elif MT == 5
+    constexpr double t[7][3] = {{-1.0 / 2, 0.0, 0.0},
+                                {-1.0 / 3, -1.0 / 3, -1.0 / 3},
+                                {1.0 / 9, -1.0 / 9, 1.0 / 9},
+                                {1.0 / 36, 1.0 / 18, 1.0 / 9},
+                                {-1.0 / 60, 1.0 / 30, -1.0 / 15},
+                                {32.0 / 45, 16.0 / 45, 8.0 / 45},
+                                {0.0, 0.0, 1.0}};
+#else
+    constexpr double t[8][3] = {{-1.0, 0.0, 0.0},
+                                {-2.0 / 9, -2.0 / 9, -2.0 / 9},
+                                {-2.0 / 9, 2.0 / 9, -2.0 / 9},
+                                {1.0 / 90, 1.0 / 45, 2.0 / 45},
+                                {1.0 / 90, -1.0 / 45, 2.0 / 45},
+                                {32.0 / 45, 16.0 / 45, 8.0 / 45},
+                                {32.0 / 45, -16.0 / 45, 8.0 / 45},
                                 {0.0, 0.0, 1.0}};
 #endif
     return t[i][j];
@@ -84,11 +126,24 @@ __device__ __forceinline__ double g_mat(int i, int j) {
 __device__ __forceinline__ float at(int i, int j) {
 #if MT == 2
     constexpr float t[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
-#else
+#elif MT == 4
     constexpr float t[4][6] = {{1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 0.0f},
                                {0.0f, 1.0f, -1.0f, 2.0f, -0.5f, 0.0f},
                                {0.0f, 1.0f, 1.0f, 4.0f, 0.25f, 0.0f},
                                {0.0f, 1.0f, -1.0f, 8.0f, -0.125f, 1.0f}};
+#elif MT == 5
+    constexpr float t[5][7] = {{1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 0.0f},
+                               {0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, 0.0f},
+                               {0.0f, 1.0f, 1.0f, 4.0f, 4.0f, 0.25f, 0.0f},
+                               {0.0f, 1.0f, -1.0f, 8.0f, -8.0f, 0.125f, 0.0f},
+                               {0.0f, 1.0f, 1.0f, 16.0f, 16.0f, 0.0625f, 1.0f}};
+#else
+    constexpr float t[6][8] = {{1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 0.0f},
+                               {0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, -0.5f, 0.0f},
+                               {0.0f, 1.0f, 1.0f, 4.0f, 4.0f, 0.25f, 0.25f, 0.0f},
+                               {0.0f, 1.0f, -1.0f, 8.0f, -8.0f, 0.125f, -0.125f, 0.0f},
+                               {0.0f, 1.0f, 1.0f, 16.0f, 16.0f, 0.0625f, 0.0625f, 0.0f},
+                               {0.0f, 1.0f, -1.0f, 32.0f, -32.0f, 0.03125f, -0.03125f, 1.0f}};
 #endif
     return t[i][j];
 }
@@ -132,7 +187,7 @@ wino_filter(const float* __restrict__ w, float* __restrict__ u) {
             double s = 0.0;
 #pragma unroll
             for (int k = 0; k < 3; ++k) s += tmp[i][k] * g_mat(j, k);
-            u[(long long)(i * AL + j) * CP * FP + idx] = (float)s;
+            u[((long long)c * A2 + i * AL + j) * FP + f] = (float)s;
         }
 }
 
@@ -173,7 +228,7 @@ wino_input(const float* __restrict__ x, float* __restrict__ v) {
             for (int k = 0; k < AL; ++k) s = mac(s, bt(i, k), d[k][j]);
             tmp[i][j] = s;
         }
-    float* dst = v + (long long)c * PP + p;
+    float* dst = v + (long long)c * A2 * PP + p;
 #pragma unroll
     for (int i = 0; i < AL; ++i)
 #pragma unroll
@@ -181,48 +236,67 @@ wino_input(const float* __restrict__ x, float* __restrict__ v) {
             float s = 0.0f;
 #pragma unroll
             for (int k = 0; k < AL; ++k) s = mac(s, bt(j, k), tmp[i][k]);
-            dst[(long long)(i * AL + j) * CP * PP] = s;
+            dst[(i * AL + j) * PP] = s;
         }
 }
 
 // y[b][f][...] = A^T M A for the alpha^2 products of tile p and filter f, cut at the edge of the
 // output. One thread per (f, p), p fastest (coalesced loads). Grid: (P / OUT_BLOCK rounded up, F).
+// A thread's m x m outputs are m short rows, far apart: stored directly, a warp's store would
+// touch a sector per thread (ncu: L2 80% busy, DRAM 50%, at AlexNet conv3). So the block's tiles
+// go through shared memory, laid out as the output rows of the tile rows (b, ty) they cover, and
+// are written row by row, consecutive threads at consecutive columns.
+#define TILE_ROWS ((OUT_BLOCK - 1) / T + 2)  // tile rows a block's OUT_BLOCK tiles can touch
+#define ROW_W (T * MT)                       // an output row as the tiles cover it (>= N)
 extern "C" __global__ void __launch_bounds__(OUT_BLOCK)
 wino_output(const float* __restrict__ m, float* __restrict__ y) {
-    const int p = blockIdx.x * OUT_BLOCK + threadIdx.x;
+    __shared__ float rows[TILE_ROWS * MT * ROW_W];
+    const int p_begin = blockIdx.x * OUT_BLOCK;
+    const int p_end = min(P, p_begin + OUT_BLOCK);
+    const int g_begin = p_begin / T;  // first tile row (b * T + ty) of the block
     const int f = blockIdx.y;
-    if (p >= P) return;
-    const float* src = m + (long long)f * PP + p;
-    float mm[AL][AL];
+    const int p = p_begin + threadIdx.x;
+    if (p < p_end) {
+        const float* src = m + (long long)f * A2 * PP + p;
+        float mm[AL][AL];
 #pragma unroll
-    for (int i = 0; i < AL; ++i)
+        for (int i = 0; i < AL; ++i)
 #pragma unroll
-        for (int j = 0; j < AL; ++j) mm[i][j] = __ldg(src + (long long)(i * AL + j) * FP * PP);
-    float tmp[MT][AL];  // A^T M
+            for (int j = 0; j < AL; ++j) mm[i][j] = __ldg(src + (i * AL + j) * PP);
+        float tmp[MT][AL];  // A^T M
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+        for (int i = 0; i < MT; ++i)
 #pragma unroll
-        for (int j = 0; j < AL; ++j) {
-            float s = 0.0f;
+            for (int j = 0; j < AL; ++j) {
+                float s = 0.0f;
 #pragma unroll
-            for (int k = 0; k < AL; ++k) s = mac(s, at(i, k), mm[k][j]);
-            tmp[i][j] = s;
+                for (int k = 0; k < AL; ++k) s = mac(s, at(i, k), mm[k][j]);
+                tmp[i][j] = s;
+            }
+        float* dst = rows + (p / T - g_begin) * MT * ROW_W + (p % T) * MT;
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < MT; ++j) {
+                float s = 0.0f;
+#pragma unroll
+                for (int k = 0; k < AL; ++k) s = mac(s, at(j, k), tmp[i][k]);
+                dst[i * ROW_W + j] = s;
+            }
+    }
+    __syncthreads();
+    const int g_count = (p_end - 1) / T - g_begin + 1;
+    for (int e = threadIdx.x; e < g_count * MT * ROW_W; e += OUT_BLOCK) {
+        const int x = e % ROW_W, r = e / ROW_W;
+        const int g = g_begin + r / MT, yy = (g % T) * MT + r % MT;
+        const int tile = g * T + x / MT;
+        if (x < N && yy < N && tile >= p_begin && tile < p_end) {
+            y[(((long long)(g / T) * F + f) * N + yy) * N + x] = rows[e];
         }
-    const int b = p / (T * T), t = p % (T * T);
-    const int y0 = (t / T) * MT, x0 = (t % T) * MT;
-    float* dst = y + ((long long)b * F + f) * N * N;
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < MT; ++j) {
-            float s = 0.0f;
-#pragma unroll
-            for (int k = 0; k < AL; ++k) s = mac(s, at(j, k), tmp[i][k]);
-            if (N % MT == 0 || (y0 + i < N && x0 + j < N)) dst[(y0 + i) * N + x0 + j] = s;
-        }
+    }
 }
 
-// ---- The batched GEMM: m[xi] (FP x PP) = u[xi]^T v[xi], one xi per grid z. ----
+// ---- The batched GEMM: m[.][xi] (FP x PP) = u[.][xi]^T v[.][xi], one xi per grid z. ----
 
 template <int V> struct Vec;
 template <> struct Vec<1> { using type = float; };
@@ -278,19 +352,19 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
     using TileB = Tile<BN>;
     const int a_row0 = TileA::row0(tid), a_col0 = TileA::col0(tid);
     const int b_row0 = TileB::row0(tid), b_col0 = TileB::col0(tid);
-    const float* a_src = u + xi * CP * FP + a_row0 * FP + f0 + a_col0;
-    const float* b_src = v + xi * CP * PP + (long long)b_row0 * PP + p0 + b_col0;
+    const float* a_src = u + xi * FP + (long long)a_row0 * A_ROW + f0 + a_col0;
+    const float* b_src = v + xi * PP + (long long)b_row0 * B_ROW + p0 + b_col0;
 
     vec_t ra[LOADS_A], rb[LOADS_B];
     auto load_tile = [&](int kt) {
-        const float* a = a_src + kt * (BK * FP);
-        const float* b = b_src + (long long)kt * (BK * PP);
+        const float* a = a_src + (long long)kt * BK * A_ROW;
+        const float* b = b_src + (long long)kt * BK * B_ROW;
 #pragma unroll
         for (int i = 0; i < LOADS_A; ++i)
-            ra[i] = *reinterpret_cast<const vec_t*>(a + TileA::row(i) * FP + TileA::col(i));
+            ra[i] = *reinterpret_cast<const vec_t*>(a + TileA::row(i) * A_ROW + TileA::col(i));
 #pragma unroll
         for (int i = 0; i < LOADS_B; ++i)
-            rb[i] = *reinterpret_cast<const vec_t*>(b + (long long)TileB::row(i) * PP +
+            rb[i] = *reinterpret_cast<const vec_t*>(b + (long long)TileB::row(i) * B_ROW +
                                                     TileB::col(i));
     };
     float* s_a_thread = s_a + a_row0 * BM + a_col0;
@@ -306,18 +380,18 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
             *reinterpret_cast<vec_t*>(b + TileB::row(i) * BN + TileB::col(i)) = rb[i];
     };
     auto copy_tile = [&](int kt, int stage) {
-        const float* a = a_src + kt * (BK * FP);
-        const float* b = b_src + (long long)kt * (BK * PP);
+        const float* a = a_src + (long long)kt * BK * A_ROW;
+        const float* b = b_src + (long long)kt * BK * B_ROW;
         float* sa = s_a_thread + stage * (BK * BM);
         float* sb = s_b_thread + stage * (BK * BN);
 #pragma unroll
         for (int i = 0; i < LOADS_A; ++i)
             copy_async(sa + TileA::row(i) * BM + TileA::col(i),
-                       a + TileA::row(i) * FP + TileA::col(i));
+                       a + TileA::row(i) * A_ROW + TileA::col(i));
 #pragma unroll
         for (int i = 0; i < LOADS_B; ++i)
             copy_async(sb + TileB::row(i) * BN + TileB::col(i),
-                       b + (long long)TileB::row(i) * PP + TileB::col(i));
+                       b + (long long)TileB::row(i) * B_ROW + TileB::col(i));
         copy_commit();
     };
 
@@ -399,7 +473,7 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
     }
 #endif
 
-    float* out = m + xi * FP * PP + p0 + 4 * tx;
+    float* out = m + xi * PP + p0 + 4 * tx;
 #pragma unroll
     for (int g = 0; g < TM / 4; ++g)
 #pragma unroll
@@ -408,7 +482,7 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
 #pragma unroll
             for (int h = 0; h < TN / 4; ++h) {
                 const float* a = acc[4 * g + i] + 4 * h;
-                *reinterpret_cast<float4*>(out + (long long)f * PP + h * 4 * THREADS_X) =
+                *reinterpret_cast<float4*>(out + (long long)f * B_ROW + h * 4 * THREADS_X) =
                     make_float4(a[0], a[1], a[2], a[3]);
             }
         }

@@ -1,4 +1,4 @@
-"""winograd: F(2x2,3x3) / F(4x4,3x3) minimal filtering; transforms around one batched GEMM."""
+"""winograd: F(m x m, 3 x 3) minimal filtering, m = 2, 4, 5, 6: transforms around a batched GEMM."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def transform_flops(problem: ConvProblem, m: int) -> int:
 class Winograd(Family):
     name = "winograd"
     description = (
-        "Winograd F(m x m, 3 x 3), m = OUT_TILE in {2, 4} (Lavin and Gray 2016): filter, input "
+        "Winograd F(m x m, 3 x 3), m = OUT_TILE in {2, 4, 5, 6} (Lavin and Gray 2016): filter, input "
         "and output transform kernels around one launch of alpha^2 batched SGEMMs (BM x BN block "
         "tile, TM x TN register block, BK channels per step, maxdnn's loop); all four kernels "
         "timed, the filter transform included (cuDNN's time includes its own)"
@@ -78,6 +78,9 @@ class Winograd(Family):
             raise UnsupportedProblem(f"{self.name} launches one block row per filter; F={p.F}")
         if p.B * p.C * p.input_size**2 > INT32_MAX * 8:
             raise UnsupportedProblem(f"{self.name}: the input has over 2^34 elements")
+
+    def arithmetic_flops(self, problem: ConvProblem, config: Config) -> int:
+        return transform_flops(problem, int(config["OUT_TILE"]))
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         v = {name: int(config[name]) for name in TUNABLES}
@@ -114,9 +117,9 @@ class Winograd(Family):
             ),
         )
         scratch = (
-            ("u", (a2, lay.channels, lay.filters)),
-            ("v", (a2, lay.channels, lay.columns)),
-            ("m", (a2, lay.filters, lay.columns)),
+            ("u", (lay.channels, a2, lay.filters)),
+            ("v", (lay.channels, a2, lay.columns)),
+            ("m", (lay.filters, a2, lay.columns)),
         )
         return KernelPlan(self.source_path, defines, launches, scratch=scratch)
 

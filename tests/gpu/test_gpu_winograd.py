@@ -1,4 +1,4 @@
-"""On a CUDA device: winograd correct at odd shapes for both output tiles (N not a multiple of m,
+"""On a CUDA device: winograd correct at odd shapes for every output tile (N not a multiple of m,
 odd C and F, batches of 1 and 3), within the FP32 tolerance."""
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ def tuner(evaluator, tmp_path_factory):
     return Tuner(compiler, evaluator, Store(str(path)), strategy="random", timing=QUICK)
 
 
-@pytest.mark.parametrize("m", [2, 4])
-def test_both_tiles_correct_at_odd_shapes(m, tuner, evaluator):
+@pytest.mark.parametrize("m", [2, 4, 5, 6])
+def test_every_tile_correct_at_odd_shapes(m, tuner, evaluator):
     studies, skipped = plan_studies([(FAMILY, p) for p in ODD_SHAPES], evaluator.limits)
     assert len(studies) == len(ODD_SHAPES), skipped
     rng = random.Random(m)
     picks = []
     for study in studies:
         configs = [c for c in study.space.configs if int(c["OUT_TILE"]) == m]
-        picks += [(study, c) for c in rng.sample(configs, min(4, len(configs)))]
+        picks += [(study, c) for c in rng.sample(configs, min(2, len(configs)))]
     failed = failures(tuner, picks, QUICK.min_repeats)
     assert not failed, "\n".join(failed)
