@@ -27,7 +27,7 @@
 //
 // Problem defines: B, C, N, K, F, STRIDE (K = 3, STRIDE = 1). Tunables: OUT_TILE (m), BM, BN, BK,
 // TM, TN, DOUBLE_BUFFER, VEC, MIN_BLOCKS (the GEMM, as maxdnn's), IN_BLOCK and OUT_BLOCK (threads
-// per block of the input and output transforms).
+// per block of the input and output transforms), OUT_STAGE (output rows through shared memory).
 
 #define MT OUT_TILE                         // output tile side m
 #define AL (MT + 2)                         // alpha: transformed tile side
@@ -242,20 +242,20 @@ wino_input(const float* __restrict__ x, float* __restrict__ v) {
 
 // y[b][f][...] = A^T M A for the alpha^2 products of tile p and filter f, cut at the edge of the
 // output. One thread per (f, p), p fastest (coalesced loads). Grid: (P / OUT_BLOCK rounded up, F).
-// A thread's m x m outputs are m short rows, far apart: stored directly, a warp's store would
-// touch a sector per thread (ncu: L2 80% busy, DRAM 50%, at AlexNet conv3). So the block's tiles
-// go through shared memory, laid out as the output rows of the tile rows (b, ty) they cover, and
-// are written row by row, consecutive threads at consecutive columns.
+// OUT_STAGE = 0: each thread stores its m x m outputs, m short rows far apart (one float2 /
+// float4 per row where m divides N), so a warp's store touches a sector per thread (ncu at AlexNet
+// conv3, m = 4, N = 13: L2 80% busy, DRAM 50%). OUT_STAGE = 1: the block's tiles go through
+// shared memory, laid out as the output rows of the tile rows (b, ty) they cover, and are written
+// row by row, consecutive threads at consecutive columns.
 #define TILE_ROWS ((OUT_BLOCK - 1) / T + 2)  // tile rows a block's OUT_BLOCK tiles can touch
 #define ROW_W (T * MT)                       // an output row as the tiles cover it (>= N)
 extern "C" __global__ void __launch_bounds__(OUT_BLOCK)
 wino_output(const float* __restrict__ m, float* __restrict__ y) {
-    __shared__ float rows[TILE_ROWS * MT * ROW_W];
     const int p_begin = blockIdx.x * OUT_BLOCK;
     const int p_end = min(P, p_begin + OUT_BLOCK);
-    const int g_begin = p_begin / T;  // first tile row (b * T + ty) of the block
     const int f = blockIdx.y;
     const int p = p_begin + threadIdx.x;
+    float out[MT][MT];
     if (p < p_end) {
         const float* src = m + (long long)f * A2 * PP + p;
         float mm[AL][AL];
@@ -273,7 +273,6 @@ wino_output(const float* __restrict__ m, float* __restrict__ y) {
                 for (int k = 0; k < AL; ++k) s = mac(s, at(i, k), mm[k][j]);
                 tmp[i][j] = s;
             }
-        float* dst = rows + (p / T - g_begin) * MT * ROW_W + (p % T) * MT;
 #pragma unroll
         for (int i = 0; i < MT; ++i)
 #pragma unroll
@@ -281,8 +280,18 @@ wino_output(const float* __restrict__ m, float* __restrict__ y) {
                 float s = 0.0f;
 #pragma unroll
                 for (int k = 0; k < AL; ++k) s = mac(s, at(j, k), tmp[i][k]);
-                dst[i * ROW_W + j] = s;
+                out[i][j] = s;
             }
+    }
+#if OUT_STAGE
+    __shared__ float rows[TILE_ROWS * MT * ROW_W];
+    const int g_begin = p_begin / T;  // first tile row (b * T + ty) of the block
+    if (p < p_end) {
+        float* dst = rows + (p / T - g_begin) * MT * ROW_W + (p % T) * MT;
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < MT; ++j) dst[i * ROW_W + j] = out[i][j];
     }
     __syncthreads();
     const int g_count = (p_end - 1) / T - g_begin + 1;
@@ -294,6 +303,25 @@ wino_output(const float* __restrict__ m, float* __restrict__ y) {
             y[(((long long)(g / T) * F + f) * N + yy) * N + x] = rows[e];
         }
     }
+#else
+    if (p >= p_end) return;
+    const int b = p / (T * T), t = p % (T * T);
+    const int y0 = (t / T) * MT, x0 = (t % T) * MT;
+    float* dst = y + ((long long)b * F + f) * N * N + y0 * N + x0;
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+        if constexpr (N % MT == 0 && MT == 4) {
+            *reinterpret_cast<float4*>(dst + i * N) =
+                make_float4(out[i][0], out[i][1], out[i][2], out[i][3]);
+        } else if constexpr (N % MT == 0 && MT == 2) {
+            *reinterpret_cast<float2*>(dst + i * N) = make_float2(out[i][0], out[i][1]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < MT; ++j)
+                if (N % MT == 0 || (y0 + i < N && x0 + j < N)) dst[i * N + j] = out[i][j];
+        }
+    }
+#endif
 }
 
 // ---- The batched GEMM: m[.][xi] (FP x PP) = u[.][xi]^T v[.][xi], one xi per grid z. ----

@@ -21,6 +21,7 @@ TUNABLES = (
     "MIN_BLOCKS",
     "IN_BLOCK",
     "OUT_BLOCK",
+    "OUT_STAGE",
 )
 FILTER_BLOCK = 256  # the filter transform is a few percent of the run: not tuned
 MAX_GRID_Y = 65535
@@ -59,10 +60,10 @@ def transform_flops(problem: ConvProblem, m: int) -> int:
 class Winograd(Family):
     name = "winograd"
     description = (
-        "Winograd F(m x m, 3 x 3), m = OUT_TILE in {2, 4, 5, 6} (Lavin and Gray 2016): filter, input "
-        "and output transform kernels around one launch of alpha^2 batched SGEMMs (BM x BN block "
-        "tile, TM x TN register block, BK channels per step, maxdnn's loop); all four kernels "
-        "timed, the filter transform included (cuDNN's time includes its own)"
+        "Winograd F(m x m, 3 x 3), m = OUT_TILE in {2, 4, 5, 6} (Lavin and Gray 2016): filter, "
+        "input and output transform kernels around one launch of alpha^2 batched SGEMMs (BM x BN "
+        "block tile, TM x TN register block, BK channels per step, maxdnn's loop); all four "
+        "kernels timed, the filter transform included (cuDNN's time includes its own)"
     )
     paper = "Lavin and Gray, Fast Algorithms for Convolutional Neural Networks (CVPR 2016)"
     default_shape_set = "vgg16"

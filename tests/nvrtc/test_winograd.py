@@ -36,7 +36,9 @@ def _tables(m: int) -> dict[str, np.ndarray]:
         body = source.split(f" {name}(int i, int j) {{", 1)[1].split("return t[i][j];", 1)[0]
         branches = re.split(r"#(?:if|elif) MT == (\d)|#else", body)
         # ['', '2', text, '4', text, '5', text, None, text]: the #else holds m = 6.
-        found = {int(k) if k else 6: text for k, text in zip(branches[1::2], branches[2::2])}
+        found = {
+            int(k) if k else 6: text for k, text in zip(branches[1::2], branches[2::2], strict=True)
+        }
         numbers = re.findall(r"-?\d+(?:\.\d*)?(?:\s*/\s*\d+)?", found[m].split("=", 1)[1])
         values = [_number(n) for n in numbers]
         tables[name] = np.array(values)
@@ -122,11 +124,18 @@ COMPILE_SAMPLE = [
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("stage", [0, 1])
 @pytest.mark.parametrize(("problem", "m", "tile"), COMPILE_SAMPLE, ids=str)
-def test_nvrtc_compiles_without_spills(compiler, problem: ConvProblem, m: int, tile) -> None:
+def test_nvrtc_compiles_without_spills(compiler, problem: ConvProblem, m: int, tile, stage) -> None:
     names = ("BM", "BN", "BK", "TM", "TN", "DOUBLE_BUFFER", "VEC", "MIN_BLOCKS")
     config = Config.of(
-        {"OUT_TILE": m, **dict(zip(names, tile, strict=True)), "IN_BLOCK": 64, "OUT_BLOCK": 64}
+        {
+            "OUT_TILE": m,
+            **dict(zip(names, tile, strict=True)),
+            "IN_BLOCK": 64,
+            "OUT_BLOCK": 64,
+            "OUT_STAGE": stage,
+        }
     )
     assert FAMILY.load_space().bind(problem.fields(), LIMITS).is_valid(config)
     plan = FAMILY.plan(problem, config)
@@ -135,3 +144,74 @@ def test_nvrtc_compiles_without_spills(compiler, problem: ConvProblem, m: int, t
         res = compiled.resources[launch.kernel]
         assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_bytes == 0
         assert -(-res.registers // 8) * 8 * launch.threads <= LIMITS.REGS_PER_BLOCK
+
+
+def _emulate(problem: ConvProblem, m: int, bm: int, bn: int, bk: int, out_block: int, x, w):
+    """The four kernels' index arithmetic in NumPy (float64): the filter and input transforms
+    into the padded channel-major scratch, the alpha^2 products, and the output transform
+    staged per block of OUT_BLOCK tiles as wino_output does with OUT_STAGE = 1."""
+    p = problem
+    t = _tables(m)
+    lay = Layout.of(p, m, bm, bn, bk)
+    al, side, n = m + 2, -(-p.N // m), p.N
+    s = n + 2
+    u = np.zeros((lay.channels, al * al, lay.filters))
+    u[: p.C, :, : p.F] = np.einsum("ik,fckl,jl->cijf", t["G"], w, t["G"]).reshape(p.C, al * al, p.F)
+    v = np.zeros((lay.channels, al * al, lay.columns))
+    for tile in range(lay.tiles):
+        b, rest = divmod(tile, side * side)
+        y0, x0 = (rest // side) * m, (rest % side) * m
+        patch = np.zeros((p.C, al, al))
+        part = x[b, :, y0 : min(y0 + al, s), x0 : min(x0 + al, s)]
+        patch[:, : part.shape[1], : part.shape[2]] = part
+        v[: p.C, :, tile] = np.einsum("ik,ckl,jl->cij", t["BT"], patch, t["BT"]).reshape(p.C, -1)
+    prod = np.einsum("cxf,cxp->fxp", u, v)  # m: [FP][A2][PP]
+    y = np.full(problem.output_shape, np.nan)
+    width = side * m
+    for f in range(p.F):
+        for begin in range(0, lay.tiles, out_block):
+            end = min(lay.tiles, begin + out_block)
+            g_begin = begin // side
+            rows = np.full(((out_block - 1) // side + 2) * m * width, np.nan)
+            for tile in range(begin, end):
+                mm = prod[f, :, tile].reshape(al, al)
+                out = t["AT"] @ mm @ t["AT"].T
+                base = (tile // side - g_begin) * m * width + (tile % side) * m
+                for i in range(m):
+                    rows[base + i * width : base + i * width + m] = out[i]
+            g_count = (end - 1) // side - g_begin + 1
+            for e in range(g_count * m * width):
+                col, r = e % width, e // width
+                g = g_begin + r // m
+                row = (g % side) * m + r % m
+                tile = g * side + col // m
+                if col < n and row < n and begin <= tile < end:
+                    assert np.isnan(y[g // side, f, row, col]), "written twice"
+                    y[g // side, f, row, col] = rows[e]
+    return y
+
+
+@pytest.mark.parametrize(
+    ("problem", "m", "out_block"),
+    [
+        (ConvProblem(N=7, K=3, C=5, F=3, B=3), 4, 64),
+        (ConvProblem(N=13, K=3, C=2, F=2, B=2), 5, 64),
+        (ConvProblem(N=12, K=3, C=3, F=2, B=1), 6, 64),
+        (ConvProblem(N=9, K=3, C=1, F=1, B=3), 2, 64),
+        (ConvProblem(N=1, K=3, C=2, F=2, B=5), 2, 64),
+        (ConvProblem(N=30, K=3, C=1, F=1, B=1), 4, 64),
+        # Blocks of tiles that start and end inside a tile row (and an image).
+        (ConvProblem(N=30, K=3, C=1, F=2, B=1), 2, 64),
+        (ConvProblem(N=13, K=3, C=2, F=1, B=9), 4, 64),
+    ],
+    ids=str,
+)
+def test_emulated_kernels_match_the_direct_convolution(problem, m, out_block) -> None:
+    from autotune.families.conv2d import reference_numpy
+
+    rng = np.random.default_rng(0)
+    x = rng.random(problem.input_shape) * 2 - 1
+    w = rng.random(problem.filter_shape) * 2 - 1
+    y = _emulate(problem, m, 32, 32, 8, out_block, x, w)
+    assert not np.isnan(y).any()
+    np.testing.assert_allclose(y, reference_numpy(problem, x, w), rtol=1e-9, atol=1e-9)

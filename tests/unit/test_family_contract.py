@@ -62,7 +62,7 @@ FACTS: dict[str, tuple[type, str, str]] = {
     "winograd": (
         ConvProblem,
         "vgg16",
-        "OUT_TILE BM BN BK TM TN DOUBLE_BUFFER VEC MIN_BLOCKS IN_BLOCK OUT_BLOCK",
+        "OUT_TILE BM BN BK TM TN DOUBLE_BUFFER VEC MIN_BLOCKS IN_BLOCK OUT_BLOCK OUT_STAGE",
     ),
 }
 # One small problem of each kind, to hand a family a kind it does not compute.
