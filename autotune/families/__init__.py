@@ -16,6 +16,7 @@ from autotune.families.maxdnn import MaxDnn
 from autotune.families.sgemm import Sgemm
 from autotune.families.smem_channels import SmemChannels
 from autotune.families.tiled2d import Tiled2d
+from autotune.families.winograd import Winograd
 
 FAMILIES: dict[str, Family] = {
     f.name: f
@@ -30,6 +31,7 @@ FAMILIES: dict[str, Family] = {
         Im2colGemm(),
         ImplicitGemm(),
         Tiled2d(),
+        Winograd(),
     )
 }
 

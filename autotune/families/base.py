@@ -72,6 +72,11 @@ class Family:
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         raise NotImplementedError
 
+    def arithmetic_flops(self, problem: ConvProblem, config: Config) -> int:
+        """FLOPs the configuration actually does: the problem's direct count, except for fast
+        algorithms (winograd), whose effective GFlop/s still divide the direct count."""
+        return problem.flops
+
     def buffers(self, problem: ConvProblem) -> Buffers:
         """The problem's inputs (filled with fresh random values) and outputs (checked)."""
         return conv2d.buffers(problem)

@@ -9,8 +9,10 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from autotune.families import UnknownFamily, get_family
 from autotune.model.kinds import KIND_SPECS
 from autotune.model.problem import KINDS
+from autotune.model.space import Config
 from autotune.reports.views import (
     COPY_BANDWIDTH,
     FMA_PEAK,
@@ -36,6 +38,7 @@ BEST_COLUMNS = (
     "config",
     "time_ms",
     "gflops",
+    "arithmetic_gflops",  # the FLOPs the kernel did (a fast algorithm's fewer) over its time
     "registers",
     "smem_bytes",
     "scratch_bytes",  # extra device memory of the plan (im2col's unrolled matrix)
@@ -137,12 +140,25 @@ def best_table(
     df["bound"] = bound_of(intensity, fma / copy)
     df["time_ms"] = df["time_ms"].map(_significant)
     df["spread"] = df["spread"].astype(float).round(FRACTION_DECIMALS)
+    done = [arithmetic_flops(r.family, r.problem, r.config) for r in df.itertuples()]
+    df["arithmetic_gflops"] = (pd.Series(done, index=df.index, dtype=float) / time_ms / 1e6).round(
+        GFLOPS_DECIMALS
+    )
     df["gflops"] = df["gflops"].astype(float).round(GFLOPS_DECIMALS)
     df["baseline_gflops"] = df["baseline_gflops"].astype(float).round(GFLOPS_DECIMALS)
     for name in ("registers", "smem_bytes", "scratch_bytes"):
         df[name] = df[name].astype("Int64")  # missing resource reports stay empty, not NaN
     columns = [c for c in BEST_COLUMNS if c not in SHAPE_COLUMNS]
     return df[columns[:2] + list(shape_columns) + columns[2:]]
+
+
+def arithmetic_flops(family: str, problem: object, config: object) -> float:
+    """The FLOPs a stored configuration did: its family's count where the family is known and
+    says (a fast algorithm does fewer than the direct count), else the problem's."""
+    try:
+        return get_family(family).arithmetic_flops(problem, Config.from_json(config))
+    except (UnknownFamily, KeyError, ValueError, TypeError):
+        return float(problem.flops)
 
 
 def table_shape_columns(kinds: Iterable[str]) -> tuple[str, ...]:

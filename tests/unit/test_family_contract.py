@@ -59,6 +59,11 @@ FACTS: dict[str, tuple[type, str, str]] = {
         "tiled2d",
         "BLOCK_SIZE_X BLOCK_SIZE_Y TILE_SIZE_X TILE_SIZE_Y USE_PADDING READ_ONLY",
     ),
+    "winograd": (
+        ConvProblem,
+        "vgg16",
+        "OUT_TILE BM BN BK TM TN DOUBLE_BUFFER VEC MIN_BLOCKS IN_BLOCK OUT_BLOCK OUT_STAGE",
+    ),
 }
 # One small problem of each kind, to hand a family a kind it does not compute.
 ONE_OF_EACH_KIND = (
