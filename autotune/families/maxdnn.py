@@ -81,7 +81,9 @@ class MaxDnn(Family):
         "filters and patch rows zero-padded to whole tiles. Paper: 64x64 block = BM=BN=64, 8x8 "
         "register block = TM=TN=8, 8 columns per iteration = BK=8, 128-bit texture loads = "
         "VEC=4, double buffering = DOUBLE_BUFFER=1; MIN_BLOCKS is __launch_bounds__' occupancy "
-        "target"
+        "target; SPLIT_K splits the reduction across blocks (atomic adds into a cleared output) "
+        "to fill the last wave; FMA_ORDER 1 orders the FFMAs serpentine for operand reuse; BYTE_OFFSETS 1 keeps the patch "
+        "offsets in bytes (cheaper addresses)"
     )
     paper = "002 (Lavin, maxDNN 2015), section 3.2"
     layout = (
@@ -110,6 +112,9 @@ class MaxDnn(Family):
         tm, tn = int(config["TM"]), int(config["TN"])
         double_buffer, vec = int(config["DOUBLE_BUFFER"]), int(config["VEC"])
         min_blocks = int(config["MIN_BLOCKS"])
+        # Tunables added later default to the behaviour before them (stored configs lack them).
+        split_k, fma_order = _tunable(config, "SPLIT_K", 1), _tunable(config, "FMA_ORDER", 0)
+        byte_offsets = _tunable(config, "BYTE_OFFSETS", 0)
         p = problem
         lay = Layout.of(p, bm, bn, bk)
         s, pixels, patch = p.input_size, p.N * p.N, p.C * p.K * p.K
@@ -123,6 +128,9 @@ class MaxDnn(Family):
             ("DOUBLE_BUFFER", double_buffer),
             ("VEC", vec),
             ("MIN_BLOCKS", min_blocks),
+            ("SPLIT_K", split_k),
+            ("FMA_ORDER", fma_order),
+            ("BYTE_OFFSETS", byte_offsets),
         )
         scratch = (
             ("x_chwn", (p.C, s, s, lay.images)),
@@ -151,7 +159,7 @@ class MaxDnn(Family):
         )  # fmt: skip
         main = Launch(
             "maxdnn",
-            grid=(pixels, lay.filters // bm, lay.images // bn),
+            grid=(pixels, lay.filters // bm, lay.images // bn * split_k),
             block=((bm // tm) * (bn // tn), 1, 1),
             args=("x_chwn", "w_t", "y_fhwn"),
             smem_bytes=shared_bytes(config),
@@ -163,15 +171,27 @@ class MaxDnn(Family):
                 src_g=pixels * lay.images, src_r=lay.images, dst_g=pixels, dst_c=p.F * pixels,
             ),
         )  # fmt: skip
+        # Split-K blocks add into y_fhwn, so the timed run clears it first.
+        words = lay.filters * pixels * lay.images // 4
+        zero = Launch("zero_fill", grid=(cdiv(words, OFFSETS_BLOCK), 1, 1),
+                      block=(OFFSETS_BLOCK, 1, 1), args=("y_fhwn", words))
         return KernelPlan(
             self.source_path,
             defines,
-            (main,),
+            (zero, main) if split_k > 1 else (main,),
             constants=(("c_offsets", "offsets"),),
             scratch=scratch,
             setup=setup,
             finish=finish,
         )
+
+
+def _tunable(config: Config, name: str, default: int) -> int:
+    """A tunable that configurations stored before it existed lack."""
+    try:
+        return int(config[name])
+    except KeyError:
+        return default
 
 
 def shared_bytes(config: Config) -> int:
