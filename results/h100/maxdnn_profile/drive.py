@@ -34,9 +34,9 @@ def main(path: str, repeats: int = 2) -> None:
         config = {**defaults, **config}
         plan = family.plan(problem, config)
         compiled = compiler.compile(plan)
-        res = compiled.resources["maxdnn"]
-        print(f"{shape} {json.dumps(config, sort_keys=True)} regs={res.registers} "
-              f"spills={res.spill_stores + res.spill_loads}", flush=True)
+        res = compiled.resources.get("maxdnn")
+        usage = f"regs={res.registers} spills={res.spill_stores + res.spill_loads}" if res else ""
+        print(f"{shape} {json.dumps(config, sort_keys=True)} {usage}", flush=True)
         module, functions = _load_module(compiled.cubin, plan.entries, session._tmp.name, False)
         for launch in plan.all_launches:
             if launch.smem_bytes > 48 * 1024:
