@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -82,8 +83,8 @@ class MaxDnn(Family):
         "register block = TM=TN=8, 8 columns per iteration = BK=8, 128-bit texture loads = "
         "VEC=4, double buffering = DOUBLE_BUFFER=1; MIN_BLOCKS is __launch_bounds__' occupancy "
         "target; SPLIT_K splits the reduction across blocks (atomic adds into a cleared output) "
-        "to fill the last wave; FMA_ORDER 1 orders the FFMAs serpentine for operand reuse; BYTE_OFFSETS 1 keeps the patch "
-        "offsets in bytes (cheaper addresses)"
+        "to fill the last wave; FMA_ORDER 1 orders the FFMAs serpentine for operand reuse; "
+        "BYTE_OFFSETS 1 keeps the patch offsets in bytes (cheaper addresses)"
     )
     paper = "002 (Lavin, maxDNN 2015), section 3.2"
     layout = (
@@ -91,6 +92,8 @@ class MaxDnn(Family):
         "rows), FHWN output; converted outside the timed region"
     )
     default_shape_set = "alexnet"
+    # Configs stored before split-K, the serpentine FFMA order and byte offsets ran without them.
+    later_tunables = MappingProxyType({"SPLIT_K": 1, "FMA_ORDER": 0, "BYTE_OFFSETS": 0})
 
     def check(self, problem: ConvProblem) -> None:
         super().check(problem)
@@ -108,13 +111,13 @@ class MaxDnn(Family):
             )
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
+        config = self.complete(config)
         bm, bn, bk = int(config["BM"]), int(config["BN"]), int(config["BK"])
         tm, tn = int(config["TM"]), int(config["TN"])
         double_buffer, vec = int(config["DOUBLE_BUFFER"]), int(config["VEC"])
         min_blocks = int(config["MIN_BLOCKS"])
-        # Tunables added later default to the behaviour before them (stored configs lack them).
-        split_k, fma_order = _tunable(config, "SPLIT_K", 1), _tunable(config, "FMA_ORDER", 0)
-        byte_offsets = _tunable(config, "BYTE_OFFSETS", 0)
+        split_k, fma_order = int(config["SPLIT_K"]), int(config["FMA_ORDER"])
+        byte_offsets = int(config["BYTE_OFFSETS"])
         p = problem
         lay = Layout.of(p, bm, bn, bk)
         s, pixels, patch = p.input_size, p.N * p.N, p.C * p.K * p.K
@@ -173,8 +176,12 @@ class MaxDnn(Family):
         )  # fmt: skip
         # Split-K blocks add into y_fhwn, so the timed run clears it first.
         words = lay.filters * pixels * lay.images // 4
-        zero = Launch("zero_fill", grid=(cdiv(words, OFFSETS_BLOCK), 1, 1),
-                      block=(OFFSETS_BLOCK, 1, 1), args=("y_fhwn", words))
+        zero = Launch(
+            "zero_fill",
+            grid=(cdiv(words, OFFSETS_BLOCK), 1, 1),
+            block=(OFFSETS_BLOCK, 1, 1),
+            args=("y_fhwn", words),
+        )
         return KernelPlan(
             self.source_path,
             defines,
@@ -184,14 +191,6 @@ class MaxDnn(Family):
             setup=setup,
             finish=finish,
         )
-
-
-def _tunable(config: Config, name: str, default: int) -> int:
-    """A tunable that configurations stored before it existed lack."""
-    try:
-        return int(config[name])
-    except KeyError:
-        return default
 
 
 def shared_bytes(config: Config) -> int:

@@ -72,18 +72,45 @@ COMPILE_SAMPLE = [
     # largest register blocks and every DOUBLE_BUFFER mode.
     (
         ConvProblem(N=13, K=3, C=384, F=256, B=128),
-        dict(BM=128, BN=128, BK=16, TM=16, TN=8, DOUBLE_BUFFER=2, VEC=4, MIN_BLOCKS=1,
-             SPLIT_K=3, FMA_ORDER=1, BYTE_OFFSETS=1),
+        dict(
+            BM=128,
+            BN=128,
+            BK=16,
+            TM=16,
+            TN=8,
+            DOUBLE_BUFFER=2,
+            VEC=4,
+            MIN_BLOCKS=1,
+            SPLIT_K=3,
+            FMA_ORDER=1,
+            BYTE_OFFSETS=1,
+        ),
     ),
     (
         ConvProblem(N=13, K=3, C=256, F=256, B=128),
-        {**LARGEST, "DOUBLE_BUFFER": 1, "MIN_BLOCKS": 1, "SPLIT_K": 2, "FMA_ORDER": 1,
-         "BYTE_OFFSETS": 1},
+        {
+            **LARGEST,
+            "DOUBLE_BUFFER": 1,
+            "MIN_BLOCKS": 1,
+            "SPLIT_K": 2,
+            "FMA_ORDER": 1,
+            "BYTE_OFFSETS": 1,
+        },
     ),
     (
         ConvProblem(N=29, K=5, C=7, F=9),
-        dict(BM=32, BN=32, BK=8, TM=4, TN=4, DOUBLE_BUFFER=0, VEC=1, MIN_BLOCKS=2, SPLIT_K=2,
-             FMA_ORDER=0),
+        dict(
+            BM=32,
+            BN=32,
+            BK=8,
+            TM=4,
+            TN=4,
+            DOUBLE_BUFFER=0,
+            VEC=1,
+            MIN_BLOCKS=2,
+            SPLIT_K=2,
+            FMA_ORDER=0,
+        ),
     ),
 ]
 # Tunables the samples leave out take their defaults (the behaviour before they existed).
@@ -356,3 +383,15 @@ def test_nvrtc_compiles_without_spills(compiler, problem: ConvProblem, values: d
     assert main.registers * threads <= LIMITS.REGS_PER_BLOCK
     assert main.smem_bytes == 0  # all of it dynamic: plan.launches[-1].smem_bytes
     assert compiled.resources["transpose_pad"].smem_bytes == 32 * 33 * 4
+
+
+def test_configs_stored_before_the_later_tunables_plan_as_before() -> None:
+    """A stored config without SPLIT_K, FMA_ORDER and BYTE_OFFSETS plans the kernel it measured:
+    no split (one launch, grid z = image tiles), row-major FFMAs, element offsets."""
+    problem = named_shapes("alexnet")[3]
+    stored = Config.of({**PAPER, "MIN_BLOCKS": 1})
+    completed = Config.of({**PAPER, "MIN_BLOCKS": 1, **DEFAULTS})
+    assert FAMILY.complete(stored) == completed
+    old, new = FAMILY.plan(problem, stored), FAMILY.plan(problem, completed)
+    assert old == new and len(old.launches) == 1
+    assert dict(old.defines)["SPLIT_K"] == 1 and dict(old.defines)["BYTE_OFFSETS"] == 0

@@ -10,8 +10,10 @@ PEAK = 66228.0
 
 def rows(path):
     c = sqlite3.connect(path)
-    q = ("select shape, config, gflops from evaluations where family = 'maxdnn' and protocol = 2 "
-         "and status = 'OK' and gflops is not null")
+    q = (
+        "select shape, config, gflops from evaluations where family = 'maxdnn' and protocol = 2 "
+        "and status = 'OK' and gflops is not null"
+    )
     out = {}
     for shape, config, g in c.execute(q):
         out.setdefault(shape, []).append((g, json.loads(config)))

@@ -1,13 +1,14 @@
 """Launch maxdnn's main kernel once per (shape, config) of a JSON file, for Nsight Compute.
 
 Usage (on the GPU machine, from the worktree root):
-    ncu -k regex:^maxdnn$ --set full -o prof python3 results/h100/maxdnn_profile/drive.py CONFIGS.json
+    ncu -k regex:^maxdnn$ --set full -o prof \\
+        python3 results/h100/maxdnn_profile/drive.py CONFIGS.json [REPEATS]
 
 CONFIGS.json maps a shape ("N=12,K=3,C=256,F=512,B=128") to a config (the tunables, as
 `autotune best --format csv` stores them); a missing tunable takes its default. Setup (layout
-conversion, offsets table) runs first, untimed; then the main kernel runs twice (warm-up and the
-profiled launch when ncu is given --launch-skip-before-match 0 --launch-skip 1 per shape, or both
-when not). Prints each kernel's registers and spills as NVRTC reports them.
+conversion, offsets table) runs first; then the timed launches (with split-K, zero_fill and
+maxdnn) run REPEATS times (default 2; the profiles used 1, so ncu saw one maxdnn per shape, in
+the file's order). Prints each kernel's registers and spills as NVRTC reports them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from autotune.families.conv2d import buffers
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.session import GpuSession, _load_module
 from autotune.model.problem import parse_shape
+from autotune.model.space import Config
 
 
 def main(path: str, repeats: int = 2) -> None:
@@ -32,7 +34,7 @@ def main(path: str, repeats: int = 2) -> None:
     for shape, config in json.load(open(path)).items():
         problem = parse_shape(shape)
         config = {**defaults, **config}
-        plan = family.plan(problem, config)
+        plan = family.plan(problem, Config.of(config))
         compiled = compiler.compile(plan)
         res = compiled.resources.get("maxdnn")
         usage = f"regs={res.registers} spills={res.spill_stores + res.spill_loads}" if res else ""

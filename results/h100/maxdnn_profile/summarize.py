@@ -39,7 +39,7 @@ def sass(path):
         elif row[0] == "Address":
             hdr = row
         else:
-            kernels[-1].append(dict(zip(hdr, row)))
+            kernels[-1].append(dict(zip(hdr, row, strict=False)))
     out = []
     for ins in kernels:
         ops, stalls = collections.Counter(), collections.Counter()
@@ -58,21 +58,27 @@ def sass(path):
 
 def main(shapes_json, details_csv, sass_csv):
     shapes = list(json.load(open(shapes_json)).items())
-    print("| shape | config | time | issue slots busy | FFMA share of issued | FFMA x issue | "
-          "LDS share | achieved / theoretical occupancy | waves | smem excess wavefronts | "
-          "top stall reasons (share of warp samples) |")
+    print(
+        "| shape | config | time | issue slots busy | FFMA share of issued | FFMA x issue | "
+        "LDS share | achieved / theoretical occupancy | waves | smem excess wavefronts | "
+        "top stall reasons (share of warp samples) |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |")
-    for (shape, config), d, (ops, stalls, excess) in zip(shapes, details(details_csv),
-                                                          sass(sass_csv)):
+    for (shape, config), d, (ops, stalls, excess) in zip(
+        shapes, details(details_csv), sass(sass_csv), strict=True
+    ):
         total = sum(ops.values())
         ffma = ops["FFMA"] / total
         issue = float(d["issue%"][0]) / 100
         st = sum(stalls.values())
         top = ", ".join(f"{k} {v / st:.2f}" for k, v in stalls.most_common(5))
         cfg = " ".join(f"{k}={v}" for k, v in sorted(config.items()))
-        print(f"| {shape} | {cfg} | {d['time'][0]} {d['time'][1]} | {issue:.3f} | {ffma:.3f} | "
-              f"{issue * ffma:.3f} | {ops['LDS'] / total:.3f} | {d['occ%'][0]} / {d['theo%'][0]} % | "
-              f"{d['waves'][0]} | {excess} | {top} |")
+        occupancy = f"{d['occ%'][0]} / {d['theo%'][0]} %"
+        print(
+            f"| {shape} | {cfg} | {d['time'][0]} {d['time'][1]} | {issue:.3f} | {ffma:.3f} | "
+            f"{issue * ffma:.3f} | {ops['LDS'] / total:.3f} | {occupancy} | "
+            f"{d['waves'][0]} | {excess} | {top} |"
+        )
 
 
 if __name__ == "__main__":
