@@ -23,11 +23,28 @@
 // double buffering, but the next tile travels global -> shared by cp.async (sm_80 and later), so
 // it holds no registers while in flight. DOUBLE_BUFFER = 0: load, barrier, multiply, barrier.
 //
+// SPLIT_K > 1 (for grids that fill the GPU's last wave poorly): blockIdx.z also picks one of
+// SPLIT_K contiguous ranges of the KTILES iterations, and the blocks of one output tile add their
+// partial sums into y_fhwn with atomics; zero_fill clears y_fhwn first, inside the timed run.
+// FMA_ORDER = 1 walks each row of the register block in alternating directions (serpentine), so
+// consecutive FFMAs share an operand register (operand reuse instead of register bank reads).
+//
 // Untimed helpers, declared by the family: transpose_pad (NCHW -> CHWN with zero images, the
 // filter transpose with zero filters and rows, and FHWN -> NFHW after the run) and build_offsets.
 //
 // Problem defines: B, C, N, K, F, STRIDE. Tunables: BM, BN, BK, TM, TN, DOUBLE_BUFFER, VEC,
-// MIN_BLOCKS.
+// MIN_BLOCKS, SPLIT_K, FMA_ORDER, BYTE_OFFSETS (defaults 1, 0, 0: the behaviour before they
+// existed).
+
+#ifndef SPLIT_K
+#define SPLIT_K 1
+#endif
+#ifndef FMA_ORDER
+#define FMA_ORDER 0
+#endif
+#ifndef BYTE_OFFSETS
+#define BYTE_OFFSETS 0
+#endif
 
 #define S ((N - 1) * STRIDE + K)  // input side (pre-padded)
 #define SS (S * S)
@@ -38,6 +55,7 @@
 #define FP (((F + BM - 1) / BM) * BM)    // filters, zero-padded to whole tiles
 #define RP (((CKK + BK - 1) / BK) * BK)  // patch rows, zero-padded to whole iterations
 #define KTILES (RP / BK)
+#define KT_PER_SPLIT ((KTILES + SPLIT_K - 1) / SPLIT_K)
 
 #define THREADS_X (BN / TN)  // threads along the images
 #define THREADS_Y (BM / TM)  // threads along the filters
@@ -60,6 +78,18 @@
 #endif
 
 __constant__ int c_offsets[RP];
+
+// The address of patch row `offset` (a c_offsets entry) from the thread's patch origin `base`.
+// BYTE_OFFSETS = 1: the table holds unsigned byte offsets, so the address is one 64-bit add
+// (two instructions) instead of a sign extension, a scaling and the add (four).
+__device__ __forceinline__ const float* patch_row(const float* base, int offset) {
+#if BYTE_OFFSETS
+    return reinterpret_cast<const float*>(reinterpret_cast<const char*>(base) +
+                                          static_cast<unsigned>(offset));
+#else
+    return base + offset;
+#endif
+}
 
 template <int V> struct Vec;
 template <> struct Vec<1> { using type = float; };
@@ -126,6 +156,12 @@ template <int WIDTH> struct Tile {
     }
 };
 
+// y_fhwn = 0 before the split-K blocks add into it (float4 words: FP * NN * BP is a multiple of 4).
+extern "C" __global__ void zero_fill(float* __restrict__ y, int words) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < words) reinterpret_cast<float4*>(y)[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+}
+
 // The patch offsets table, written as ints into a float scratch buffer that the evaluator then
 // copies into c_offsets. Patch row r = (c, i, j) sits at ((c * S + i) * S + j) * BP elements from
 // the patch origin in CHWN; padding rows point at the origin itself, which is inside the input and
@@ -138,7 +174,7 @@ extern "C" __global__ void build_offsets(float* __restrict__ table) {
         const int c = r / KK, i = (r / K) % K, j = r % K;
         offset = ((c * S + i) * S + j) * BP;
     }
-    reinterpret_cast<int*>(table)[r] = offset;
+    reinterpret_cast<int*>(table)[r] = BYTE_OFFSETS ? offset * 4 : offset;  // bytes: < 2^31
 }
 
 // x_chwn: (C, S, S, BP); w_t: (RP, FP); y_fhwn: (FP, N, N, BP). Offsets fit in int: the space's
@@ -152,7 +188,16 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
 
     const int pix = blockIdx.x;
     const int oy = pix / N, ox = pix - oy * N;
-    const int f0 = blockIdx.y * BM, b0 = blockIdx.z * BN;
+    const int f0 = blockIdx.y * BM;
+    // This block's range [kt_begin, kt_end) of the reduction's iterations.
+#if SPLIT_K > 1
+    const int b0 = (blockIdx.z / SPLIT_K) * BN;
+    const int kt_begin = min((int)(blockIdx.z % SPLIT_K) * KT_PER_SPLIT, KTILES);
+    const int kt_end = min(kt_begin + KT_PER_SPLIT, KTILES);
+#else
+    const int b0 = blockIdx.z * BN;
+    constexpr int kt_begin = 0, kt_end = KTILES;
+#endif
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
     const int tx = (warp % WARPS_PER_ROW) * WARP_X + lane % WARP_X;
@@ -181,7 +226,8 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
         const int* offsets = c_offsets + kt * BK + b_row0;
 #pragma unroll
         for (int i = 0; i < LOADS_B; ++i) {
-            rb[i] = *reinterpret_cast<const vec_t*>(b_src + offsets[TileB::row(i)] + TileB::col(i));
+            rb[i] = *reinterpret_cast<const vec_t*>(patch_row(b_src, offsets[TileB::row(i)]) +
+                                                    TileB::col(i));
         }
     };
     float* s_a_thread = s_a + a_row0 * BM + a_col0;
@@ -212,7 +258,7 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
 #pragma unroll
         for (int i = 0; i < LOADS_B; ++i) {
             copy_async(sb + TileB::row(i) * BN + TileB::col(i),
-                       b_src + offsets[TileB::row(i)] + TileB::col(i));
+                       patch_row(b_src, offsets[TileB::row(i)]) + TileB::col(i));
         }
         copy_commit();
     };
@@ -245,7 +291,14 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
 #pragma unroll
         for (int i = 0; i < TM; ++i) {
 #pragma unroll
-            for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(fa[buf][i], fb[buf][j], acc[i][j]);
+            for (int j = 0; j < TN; ++j) {
+#if FMA_ORDER == 1
+                const int jj = (i & 1) ? TN - 1 - j : j;
+                acc[i][jj] = fmaf(fa[buf][i], fb[buf][jj], acc[i][jj]);
+#else
+                acc[i][j] = fmaf(fa[buf][i], fb[buf][j], acc[i][j]);
+#endif
+            }
         }
     };
 
@@ -262,25 +315,26 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
     };
 
 #if ASYNC_COPY
-    copy_tile(0, 0);
+    // The space's constraints give every split at least one iteration (kt_begin < kt_end).
+    copy_tile(kt_begin, 0);
 #pragma unroll 1
-    for (int kt = 0; kt < KTILES; ++kt) {
-        const int stage = kt & 1;
+    for (int t = 0; t < kt_end - kt_begin; ++t) {
+        const int kt = kt_begin + t, stage = t & 1;
         // Tile kt has landed for every thread, and every thread is done with tile kt - 1, whose
         // stage the next copy overwrites.
         copy_wait_all();
         __syncthreads();
-        if (kt + 1 < KTILES) copy_tile(kt + 1, stage ^ 1);  // in flight during the multiply
+        if (kt + 1 < kt_end) copy_tile(kt + 1, stage ^ 1);  // in flight during the multiply
         multiply_stage(stage);
     }
 #elif DOUBLE_BUFFER
-    load_tile(0);
+    load_tile(kt_begin);
     store_tile(0);
     __syncthreads();
 #pragma unroll 1
-    for (int kt = 0; kt < KTILES; ++kt) {
-        const int stage = kt & 1;
-        const bool more = kt + 1 < KTILES;
+    for (int t = 0; t < kt_end - kt_begin; ++t) {
+        const int kt = kt_begin + t, stage = t & 1;
+        const bool more = kt + 1 < kt_end;
         if (more) load_tile(kt + 1);  // in flight while this tile is multiplied
         multiply_stage(stage);
         // The other stage was last read before the previous barrier: safe to overwrite.
@@ -289,7 +343,7 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
     }
 #else
 #pragma unroll 1
-    for (int kt = 0; kt < KTILES; ++kt) {
+    for (int kt = kt_begin; kt < kt_end; ++kt) {
         load_tile(kt);
         store_tile(0);
         __syncthreads();
@@ -313,8 +367,14 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
 #pragma unroll
             for (int h = 0; h < TN / 4; ++h) {
                 const float* v = acc[4 * g + i] + 4 * h;
+#if SPLIT_K > 1
+                float* o = out + h * 4 * THREADS_X;
+                atomicAdd(o, v[0]), atomicAdd(o + 1, v[1]), atomicAdd(o + 2, v[2]);
+                atomicAdd(o + 3, v[3]);
+#else
                 *reinterpret_cast<float4*>(out + h * 4 * THREADS_X) =
                     make_float4(v[0], v[1], v[2], v[3]);
+#endif
             }
         }
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -81,7 +82,9 @@ class MaxDnn(Family):
         "filters and patch rows zero-padded to whole tiles. Paper: 64x64 block = BM=BN=64, 8x8 "
         "register block = TM=TN=8, 8 columns per iteration = BK=8, 128-bit texture loads = "
         "VEC=4, double buffering = DOUBLE_BUFFER=1; MIN_BLOCKS is __launch_bounds__' occupancy "
-        "target"
+        "target; SPLIT_K splits the reduction across blocks (atomic adds into a cleared output) "
+        "to fill the last wave; FMA_ORDER 1 orders the FFMAs serpentine for operand reuse; "
+        "BYTE_OFFSETS 1 keeps the patch offsets in bytes (cheaper addresses)"
     )
     paper = "002 (Lavin, maxDNN 2015), section 3.2"
     layout = (
@@ -89,6 +92,8 @@ class MaxDnn(Family):
         "rows), FHWN output; converted outside the timed region"
     )
     default_shape_set = "alexnet"
+    # Configs stored before split-K, the serpentine FFMA order and byte offsets ran without them.
+    later_tunables = MappingProxyType({"SPLIT_K": 1, "FMA_ORDER": 0, "BYTE_OFFSETS": 0})
 
     def check(self, problem: ConvProblem) -> None:
         super().check(problem)
@@ -106,10 +111,13 @@ class MaxDnn(Family):
             )
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
+        config = self.complete(config)
         bm, bn, bk = int(config["BM"]), int(config["BN"]), int(config["BK"])
         tm, tn = int(config["TM"]), int(config["TN"])
         double_buffer, vec = int(config["DOUBLE_BUFFER"]), int(config["VEC"])
         min_blocks = int(config["MIN_BLOCKS"])
+        split_k, fma_order = int(config["SPLIT_K"]), int(config["FMA_ORDER"])
+        byte_offsets = int(config["BYTE_OFFSETS"])
         p = problem
         lay = Layout.of(p, bm, bn, bk)
         s, pixels, patch = p.input_size, p.N * p.N, p.C * p.K * p.K
@@ -123,6 +131,9 @@ class MaxDnn(Family):
             ("DOUBLE_BUFFER", double_buffer),
             ("VEC", vec),
             ("MIN_BLOCKS", min_blocks),
+            ("SPLIT_K", split_k),
+            ("FMA_ORDER", fma_order),
+            ("BYTE_OFFSETS", byte_offsets),
         )
         scratch = (
             ("x_chwn", (p.C, s, s, lay.images)),
@@ -151,7 +162,7 @@ class MaxDnn(Family):
         )  # fmt: skip
         main = Launch(
             "maxdnn",
-            grid=(pixels, lay.filters // bm, lay.images // bn),
+            grid=(pixels, lay.filters // bm, lay.images // bn * split_k),
             block=((bm // tm) * (bn // tn), 1, 1),
             args=("x_chwn", "w_t", "y_fhwn"),
             smem_bytes=shared_bytes(config),
@@ -163,10 +174,18 @@ class MaxDnn(Family):
                 src_g=pixels * lay.images, src_r=lay.images, dst_g=pixels, dst_c=p.F * pixels,
             ),
         )  # fmt: skip
+        # Split-K blocks add into y_fhwn, so the timed run clears it first.
+        words = lay.filters * pixels * lay.images // 4
+        zero = Launch(
+            "zero_fill",
+            grid=(cdiv(words, OFFSETS_BLOCK), 1, 1),
+            block=(OFFSETS_BLOCK, 1, 1),
+            args=("y_fhwn", words),
+        )
         return KernelPlan(
             self.source_path,
             defines,
-            (main,),
+            (zero, main) if split_k > 1 else (main,),
             constants=(("c_offsets", "offsets"),),
             scratch=scratch,
             setup=setup,

@@ -68,7 +68,53 @@ COMPILE_SAMPLE = [
         ConvProblem(N=13, K=11, C=3, F=20, stride=4, B=2),
         dict(BM=32, BN=32, BK=32, TM=4, TN=8, DOUBLE_BUFFER=0, VEC=1, MIN_BLOCKS=1),
     ),
+    # Split-K (atomic epilogue, ranges of the reduction) and the serpentine FFMA order, at the
+    # largest register blocks and every DOUBLE_BUFFER mode.
+    (
+        ConvProblem(N=13, K=3, C=384, F=256, B=128),
+        dict(
+            BM=128,
+            BN=128,
+            BK=16,
+            TM=16,
+            TN=8,
+            DOUBLE_BUFFER=2,
+            VEC=4,
+            MIN_BLOCKS=1,
+            SPLIT_K=3,
+            FMA_ORDER=1,
+            BYTE_OFFSETS=1,
+        ),
+    ),
+    (
+        ConvProblem(N=13, K=3, C=256, F=256, B=128),
+        {
+            **LARGEST,
+            "DOUBLE_BUFFER": 1,
+            "MIN_BLOCKS": 1,
+            "SPLIT_K": 2,
+            "FMA_ORDER": 1,
+            "BYTE_OFFSETS": 1,
+        },
+    ),
+    (
+        ConvProblem(N=29, K=5, C=7, F=9),
+        dict(
+            BM=32,
+            BN=32,
+            BK=8,
+            TM=4,
+            TN=4,
+            DOUBLE_BUFFER=0,
+            VEC=1,
+            MIN_BLOCKS=2,
+            SPLIT_K=2,
+            FMA_ORDER=0,
+        ),
+    ),
 ]
+# Tunables the samples leave out take their defaults (the behaviour before they existed).
+DEFAULTS = dict(SPLIT_K=1, FMA_ORDER=0, BYTE_OFFSETS=0)
 
 
 def bound(problem: ConvProblem):
@@ -77,13 +123,14 @@ def bound(problem: ConvProblem):
 
 def tunables(config: Config) -> tuple[int, ...]:
     return tuple(
-        int(config[n]) for n in ("BM", "BN", "BK", "TM", "TN", "DOUBLE_BUFFER", "VEC", "MIN_BLOCKS")
+        int(config[n])
+        for n in ("BM", "BN", "BK", "TM", "TN", "DOUBLE_BUFFER", "VEC", "MIN_BLOCKS", "SPLIT_K")
     )
 
 
 def register_cap(config: Config) -> int:
     """The per-thread register budget the space's constraint assumes for __launch_bounds__."""
-    bm, bn, _, tm, tn, _, _, min_blocks = tunables(config)
+    bm, bn, _, tm, tn, _, _, min_blocks, _ = tunables(config)
     threads = (bm // tm) * (bn // tn)
     return min(LIMITS.REGS_PER_THREAD, LIMITS.REGS_PER_BLOCK // (threads * min_blocks) // 8 * 8)
 
@@ -99,10 +146,21 @@ def test_space_binds_and_every_config_launches(problem: ConvProblem) -> None:
     space = bound(problem)
     assert len(space) > 0
     for config in space:
-        bm, bn, bk, tm, tn, _, _, _ = tunables(config)
+        bm, bn, bk, tm, tn, _, _, _, split = tunables(config)
         plan = FAMILY.plan(problem, config)
         lay = Layout.of(problem, bm, bn, bk)
-        (main,) = plan.launches
+        main = plan.launches[-1]
+        if split > 1:  # the output is cleared inside the timed run, then added into
+            (zero, _) = plan.launches
+            assert zero.kernel == "zero_fill" and zero.args[0] == "y_fhwn"
+            assert zero.args[1] * 4 == lay.filters * problem.N**2 * lay.images
+            assert zero.grid[0] * zero.block[0] >= zero.args[1]
+            # Every split has at least one iteration of the reduction (the kernel relies on it).
+            ktiles = lay.rows // bk
+            per = -(-ktiles // split)
+            assert (split - 1) * per < ktiles and ktiles >= 2 * split
+        else:
+            assert len(plan.launches) == 1
         assert main.kernel == "maxdnn"
         assert main.block == ((bm // tm) * (bn // tn), 1, 1)
         assert main.threads % LIMITS.WARP_SIZE == 0 and main.threads <= LIMITS.MAX_THREADS
@@ -112,7 +170,7 @@ def test_space_binds_and_every_config_launches(problem: ConvProblem) -> None:
         gx, gy, gz = main.grid
         assert gx == problem.N**2
         assert gy * bm == lay.filters and 0 <= lay.filters - problem.F < bm
-        assert gz * bn == lay.images and 0 <= lay.images - problem.B < bn
+        assert gz * bn == lay.images * split and 0 <= lay.images - problem.B < bn
         assert gy <= 65535 and gz <= 65535
         assert lay.rows % bk == 0 and 0 <= lay.rows - problem.C * problem.K**2 < bk
         assert lay.rows * 4 <= LIMITS.CONST_BYTES
@@ -151,7 +209,8 @@ def test_plan_declares_the_conversions_outside_the_timed_region() -> None:
     assert plan.entries == ("transpose_pad", "build_offsets", "maxdnn")
     defines = dict(plan.defines)
     assert defines == dict(
-        B=3, C=5, N=13, K=3, F=70, STRIDE=2, **PAPER, MIN_BLOCKS=1
+        B=3, C=5, N=13, K=3, F=70, STRIDE=2, **PAPER, MIN_BLOCKS=1, SPLIT_K=1, FMA_ORDER=0,
+        BYTE_OFFSETS=0,
     )  # fmt: skip
 
 
@@ -256,7 +315,7 @@ def test_every_config_partitions_its_tiles_among_threads() -> None:
     seen = set()
     for problem in (named_shapes("overfeat")[3], ODD_SHAPES[2]):
         for config in bound(problem):
-            bm, bn, bk, tm, tn, _, vec, _ = tunables(config)
+            bm, bn, bk, tm, tn, _, vec, _, _ = tunables(config)
             if (bm, bn, bk, tm, tn, vec) in seen:
                 continue
             seen.add((bm, bn, bk, tm, tn, vec))
@@ -310,16 +369,29 @@ def test_check_accepts_overfeat_l5() -> None:
     ("problem", "values"), COMPILE_SAMPLE, ids=[f"{p}:{v}" for p, v in COMPILE_SAMPLE]
 )
 def test_nvrtc_compiles_without_spills(compiler, problem: ConvProblem, values: dict) -> None:
-    config = Config.of(values)
+    config = Config.of({**DEFAULTS, **values})
     assert bound(problem).is_valid(config)
     plan = FAMILY.plan(problem, config)
     compiled = compiler.compile(plan)
-    assert set(compiled.resources) == set(plan.entries)
+    # zero_fill is compiled always, launched only with split-K.
+    assert set(compiled.resources) == {*plan.entries, "zero_fill"}
     for entry, res in compiled.resources.items():
         assert res.spill_stores == 0 and res.spill_loads == 0 and res.stack_bytes == 0, entry
     main = compiled.resources["maxdnn"]
-    threads = plan.launches[0].threads
+    threads = plan.launches[-1].threads
     assert main.registers <= register_cap(config)
     assert main.registers * threads <= LIMITS.REGS_PER_BLOCK
-    assert main.smem_bytes == 0  # all of it dynamic: plan.launches[0].smem_bytes
+    assert main.smem_bytes == 0  # all of it dynamic: plan.launches[-1].smem_bytes
     assert compiled.resources["transpose_pad"].smem_bytes == 32 * 33 * 4
+
+
+def test_configs_stored_before_the_later_tunables_plan_as_before() -> None:
+    """A stored config without SPLIT_K, FMA_ORDER and BYTE_OFFSETS plans the kernel it measured:
+    no split (one launch, grid z = image tiles), row-major FFMAs, element offsets."""
+    problem = named_shapes("alexnet")[3]
+    stored = Config.of({**PAPER, "MIN_BLOCKS": 1})
+    completed = Config.of({**PAPER, "MIN_BLOCKS": 1, **DEFAULTS})
+    assert FAMILY.complete(stored) == completed
+    old, new = FAMILY.plan(problem, stored), FAMILY.plan(problem, completed)
+    assert old == new and len(old.launches) == 1
+    assert dict(old.defines)["SPLIT_K"] == 1 and dict(old.defines)["BYTE_OFFSETS"] == 0

@@ -43,7 +43,11 @@ FACTS: dict[str, tuple[type, str, str]] = {
         "general",
         "BM BN BK TM TN VEC DOUBLE_BUFFER SPLIT_K OFFSET_TABLE GATHER_ROWS",
     ),
-    "maxdnn": (ConvProblem, "alexnet", "BM BN BK TM TN DOUBLE_BUFFER VEC MIN_BLOCKS"),
+    "maxdnn": (
+        ConvProblem,
+        "alexnet",
+        "BM BN BK TM TN DOUBLE_BUFFER VEC MIN_BLOCKS SPLIT_K FMA_ORDER BYTE_OFFSETS",
+    ),
     "sgemm": (
         GemmProblem,
         "alexnet_fc",
