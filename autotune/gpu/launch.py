@@ -173,7 +173,9 @@ class DriverLaunch:
     __slots__ = ("fn", "dims", "slots", "_values", "params", "_launch")
 
     def __init__(self, function, launch: Launch) -> None:
-        self.fn = function.ptr  # the CUfunction of a CuPy Function
+        # The CUfunction: RawModule.get_function gives a RawKernel, whose `kernel` is the
+        # cupy.cuda.function.Function that holds the handle.
+        self.fn = getattr(function, "kernel", function).ptr
         self.dims = (*launch.grid, *launch.block, launch.smem_bytes)
         values, slots = [], []
         for arg in launch.args:
