@@ -65,7 +65,9 @@ class SurrogateSearch:
         self._random_left = N_INIT
         self._length = LENGTHS[len(LENGTHS) // 2]
         self._since_fit = REFIT
-        self._local = LocalSearch(space, seed)
+        self._space, self._seed = space, seed
+        self._local: LocalSearch | None = None  # built at the hand-over, told everything
+        self._history: list[tuple[Config, float | None]] = []
 
     def start_from(self, configs: Iterable[Config]) -> None:
         """Ask these (the nearest valid config each) first, in place of the random start."""
@@ -85,6 +87,10 @@ class SurrogateSearch:
         if self._visited.all():
             return None
         if len(self._told) >= HAND_OVER:
+            if self._local is None:
+                self._local = LocalSearch(self._space, self._seed, self._coords)
+                for config, time_ms in self._history:
+                    self._local.tell(config, time_ms)
             # Local search may propose a config asked here and still in flight: skip it.
             while (config := self._local.ask()) is not None:
                 i = self._coords.index[config]
@@ -102,7 +108,10 @@ class SurrogateSearch:
         if i is None or i in self._told_set:
             return  # history from another version of the space, or told twice
         self._visited[i] = True
-        self._local.tell(config, time_ms)
+        if self._local is None:
+            self._history.append((config, time_ms))
+        else:
+            self._local.tell(config, time_ms)
         ok = time_ms is not None and 0 < time_ms < math.inf
         self._told.append(i)
         self._told_set.add(i)
