@@ -124,8 +124,10 @@ class LocalSearch:
 
     name = "local"
 
-    def __init__(self, space: BoundSpace, seed: int | None = None) -> None:
-        self._coords = Coordinates(space)
+    def __init__(
+        self, space: BoundSpace, seed: int | None = None, coords: Coordinates | None = None
+    ) -> None:
+        self._coords = coords if coords is not None else Coordinates(space)
         self._rng = random.Random(seed)
         n = len(self._coords.configs)
         self._visited = np.zeros(n, dtype=bool)  # asked or told

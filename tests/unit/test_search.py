@@ -30,7 +30,7 @@ from autotune.replay.recording import (
 )
 from autotune.replay.subspaces import SUBSPACE_DIR, load_pins, restrict
 from autotune.store import Store
-from autotune.strategies import make_strategy
+from autotune.strategies import DEFAULT_STRATEGY, make_strategy
 from autotune.strategies.local import Coordinates
 from autotune.strategies.transfer import Transfer, shape_distance, transfer_seeds
 from autotune.tuning.tuner import Tuner, plan_studies
@@ -298,7 +298,8 @@ def test_bench_search_writes_the_csv_table_and_plot(recording, tmp_path) -> None
     result = CliRunner().invoke(
         main,
         ["bench", "search", "--recordings", recording, "--recordings", str(extra)]
-        + ["--strategies", "random,tpe,local,transfer", "--seeds", "2", "--budgets", "5,10"]
+        + ["--strategies", f"random,tpe,{DEFAULT_STRATEGY},transfer", "--seeds", "2"]
+        + ["--budgets", "5,10"]
         + ["--jobs", "1", "--output-dir", str(out)],
     )
     assert result.exit_code == 0, result.output
@@ -306,14 +307,14 @@ def test_bench_search_writes_the_csv_table_and_plot(recording, tmp_path) -> None
     frame = pd.read_csv(out / "search.csv")
     assert list(frame.columns) == COLUMNS
     # The default strategy's rows appear twice, the second time as "default".
-    assert set(frame["strategy"]) == {"random", "tpe", "local", "transfer", "default"}
+    assert set(frame["strategy"]) == {"random", "tpe", DEFAULT_STRATEGY, "transfer", "default"}
     assert set(frame["budget"]) == {5, 10}
     spaces = {f"direct_naive {p.key}" for p in SHAPES}
     assert set(frame["space"]) == spaces | {"ALL"}
     assert (frame[frame["space"] == "ALL"].groupby("strategy").size() == 2).all()
     assert (frame["seeds"] == 2).all()
     text = (out / "search.md").read_text()
-    assert "| local |" in text and "ms/ask" in text
+    assert f"| {DEFAULT_STRATEGY} |" in text and "ms/ask" in text
     assert (out / "search.png").stat().st_size > 1000
 
 

@@ -110,7 +110,15 @@ def drain(strategy: Strategy, space: BoundSpace, in_flight: int = 1) -> list[Con
 
 def test_registry() -> None:
     assert DEFAULT_STRATEGY in STRATEGIES
-    assert set(STRATEGIES) == {"brute_force", "random", "tpe", "gp", "cmaes", "local"}
+    assert set(STRATEGIES) == {
+        "brute_force",
+        "random",
+        "tpe",
+        "gp",
+        "cmaes",
+        "local",
+        "surrogate",
+    }
 
 
 def test_unknown_strategy_names_the_known_ones(small: BoundSpace) -> None:
@@ -202,10 +210,11 @@ def test_transfer_over_every_strategy_keeps_the_contract(name: str, small: Bound
     assert len(asked) == len(set(asked)) == len(small)
 
 
-def test_local_search_beats_the_median_and_finds_the_bowl(big: BoundSpace) -> None:
+@pytest.mark.parametrize("model_based", ["local", "surrogate"])
+def test_model_based_search_finds_the_bowl(model_based: str, big: BoundSpace) -> None:
     times = sorted(t for t in map(cost, big.configs) if t is not None)
     for seed in range(5):
-        strategy = make_strategy("local", big, seed=seed)
+        strategy = make_strategy(model_based, big, seed=seed)
         best = math.inf
         for _ in range(60):
             config = strategy.ask()

@@ -1,0 +1,220 @@
+"""Model-based search: a Gaussian process over the configs' coordinates, fitted to log time, picks
+the config of largest expected improvement among the unvisited ones of the explicit list."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Iterable
+
+import numpy as np
+
+from autotune.model.space import BoundSpace, Config
+from autotune.strategies.local import Coordinates, LocalSearch
+
+# The constants were chosen on replays of Kernel Tuner's published spaces and ours (`autotune
+# bench search`; results/bench/search_published.md); at 50 evaluations the published spaces moved
+# by less than 0.01 of the optimum over N_INIT 4-10, NOISE 1e-3 to 1e-1, POOL 2048 or 8192,
+# NEIGHBOURS_OF 5 or 20. Taking every 2nd or 3rd ask from local search instead cost 0.01.
+# Random configs before the model takes over.
+N_INIT = 6
+# After this many results the search goes on as local search (told every result so far): the
+# model has found the basins by then, the walk around them is cheaper (the fit's cost grows with
+# the cube of the results) and does as well.
+HAND_OVER = 50
+# Candidates per ask: this many random unvisited configs, plus every unvisited config one step
+# from one of the NEIGHBOURS_OF best results (where expected improvement is usually largest).
+POOL = 2048
+NEIGHBOURS_OF = 5
+# The model sees at most this many results, the fastest first: the fit costs the cube of it, and
+# what is far slower than the best says little about where the best lies.
+MAX_TRAIN = 200
+# Squared-exponential kernel on the coordinates scaled to [0, 1] per parameter (a category: one
+# column per value); its length is refitted by marginal likelihood over this grid every
+# REFIT results. Shorter lengths fit the jump between failures and their fast neighbours and
+# then leave the GP blind between results: on a smooth bowl with failures, 0.15 stalled a
+# search for 50 evaluations at the 24th best config.
+LENGTHS = (0.25, 0.4, 0.65, 1.0)
+REFIT = 10
+NOISE = 1e-2  # of the standardised log time's variance
+FAILURE_PENALTY = 0.5  # a failed config counts as this much slower (log time) than the slowest
+
+
+class SurrogateSearch:
+    """Bayesian optimisation over an explicit list of valid configs.
+
+    The first N_INIT asks are random (or the configs given to start_from). After that each ask
+    fits a Gaussian process to log time over the results so far (a failure counts as slower than
+    the slowest) and returns the candidate of largest expected improvement: candidates are a
+    random sample of the unvisited configs and the unvisited neighbours of the best ones. After
+    HAND_OVER results, local search (told every result) goes on from the best found.
+    """
+
+    name = "surrogate"
+
+    def __init__(self, space: BoundSpace, seed: int | None = None) -> None:
+        self._coords = Coordinates(space)
+        self._x = features(self._coords)
+        self._rng = random.Random(seed)
+        n = len(self._coords.configs)
+        self._visited = np.zeros(n, dtype=bool)  # asked or told
+        self._told: list[int] = []
+        self._told_set: set[int] = set()
+        self._y: list[float] = []  # log time, nan for a failure
+        self._start: list[int] = []
+        self._random_left = N_INIT
+        self._length = LENGTHS[len(LENGTHS) // 2]
+        self._since_fit = REFIT
+        self._space, self._seed = space, seed
+        self._local: LocalSearch | None = None  # built at the hand-over, told everything
+        self._history: list[tuple[Config, float | None]] = []
+
+    def start_from(self, configs: Iterable[Config]) -> None:
+        """Ask these (the nearest valid config each) first, in place of the random start."""
+        for config in configs:
+            near = self._coords.nearest(config, ~self._visited)
+            if near is not None:
+                i = self._coords.index[near]
+                if i not in self._start:
+                    self._start.append(i)
+        self._random_left = 0
+
+    def ask(self) -> Config | None:
+        while self._start:
+            i = self._start.pop(0)
+            if not self._visited[i]:
+                return self._take(i)
+        if self._visited.all():
+            return None
+        if len(self._told) >= HAND_OVER:
+            if self._local is None:
+                self._local = LocalSearch(self._space, self._seed, self._coords)
+                for config, time_ms in self._history:
+                    self._local.tell(config, time_ms)
+            # Local search may propose a config asked here and still in flight: skip it.
+            while (config := self._local.ask()) is not None:
+                i = self._coords.index[config]
+                if not self._visited[i]:
+                    return self._take(i)
+            return None
+        ok = sum(1 for y in self._y if not math.isnan(y))
+        if self._random_left > 0 or ok < 2:
+            self._random_left = max(0, self._random_left - 1)
+            return self._take(self._random())
+        return self._take(self._best_candidate())
+
+    def tell(self, config: Config, time_ms: float | None) -> None:
+        i = self._coords.index.get(config)
+        if i is None or i in self._told_set:
+            return  # history from another version of the space, or told twice
+        self._visited[i] = True
+        if self._local is None:
+            self._history.append((config, time_ms))
+        else:
+            self._local.tell(config, time_ms)
+        ok = time_ms is not None and 0 < time_ms < math.inf
+        self._told.append(i)
+        self._told_set.add(i)
+        self._y.append(math.log(time_ms) if ok else math.nan)
+        self._since_fit += 1
+
+    def _take(self, i: int) -> Config:
+        self._visited[i] = True
+        return self._coords.configs[i]
+
+    def _random(self) -> int:
+        free = np.flatnonzero(~self._visited)
+        return int(free[self._rng.randrange(len(free))])
+
+    def _candidates(self, order: np.ndarray) -> np.ndarray:
+        free = np.flatnonzero(~self._visited)
+        if len(free) > POOL:
+            free = free[sorted(self._rng.sample(range(len(free)), POOL))]
+        near = [free]
+        for i in order[:NEIGHBOURS_OF]:
+            d = self._coords.distances(self._coords.rows[i])
+            near.append(np.flatnonzero((d == 1) & ~self._visited))
+        return np.unique(np.concatenate(near))
+
+    def _best_candidate(self) -> int:
+        told = np.array(self._told)
+        y = np.array(self._y)
+        failed = np.isnan(y)
+        y[failed] = y[~failed].max() + FAILURE_PENALTY
+        order = np.argsort(y, kind="stable")
+        keep = order[:MAX_TRAIN]
+        candidates = self._candidates(told[order[~failed[order]]])
+        x, yk = self._x[told[keep]], y[keep]
+        mean, scale = yk.mean(), yk.std() + 1e-12
+        yk = (yk - mean) / scale
+        d2 = _sqdist(x, x)
+        if self._since_fit >= REFIT:
+            self._length = max(LENGTHS, key=lambda length: _likelihood(d2, yk, length))
+            self._since_fit = 0
+        chol = _cholesky(np.exp(-0.5 * d2 / self._length**2))
+        alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, yk))
+        k = np.exp(-0.5 * _sqdist(self._x[candidates], x) / self._length**2)
+        mu = k @ alpha
+        v = np.linalg.solve(chol, k.T)
+        sd = np.sqrt(np.maximum(1.0 - (v * v).sum(axis=0), 1e-12))
+        ei = expected_improvement(mu, sd, yk.min())
+        top = np.flatnonzero(ei >= ei.max() - 1e-12)
+        return int(candidates[top[self._rng.randrange(len(top))]])
+
+
+def features(coords: Coordinates) -> np.ndarray:
+    """Each config as a point in [0, 1] per numeric parameter (its position in the sorted values)
+    and one column per value of a categorical one (1/sqrt 2, so that a change costs 1)."""
+    cols = []
+    for j, positions in enumerate(coords.positions):
+        k = len(positions)
+        if k < 2:
+            continue
+        r = coords.rows[:, j].astype(float)
+        if coords.categorical[j]:
+            cols += [(r == v) / math.sqrt(2) for v in range(k)]
+        else:
+            cols.append(r / (k - 1))
+    if not cols:
+        return np.zeros((len(coords.configs), 1))
+    return np.stack(cols, axis=1)
+
+
+def _sqdist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    d = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T
+    return np.maximum(d, 0.0)
+
+
+def _cholesky(k: np.ndarray) -> np.ndarray:
+    """Cholesky factor of k plus the noise, with more jitter if rounding makes it indefinite."""
+    eye = np.eye(len(k))
+    for jitter in (NOISE, 1e-1, 1.0):
+        try:
+            return np.linalg.cholesky(k + jitter * eye)
+        except np.linalg.LinAlgError:
+            continue
+    return np.linalg.cholesky(k + 10.0 * eye)
+
+
+def _likelihood(d2: np.ndarray, y: np.ndarray, length: float) -> float:
+    """Log marginal likelihood (up to a constant) of y under the kernel of this length."""
+    chol = _cholesky(np.exp(-0.5 * d2 / length**2))
+    alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y))
+    return float(-0.5 * y @ alpha - np.log(np.diag(chol)).sum())
+
+
+def expected_improvement(mu: np.ndarray, sd: np.ndarray, best: float) -> np.ndarray:
+    """E[max(best - f, 0)] for f ~ N(mu, sd^2) (minimising)."""
+    z = (best - mu) / sd
+    return (best - mu) * _normal_cdf(z) + sd * np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+
+
+def _normal_cdf(z: np.ndarray) -> np.ndarray:
+    # Abramowitz and Stegun 7.1.26 for erf (absolute error below 1.5e-7); NumPy has no erf.
+    x = np.abs(z) / math.sqrt(2)
+    t = 1.0 / (1.0 + 0.3275911 * x)
+    poly = np.zeros_like(t)
+    for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly = (poly + a) * t
+    erf = 1.0 - poly * np.exp(-x * x)
+    return 0.5 * (1.0 + np.sign(z) * erf)
