@@ -19,6 +19,7 @@ from autotune.store import Store
 POLL_S = 2.0  # how often the parent reads the database for its progress line
 STOP_GRACE_S = 30.0  # after Ctrl-C a worker gets this long to release its claims, then SIGKILL
 LOG_TAIL_CHARS = 3000  # of a failed worker's log, shown by the parent
+WORKER_COMMAND = [sys.executable, "-m", "autotune"]  # a worker; the tests run a synthetic GPU's
 
 
 class GpuListError(ValueError):
@@ -309,7 +310,7 @@ def gpu_worker_specs(
     return [
         WorkerSpec(
             f"gpu{gpu}",
-            [sys.executable, "-m", "autotune", *worker_argv(argv, gpu, jobs)],
+            [*WORKER_COMMAND, *worker_argv(argv, gpu, jobs)],
             log_dir / f"gpu{gpu}.log",
         )
         for gpu in gpus

@@ -5,13 +5,16 @@ restarts it, nothing is lost."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from tests.campaign_worker import SIX_PROBLEMS
 from tests.campaign_worker import evaluated as logged
@@ -28,6 +31,31 @@ pytestmark = pytest.mark.slow  # a Ray cluster and its actors: out of the quick 
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_GPUS = 2
+
+
+def test_bench_scaling_runs_the_campaign_with_ray_beside_gpus(tmp_path, monkeypatch) -> None:
+    """`autotune bench scaling --ray` end to end on the synthetic GPU: one GPU, `--gpus 0,1` (two
+    worker processes) and `--ray local` (a Ray instance of two fake GPUs) each do the whole
+    campaign. First in this module: no other Ray instance runs meanwhile."""
+    pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+    from autotune.bench import scaling
+    from autotune.cli.app import main
+
+    monkeypatch.chdir(tmp_path)  # the --gpus workers' logs go to results/logs/ here
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setattr(scaling, "AUTOTUNE", [sys.executable, "-m", "tests.ray_synthetic"])
+    out = tmp_path / "bench"
+    args = ["bench", "scaling", "--gpus", "0,1", "--ray", "--family", "direct_naive"]
+    args += ["--shapes", "smoke", "--budget", "3", "--quick-timing", "--output-dir", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    figures = json.loads((out / "scaling.json").read_text())
+    runs = figures["runs"]
+    assert [(r["runner"], r["gpus"]) for r in runs] == [("gpu", 1), ("gpus", 2), ("ray", 2)]
+    assert [(r["evaluations"], r["studies"], r["failures"]) for r in runs] == [(6, 2, 0)] * 3
+    assert figures["ray_vs_gpus"] == round(runs[2]["wall_s"] / runs[1]["wall_s"], 3)
+    ray_log = (out / "scaling_2gpu-ray.log").read_text()
+    assert "2/2 studies done" in ray_log and "by 2 workers" in ray_log
 
 
 @pytest.fixture(scope="module")
