@@ -179,6 +179,10 @@ def run(
     from autotune.store import hide_passwords
 
     source = click.get_current_context().get_parameter_source
+    if ray_address is not None and (
+        replay or gpus is not None or source("gpu") != click.core.ParameterSource.DEFAULT
+    ):
+        raise click.UsageError("--ray cannot be combined with --gpu, --gpus or --replay")
     if gpus is not None:  # the parent of one worker per GPU; the workers do the rest
         from autotune.cli.workers import run_on_gpus
 
@@ -187,10 +191,6 @@ def run(
         sys.exit(run_on_gpus(gpus, storage, sys.argv[1:], share=share_database))
     # A replay keeps its results in memory unless --storage is given.
     storage_given = source("storage") != click.core.ParameterSource.DEFAULT
-    if ray_address is not None and (
-        replay or gpus or source("gpu") != click.core.ParameterSource.DEFAULT
-    ):
-        raise click.UsageError("--ray cannot be combined with --gpu, --gpus or --replay")
     request = RunRequest(
         families=families,
         kernel_dirs=tuple(kernel_dirs),

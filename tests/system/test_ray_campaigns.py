@@ -20,12 +20,13 @@ from tests.campaign_worker import SIX_PROBLEMS
 from tests.campaign_worker import evaluated as logged
 from tests.pg_server import pg_server, pg_url  # noqa: F401 - fixtures
 from tests.ray_synthetic import EVAL_LOG
-from tests.system.test_postgres_campaigns import (  # noqa: F401 - fixtures
-    _check_database,
-    _stored,
-    expected,
-    storage,
-)
+from tests.system import test_postgres_campaigns as worker_campaigns
+
+# The worker campaigns' fixtures: SQLite or PostgreSQL, and the single run's expected rows.
+storage = worker_campaigns.storage
+expected = worker_campaigns.expected
+_check_database = worker_campaigns._check_database
+_stored = worker_campaigns._stored
 
 pytestmark = pytest.mark.slow  # a Ray cluster and its actors: out of the quick loop
 
