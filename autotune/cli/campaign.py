@@ -84,23 +84,55 @@ class Campaign:
         )
 
 
+def campaign_pairs(request: RunRequest) -> list:
+    """The (family, problem) pairs a request names: its families (default: every one) on its
+    shapes (default: each family's own set)."""
+    registry = with_directories(request.kernel_dirs)
+    chosen = [get_family(name, registry) for name in request.families]
+    chosen = chosen or list(registry.values())
+    explicit = collect_shapes(request.shape_sets, request.shapes, request.shape_files)
+    return [
+        (family, problem)
+        for family in chosen
+        for problem in (explicit or named_shapes(family.default_shape_set))
+    ]
+
+
+def check_runnable(request: RunRequest) -> None:
+    """NothingToTune where no pair could run on any device (each family's problem kind and its
+    own checks): for a driver that has no GPU to plan on (`run --ray`)."""
+    from autotune.families import UnsupportedProblem
+
+    reasons = []
+    for family, problem in campaign_pairs(request):
+        kind = getattr(family.problem_type, "kind", None)
+        if kind != problem.kind:
+            reasons.append(f"{family.name} {problem.key}: {family.name} computes {kind} problems")
+            continue
+        try:
+            family.check(problem)
+        except UnsupportedProblem as err:
+            reasons.append(f"{family.name} {problem.key}: {err}")
+            continue
+        return
+    shown = list(dict.fromkeys(reasons))
+    more = f"; {len(shown) - 3} more" if len(shown) > 3 else ""
+    raise NothingToTune(
+        "nothing to tune: no (family, shape) pair can run ("
+        + ("; ".join(shown[:3]) or "no shapes")
+        + more
+        + ")"
+    )
+
+
 def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None = None):
     """Open the replay or the GPU (request.gpu unless `gpu` is given) and plan the studies (cut
     to their pins, dropping what cannot fit); the evaluator is closed again on an error."""
     from autotune.store import hide_passwords
     from autotune.tuning.tuner import Skipped, plan_studies
 
-    registry = with_directories(request.kernel_dirs)
-
     def tuned_pairs():
-        chosen = [get_family(name, registry) for name in request.families]
-        chosen = chosen or list(registry.values())
-        explicit = collect_shapes(request.shape_sets, request.shapes, request.shape_files)
-        return [
-            (family, problem)
-            for family in chosen
-            for problem in (explicit or named_shapes(family.default_shape_set))
-        ]
+        return campaign_pairs(request)
 
     # A bad family or shape fails before a GPU starts; a replay's recording may name families
     # of its own (spaces recorded elsewhere), so there they are resolved once it is open.
@@ -195,4 +227,11 @@ def _reasons(skipped: list, shown: int = 3) -> str:
     return "; ".join(reasons[:shown]) + more
 
 
-__all__ = ["Campaign", "NothingToTune", "RunRequest", "open_campaign"]
+__all__ = [
+    "Campaign",
+    "NothingToTune",
+    "RunRequest",
+    "campaign_pairs",
+    "check_runnable",
+    "open_campaign",
+]

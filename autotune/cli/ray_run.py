@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from autotune.cli.campaign import NothingToTune, RunRequest, open_campaign
+from autotune.cli.campaign import NothingToTune, RunRequest, check_runnable, open_campaign
 from autotune.cli.measure import ceilings_and_baselines, say_on_stderr
 from autotune.cli.progress import ProgressPrinter, campaign_line
 
@@ -112,6 +112,13 @@ def run_on_ray(address: str | None, request: RunRequest, init: dict | None = Non
 
     request = absolute_paths(request)
     try:
+        check_runnable(request)  # here, before any GPU of the cluster starts
+    except NothingToTune as err:
+        raise click.UsageError(str(err)) from None
+    from autotune.store import Store
+
+    Store(request.storage, share=request.share).close()  # a bad --storage fails before Ray starts
+    try:
         joined = connect(address, **(init or {}))
     except RayUnavailable as err:
         raise click.UsageError(str(err)) from None
@@ -144,8 +151,8 @@ def run_on_ray(address: str | None, request: RunRequest, init: dict | None = Non
     finally:
         if joined:
             ray.shutdown()
-    if outcome.failed and any("NothingToTune" in e for e in outcome.errors.values()):
-        raise click.UsageError(next(iter(outcome.errors.values())).strip().splitlines()[-1])
+    if isinstance(workers.plan_error, NothingToTune):  # on this GPU (its limits) nothing fits
+        raise click.UsageError(str(workers.plan_error))
     return report_outcome(outcome, len(workers.names))
 
 

@@ -107,9 +107,18 @@ class StudyActor:
         import ray
 
         self.node_id = ray.get_runtime_context().get_node_id()
-        if jobs is None:
-            jobs = node_jobs(ray.nodes(), self.node_id)
-        self.session = factory(jobs, self._check_cancelled)
+        self.factory = factory
+        self.jobs = node_jobs(ray.nodes(), self.node_id) if jobs is None else jobs
+        self._session: StudySession | None = None
+
+    @property
+    def session(self) -> StudySession:
+        # Opened by the first call, not in __init__: an error there (a bad storage, nothing to
+        # tune) is the call's, returned once, while Ray would restart an actor whose __init__
+        # raised and retry it as if its node had died.
+        if self._session is None:
+            self._session = self.factory(self.jobs, self._check_cancelled)
+        return self._session
 
     def _check_cancelled(self, progress: Any) -> None:
         import ray
@@ -130,7 +139,8 @@ class StudyActor:
         return self.session.tune(key, time_left_s)
 
     def close(self) -> None:
-        self.session.close()
+        if self._session is not None:
+            self._session.close()
 
 
 class RayWorkers:
@@ -160,6 +170,7 @@ class RayWorkers:
         self.codes: dict[str, int] = {}
         self.errors: dict[str, str] = {}
         self.reports: list[StudyReport] = []
+        self.plan_error: BaseException | None = None  # why the campaign could not be planned
         self._deadline: float | None = None
 
     # -- Workers -------------------------------------------------------------------------------
@@ -188,6 +199,7 @@ class RayWorkers:
         try:
             planned = ray.get(self.actors[first].plan.remote())
         except Exception as err:
+            self.plan_error = getattr(err, "cause", None) or err
             self._fail(first, err)
             self.names = [first]
             self._kill_all()
@@ -214,6 +226,10 @@ class RayWorkers:
             try:
                 report = ray.get(ref)
             except Exception as err:
+                from ray.exceptions import TaskCancelledError
+
+                if isinstance(err, TaskCancelledError):  # stopped after Ctrl-C: resumes later
+                    continue
                 if self._actor_lost(err):
                     # Lost past its restarts (its node gone for good): its study goes back to
                     # the front of the queue for the next actor that is free, if one is left.

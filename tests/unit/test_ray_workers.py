@@ -97,10 +97,22 @@ def test_run_ray_with_gpu_gpus_or_replay_is_a_usage_error(extra) -> None:
     assert result.exit_code == 2 and "cannot be combined" in result.output, result.output
 
 
-def test_without_ray_the_message_says_how_to_install_it(monkeypatch) -> None:
+def test_without_ray_the_message_says_how_to_install_it(tmp_path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray fails
     with pytest.raises(RayUnavailable, match=r"pip install 'autotune-dse\[ray\]'"):
         connect(None)
-    result = CliRunner().invoke(main, ["run", "--ray", "--storage", PG])
+    args = ["run", "--ray", "--family", "direct_naive", "--storage", str(tmp_path / "s.db")]
+    result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and "autotune-dse[ray]" in result.output
     assert "Traceback" not in result.output
+
+
+def test_run_ray_refuses_a_campaign_that_cannot_run_before_ray_starts(tmp_path) -> None:
+    args = ["run", "--ray", "--family", "sgemm", "--shapes", "smoke"]
+    result = CliRunner().invoke(main, [*args, "--storage", str(tmp_path / "s.db")])
+    assert result.exit_code == 2 and "nothing to tune" in result.output
+    assert "sgemm computes gemm problems" in result.output
+    bad = CliRunner().invoke(
+        main, ["run", "--ray", "--storage", "postgresql+psycopg://x@/y?host=/no"]
+    )
+    assert bad.exit_code == 1 and "cannot open results database" in bad.output
