@@ -4,7 +4,6 @@ out longest first, a dead actor restarted by Ray and its study retried."""
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections import deque
 from collections.abc import Callable
@@ -129,8 +128,8 @@ class StudyActor:
         if is_canceled is not None and is_canceled():  # Ray 2.4x and later
             raise KeyboardInterrupt
 
-    def where(self) -> tuple[str, int, str]:
-        return socket.gethostname(), os.getpid(), self.node_id
+    def open(self) -> None:
+        self.session  # noqa: B018 - opening it is the point
 
     def plan(self) -> list[PlannedStudy]:
         return self.session.plan()
@@ -164,7 +163,8 @@ class RayWorkers:
         self.names: list[str] = []
         self.actors: dict[str, Any] = {}
         self.queue: deque[PlannedStudy] = deque()
-        self.inflight: dict[Any, tuple[str, PlannedStudy]] = {}  # ObjectRef -> (actor, study)
+        # ObjectRef -> (actor, its study; None while the actor opens its GPU and store)
+        self.inflight: dict[Any, tuple[str, PlannedStudy | None]] = {}
         self.total = 0
         self.done = 0
         self.codes: dict[str, int] = {}
@@ -194,8 +194,11 @@ class RayWorkers:
         remote = ray.remote(**options)(StudyActor)
         self.names = [f"ray{i}" for i in range(count)]
         self.actors = {name: remote.remote(self.factory, self.jobs) for name in self.names}
-        # Every actor starts its GPU at once; the first to be asked plans the campaign.
+        # Every actor opens its GPU at once (those Ray cannot place yet wait for a free GPU, and
+        # get a study only once open); the first plans the campaign meanwhile.
         first = self.names[0]
+        for name in self.names[1:]:
+            self.inflight[self.actors[name].open.remote()] = (name, None)
         try:
             planned = ray.get(self.actors[first].plan.remote())
         except Exception as err:
@@ -206,11 +209,11 @@ class RayWorkers:
             return
         self.queue = deque(p for p in planned if p.remaining > 0)
         self.total = len(self.queue)
-        for name in self.names[self.total :]:  # more GPUs than studies: the rest go home
+        for name in self.names[max(1, self.total) :]:  # more GPUs than studies: the rest go home
             ray.kill(self.actors.pop(name))
             self.codes[name] = 0
-        for name in self.actors:
-            self._hand_out(name)
+        self.inflight = {ref: job for ref, job in self.inflight.items() if job[0] in self.actors}
+        self._hand_out(first)
 
     def alive(self) -> int:
         return len({name for name, _ in self.inflight.values()})
@@ -230,6 +233,10 @@ class RayWorkers:
 
                 if isinstance(err, TaskCancelledError):  # stopped after Ctrl-C: resumes later
                     continue
+                if study is None:  # it could not open its GPU or the store: it gets no study
+                    self._fail(name, err)
+                    ray.kill(self.actors.pop(name), no_restart=True)
+                    continue
                 if self._actor_lost(err):
                     # Lost past its restarts (its node gone for good): its study goes back to
                     # the front of the queue for the next actor that is free, if one is left.
@@ -247,14 +254,16 @@ class RayWorkers:
                     continue
                 self._fail(name, err, study)  # the study's own error: the actor goes on
             else:
-                self.reports.append(report)
-                self.done += 1
-                if report.interrupted:
-                    continue
+                if study is not None:
+                    self.reports.append(report)
+                    self.done += 1
+                    if report.interrupted:
+                        continue
             self._hand_out(name)
 
     def studies(self) -> tuple[int | None, int | None, int | None]:
-        return len(self.inflight), self.done, self.total
+        busy = sum(study is not None for _, study in self.inflight.values())
+        return busy, self.done, self.total
 
     def stop(self, grace_s: float) -> None:
         import ray
