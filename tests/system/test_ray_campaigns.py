@@ -117,24 +117,25 @@ def test_ray_actors_share_the_studies_and_their_union_is_a_single_run(
     _check_database(storage)  # no claims written or left, every actor's run finished
 
 
+def _kill_first_evaluator(log: Path, killed: list[int]) -> None:
+    """SIGKILL the process of the first evaluation once it has done three (mid-study)."""
+    waited = time.monotonic()
+    while time.monotonic() - waited < 120:
+        evaluated = logged(log)
+        if evaluated:
+            victim = evaluated[0][0]
+            if sum(pid == victim for pid, _ in evaluated) >= 3:
+                os.kill(victim, signal.SIGKILL)
+                killed.append(victim)
+                return
+        time.sleep(0.01)
+
+
 def test_a_killed_actors_study_is_finished_by_its_restart(storage, expected, ray_cluster) -> None:
     cache, rows = expected
     ray_cluster.unlink(missing_ok=True)
     killed: list[int] = []
-
-    def kill_the_first_actor_mid_study() -> None:
-        waited = time.monotonic()
-        while time.monotonic() - waited < 120:
-            evaluated = logged(ray_cluster)
-            if len(evaluated) >= 3:
-                victim = evaluated[0][0]
-                if sum(pid == victim for pid, _ in evaluated) >= 3:
-                    os.kill(victim, signal.SIGKILL)
-                    killed.append(victim)
-                    return
-            time.sleep(0.01)
-
-    killer = threading.Thread(target=kill_the_first_actor_mid_study, daemon=True)
+    killer = threading.Thread(target=_kill_first_evaluator, args=(ray_cluster, killed), daemon=True)
     killer.start()
     code = _campaign(storage, cache)
     killer.join(timeout=5)
@@ -148,3 +149,31 @@ def test_a_killed_actors_study_is_finished_by_its_restart(storage, expected, ray
     pids = {pid for pid, _ in evaluated}
     assert killed[0] in pids and len(pids) > FAKE_GPUS  # the restarted actor is a new process
     _check_database(storage, killed=1)  # only the killed actor's run is left unfinished
+
+
+def test_an_actor_lost_for_good_leaves_its_study_to_another(tmp_path, expected, ray_cluster):
+    """Without restarts (a node gone for good), the killed actor's study goes back to the queue
+    and the other actor tunes it; the campaign still succeeds and loses nothing."""
+    from autotune.cli.ray_run import SessionFactory, absolute_paths
+    from autotune.tuning.ray_workers import RayWorkers
+    from autotune.tuning.workers import run_workers
+
+    cache, rows = expected
+    storage = str(tmp_path / "shared.db")
+    ray_cluster.unlink(missing_ok=True)
+    killed: list[int] = []
+    killer = threading.Thread(target=_kill_first_evaluator, args=(ray_cluster, killed), daemon=True)
+    killer.start()
+    request = absolute_paths(_request(storage, cache))
+    workers = RayWorkers(SessionFactory(request), storage, max_restarts=0)
+    outcome = run_workers(workers, storage, poll_s=0.2)
+    killer.join(timeout=5)
+    assert killed and outcome.exit_code == 0, outcome.errors
+    assert "lost; its study went to another actor" in "".join(outcome.errors.values())
+    assert _stored(storage) == rows
+    evaluated = logged(ray_cluster)
+    configs = [defines for _, defines in evaluated]
+    assert len(configs) - len(set(configs)) <= 1 and len(set(configs)) == len(rows)
+    assert {pid for pid, _ in evaluated} - set(killed)  # the survivor finished the campaign
+    assert len({pid for pid, _ in evaluated}) == FAKE_GPUS  # no restart: no third process
+    _check_database(storage, killed=1)
