@@ -40,21 +40,22 @@ def use_synthetic_gpu() -> None:
     autotune.gpu.evaluator.GpuEvaluator = lambda index=0: SyntheticEvaluator(cost)
 
 
-def ray_init_options() -> dict:
-    """What a local Ray instance of the tests needs: fake GPUs, two cores, the hook above."""
-    visible = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+def ray_init_options(address: str | None) -> dict:
+    """What the tests' Ray job needs: the hook above in every worker, and for a new local
+    instance fake GPUs (those of CUDA_VISIBLE_DEVICES, else two) and two cores."""
     env = {"PYTHONPATH": ROOT}
     if os.environ.get(EVAL_LOG):
         env[EVAL_LOG] = os.environ[EVAL_LOG]
-    return {
-        "num_cpus": 2,
-        "num_gpus": len(visible) or 2,
-        "include_dashboard": False,
+    options = {
         "runtime_env": {
             "env_vars": env,
             "worker_process_setup_hook": "tests.ray_synthetic.use_synthetic_gpu",
         },
     }
+    if address == "local":  # a cluster joined brings its own resources
+        visible = [g for g in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if g.strip()]
+        options |= {"num_cpus": 2, "num_gpus": len(visible) or 2, "include_dashboard": False}
+    return options
 
 
 def main() -> None:
@@ -65,7 +66,9 @@ def main() -> None:
     use_synthetic_gpu()
     workers.WORKER_COMMAND = [sys.executable, "-m", "tests.ray_synthetic"]
     connect = ray_workers.connect
-    ray_workers.connect = lambda address, **init: connect(address, **ray_init_options(), **init)
+    ray_workers.connect = lambda address, **init: connect(
+        address, **ray_init_options(address), **init
+    )
     sys.argv = ["autotune", *sys.argv[1:]]
     entry()
 
