@@ -70,10 +70,13 @@ def _stored(storage: str) -> tuple[int, int, int]:
     return len(history), studies, int(failed.sum())
 
 
-def measure(base: list[str], gpus: list[int], work: Path, ray: bool = False) -> dict:
+def measure(
+    base: list[str], gpus: list[int], work: Path, ray: bool = False, reused: dict | None = None
+) -> dict:
     """The campaign on gpus[0] alone, then on all of gpus with `--gpus` (and with `--ray` on a
     Ray instance of this machine that sees only those GPUs); each run's figures and its ratio
-    of wall time to the one-GPU run."""
+    of wall time to the one-GPU run. The runs in `reused` ({runner: row of an earlier
+    scaling.json}) are taken from there instead of run again."""
     listed = ",".join(map(str, gpus))
     n = len(gpus)
     plans = [
@@ -88,6 +91,9 @@ def measure(base: list[str], gpus: list[int], work: Path, ray: bool = False) -> 
         )
     runs = []
     for tag, runner, count, extra, env in plans:
+        if runner in (reused or {}):
+            runs.append(reused[runner])
+            continue
         storage = str(work / f"{tag}.db")
         argv = [*base, *extra, "--storage", storage, "--cache-dir", str(work / f"cubins-{tag}")]
         wall_s, code = _run_campaign(argv, work / f"{tag}.log", env)
@@ -153,6 +159,13 @@ def write_results(figures: dict, output_dir: Path) -> tuple[Path, Path]:
             "",
             _verdict("`--ray` / `--gpus`", figures["ray_vs_gpus"], RAY_VS_GPUS),
         ]
+    if "reused" in figures:
+        lines += [
+            "",
+            f"The {' and '.join(figures['reused']['runs'])} runs are reused from "
+            f"`{figures['reused']['file']}` (the same campaign, measured earlier on this "
+            "device).",
+        ]
     lines += [
         "",
         "Commands (their output: the scaling_*.log files beside this one):",
@@ -178,6 +191,28 @@ def _device_name(gpu: int) -> str:
         return name.decode() if isinstance(name, bytes) else str(name)
     except Exception:
         return "unknown"
+
+
+def _reused(path: Path, campaign: dict, device: str) -> dict:
+    """{runner: row} of the one-GPU and --gpus runs of an earlier scaling.json; a usage error
+    unless it measured this same campaign on these GPUs of this device model."""
+    try:
+        earlier = json.loads(path.read_text())
+        rows = {r["runner"]: r for r in earlier["runs"] if r.get("runner") in ("gpu", "gpus")}
+        same = earlier["campaign"] == campaign
+        if earlier.get("device") != device:
+            raise click.UsageError(
+                f"--reuse {path}: measured on {earlier.get('device')}, this is {device}"
+            )
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise click.UsageError(f"--reuse {path}: not a scaling.json ({err})") from None
+    if not same:
+        raise click.UsageError(
+            f"--reuse {path}: it measured another campaign ({earlier['campaign']}), not {campaign}"
+        )
+    if set(rows) != {"gpu", "gpus"}:
+        raise click.UsageError(f"--reuse {path}: it lacks the one-GPU or the --gpus run")
+    return rows
 
 
 @click.command("scaling")
@@ -211,12 +246,20 @@ def _device_name(gpu: int) -> str:
     "of this machine that sees only these GPUs; needs the 'ray' extra) and compare it.",
 )
 @click.option(
+    "--reuse",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="An earlier scaling.json of the same campaign and GPUs: its one-GPU and --gpus runs "
+    "are taken from it, not run again (with --ray, only the Ray run is measured: all three "
+    "fit no single 10-minute slot at the default budget).",
+)
+@click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=DEFAULT_OUTPUT,
     show_default=True,
 )
-def scaling(gpus, families, shapes, budget, strategy, quick_timing, ray, output_dir) -> None:
+def scaling(gpus, families, shapes, budget, strategy, quick_timing, ray, reuse, output_dir) -> None:
     """Wall time of a fixed campaign on one GPU and on several (`--gpus`, and `--ray` with
     --ray); writes scaling.{json,md}."""
     from autotune.tuning.workers import GpuListError, parse_gpus, visible_gpu_count
@@ -230,18 +273,30 @@ def scaling(gpus, families, shapes, budget, strategy, quick_timing, ray, output_
     if ray and importlib.util.find_spec("ray") is None:
         raise click.UsageError("--ray needs Ray: pip install 'autotune-dse[ray]'")
     base = campaign_args(families, shapes, budget, strategy, quick_timing)
+    campaign = {
+        "families": list(families),
+        "shapes": shapes,
+        "budget": budget,
+        "strategy": strategy,
+        "quick_timing": quick_timing,
+        "gpus": chosen,
+    }
+    device = _device_name(chosen[0])
+    reused = _reused(reuse, campaign, device) if reuse else None
     output_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="autotune-scaling-") as work:
-        figures = measure(base, chosen, Path(work), ray=ray)
+        figures = measure(base, chosen, Path(work), ray=ray, reused=reused)
         # The campaigns' own output (progress, GPU busy per worker) explains the ratio.
         for log in sorted(Path(work).glob("*gpu*.log")):
             shutil.copyfile(log, output_dir / f"scaling_{log.name}")
     figures |= {
-        "device": _device_name(chosen[0]),
+        "device": device,
         "host": platform.node(),
         "target_ratio": TARGET_RATIO,
-        "campaign": {"families": list(families), "shapes": shapes, "budget": budget},
+        "campaign": campaign,
     }
+    if reuse:
+        figures["reused"] = {"file": str(reuse), "runs": sorted(reused)}
     json_path, md_path = write_results(figures, output_dir)
     one, many = figures["runs"][:2]
     text = (

@@ -94,6 +94,33 @@ def test_with_ray_the_same_gpus_run_a_third_campaign_on_ray(tmp_path, monkeypatc
     assert "--ray 53.0 s" in result.output
 
 
+def test_reuse_takes_the_earlier_runs_and_measures_only_ray(tmp_path, monkeypatch) -> None:
+    calls = []
+    monkeypatch.setattr(scaling, "_run_campaign", _fake_campaign(calls))
+    monkeypatch.setattr(scaling.importlib.util, "find_spec", lambda name: object())
+    out = tmp_path / "bench"
+    args = ["bench", "scaling", "--gpus", "0,1", "--budget", "3", "--output-dir", str(out)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text((out / "scaling.json").read_text())
+    calls.clear()
+    result = CliRunner().invoke(main, [*args, "--ray", "--reuse", str(earlier)])
+    assert result.exit_code == 0, result.output
+    assert [argv[argv.index("--ray") + 1] for argv, _ in calls] == ["local"]  # only Ray ran
+    figures = json.loads((out / "scaling.json").read_text())
+    assert [(r["runner"], r["wall_s"]) for r in figures["runs"]] == [
+        ("gpu", 102.0), ("gpus", 52.0), ("ray", 53.0)
+    ]  # fmt: skip
+    assert figures["reused"]["runs"] == ["gpu", "gpus"]
+    assert "reused from" in (out / "scaling.md").read_text()
+    other = CliRunner().invoke(main, [*args[:-2], "--budget", "4", "--reuse", str(earlier)])
+    assert other.exit_code == 2 and "another campaign" in other.output
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    wrong = CliRunner().invoke(main, [*args, "--reuse", str(bad)])
+    assert wrong.exit_code == 2 and "not a scaling.json" in wrong.output
+
+
 def test_a_failed_campaign_is_an_error_with_its_log(tmp_path, monkeypatch) -> None:
     def failing(argv, log, env=None):
         log.write_text("no usable CUDA GPU\n")
