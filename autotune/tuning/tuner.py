@@ -93,9 +93,8 @@ class Tuner:
         self.gpu_busy_s = 0.0
         self._pool: ThreadPoolExecutor | None = None
         self._held = False  # inside hold(): pools and run stay open between run() calls
-        # Other runs on the same store tune other studies meanwhile, never the same one. A
-        # scheduler that hands each study to one worker (Ray) needs no claims: a retry after a
-        # worker died must not wait out the dead worker's lease.
+        # Other runs on the same store tune other studies meanwhile, never the same one; no
+        # claims where a scheduler hands out the studies (Ray: a retry waits out no lease).
         self.claims = (
             StudyClaims(store, self.device_id, self.run_id) if claim_studies else Unclaimed()
         )
@@ -103,11 +102,10 @@ class Tuner:
     # -- campaign ------------------------------------------------------------------------------
 
     def plan(self, studies: list[Study], budget: int | None) -> list[tuple[Study, int, int, float]]:
-        """(study, target, evaluations to go, estimated GPU seconds) of each study, longest
-        first (LPT scheduling): with several workers on one store the campaign ends when its
-        last study does, so the big studies go first and only small ones are left to even out
-        the end. Measured on two H200s before this, the largest study came last and one GPU
-        idled for most of it. `run --gpus` workers and the `run --ray` driver share it."""
+        """(study, target, evaluations to go, estimated GPU seconds), longest first (LPT): the
+        campaign ends with its last study, so only small ones are left to even out the end (on
+        two H200s the largest came last before, and one GPU idled through it). Shared by `run
+        --gpus` workers and the `run --ray` driver."""
         planned = []
         for study in studies:
             history = self._history(study)
@@ -119,8 +117,7 @@ class Tuner:
 
     @contextmanager
     def hold(self) -> Iterator[Tuner]:
-        """Keep the compile pools and the run open across run() calls (a Ray worker tunes one
-        study per call: its compile processes start once, its run is finished once)."""
+        """Keep the compile pools and the run open across run() calls (a Ray actor's)."""
         self._start_pools()
         self._held = True
         try:
