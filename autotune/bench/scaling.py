@@ -1,9 +1,12 @@
-"""`autotune bench scaling`: one fixed campaign on one GPU, then on several (`run --gpus`), each
-against a fresh storage and a cold cubin cache; wall times and their ratio (issue 9)."""
+"""`autotune bench scaling`: one fixed campaign on one GPU, then on several (`run --gpus`, and with
+--ray also `run --ray` on a Ray instance of the same GPUs), each against a fresh storage and a
+cold cubin cache; wall times and their ratios to one GPU (issues 9 and 24)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -16,6 +19,7 @@ import click
 
 DEFAULT_OUTPUT = Path("results/bench")
 TARGET_RATIO = 0.55  # issue 9: two GPUs in at most 0.55x the wall time of one
+RAY_VS_GPUS = 1.10  # issue 24: `run --ray` within 10% of `run --gpus` on the same GPUs
 # The fixed campaign: 18 studies (the general set) so that the studies, the unit a worker
 # claims, split evenly over 2, 3 or 6 GPUs. Full timing keeps it GPU-bound: the workers of one
 # host share its compile cores (chen_general compiles in 0.2-0.4 s), so a campaign bound by
@@ -35,14 +39,20 @@ def campaign_args(families, shapes: str, budget: int, strategy: str, quick: bool
     return args + (["--quick-timing"] if quick else [])
 
 
-def _run_campaign(argv: list[str], log: Path) -> tuple[float, int]:
+def _run_campaign(argv: list[str], log: Path, env: dict[str, str] | None = None):
     """Run one `autotune ...` command to its end: (wall seconds, exit code)."""
     began = time.monotonic()
     with open(log, "w") as out:
         proc = subprocess.run(
-            [sys.executable, "-m", "autotune", *argv], stdout=out, stderr=subprocess.STDOUT
+            [*AUTOTUNE, *argv],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
         )
     return time.monotonic() - began, proc.returncode
+
+
+AUTOTUNE = [sys.executable, "-m", "autotune"]  # the tests run a synthetic GPU's instead
 
 
 def _stored(storage: str) -> tuple[int, int, int]:
@@ -60,33 +70,62 @@ def _stored(storage: str) -> tuple[int, int, int]:
     return len(history), studies, int(failed.sum())
 
 
-def measure(base: list[str], gpus: list[int], work: Path) -> dict:
-    """The campaign on gpus[0] alone, then on all of gpus; figures of both and their ratio."""
-    rows = {}
-    for label, extra in (
-        ("1 GPU", ["--gpu", str(gpus[0])]),
-        (f"{len(gpus)} GPUs", ["--gpus", ",".join(map(str, gpus))]),
-    ):
-        tag = f"{len(extra[1].split(','))}gpu"
+def measure(
+    base: list[str], gpus: list[int], work: Path, ray: bool = False, reused: dict | None = None
+) -> dict:
+    """The campaign on gpus[0] alone, then on all of gpus with `--gpus` (and with `--ray` on a
+    Ray instance of this machine that sees only those GPUs); each run's figures and its ratio
+    of wall time to the one-GPU run. The runs in `reused` ({runner: row of an earlier
+    scaling.json}) are taken from there instead of run again."""
+    listed = ",".join(map(str, gpus))
+    n = len(gpus)
+    plans = [
+        ("1gpu", "gpu", 1, ["--gpu", str(gpus[0])], None),
+        (f"{n}gpu", "gpus", n, ["--gpus", listed], None),
+    ]
+    if ray:
+        # `local`: a fresh Ray instance on this machine, never a cluster found by chance; it
+        # counts the GPUs CUDA_VISIBLE_DEVICES shows it.
+        plans.append(
+            (f"{n}gpu-ray", "ray", n, ["--ray", "local"], {"CUDA_VISIBLE_DEVICES": listed})
+        )
+    runs = []
+    for tag, runner, count, extra, env in plans:
+        if runner in (reused or {}):
+            runs.append(reused[runner])
+            continue
         storage = str(work / f"{tag}.db")
         argv = [*base, *extra, "--storage", storage, "--cache-dir", str(work / f"cubins-{tag}")]
-        wall_s, code = _run_campaign(argv, work / f"{tag}.log")
+        wall_s, code = _run_campaign(argv, work / f"{tag}.log", env)
         if code != 0:
             tail = (work / f"{tag}.log").read_text(errors="replace")[-3000:]
-            raise click.ClickException(f"the {label} campaign failed (exit code {code}):\n{tail}")
+            raise click.ClickException(
+                f"the {count} GPU campaign ({runner}) failed (exit code {code}):\n{tail}"
+            )
         evaluations, studies, failures = _stored(storage)
-        rows[label] = {
-            "gpus": len(extra[1].split(",")),
-            "wall_s": round(wall_s, 2),
-            "evaluations": evaluations,
-            "studies": studies,
-            "failures": failures,
-            "evals_per_min": round(60.0 * evaluations / wall_s, 1) if wall_s > 0 else None,
-            "command": "autotune " + " ".join(argv),
-        }
-    one, many = rows.values()
-    ratio = many["wall_s"] / one["wall_s"] if one["wall_s"] > 0 else None
-    return {"runs": list(rows.values()), "ratio": None if ratio is None else round(ratio, 3)}
+        runs.append(
+            {
+                "gpus": count,
+                "runner": runner,
+                "log": f"scaling_{tag}.log",
+                "wall_s": round(wall_s, 2),
+                "evaluations": evaluations,
+                "studies": studies,
+                "failures": failures,
+                "evals_per_min": round(60.0 * evaluations / wall_s, 1) if wall_s > 0 else None,
+                "command": ("CUDA_VISIBLE_DEVICES=" + listed + " " if env else "")
+                + "autotune "
+                + " ".join(argv),
+            }
+        )
+    one = runs[0]["wall_s"]
+    for r in runs[1:]:
+        r["ratio"] = round(r["wall_s"] / one, 3) if one > 0 else None
+    figures = {"runs": runs, "ratio": runs[1]["ratio"]}
+    if ray:
+        figures["ray_ratio"] = runs[2]["ratio"]
+        figures["ray_vs_gpus"] = round(runs[2]["wall_s"] / runs[1]["wall_s"], 3)
+    return figures
 
 
 def write_results(figures: dict, output_dir: Path) -> tuple[Path, Path]:
@@ -97,30 +136,50 @@ def write_results(figures: dict, output_dir: Path) -> tuple[Path, Path]:
         "# Scaling: one fixed campaign on 1 GPU and on several",
         "",
         f"Device: {figures.get('device', '?')}. Each run: a fresh SQLite storage, a cold cubin "
-        "cache; the several-GPU run is `autotune run --gpus` (one worker per GPU, studies "
-        "claimed one at a time).",
+        "cache. `gpus`: `autotune run --gpus` (one worker process per GPU, studies claimed one "
+        "at a time); `ray`: `autotune run --ray local` (one Ray actor per GPU, studies handed "
+        "out longest first).",
         "",
-        "| GPUs | wall s | evaluations | studies | failures | evaluations/min |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| GPUs | runner | wall s | ratio to 1 GPU | evaluations | studies | failures | "
+        "evaluations/min |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in figures["runs"]:
         lines.append(
-            f"| {r['gpus']} | {r['wall_s']:.1f} | {r['evaluations']} | {r['studies']} | "
-            f"{r['failures']} | {r['evals_per_min']} |"
+            f"| {r['gpus']} | {r.get('runner', '')} | {r['wall_s']:.1f} | "
+            f"{r.get('ratio', 1.0)} | {r['evaluations']} | {r['studies']} | {r['failures']} | "
+            f"{r['evals_per_min']} |"
         )
-    ratio, target = figures["ratio"], figures["target_ratio"]
-    verdict = "meets" if ratio is not None and ratio <= target else "misses"
+    target = figures["target_ratio"]
+    lines += ["", _verdict("Wall-time ratio (`--gpus` / one GPU)", figures["ratio"], target)]
+    if "ray_ratio" in figures:
+        lines += [
+            "",
+            _verdict("Wall-time ratio (`--ray` / one GPU)", figures["ray_ratio"], target),
+            "",
+            _verdict("`--ray` / `--gpus`", figures["ray_vs_gpus"], RAY_VS_GPUS),
+        ]
+    if "reused" in figures:
+        lines += [
+            "",
+            f"The {' and '.join(figures['reused']['runs'])} runs are reused from "
+            f"`{figures['reused']['file']}` (the same campaign, measured earlier on this "
+            "device).",
+        ]
     lines += [
         "",
-        f"Wall-time ratio (several / one): **{ratio}** ({verdict} the target of at most {target}).",
-        "",
-        "Commands (their output: scaling_1gpu.log and the several-GPU run's log beside this file):",
+        "Commands (their output: the scaling_*.log files beside this one):",
         "",
         *(f"    {r['command']}" for r in figures["runs"]),
         "",
     ]
     md_path.write_text("\n".join(lines))
     return json_path, md_path
+
+
+def _verdict(what: str, ratio: float | None, target: float) -> str:
+    verdict = "meets" if ratio is not None and ratio <= target else "misses"
+    return f"{what}: **{ratio}** ({verdict} the target of at most {target})."
 
 
 def _device_name(gpu: int) -> str:
@@ -132,6 +191,28 @@ def _device_name(gpu: int) -> str:
         return name.decode() if isinstance(name, bytes) else str(name)
     except Exception:
         return "unknown"
+
+
+def _reused(path: Path, campaign: dict, device: str) -> dict:
+    """{runner: row} of the one-GPU and --gpus runs of an earlier scaling.json; a usage error
+    unless it measured this same campaign on these GPUs of this device model."""
+    try:
+        earlier = json.loads(path.read_text())
+        rows = {r["runner"]: r for r in earlier["runs"] if r.get("runner") in ("gpu", "gpus")}
+        same = earlier["campaign"] == campaign
+        if earlier.get("device") != device:
+            raise click.UsageError(
+                f"--reuse {path}: measured on {earlier.get('device')}, this is {device}"
+            )
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise click.UsageError(f"--reuse {path}: not a scaling.json ({err})") from None
+    if not same:
+        raise click.UsageError(
+            f"--reuse {path}: it measured another campaign ({earlier['campaign']}), not {campaign}"
+        )
+    if set(rows) != {"gpu", "gpus"}:
+        raise click.UsageError(f"--reuse {path}: it lacks the one-GPU or the --gpus run")
+    return rows
 
 
 @click.command("scaling")
@@ -159,13 +240,28 @@ def _device_name(gpu: int) -> str:
     help="Timing policy of the campaign's evaluations.",
 )
 @click.option(
+    "--ray",
+    is_flag=True,
+    help="Also run the several-GPU campaign with `autotune run --ray local` (a Ray instance "
+    "of this machine that sees only these GPUs; needs the 'ray' extra) and compare it.",
+)
+@click.option(
+    "--reuse",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="An earlier scaling.json of the same campaign and GPUs: its one-GPU and --gpus runs "
+    "are taken from it, not run again (with --ray, only the Ray run is measured: all three "
+    "fit no single 10-minute slot at the default budget).",
+)
+@click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=DEFAULT_OUTPUT,
     show_default=True,
 )
-def scaling(gpus, families, shapes, budget, strategy, quick_timing, output_dir) -> None:
-    """Wall time of a fixed campaign on one GPU and on several; writes scaling.{json,md}."""
+def scaling(gpus, families, shapes, budget, strategy, quick_timing, ray, reuse, output_dir) -> None:
+    """Wall time of a fixed campaign on one GPU and on several (`--gpus`, and `--ray` with
+    --ray); writes scaling.{json,md}."""
     from autotune.tuning.workers import GpuListError, parse_gpus, visible_gpu_count
 
     try:
@@ -174,22 +270,43 @@ def scaling(gpus, families, shapes, budget, strategy, quick_timing, output_dir) 
         raise click.UsageError(str(err)) from None
     if len(chosen) < 2:
         raise click.UsageError(f"--gpus {gpus}: scaling needs at least 2 GPUs")
+    if ray and importlib.util.find_spec("ray") is None:
+        raise click.UsageError("--ray needs Ray: pip install 'autotune-dse[ray]'")
     base = campaign_args(families, shapes, budget, strategy, quick_timing)
+    campaign = {
+        "families": list(families),
+        "shapes": shapes,
+        "budget": budget,
+        "strategy": strategy,
+        "quick_timing": quick_timing,
+        "gpus": chosen,
+    }
+    device = _device_name(chosen[0])
+    reused = _reused(reuse, campaign, device) if reuse else None
     output_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="autotune-scaling-") as work:
-        figures = measure(base, chosen, Path(work))
+        figures = measure(base, chosen, Path(work), ray=ray, reused=reused)
         # The campaigns' own output (progress, GPU busy per worker) explains the ratio.
-        for log in sorted(Path(work).glob("*gpu.log")):
+        for log in sorted(Path(work).glob("*gpu*.log")):
             shutil.copyfile(log, output_dir / f"scaling_{log.name}")
     figures |= {
-        "device": _device_name(chosen[0]),
+        "device": device,
         "host": platform.node(),
         "target_ratio": TARGET_RATIO,
-        "campaign": {"families": list(families), "shapes": shapes, "budget": budget},
+        "campaign": campaign,
     }
+    if reuse:
+        figures["reused"] = {"file": str(reuse), "runs": sorted(reused)}
     json_path, md_path = write_results(figures, output_dir)
-    one, many = figures["runs"]
-    click.echo(
+    one, many = figures["runs"][:2]
+    text = (
         f"1 GPU {one['wall_s']:.1f} s, {many['gpus']} GPUs {many['wall_s']:.1f} s: ratio "
-        f"{figures['ratio']} (target <= {TARGET_RATIO}); wrote {json_path} and {md_path}"
+        f"{figures['ratio']} (target <= {TARGET_RATIO})"
     )
+    if ray:
+        with_ray = figures["runs"][2]
+        text += (
+            f"; --ray {with_ray['wall_s']:.1f} s: ratio {figures['ray_ratio']}, "
+            f"{figures['ray_vs_gpus']} of --gpus (target <= {RAY_VS_GPUS})"
+        )
+    click.echo(f"{text}; wrote {json_path} and {md_path}")

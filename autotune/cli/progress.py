@@ -34,9 +34,15 @@ def study_line(p) -> tuple[str, bool]:
 
 def campaign_line(p) -> tuple[str, bool]:
     """A campaign's progress over its workers as a line, and whether every worker ended."""
+    studies = (
+        f"{p.studies_done}/{p.studies_total} studies done, "
+        if getattr(p, "studies_total", None) is not None
+        else ""
+    )
     line = (
-        f"campaign: {p.evaluations} evaluations recorded, {p.studies_held} studies being "
-        f"tuned, {p.alive}/{p.workers} workers running, elapsed {format_duration(p.elapsed_s)}"
+        f"campaign: {p.evaluations} evaluations recorded, {studies}{p.studies_held} studies "
+        f"being tuned, {p.alive}/{p.workers} workers running, elapsed "
+        f"{format_duration(p.elapsed_s)}"
     )
     return line, p.alive == 0
 

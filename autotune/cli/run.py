@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from autotune.cli.measure import Say, ceilings_and_baselines, say_on_stderr, start_gpu, versions
+from autotune.cli.campaign import NothingToTune, RunRequest, open_campaign
+from autotune.cli.measure import Say, ceilings_and_baselines, say_on_stderr
 from autotune.cli.options import (
     DEFAULT_BUDGET,
     DEFAULT_CACHE,
@@ -21,10 +22,7 @@ from autotune.cli.options import (
     storage_option,
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
-from autotune.families import get_family, with_directories
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
-from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
-from autotune.model.shapes import collect_shapes, named_shapes
 from autotune.strategies import DEFAULT_STRATEGY, STRATEGIES
 
 if TYPE_CHECKING:
@@ -33,38 +31,6 @@ if TYPE_CHECKING:
     from autotune.tuning.tuner import CampaignOutcome
 
 SUMMARY_COLUMNS = ("family", "shape", "config", "time_ms", "gflops", "speedup", "efficiency")
-
-
-class NothingToTune(ValueError):
-    """No (family, shape) pair can run; the message says why."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunRequest:
-    """What `autotune run` was asked, as plain values."""
-
-    families: tuple[str, ...] = ()
-    # Kernel directories whose families join the built-in ones.
-    kernel_dirs: tuple[Path, ...] = ()
-    shape_sets: tuple[str, ...] = ()
-    shapes: tuple[str, ...] = ()
-    shape_files: tuple[str, ...] = ()
-    strategy: str = DEFAULT_STRATEGY
-    budget: int | None = DEFAULT_BUDGET  # None: every valid configuration
-    time_limit_s: float | None = None
-    seed: int = 0
-    gpu: int = 0
-    cache_dir: Path | None = DEFAULT_CACHE
-    baselines: bool = True
-    jobs: int | None = None
-    quick_timing: bool = False
-    replay: Path | None = None
-    subspace: Path | None = None
-    storage: str | None = None  # None: a replay's results in memory only
-    share: bool = False
-    # Stored with the run, and shown by `status` to anyone who can read the database: the
-    # caller hides its passwords.
-    command: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +88,17 @@ class RunResult:
     metavar="0,1,... | all",
     help="One worker process per GPU on the same storage (each this command with its own "
     "--gpu), with one progress display; workers' output goes to results/logs/.",
+)
+@click.option(
+    "--ray",
+    "ray_address",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[ADDRESS]",
+    help="Tune on a Ray cluster: one actor per GPU, studies handed out longest first. ADDRESS: "
+    "'auto' (the cluster this machine belongs to), host:6379 or ray://host:10001; alone, "
+    "the cluster RAY_ADDRESS names, else a new one on this machine. Needs the 'ray' extra.",
 )
 @click.option(
     "--cache-dir",
@@ -182,6 +159,7 @@ def run(
     seed,
     gpu,
     gpus,
+    ray_address,
     cache_dir,
     no_baseline,
     jobs,
@@ -201,6 +179,10 @@ def run(
     from autotune.store import hide_passwords
 
     source = click.get_current_context().get_parameter_source
+    if ray_address is not None and (
+        replay or gpus is not None or source("gpu") != click.core.ParameterSource.DEFAULT
+    ):
+        raise click.UsageError("--ray cannot be combined with --gpu, --gpus or --replay")
     if gpus is not None:  # the parent of one worker per GPU; the workers do the rest
         from autotune.cli.workers import run_on_gpus
 
@@ -230,6 +212,10 @@ def run(
         share=share_database,
         command=hide_passwords(shlex.join(["autotune", *sys.argv[1:]])),
     )
+    if ray_address is not None:  # the driver: Ray's actors do the rest
+        from autotune.cli.ray_run import run_on_ray
+
+        sys.exit(run_on_ray(ray_address or None, request))
     try:
         result = tune(request, on_progress=ProgressPrinter())
     except NothingToTune as err:
@@ -259,100 +245,22 @@ def run(
 
 
 def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> RunResult:
-    """Open the replay or the GPU, plan the studies (cut to their pins, dropping what cannot fit),
-    measure the device's ceilings and libraries, run the tuner and read the summary back."""
+    """Open the replay or the GPU, plan the studies, measure the device's ceilings and libraries,
+    run the tuner and read the summary back."""
     from autotune.reports import best_table
-    from autotune.store import hide_passwords
-    from autotune.tuning.tuner import Skipped, Tuner, plan_studies
 
-    registry = with_directories(request.kernel_dirs)
-
-    def tuned_pairs():
-        chosen = [get_family(name, registry) for name in request.families]
-        chosen = chosen or list(registry.values())
-        explicit = collect_shapes(request.shape_sets, request.shapes, request.shape_files)
-        return [
-            (family, problem)
-            for family in chosen
-            for problem in (explicit or named_shapes(family.default_shape_set))
-        ]
-
-    # A bad family or shape fails before a GPU starts; a replay's recording may name families
-    # of its own (spaces recorded elsewhere), so there they are resolved once it is open.
-    pairs = None if request.replay else tuned_pairs()
-    device_id = None  # a replay's device is registered by the tuner
-    if request.replay:
-        from autotune.replay.evaluator import open_replay
-
-        store, evaluator, compiler = open_replay(
-            request.replay, request.storage, share=request.share
-        )
-        storage, baselines = request.storage or "memory", False
-    else:
-        storage, baselines = request.storage, request.baselines
-        store, evaluator, compiler, device_id = start_gpu(
-            request.gpu, storage, request.cache_dir, request.share, say
-        )
+    campaign = open_campaign(request, say)
+    store, evaluator, compiler, info = (
+        campaign.store, campaign.evaluator, campaign.compiler, campaign.info
+    )  # fmt: skip
     try:
-        info = evaluator.device
-        # Spaces recorded elsewhere (Kernel Tuner's caches) bring their own studies.
-        recorded = evaluator.recorded_studies(request.families) if request.replay else None
-        if recorded is not None:
-            studies, skipped = recorded, []
-        else:
-            pairs = tuned_pairs() if pairs is None else pairs
-            studies, skipped = plan_studies(pairs, evaluator.limits)
-            if request.replay:  # a study the recording does not hold cannot be replayed
-                held = [s for s in studies if evaluator.study(s.family.name, s.problem)]
-                skipped += [
-                    Skipped(s.family.name, s.problem, "not in the recording")
-                    for s in studies
-                    if s not in held
-                ]
-                studies = held
-        # A replay searches the subspaces its recording was made over unless told otherwise.
-        pins = evaluator.pins
-        if request.subspace or pins:
-            from autotune.replay.subspaces import load_pins, restrict_studies
-
-            pins = load_pins(request.subspace) if request.subspace else pins
-            studies, cut = restrict_studies(studies, pins, evaluator.limits)
-            skipped += cut
-        studies, too_large = _fitting(studies, info.memory_bytes)
-        skipped += too_large
-        for s in skipped:
-            say(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}")
-        if not studies:
-            raise NothingToTune(
-                "nothing to tune: no (family, shape) pair can run (" + _reasons(skipped) + ")"
-            )
-        budget = request.budget
-        say(
-            f"autotune: {info.name} (sm_{info.compute_capability.replace('.', '')}, "
-            f"{info.sm_count} SMs, CUDA driver {info.driver_version}, NVRTC {compiler.version}); "
-            f"{len(studies)} studies, strategy {request.strategy}, "
-            f"budget {'exhaustive' if budget is None else budget} per study; "
-            f"storage {hide_passwords(storage)}"
-        )
-        tuner = Tuner(
-            compiler,
-            evaluator,
-            store,
-            strategy=request.strategy,
-            seed=request.seed,
-            timing=QUICK_TIMING if request.quick_timing else TimingPolicy(),
-            command=request.command,
-            versions=versions(info, compiler),
-            on_progress=on_progress,
-            jobs=request.jobs,
-            compile_processes=not request.replay,
-            device_id=device_id,
-        )
-        if baselines:
+        tuner = campaign.tuner(request, on_progress)
+        studies = campaign.studies
+        if campaign.baselines:
             problems = [s.problem for s in studies]
             ceilings_and_baselines(evaluator, compiler, store, tuner.device_id, problems, say)
         with terminate_as_interrupt() as signals:
-            outcome = tuner.run(studies, budget, request.time_limit_s, skipped)
+            outcome = tuner.run(studies, request.budget, request.time_limit_s, campaign.skipped)
     finally:
         evaluator.close()
     table = best_table(store, device=info.name, family=None)
@@ -362,34 +270,4 @@ def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> Run
     return RunResult(outcome, signals, getattr(compiler, "cache_error", None), table)
 
 
-def _fitting(studies: list, memory_bytes: int) -> tuple[list, list]:
-    """The studies whose problem's own arrays fit in the device's memory, and the others as
-    skipped (they would only fail, one candidate after another, out of memory)."""
-    from autotune.tuning.tuner import Skipped
-
-    if not memory_bytes:  # not known (a replay, an evaluator that does not say)
-        return studies, []
-    kept, skipped = [], []
-    for study in studies:
-        need = study.problem.min_bytes
-        if need > memory_bytes:
-            reason = (
-                f"its inputs and outputs alone take {need / 1e9:,.1f} GB, the device has "
-                f"{memory_bytes / 1e9:,.1f} GB"
-            )
-            skipped.append(Skipped(study.family.name, study.problem, reason))
-        else:
-            kept.append(study)
-    return kept, skipped
-
-
-def _reasons(skipped: list, shown: int = 3) -> str:
-    """Why nothing can run, in one line: the distinct reasons, the first few of them."""
-    reasons = list(dict.fromkeys(f"{s.family} {s.problem.key}: {s.reason}" for s in skipped))
-    if not reasons:
-        return "no shapes"
-    more = f"; {len(reasons) - shown} more above" if len(reasons) > shown else ""
-    return "; ".join(reasons[:shown]) + more
-
-
-__all__ = ["NothingToTune", "RunRequest", "RunResult", "run", "tune"]
+__all__ = ["NothingToTune", "RunRequest", "RunResult", "open_campaign", "run", "tune"]

@@ -1,4 +1,5 @@
-"""The command-line side of campaigns over several GPUs: `run --gpus` and `autotune status`."""
+"""The command-line side of campaigns over several GPUs: `run --gpus`, `run --ray`'s summary and
+`autotune status`."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ def run_on_gpus(
     from autotune.tuning.workers import (
         GpuListError,
         gpu_worker_specs,
-        log_tail,
         parse_gpus,
         run_workers,
         visible_gpu_count,
@@ -47,13 +47,18 @@ def run_on_gpus(
         outcome = run_workers(
             specs, storage, on_progress=ProgressPrinter(campaign_line), share=share
         )
+    return report_outcome(outcome, len(specs))
+
+
+def report_outcome(outcome, workers: int) -> int:
+    """A campaign's last lines (each failed worker with why, then the totals) and its exit code:
+    the same for `--gpus` and `--ray`."""
     for name in outcome.failed:
-        spec = next(s for s in specs if s.name == name)
         code = outcome.returncodes[name]
         click.echo(f"autotune: worker {name} failed (exit code {code}); its log ends:", err=True)
-        click.echo(log_tail(spec.log), err=True)
+        click.echo(outcome.errors.get(name, ""), err=True)
     click.echo(
-        f"autotune: {outcome.evaluations} new evaluations by {len(specs)} workers in "
+        f"autotune: {outcome.evaluations} new evaluations by {workers} workers in "
         f"{format_duration(outcome.elapsed_s)}"
         + ("; interrupted: run the same command to resume" if outcome.interrupted else "")
         + (f"; {len(outcome.failed)} failed" if outcome.failed else ""),
@@ -94,4 +99,4 @@ def status(minutes, all_runs, storage) -> None:
     click.echo(format_status(runs, claims, minutes), nl=False)
 
 
-__all__ = ["run_on_gpus", "status"]
+__all__ = ["report_outcome", "run_on_gpus", "status"]

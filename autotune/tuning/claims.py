@@ -141,4 +141,21 @@ class StudyClaims:
                 self.release(key(study))
 
 
-__all__ = ["CLAIM_LEASE_S", "StudyClaims", "host_identity", "process_gone"]
+class Unclaimed:
+    """StudyClaims' interface for a run whose studies a scheduler hands out one to a worker
+    (`run --ray`): nothing is written, every study is its own. A study done twice after a retry
+    costs at most the evaluation in flight: the store keeps one row per configuration."""
+
+    waits = 0
+
+    def renew(self, key: tuple[str, str]) -> bool:
+        return True
+
+    def release_all(self) -> None:
+        pass
+
+    def each(self, studies: Iterable[T], deadline: float | None = None, key=None) -> Iterator[T]:
+        yield from studies
+
+
+__all__ = ["CLAIM_LEASE_S", "StudyClaims", "Unclaimed", "host_identity", "process_gone"]

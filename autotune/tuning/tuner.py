@@ -7,8 +7,9 @@ import os
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 
 from autotune.families import Family
 from autotune.families.plan import KernelPlan
@@ -21,7 +22,7 @@ from autotune.model.space import Config
 from autotune.store import Store
 from autotune.strategies import DEFAULT_STRATEGY, make_strategy
 from autotune.strategies.brute_force import GivenConfigs
-from autotune.tuning.claims import StudyClaims
+from autotune.tuning.claims import StudyClaims, Unclaimed
 from autotune.tuning.pipeline import next_ready
 from autotune.tuning.studies import (
     CampaignOutcome,
@@ -65,6 +66,7 @@ class Tuner:
         jobs: int | None = None,
         compile_processes: bool = False,
         device_id: int | None = None,
+        claim_studies: bool = True,
     ) -> None:
         self.compiler = compiler
         self.evaluator = evaluator
@@ -90,10 +92,52 @@ class Tuner:
         self.compile_processes = compile_processes
         self.gpu_busy_s = 0.0
         self._pool: ThreadPoolExecutor | None = None
-        # Other runs on the same store tune other studies meanwhile, never the same one.
-        self.claims = StudyClaims(store, self.device_id, self.run_id)
+        self._held = False  # inside hold(): pools and run stay open between run() calls
+        # Other runs on the same store tune other studies meanwhile, never the same one; no
+        # claims where a scheduler hands out the studies (Ray: a retry waits out no lease).
+        self.claims = (
+            StudyClaims(store, self.device_id, self.run_id) if claim_studies else Unclaimed()
+        )
 
     # -- campaign ------------------------------------------------------------------------------
+
+    def plan(self, studies: list[Study], budget: int | None) -> list[tuple[Study, int, int, float]]:
+        """(study, target, evaluations to go, estimated GPU seconds), longest first (LPT): the
+        campaign ends with its last study, so only small ones are left to even out the end (on
+        two H200s the largest came last before, and one GPU idled through it). Shared by `run
+        --gpus` workers and the `run --ray` driver."""
+        planned = []
+        for study in studies:
+            history = self._history(study)
+            target = study_target(budget, study, history)
+            remaining = max(0, target - valid_count(history, study.space))
+            cost = estimated_cost_s(study.problem.flops, remaining, self.timing)
+            planned.append((study, target, remaining, cost))
+        return sorted(planned, key=lambda p: -p[3])
+
+    @contextmanager
+    def hold(self) -> Iterator[Tuner]:
+        """Keep the compile pools and the run open across run() calls (a Ray actor's)."""
+        self._start_pools()
+        self._held = True
+        try:
+            yield self
+        finally:
+            self._held = False
+            self._stop_pools()
+            self.store.finish_run(self.run_id)
+
+    def _start_pools(self) -> None:
+        self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="autotune-compile")
+        if self.compile_processes:
+            self.compiler.start_pool(self.jobs)
+
+    def _stop_pools(self) -> None:
+        if self.compile_processes:
+            self.compiler.stop_pool()
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
 
     def run(
         self,
@@ -105,26 +149,14 @@ class Tuner:
         outcome = CampaignOutcome(skipped=list(skipped or []))
         start = time.monotonic()
         deadline = start + time_limit_s if time_limit_s else None
-        histories = {id(s): self._history(s) for s in studies}
-        targets = {id(s): study_target(budget, s, histories[id(s)]) for s in studies}
-        remaining = {
-            id(s): max(0, targets[id(s)] - valid_count(histories[id(s)], s.space)) for s in studies
-        }
-        counters = {"done": 0, "planned": sum(remaining.values()), "start": start}
-        # Longest first (LPT scheduling): with several runs on one store the campaign ends when
-        # its last study does, so the big studies go first and only small ones are left to
-        # even out the end. Measured on two H200s before this, the largest study came last
-        # and one GPU idled for most of it.
-        studies = sorted(
-            studies,
-            key=lambda s: -estimated_cost_s(s.problem.flops, remaining[id(s)], self.timing),
-        )
-        self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="autotune-compile")
-        if self.compile_processes:
-            self.compiler.start_pool(self.jobs)
+        planned = self.plan(studies, budget)
+        targets = {id(study): target for study, target, _, _ in planned}
+        counters = {"done": 0, "planned": sum(p[2] for p in planned), "start": start}
+        if not self._held:
+            self._start_pools()
         busy_before = self.gpu_busy_s
         try:
-            for study in self.claims.each(studies, deadline):
+            for study in self.claims.each([p[0] for p in planned], deadline):
                 result = StudyOutcome(study)
                 outcome.studies.append(result)
                 # Read again now that it is ours: another run may have tuned it since the start.
@@ -139,12 +171,10 @@ class Tuner:
             outcome.gpu_busy_s = self.gpu_busy_s - busy_before
             if "compile_start" in counters:
                 outcome.compile_wall_s = time.monotonic() - counters["compile_start"]
-            if self.compile_processes:
-                self.compiler.stop_pool()
             self.claims.release_all()
-            self.store.finish_run(self.run_id)
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+            if not self._held:
+                self._stop_pools()
+                self.store.finish_run(self.run_id)
         return outcome
 
     # -- one study -----------------------------------------------------------------------------

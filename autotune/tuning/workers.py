@@ -1,4 +1,5 @@
-"""One worker process per GPU on one storage (`autotune run --gpus`): start, watch, stop."""
+"""Workers tuning one campaign on one storage, watched from one place: one local process per GPU
+(`autotune run --gpus`) or Ray actors (`autotune run --ray`); start, progress, Ctrl-C, outcome."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Protocol
 
 from autotune.store import Store
 
 POLL_S = 2.0  # how often the parent reads the database for its progress line
 STOP_GRACE_S = 30.0  # after Ctrl-C a worker gets this long to release its claims, then SIGKILL
 LOG_TAIL_CHARS = 3000  # of a failed worker's log, shown by the parent
+WORKER_COMMAND = [sys.executable, "-m", "autotune"]  # a worker; the tests run a synthetic GPU's
 
 
 class GpuListError(ValueError):
@@ -84,6 +87,7 @@ class WorkerSpec:
 @dataclass
 class WorkersOutcome:
     returncodes: dict[str, int] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # why each failed worker failed
     interrupted: bool = False
     elapsed_s: float = 0.0
     evaluations: int = 0  # recorded by the workers' runs
@@ -108,6 +112,8 @@ class CampaignProgress:
     alive: int
     workers: int
     elapsed_s: float
+    studies_done: int | None = None  # where the workers are handed their studies (Ray)
+    studies_total: int | None = None
 
 
 def campaign_progress(store: Store, since: datetime) -> tuple[int, int]:
@@ -116,8 +122,90 @@ def campaign_progress(store: Store, since: datetime) -> tuple[int, int]:
     return int(runs["evaluations"].sum()) if len(runs) else 0, int(runs["claims"].sum())
 
 
+class Workers(Protocol):
+    """The workers of one campaign as run_workers() drives them: local processes that claim
+    their studies in the store (LocalProcesses), or Ray actors handed theirs
+    (autotune.tuning.ray_workers.RayWorkers)."""
+
+    names: list[str]
+
+    def start(self) -> None: ...
+
+    def wait(self, timeout_s: float) -> None:
+        """Return once a worker (or a study) ended, or after timeout_s."""
+
+    def alive(self) -> int: ...
+
+    def studies(self) -> tuple[int | None, int | None, int | None]:
+        """(being tuned, done, in all), each None where the store's claims tell instead."""
+
+    def stop(self, grace_s: float) -> None:
+        """After Ctrl-C: ask every worker to stop as after its own, kill it after grace_s."""
+
+    def close(self) -> None:
+        """Leave nothing running."""
+
+    def results(self) -> tuple[dict[str, int], dict[str, str]]:
+        """Each worker's exit code, and what went wrong in those that failed."""
+
+
+class LocalProcesses:
+    """One `autotune run --gpu i` process per GPU of this machine, each writing to its log."""
+
+    def __init__(self, specs: Sequence[WorkerSpec], env: dict[str, str] | None = None) -> None:
+        self.specs = list(specs)
+        self.names = [spec.name for spec in self.specs]
+        self.env = env
+        self.procs: dict[str, subprocess.Popen] = {}
+        self._logs = []
+
+    def start(self) -> None:
+        for spec in self.specs:
+            spec.log.parent.mkdir(parents=True, exist_ok=True)
+            log = open(spec.log, "w")  # noqa: SIM115 - closed by close()
+            self._logs.append(log)
+            # Its own session: a terminal's Ctrl-C reaches the parent alone, which passes it on
+            # once (a worker hit twice would abandon its clean stop).
+            self.procs[spec.name] = subprocess.Popen(
+                spec.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env={**os.environ, **(self.env or {})},
+            )
+
+    def _running(self) -> list[subprocess.Popen]:
+        return [p for p in self.procs.values() if p.poll() is None]
+
+    def alive(self) -> int:
+        return len(self._running())
+
+    def wait(self, timeout_s: float) -> None:
+        _wait_any(self._running(), timeout_s)
+
+    def studies(self) -> tuple[int | None, int | None, int | None]:
+        return None, None, None  # each process claims its own in the store
+
+    def stop(self, grace_s: float) -> None:
+        _stop(self.procs.values(), grace_s)
+
+    def close(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:  # an error in the parent: no worker is left behind
+                proc.kill()
+                proc.wait()
+        for log in self._logs:
+            log.close()
+
+    def results(self) -> tuple[dict[str, int], dict[str, str]]:
+        codes = {name: proc.returncode for name, proc in self.procs.items()}
+        logs = {spec.name: spec.log for spec in self.specs}
+        return codes, {name: log_tail(logs[name]) for name, code in codes.items() if code != 0}
+
+
 def run_workers(
-    specs: Sequence[WorkerSpec],
+    workers: Workers | Sequence[WorkerSpec],
     storage: str,
     *,
     on_progress: Callable[[CampaignProgress], None] | None = None,
@@ -128,59 +216,50 @@ def run_workers(
 ) -> WorkersOutcome:
     """Start every worker, report the campaign's progress from the database until all have
     ended, and return their exit codes. Ctrl-C (KeyboardInterrupt here) is passed on to every
-    worker as SIGINT, so each stops as after its own Ctrl-C (claims released, run finished)."""
+    worker, so each stops as after its own Ctrl-C (claims released, run finished). A list of
+    WorkerSpec is run as local processes."""
+    if not hasattr(workers, "start"):
+        workers = LocalProcesses(workers, env)
     outcome = WorkersOutcome()
     since = datetime.now(timezone.utc).replace(microsecond=0)
     start = time.monotonic()
-    procs: dict[str, subprocess.Popen] = {}
-    logs = []
-    store = Store(
-        storage, share=share
-    )  # created once here, so the workers do not all create it at once
+    # Created once here, so the workers do not all create it at once.
+    store = Store(storage, share=share)
     try:
-        for spec in specs:
-            spec.log.parent.mkdir(parents=True, exist_ok=True)
-            log = open(spec.log, "w")  # noqa: SIM115 - closed in the finally below
-            logs.append(log)
-            # Its own session: a terminal's Ctrl-C reaches the parent alone, which passes it on
-            # once (a worker hit twice would abandon its clean stop).
-            procs[spec.name] = subprocess.Popen(
-                spec.argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                env={**os.environ, **(env or {})},
-            )
+        workers.start()
         try:
             while True:
-                alive = [p for p in procs.values() if p.poll() is None]
+                alive = workers.alive()
                 if on_progress is not None:
                     done, held = _progress(store, since)
+                    busy, studies_done, studies_total = workers.studies()
                     on_progress(
                         CampaignProgress(
-                            done, held, len(alive), len(procs), time.monotonic() - start
+                            done,
+                            held if busy is None else busy,
+                            alive,
+                            len(workers.names),
+                            time.monotonic() - start,
+                            studies_done,
+                            studies_total,
                         )
                     )
                 if not alive:
                     break
-                _wait_any(alive, poll_s)
+                workers.wait(poll_s)
         except KeyboardInterrupt:
             outcome.interrupted = True
-            _stop(procs.values(), stop_grace_s)
+            workers.stop(stop_grace_s)
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:  # an error in the parent: no worker is left behind
-                proc.kill()
-                proc.wait()
-        for log in logs:
-            log.close()
-        outcome.elapsed_s = time.monotonic() - start
         try:
-            outcome.evaluations = _progress(store, since)[0]
+            workers.close()
         finally:
-            store.close()
-    outcome.returncodes = {name: proc.returncode for name, proc in procs.items()}
+            outcome.elapsed_s = time.monotonic() - start
+            try:
+                outcome.evaluations = _progress(store, since)[0]
+            finally:
+                store.close()
+    outcome.returncodes, outcome.errors = workers.results()
     return outcome
 
 
@@ -231,7 +310,7 @@ def gpu_worker_specs(
     return [
         WorkerSpec(
             f"gpu{gpu}",
-            [sys.executable, "-m", "autotune", *worker_argv(argv, gpu, jobs)],
+            [*WORKER_COMMAND, *worker_argv(argv, gpu, jobs)],
             log_dir / f"gpu{gpu}.log",
         )
         for gpu in gpus
@@ -241,7 +320,9 @@ def gpu_worker_specs(
 __all__ = [
     "CampaignProgress",
     "GpuListError",
+    "LocalProcesses",
     "WorkerSpec",
+    "Workers",
     "WorkersOutcome",
     "gpu_worker_specs",
     "log_tail",

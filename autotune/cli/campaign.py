@@ -1,0 +1,237 @@
+"""Opening a campaign for `autotune run` and for each `run --ray` actor: the request as plain
+values, the replay or the GPU, and the studies planned on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autotune.cli.measure import Say, say_on_stderr, start_gpu, versions
+from autotune.cli.options import DEFAULT_BUDGET, DEFAULT_CACHE
+from autotune.families import get_family, with_directories
+from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
+from autotune.model.shapes import collect_shapes, named_shapes
+from autotune.strategies import DEFAULT_STRATEGY
+
+
+class NothingToTune(ValueError):
+    """No (family, shape) pair can run; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """What `autotune run` was asked, as plain values."""
+
+    families: tuple[str, ...] = ()
+    # Kernel directories whose families join the built-in ones.
+    kernel_dirs: tuple[Path, ...] = ()
+    shape_sets: tuple[str, ...] = ()
+    shapes: tuple[str, ...] = ()
+    shape_files: tuple[str, ...] = ()
+    strategy: str = DEFAULT_STRATEGY
+    budget: int | None = DEFAULT_BUDGET  # None: every valid configuration
+    time_limit_s: float | None = None
+    seed: int = 0
+    gpu: int = 0
+    cache_dir: Path | None = DEFAULT_CACHE
+    baselines: bool = True
+    jobs: int | None = None
+    quick_timing: bool = False
+    replay: Path | None = None
+    subspace: Path | None = None
+    storage: str | None = None  # None: a replay's results in memory only
+    share: bool = False
+    # Stored with the run, and shown by `status` to anyone who can read the database: the
+    # caller hides its passwords.
+    command: str = ""
+
+
+@dataclass
+class Campaign:
+    """A run's open store and evaluator and its planned studies (`tune` and each `--ray` actor)."""
+
+    store: Any
+    evaluator: Any
+    compiler: Any
+    device_id: int | None
+    storage: str
+    baselines: bool
+    studies: list
+    skipped: list
+
+    @property
+    def info(self):
+        return self.evaluator.device
+
+    def tuner(self, request: RunRequest, on_progress=None, **options):
+        from autotune.tuning.tuner import Tuner
+
+        return Tuner(
+            self.compiler,
+            self.evaluator,
+            self.store,
+            strategy=request.strategy,
+            seed=request.seed,
+            timing=QUICK_TIMING if request.quick_timing else TimingPolicy(),
+            command=request.command,
+            versions=versions(self.info, self.compiler),
+            on_progress=on_progress,
+            jobs=request.jobs,
+            compile_processes=not request.replay,
+            device_id=self.device_id,
+            **options,
+        )
+
+
+def campaign_pairs(request: RunRequest) -> list:
+    """The (family, problem) pairs a request names: its families (default: every one) on its
+    shapes (default: each family's own set)."""
+    registry = with_directories(request.kernel_dirs)
+    chosen = [get_family(name, registry) for name in request.families]
+    chosen = chosen or list(registry.values())
+    explicit = collect_shapes(request.shape_sets, request.shapes, request.shape_files)
+    return [
+        (family, problem)
+        for family in chosen
+        for problem in (explicit or named_shapes(family.default_shape_set))
+    ]
+
+
+def check_runnable(request: RunRequest) -> None:
+    """NothingToTune where no pair could run on any device (each family's problem kind and its
+    own checks): for a driver that has no GPU to plan on (`run --ray`)."""
+    from autotune.families import UnsupportedProblem
+
+    reasons = []
+    for family, problem in campaign_pairs(request):
+        kind = getattr(family.problem_type, "kind", None)
+        if kind != problem.kind:
+            reasons.append(f"{family.name} {problem.key}: {family.name} computes {kind} problems")
+            continue
+        try:
+            family.check(problem)
+        except UnsupportedProblem as err:
+            reasons.append(f"{family.name} {problem.key}: {err}")
+            continue
+        return
+    shown = list(dict.fromkeys(reasons))
+    more = f"; {len(shown) - 3} more" if len(shown) > 3 else ""
+    raise NothingToTune(
+        "nothing to tune: no (family, shape) pair can run ("
+        + ("; ".join(shown[:3]) or "no shapes")
+        + more
+        + ")"
+    )
+
+
+def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None = None):
+    """Open the replay or the GPU (request.gpu unless `gpu` is given) and plan the studies (cut
+    to their pins, dropping what cannot fit); the evaluator is closed again on an error."""
+    from autotune.store import hide_passwords
+    from autotune.tuning.tuner import Skipped, plan_studies
+
+    def tuned_pairs():
+        return campaign_pairs(request)
+
+    # A bad family or shape fails before a GPU starts; a replay's recording may name families
+    # of its own (spaces recorded elsewhere), so there they are resolved once it is open.
+    pairs = None if request.replay else tuned_pairs()
+    device_id = None  # a replay's device is registered by the tuner
+    if request.replay:
+        from autotune.replay.evaluator import open_replay
+
+        store, evaluator, compiler = open_replay(
+            request.replay, request.storage, share=request.share
+        )
+        storage, baselines = request.storage or "memory", False
+    else:
+        storage, baselines = request.storage, request.baselines
+        store, evaluator, compiler, device_id = start_gpu(
+            request.gpu if gpu is None else gpu, storage, request.cache_dir, request.share, say
+        )
+    try:
+        info = evaluator.device
+        # Spaces recorded elsewhere (Kernel Tuner's caches) bring their own studies.
+        recorded = evaluator.recorded_studies(request.families) if request.replay else None
+        if recorded is not None:
+            studies, skipped = recorded, []
+        else:
+            pairs = tuned_pairs() if pairs is None else pairs
+            studies, skipped = plan_studies(pairs, evaluator.limits)
+            if request.replay:  # a study the recording does not hold cannot be replayed
+                held = [s for s in studies if evaluator.study(s.family.name, s.problem)]
+                skipped += [
+                    Skipped(s.family.name, s.problem, "not in the recording")
+                    for s in studies
+                    if s not in held
+                ]
+                studies = held
+        # A replay searches the subspaces its recording was made over unless told otherwise.
+        pins = evaluator.pins
+        if request.subspace or pins:
+            from autotune.replay.subspaces import load_pins, restrict_studies
+
+            pins = load_pins(request.subspace) if request.subspace else pins
+            studies, cut = restrict_studies(studies, pins, evaluator.limits)
+            skipped += cut
+        studies, too_large = _fitting(studies, info.memory_bytes)
+        skipped += too_large
+        for s in skipped:
+            say(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}")
+        if not studies:
+            raise NothingToTune(
+                "nothing to tune: no (family, shape) pair can run (" + _reasons(skipped) + ")"
+            )
+        budget = request.budget
+        say(
+            f"autotune: {info.name} (sm_{info.compute_capability.replace('.', '')}, "
+            f"{info.sm_count} SMs, CUDA driver {info.driver_version}, NVRTC {compiler.version}); "
+            f"{len(studies)} studies, strategy {request.strategy}, "
+            f"budget {'exhaustive' if budget is None else budget} per study; "
+            f"storage {hide_passwords(storage)}"
+        )
+    except BaseException:
+        evaluator.close()
+        raise
+    return Campaign(store, evaluator, compiler, device_id, storage, baselines, studies, skipped)
+
+
+def _fitting(studies: list, memory_bytes: int) -> tuple[list, list]:
+    """The studies whose problem's own arrays fit in the device's memory, and the others as
+    skipped (they would only fail, one candidate after another, out of memory)."""
+    from autotune.tuning.tuner import Skipped
+
+    if not memory_bytes:  # not known (a replay, an evaluator that does not say)
+        return studies, []
+    kept, skipped = [], []
+    for study in studies:
+        need = study.problem.min_bytes
+        if need > memory_bytes:
+            reason = (
+                f"its inputs and outputs alone take {need / 1e9:,.1f} GB, the device has "
+                f"{memory_bytes / 1e9:,.1f} GB"
+            )
+            skipped.append(Skipped(study.family.name, study.problem, reason))
+        else:
+            kept.append(study)
+    return kept, skipped
+
+
+def _reasons(skipped: list, shown: int = 3) -> str:
+    """Why nothing can run, in one line: the distinct reasons, the first few of them."""
+    reasons = list(dict.fromkeys(f"{s.family} {s.problem.key}: {s.reason}" for s in skipped))
+    if not reasons:
+        return "no shapes"
+    more = f"; {len(reasons) - shown} more above" if len(reasons) > shown else ""
+    return "; ".join(reasons[:shown]) + more
+
+
+__all__ = [
+    "Campaign",
+    "NothingToTune",
+    "RunRequest",
+    "campaign_pairs",
+    "check_runnable",
+    "open_campaign",
+]
