@@ -1,7 +1,9 @@
-"""User kernel directories: families of a built-in problem kind as <name>.cu plus <name>.toml."""
+"""User kernel directories: families of a built-in problem kind as <name>.cu plus <name>.toml,
+with an optional <name>.py of hooks for what TOML cannot say."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -25,6 +27,9 @@ else:  # pragma: no cover
 FAMILY_KEYS = {"kind", "description", "tolerance", "layout", "default_shape_set", "launches"}
 SPACE_KEYS = {"parameters", "constraints", "description", "defaults"}  # SearchSpace.from_dict's
 LAUNCH_KEYS = {"entry", "grid", "block", "smem_bytes", "args"}
+# What a <name>.py may define; each takes the TOML's answer as `default` (None where the TOML
+# says nothing, e.g. a `plan` hook with no [[family.launches]]) and returns its own.
+HOOKS = ("plan", "buffers", "reference_plan")
 
 
 class KernelDirError(SpaceError):
@@ -94,8 +99,12 @@ class TomlFamily(Family):
         tolerance: float = 1e-5,
         layout: str = "",
         default_shape_set: str = "",
+        hooks: Mapping[str, Callable] | None = None,
+        hooks_path: Path | None = None,
     ) -> None:
         self.name = name
+        self.hooks = dict(hooks or {})
+        self.hooks_path = hooks_path
         self.directory = directory
         self.kind = kind
         self.space = space
@@ -111,12 +120,36 @@ class TomlFamily(Family):
         return self.space
 
     def buffers(self, problem) -> Buffers:
-        return KINDS[self.kind].buffers(problem)
+        default = KINDS[self.kind].buffers(problem)
+        return self._hook("buffers", default, problem)
 
     def reference_plan(self, problem) -> KernelPlan:
-        return KINDS[self.kind].reference_plan(problem)
+        default = KINDS[self.kind].reference_plan(problem)
+        return self._hook("reference_plan", default, problem)
 
     def plan(self, problem, config: Config) -> KernelPlan:
+        default = self._toml_plan(problem, config) if self.launches else None
+        return self._hook("plan", default, problem, config)
+
+    def _hook(self, name: str, default, *args):
+        hook = self.hooks.get(name)
+        if hook is None:
+            return default
+        try:
+            value = hook(*args, default=default)
+        except Exception as err:  # a user's code: its failure is one line naming it
+            raise KernelDirError(
+                f"{self.hooks_path}: {name}(): {type(err).__name__}: {err}"
+            ) from None
+        wanted = Buffers if name == "buffers" else KernelPlan
+        if not isinstance(value, wanted):
+            raise KernelDirError(
+                f"{self.hooks_path}: {name}(): returned {type(value).__name__}, not a "
+                f"{wanted.__name__}"
+            )
+        return value
+
+    def _toml_plan(self, problem, config: Config) -> KernelPlan:
         env = {**problem.fields(), **config.as_dict()}
         launches = []
         for i, spec in enumerate(self.launches):
@@ -238,9 +271,14 @@ def load_family(toml: Path) -> TomlFamily:
     tolerance = table.get("tolerance", 1e-5)
     if isinstance(tolerance, bool) or not isinstance(tolerance, int | float) or not tolerance > 0:
         raise fail("family.tolerance", f"{tolerance!r} is not a positive number")
-    raw_launches = table.get("launches")
-    if not isinstance(raw_launches, list) or not raw_launches:
-        raise fail("family.launches", "at least one [[family.launches]] entry is required")
+    hooks_path = toml.with_suffix(".py")
+    hooks = _load_hooks(hooks_path) if hooks_path.is_file() else {}
+    raw_launches = table.get("launches", [] if "plan" in hooks else None)
+    if not isinstance(raw_launches, list) or (not raw_launches and "plan" not in hooks):
+        raise fail(
+            "family.launches",
+            f"at least one [[family.launches]] entry is required (or a plan() in {name}.py)",
+        )
     buffers = KINDS[kind].buffers(_sample_problem(kind))
     buffer_names = {n for n, _ in (*buffers.inputs, *buffers.outputs)}
     known = params | fields
@@ -258,7 +296,25 @@ def load_family(toml: Path) -> TomlFamily:
         tolerance=float(tolerance),
         layout=layout,
         default_shape_set=shape_set,
+        hooks=hooks,
+        hooks_path=hooks_path if hooks else None,
     )
+
+
+def _load_hooks(path: Path) -> dict[str, Callable]:
+    """The hooks a family's <name>.py defines; importing it runs the user's code, as a
+    Kernel Tuner script does, so its errors are one line naming the file."""
+    module_name = f"autotune_user_family_{abs(hash(str(path.resolve())))}_{path.stem}"
+    try:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except Exception as err:
+        raise KernelDirError(f"{path}: import: {type(err).__name__}: {err}") from None
+    hooks = {name: getattr(module, name) for name in HOOKS if callable(getattr(module, name, None))}
+    if not hooks:
+        raise KernelDirError(f"{path}: defines none of {', '.join(f'{h}()' for h in HOOKS)}")
+    return hooks
 
 
 def _text(table: Mapping[str, Any], key: str, fail) -> str:

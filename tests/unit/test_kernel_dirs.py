@@ -194,3 +194,62 @@ def test_a_launch_expression_without_a_positive_integer_value_fails_naming_the_k
     message = str(err.value)
     assert message.startswith(f"{toml}: family.launches[0].grid[0]: ") and what in message
     assert "\n" not in message
+
+
+HOOKS = """
+import dataclasses
+
+
+def plan(problem, config, default):
+    # What TOML cannot say: a constant-memory copy of the filters, and a second launch.
+    extra = dataclasses.replace(default.launches[0], kernel="k2", grid=(problem.F, 1, 1))
+    return dataclasses.replace(
+        default, launches=(*default.launches, extra), constants=(("w_const", "w"),)
+    )
+"""
+
+
+def test_a_py_beside_the_toml_replaces_what_it_defines(tmp_path):
+    _write(tmp_path, "mine", GOOD)
+    (tmp_path / "mine.py").write_text(HOOKS)
+    (family,) = load_directory(tmp_path)
+    problem = ConvProblem(N=37, K=3, C=2, F=5, B=2)
+    plan = family.plan(problem, Config.of({"BX": 16, "BY": 4}))
+    assert [launch.kernel for launch in plan.launches] == ["k", "k2"]
+    assert plan.launches[1].grid == (5, 1, 1) and plan.constants == (("w_const", "w"),)
+    # Hooks it does not define keep the TOML's (the kind's) answer.
+    assert family.buffers(problem).outputs == (("y", (2, 5, 37, 37)),)
+
+
+def test_a_plan_hook_stands_in_for_the_launches(tmp_path):
+    text = GOOD[: GOOD.index("[[family.launches]]")]
+    _write(tmp_path, "mine", text)
+    (tmp_path / "mine.py").write_text(
+        "from autotune.families.plan import KernelPlan, Launch\n"
+        "def plan(problem, config, default):\n"
+        "    assert default is None\n"
+        "    return KernelPlan(SOURCE, (), (Launch('k', (1, 1, 1), (32, 1, 1), ('x',)),))\n"
+        f"SOURCE = __import__('pathlib').Path({str(tmp_path / 'mine.cu')!r})\n"
+    )
+    (family,) = load_directory(tmp_path)
+    plan = family.plan(ConvProblem(N=4, K=3, C=1, F=1), Config.of({"BX": 16, "BY": 1}))
+    assert plan.launches[0].block == (32, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "py, message",
+    [
+        ("raise ValueError('broken on import')", "import: ValueError: broken on import"),
+        ("x = 1", "defines none of plan(), buffers(), reference_plan()"),
+        ("def plan(problem, config, default):\n    return 3", "plan(): returned int, not a"),
+        ("def plan(problem, config, default):\n    return 1 / 0", "plan(): ZeroDivisionError"),
+    ],
+)
+def test_a_broken_py_is_one_line_naming_the_file(tmp_path, py, message):
+    _write(tmp_path, "mine", GOOD)
+    (tmp_path / "mine.py").write_text(py)
+    with pytest.raises(KernelDirError) as err:
+        (family,) = load_directory(tmp_path)
+        family.plan(ConvProblem(N=4, K=3, C=1, F=1), Config.of({"BX": 16, "BY": 1}))
+    text = str(err.value)
+    assert "\n" not in text and str(tmp_path / "mine.py") in text and message in text
