@@ -18,11 +18,12 @@ from autotune.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "results" / "autotune.db"
-# One winner of each family the committed H100 results export: maxdnn (layout conversions,
-# scratch, a constant table filled on the GPU), chen_general, implicit_gemm (scratch),
-# chen_special (filters in constant memory) and tiled2d.
+# One winner of each family the committed H100 results export: winograd (four launches, scratch),
+# maxdnn (layout conversions, scratch, a constant table filled on the GPU, split-K's zero fill),
+# chen_general, implicit_gemm (scratch), chen_special (filters in constant memory) and tiled2d.
 SHAPES = (
     "N=12,K=3,C=256,F=512,B=128",
+    "N=27,K=5,C=64,F=192,B=128",
     "N=32,K=3,C=64,F=64",
     "N=32,K=3,C=256,F=256",
     "N=1024,K=3,C=1,F=16",
@@ -48,7 +49,9 @@ def test_the_exported_tree_of_the_committed_results_builds_with_nvcc(tmp_path: P
     finally:
         store.close()
     families = {e.family.name for e in selection.plans}
-    assert families == {"maxdnn", "chen_general", "implicit_gemm", "chen_special", "tiled2d"}
+    assert families == {
+        "winograd", "maxdnn", "chen_general", "implicit_gemm", "chen_special", "tiled2d"
+    }  # fmt: skip
     write_tree(selection, tmp_path, "results/autotune.db")
     done = subprocess.run(
         ["make", "-j2", f"NVCC={compiler}"],

@@ -78,8 +78,17 @@ def test_a_layout_converting_plan_keeps_the_evaluators_order_and_its_scratch(sto
     data = table(chosen, "results/autotune.db")
     (plan,) = data["plans"]
     assert plan["family"] == "maxdnn"
+    e = chosen.plans[0]
+    timed_launches = e.plan.launches  # the kernel, after split-K's zero fill where SPLIT_K > 1
     phases = [s["phase"] for s in plan["steps"]]
-    assert phases == ["setup", "setup", "setup", "constant", "timed", "finish"]
+    assert phases == [
+        "setup",
+        "setup",
+        "setup",
+        "constant",
+        *["timed"] * len(timed_launches),
+        "finish",
+    ]
     assert [s.get("kernel") for s in plan["steps"] if s["phase"] == "setup"] == [
         "transpose_pad",
         "transpose_pad",
@@ -103,12 +112,19 @@ def test_a_layout_converting_plan_keeps_the_evaluators_order_and_its_scratch(sto
         assert b["workspace_offset"] >= end
         end = b["workspace_offset"] + b["bytes"]
     assert end <= plan["workspace_bytes"]
-    e = chosen.plans[0]
     assert plan["defines"] == dict(e.plan.defines)
-    assert plan["entries"] == ["transpose_pad", "build_offsets", "maxdnn"]
-    timed = plan["steps"][4]
-    assert timed["smem_bytes"] == e.plan.launches[0].smem_bytes > 0
-    assert timed["grid"] == list(e.plan.launches[0].grid)
+    kernels = [launch.kernel for launch in timed_launches]
+    assert kernels[-1] == "maxdnn" and plan["entries"] == [
+        "transpose_pad",
+        "build_offsets",
+        *kernels,
+    ]
+    for step, launch in zip(
+        plan["steps"][4 : 4 + len(timed_launches)], timed_launches, strict=True
+    ):
+        assert step["kernel"] == launch.kernel and step["grid"] == list(launch.grid)
+        assert step["smem_bytes"] == launch.smem_bytes
+    assert timed_launches[-1].smem_bytes > 0
 
 
 def test_a_bias_the_call_has_not_is_given_zeros_and_other_inputs_are_refused(store) -> None:
