@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from autotune.store.engine import StoreBase, StoreError, default_url, hide_passwords, one_line
-from autotune.store.migrations import UPGRADABLE_FROM
+from autotune.store.migrations import UPGRADABLE_FROM, immediate_transaction
 from autotune.store.schema import (
     SCHEMA_VERSION,
     baselines_table,
@@ -73,7 +73,7 @@ class Merges(StoreBase):
         with (
             self._errors(f"cannot merge {source.url}"),
             _reading(source._engine) as src,
-            _writing(self._engine) as dst,
+            immediate_transaction(self._engine) as dst,
         ):
             for table in IDENTITY:
                 added[table.name], skipped[table.name] = _merge_table(src, dst, table, ids)
@@ -141,25 +141,6 @@ def _reading(engine: Engine) -> Iterator[sa.Connection]:
             conn = conn.execution_options(isolation_level="REPEATABLE READ")
         with conn.begin():
             yield conn
-
-
-@contextmanager
-def _writing(engine: Engine) -> Iterator[sa.Connection]:
-    """One write transaction; on SQLite taken at once (BEGIN IMMEDIATE), so that a run writing
-    the same file meanwhile makes the merge wait, not fail half-way."""
-    sqlite = engine.dialect.name == "sqlite"
-    with engine.connect() as conn:
-        if sqlite:
-            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-        else:
-            conn.begin()
-        try:
-            yield conn
-        except BaseException:
-            conn.exec_driver_sql("ROLLBACK") if sqlite else conn.rollback()
-            raise
-        conn.exec_driver_sql("COMMIT") if sqlite else conn.commit()
 
 
 @contextmanager

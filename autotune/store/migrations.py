@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
@@ -33,55 +35,66 @@ UPGRADABLE_FROM = ("1", "2", "3", "4")
 # step, under the cross-process lock below, which Alembic would not take for us.
 
 
-def upgrade(engine: Engine) -> None:
-    """Bring the evaluations, baselines and ceilings tables of an older database to this schema,
-    keeping every row (ids included), in one transaction that also sets the version."""
+@contextmanager
+def immediate_transaction(engine: Engine) -> Iterator[sa.Connection]:
+    """One write transaction that takes the write lock at once: on SQLite an explicit BEGIN
+    IMMEDIATE, so that a second process writing the same file waits for this one instead of
+    failing half-way (PostgreSQL locks rows as they are written)."""
     sqlite = engine.dialect.name == "sqlite"
     with engine.connect() as conn:
         if sqlite:
-            # An explicit BEGIN IMMEDIATE: a second process upgrading the same file waits for
-            # this one, then finds the new version and leaves the tables alone.
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             conn.exec_driver_sql("BEGIN IMMEDIATE")
         else:
             conn.begin()
         try:
-            # FOR UPDATE (PostgreSQL): a second process upgrading at once waits here, then
-            # reads the new version (SQLite's BEGIN IMMEDIATE above did the same).
-            version = conn.execute(
-                sa.select(meta_table.c.value)
-                .where(meta_table.c.key == "schema_version")
-                .with_for_update()
-            ).scalar_one()
-            rebuilt = False
-            if version != str(SCHEMA_VERSION):
-                for table in (evaluations_table, baselines_table, ceilings_table):
-                    old = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
-                    missing = {c.name for c in table.columns} - old
-                    if not missing:
-                        continue
-                    rebuilt = True
-                    if sqlite:
-                        _rebuild_sqlite_table(conn, table, old)
-                    else:
-                        _alter_table(conn, table, old)
-                conn.execute(
-                    meta_table.update()
-                    .where(meta_table.c.key == "schema_version")
-                    .values(value=str(SCHEMA_VERSION))
-                )
+            yield conn
         except BaseException:
             conn.exec_driver_sql("ROLLBACK") if sqlite else conn.rollback()
             raise
         conn.exec_driver_sql("COMMIT") if sqlite else conn.commit()
-        if sqlite and rebuilt:
-            # The copied tables left the old ones' pages free: give them back to the file
-            # system. Best effort: another process reading the file makes VACUUM wait, then
-            # give up, which costs only disk space.
-            try:
-                conn.exec_driver_sql("VACUUM")
-            except DBAPIError:
-                pass
+
+
+def upgrade(engine: Engine) -> None:
+    """Bring the evaluations, baselines and ceilings tables of an older database to this schema,
+    keeping every row (ids included), in one transaction that also sets the version: a second
+    process upgrading the same database waits for this one, then finds the new version and
+    leaves the tables alone."""
+    sqlite = engine.dialect.name == "sqlite"
+    rebuilt = False
+    with immediate_transaction(engine) as conn:
+        # FOR UPDATE (PostgreSQL): a second process upgrading at once waits here, then
+        # reads the new version (on SQLite the transaction's BEGIN IMMEDIATE did the same).
+        version = conn.execute(
+            sa.select(meta_table.c.value)
+            .where(meta_table.c.key == "schema_version")
+            .with_for_update()
+        ).scalar_one()
+        if version != str(SCHEMA_VERSION):
+            for table in (evaluations_table, baselines_table, ceilings_table):
+                old = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
+                missing = {c.name for c in table.columns} - old
+                if not missing:
+                    continue
+                rebuilt = True
+                if sqlite:
+                    _rebuild_sqlite_table(conn, table, old)
+                else:
+                    _alter_table(conn, table, old)
+            conn.execute(
+                meta_table.update()
+                .where(meta_table.c.key == "schema_version")
+                .values(value=str(SCHEMA_VERSION))
+            )
+    if sqlite and rebuilt:
+        # The copied tables left the old ones' pages free: give them back to the file system.
+        # Best effort: another process reading the file makes VACUUM wait, then give up, which
+        # costs only disk space.
+        try:
+            with engine.connect() as conn:
+                conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("VACUUM")
+        except DBAPIError:
+            pass
 
 
 def _conv2d_shape_json(columns: Any) -> sa.ColumnElement[Any]:
