@@ -9,7 +9,7 @@ import click
 from autotune.cli.options import SHAPE_METAVAR, fail, friendly_errors, kernels_option
 from autotune.families import get_family, with_directories
 from autotune.gpu.compiler import Compiler
-from autotune.model.problem import parse_shape
+from autotune.model.parsing import parse_shape
 from autotune.model.shapes import describe_shape_sets, named_shapes, shape_set_kinds
 from autotune.model.space import ARCH_LIMITS
 

@@ -14,7 +14,7 @@ from autotune.cli.options import (
     writing,
 )
 from autotune.families import get_family
-from autotune.model.problem import parse_shape
+from autotune.model.parsing import parse_shape
 
 
 @click.command("export-recording")

@@ -16,7 +16,8 @@ from autotune.cli.options import (
     writing,
 )
 from autotune.families import get_family, with_directories
-from autotune.model.problem import KINDS, parse_shape
+from autotune.model.parsing import parse_shape
+from autotune.model.problem import KINDS
 
 READABLE_COLUMNS = ("device", "family", "shape", "config", "time_ms", "gflops", "speedup")
 READABLE_COLUMNS += ("efficiency",)

@@ -9,7 +9,8 @@ from typing import Any
 
 from autotune.families import Family, UnknownFamily, UnsupportedProblem, get_family
 from autotune.families.plan import KernelPlan
-from autotune.model.problem import ConvProblem, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 from autotune.store import Store
 

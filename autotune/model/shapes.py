@@ -9,14 +9,8 @@ import sys
 from pathlib import Path
 
 from autotune import package_path
-from autotune.model.problem import (
-    Problem,
-    ProblemError,
-    check_kind,
-    guess_kind,
-    parse_shape,
-    problem_from_dict,
-)
+from autotune.model.parsing import check_kind, guess_kind, parse_shape, problem_from_dict
+from autotune.model.problem import Problem, ProblemError
 
 if sys.version_info >= (3, 11):
     import tomllib

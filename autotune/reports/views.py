@@ -9,7 +9,8 @@ from collections.abc import Iterable
 import pandas as pd
 
 from autotune.model.kinds import KIND_SPECS
-from autotune.model.problem import ConvProblem, Problem, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.problem import ConvProblem, Problem
 from autotune.model.shapes import SHAPE_SETS_FILE, named_shapes
 from autotune.store import SHAPE_COLUMNS, Store
 

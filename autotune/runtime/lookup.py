@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from autotune.families import FAMILIES, Family, UnsupportedProblem
 from autotune.families.plan import KernelPlan
-from autotune.model.problem import ConvProblem, ProblemError, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import BoundSpace, Config, DeviceLimits
 from autotune.strategies.local import Coordinates

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 import pandas as pd
 
 from autotune.families import UnknownFamily, get_family
-from autotune.model.problem import ProblemError, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import Config, DeviceLimits
 from autotune.store import Store

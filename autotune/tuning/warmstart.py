@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from autotune.model.problem import ProblemError, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL, Status
 from autotune.model.space import Config
 from autotune.store import Store

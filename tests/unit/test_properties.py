@@ -10,13 +10,8 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from autotune.model.problem import (
-    Conv3dProblem,
-    ConvProblem,
-    GemmProblem,
-    ProblemError,
-    parse_shape,
-)
+from autotune.model.parsing import parse_shape
+from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem, ProblemError
 from autotune.model.space import Expression, SpaceError
 
 # Modest example counts: the whole file stays within a few seconds on two CI cores.
