@@ -137,6 +137,24 @@ def _names(check, spelling):
     return callback
 
 
+def _one_dtype(_ctx, _param, value):
+    if value is None:
+        return None
+    try:
+        return check_dtype(value.strip().lower())
+    except PrecisionError as err:
+        fail(str(err), 2)
+
+
+dtype_filter_option = click.option(
+    "--dtype",
+    default=None,
+    metavar="|".join(DTYPES),
+    callback=_one_dtype,
+    help="Only results in this dtype (any layout). Default: every dtype stored.",
+)
+
+
 def precision_options(dtype_help: str, layout_help: str):
     """--dtype and --layout, repeatable: the precisions and layouts 2D convolution shapes are
     taken in (model/precision.py)."""
@@ -218,6 +236,7 @@ __all__ = [
     "PRECISION_HELP",
     "SHAPE_METAVAR",
     "USAGE_ERRORS",
+    "dtype_filter_option",
     "fail",
     "friendly_errors",
     "kernels_option",

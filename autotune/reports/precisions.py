@@ -41,16 +41,17 @@ def precision_sections(
     ]
 
 
-def layer_names() -> dict[str, str]:
-    """'alexnet conv2' and the like per FP32 NCHW key of every named layer (grid sets have no
-    layer names), so that a bf16 row of those sizes is named as its layer."""
-    names: dict[str, str] = {}
+def layer_names() -> dict[str, tuple[int, str]]:
+    """'alexnet conv2' and the like, with its place in the shape sets' order, per FP32 NCHW key
+    of every named layer (grid sets have no layer names), so that a bf16 row of those sizes is
+    named and ordered as its layer."""
+    names: dict[str, tuple[int, str]] = {}
     for set_name, kind in shape_set_kinds().items():
         if kind != "conv2d":
             continue
         for layer, problem in named_layers(set_name):
             if layer != problem.key and isinstance(problem, ConvProblem):
-                names.setdefault(_sizes_key(problem), f"{set_name} {layer}")
+                names.setdefault(_sizes_key(problem), (len(names), f"{set_name} {layer}"))
     return names
 
 
@@ -107,15 +108,18 @@ def _layers_table(
         .sort_values(["_t", "family"], kind="stable")
         .drop_duplicates(["device", "shape"])
     )
-    order = {key: i for i, key in enumerate(rows["shape"])}  # the store's shape order
-    fastest = fastest.assign(_order=fastest["shape"].map(order)).sort_values(
-        ["device", "_order"], kind="stable"
-    )
+    # Named layers in their sets' order, then the other shapes in the store's.
+    named = [names.get(_sizes_key(parse_shape(k))) for k in fastest["shape"]]
+    stored = {key: i for i, key in enumerate(rows["shape"])}
+    places = [
+        (0, n[0]) if n else (1, stored[k]) for n, k in zip(named, fastest["shape"], strict=True)
+    ]
+    fastest = fastest.assign(_place=places).sort_values(["device", "_place"], kind="stable")
     peaks = fastest["device"].map(lambda d: ceilings.get(d, {}).get(peak, math.nan)).astype(float)
     view = pd.DataFrame(
         {
             "device": fastest["device"],
-            "layer": [names.get(_sizes_key(parse_shape(k)), "") for k in fastest["shape"]],
+            "layer": [names.get(_sizes_key(parse_shape(k)), (0, ""))[1] for k in fastest["shape"]],
             "shape": fastest["shape"],
             "family": fastest["family"],
             "config": fastest["config"].map(config_text),
