@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from autotune.cli.measure import Say, say_on_stderr, start_gpu, versions
-from autotune.cli.options import DEFAULT_BUDGET, DEFAULT_CACHE
+from autotune.cli.options import DEFAULT_BUDGET, DEFAULT_CACHE, family_precisions
 from autotune.families import get_family, with_directories
 from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
 from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
@@ -87,21 +87,6 @@ class Campaign:
             device_id=self.device_id,
             **options,
         )
-
-
-def family_precisions(
-    family, dtypes: tuple[str, ...] = (), layouts: tuple[str, ...] = ()
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The dtypes and layouts a family is tuned in: those asked, else its own: fp32 (NCHW) where
-    it computes (reads) it, else every one it declares (a tensor-core family's tf32, bf16 and
-    fp16 in NHWC)."""
-    own_dtypes = tuple(getattr(family, "dtypes", (DEFAULT_DTYPE,)))
-    own_layouts = tuple(getattr(family, "layouts", (DEFAULT_LAYOUT,)))
-    if not dtypes:
-        dtypes = (DEFAULT_DTYPE,) if DEFAULT_DTYPE in own_dtypes else own_dtypes
-    if not layouts:
-        layouts = (DEFAULT_LAYOUT,) if DEFAULT_LAYOUT in own_layouts else own_layouts
-    return dtypes, layouts
 
 
 @dataclass(frozen=True, slots=True)

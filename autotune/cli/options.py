@@ -137,20 +137,25 @@ def _names(check, spelling):
     return callback
 
 
-def _one_dtype(_ctx, _param, value):
-    if value is None:
-        return None
-    try:
-        return check_dtype(value.strip().lower())
-    except PrecisionError as err:
-        fail(str(err), 2)
+def one_name(check, spelling):
+    """A click callback for a single --dtype or --layout (see _names)."""
+
+    def callback(_ctx, _param, value):
+        if value is None:
+            return None
+        try:
+            return check(spelling(value.strip()))
+        except PrecisionError as err:
+            fail(str(err), 2)
+
+    return callback
 
 
 dtype_filter_option = click.option(
     "--dtype",
     default=None,
     metavar="|".join(DTYPES),
-    callback=_one_dtype,
+    callback=one_name(check_dtype, str.lower),
     help="Only results in this dtype (any layout). Default: every dtype stored.",
 )
 
@@ -188,6 +193,21 @@ PRECISION_HELP = (
     "(filters FKKC). A shape that names its own layout keeps it. Default: "
     f"{DEFAULT_LAYOUT}.",
 )
+
+
+def family_precisions(
+    family, dtypes: tuple[str, ...] = (), layouts: tuple[str, ...] = ()
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The dtypes and layouts a family is tuned in: those asked, else its own: fp32 (NCHW) where
+    it computes (reads) it, else every one it declares (a tensor-core family's tf32, bf16 and
+    fp16 in NHWC)."""
+    own_dtypes = tuple(getattr(family, "dtypes", (DEFAULT_DTYPE,)))
+    own_layouts = tuple(getattr(family, "layouts", (DEFAULT_LAYOUT,)))
+    if not dtypes:
+        dtypes = (DEFAULT_DTYPE,) if DEFAULT_DTYPE in own_dtypes else own_dtypes
+    if not layouts:
+        layouts = (DEFAULT_LAYOUT,) if DEFAULT_LAYOUT in own_layouts else own_layouts
+    return dtypes, layouts
 
 
 def shape_options(default: str = "", precision_help: tuple[str, str] = PRECISION_HELP):
@@ -238,8 +258,10 @@ __all__ = [
     "USAGE_ERRORS",
     "dtype_filter_option",
     "fail",
+    "family_precisions",
     "friendly_errors",
     "kernels_option",
+    "one_name",
     "precision_options",
     "protocol_option",
     "shape_options",

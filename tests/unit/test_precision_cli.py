@@ -20,6 +20,15 @@ class TensorCoreStandIn(ImplicitGemm):
     dtypes = ("tf32", "bf16", "fp16")
     layouts = ("NHWC",)
 
+    # implicit_gemm's kernel and space, under another name.
+    @property
+    def source_path(self):
+        return self.directory / "implicit_gemm.cu"
+
+    @property
+    def space_path(self):
+        return self.directory / "implicit_gemm.toml"
+
 
 @pytest.fixture
 def tc_family(monkeypatch):
@@ -193,3 +202,27 @@ def test_replay_skips_a_mismatched_family_in_one_line(tmp_path, tc_family) -> No
     lines = [line for line in result.stderr.splitlines() if "skipping" in line]
     assert lines == ["autotune: skipping tc_stand_in in fp32: it computes tf32/bf16/fp16"]
     assert "6 new evaluations" in result.stderr
+
+
+def test_space_binds_the_familys_own_dtype_unless_told(tc_family) -> None:
+    shape = "N=13,K=3,C=64,F=64"
+    result = CliRunner().invoke(main, ["space", "implicit_gemm", "--shape", shape])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"implicit_gemm {shape} on sm_90:")
+    result = CliRunner().invoke(
+        main, ["space", "implicit_gemm", "--shape", shape, "--dtype", "bf16", "--samples", "0"]
+    )
+    assert one_line_error(result) == "autotune: implicit_gemm computes fp32, not bf16"
+    args = ["space", tc_family.name, "--shape", shape, "--samples", "0"]
+    result = CliRunner().invoke(main, args)
+    assert result.output.startswith(f"tc_stand_in {shape},dtype=tf32,layout=NHWC on sm_90:")
+    result = CliRunner().invoke(main, [*args, "--dtype", "fp16"])
+    assert result.output.startswith(f"tc_stand_in {shape},dtype=fp16,layout=NHWC on sm_90:")
+    result = CliRunner().invoke(main, [*args[:3], f"{shape},dtype=bf16", "--dtype", "fp16"])
+    assert result.output.startswith(f"tc_stand_in {shape},dtype=bf16,layout=NHWC on sm_90:")
+
+
+def test_families_lists_what_a_family_computes(tc_family) -> None:
+    output = CliRunner().invoke(main, ["families"]).output
+    assert "computes: tf32/bf16/fp16 in NHWC" in output
+    assert output.count("computes:") == 1
