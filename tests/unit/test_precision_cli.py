@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from click.testing import CliRunner
 
@@ -140,7 +142,7 @@ def test_unknown_dtype_or_layout_is_one_line_exit_2(command, args, message, tmp_
     assert not (tmp_path / "x.db").exists()
 
 
-def test_dtype_spelling_is_forgiven(monkeypatch) -> None:
+def test_run_multiplies_shapes_through_the_command_line(monkeypatch, tc_family) -> None:
     import autotune.cli.run as run_module
 
     asked = []
@@ -150,11 +152,17 @@ def test_dtype_spelling_is_forgiven(monkeypatch) -> None:
         raise SystemExit(0)
 
     monkeypatch.setattr(run_module, "tune", capture)
-    result = CliRunner().invoke(
-        main, ["run", "--shapes", "alexnet", "--dtype", "BF16", "--layout", "nhwc"]
-    )
+    args = ["run", "--family", tc_family.name, "--shapes", "alexnet"]
+    result = CliRunner().invoke(main, [*args, "--dtype", "BF16", "--layout", "nhwc"])
     assert result.exit_code == 0, result.output
-    assert asked[0].dtypes == ("bf16",) and asked[0].layouts == ("NHWC",)
+    assert asked[0].dtypes == ("bf16",) and asked[0].layouts == ("NHWC",)  # spelling forgiven
+    keys = [p.key for _, p in pair_request(asked[0]).pairs]
+    assert keys == [
+        dataclasses.replace(p, dtype="bf16", layout="NHWC").key for p in named_shapes("alexnet")
+    ]
+    result = CliRunner().invoke(main, [*args, "--dtype", "bf16", "--dtype", "fp16"])
+    assert result.exit_code == 0, result.output
+    assert len(pair_request(asked[1]).pairs) == 2 * len(named_shapes("alexnet"))
 
 
 def test_run_with_no_pair_left_is_refused_before_any_gpu(tmp_path) -> None:
