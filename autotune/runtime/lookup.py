@@ -185,6 +185,8 @@ class Catalogue:
             if not math.isfinite(distance):
                 continue
             neighbour = self.problems[key]
+            if (neighbour.dtype, neighbour.layout) != (problem.dtype, problem.layout):
+                continue  # a bf16 or NHWC plan never serves an fp32 NCHW call (nor the reverse)
             for choice in sorted(self._at(neighbour), key=_rank):
                 family = self.families[choice.family]
                 if family.name not in spaces:
