@@ -13,6 +13,7 @@ from autotune.gpu.compiler import Compiler
 from autotune.gpu.evaluator import GpuEvaluator
 from autotune.gpu.library_tasks import MeasureCeilings
 from autotune.gpu.timing import TimingPolicy
+from autotune.model.records import spread
 from autotune.tuning.baselines import CEILING_FMA_SOURCE
 
 
@@ -28,11 +29,14 @@ def main() -> None:
         f"# Ceilings of {device.name} ({device.sm_count} SMs, driver {device.driver_version}), "
         "timing protocol 2",
         "",
-        "| ceiling | value | unit | samples | what |",
-        "|---|--:|---|--:|---|",
+        "| ceiling | value (median) | unit | samples | spread | fastest sample, ms | what |",
+        "|---|--:|---|--:|--:|--:|---|",
     ]
     for c in result:
-        lines.append(f"| {c.name} | {c.value:,.0f} | {c.unit} | {len(c.samples_ms)} | {c.detail} |")
+        lines.append(
+            f"| {c.name} | {c.value:,.0f} | {c.unit} | {len(c.samples_ms)} "
+            f"| {spread(list(c.samples_ms)):.3f} | {min(c.samples_ms):.4f} | {c.detail} |"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -65,7 +65,8 @@ def compile_all(compiler: Compiler, sets: list[str]) -> None:
                 compiler.compile(conv2d.reference_plan(with_precision(p, dtype, layout)))
 
 
-def measure(evaluator, compiler: Compiler, sets: list[str]) -> list[dict]:
+def measure(evaluator, compiler: Compiler, sets: list[str], writer) -> list[dict]:
+    """Every row, also written to `writer` (a csv.DictWriter) as it comes."""
     rows = []
     for set_name, layer, base in problems(sets):
         for dtype in DTYPES:
@@ -96,6 +97,7 @@ def measure(evaluator, compiler: Compiler, sets: list[str]) -> list[dict]:
                         "note": probe.note,
                     }
                 )
+                writer.writerow(rows[-1])
                 print(p.key, rows[-1]["cudnn_error"], rows[-1]["dropped_error"], flush=True)
     return rows
 
@@ -135,15 +137,13 @@ def main() -> None:
         compile_all(Compiler(arch="sm_90", cache_dir=args.cache), sets)
         return
     began = time.time()
-    with GpuEvaluator() as evaluator:
-        compiler = Compiler(arch=evaluator.device.arch, cache_dir=args.cache)
-        rows = measure(evaluator, compiler, sets)
-        device = evaluator.device.name
     args.out.mkdir(parents=True, exist_ok=True)
-    with open(args.out / "tolerances.csv", "w", newline="") as fh:
+    with GpuEvaluator() as evaluator, open(args.out / "tolerances.csv", "w", newline="") as fh:
+        compiler = Compiler(arch=evaluator.device.arch, cache_dir=args.cache)
         writer = csv.DictWriter(fh, COLUMNS)
         writer.writeheader()
-        writer.writerows(rows)
+        rows = measure(evaluator, compiler, sets, writer)
+        device = evaluator.device.name
     head = [
         f"# Relative L2 errors against the float64 reference over the stored inputs ({device})",
         "",
