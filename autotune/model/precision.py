@@ -31,13 +31,16 @@ class Precision:
         return self.name.upper()
 
 
-# Tolerances: FP32 as ever. The others sit several times above what rounding alone gives
-# (TF32 products keep 10 mantissa bits, FP16 outputs 10, BF16 outputs 7: relative errors near
-# 3e-4, 3e-4 and 2e-3) and below what dropping one term of every output's sum gives (about
-# 1/sqrt(C*K*K), at least 1.4e-2 on the layers of the shape sets).
+# Tolerances, from results/h100/precision/README.md (cuDNN 9.19 through PyTorch on the H100, every
+# layer of alexnet, overfeat and vgg16, both layouts, against float64 over the stored inputs):
+# cuDNN's own output reaches at most 8.6e-7 (fp32), 2.6e-4 (tf32), 1.7e-3 (bf16), 2.1e-4 (fp16);
+# the same output less one term of every sum at least 1.03e-2 (OverFeat L5, C*K*K = 9216). Each
+# tolerance sits between, 3x or more above cuDNN and 2x or more below a dropped term. TF32 gets
+# 2e-3, not 1e-3: cuDNN rounds its inputs to TF32 (2.6e-4), while a kernel that hands FP32 bits
+# to the tensor cores truncates them, which alone gives 6.9e-4 (tf32_truncation.md there).
 PRECISIONS: dict[str, Precision] = {
     "fp32": Precision("fp32", "float32", 4, False, 1e-5, "fma_peak"),
-    "tf32": Precision("tf32", "float32", 4, True, 1e-3, "tc_peak_tf32"),
+    "tf32": Precision("tf32", "float32", 4, True, 2e-3, "tc_peak_tf32"),
     "bf16": Precision("bf16", "bfloat16", 2, True, 5e-3, "tc_peak_bf16"),
     "fp16": Precision("fp16", "float16", 2, True, 1e-3, "tc_peak_fp16"),
 }
