@@ -278,6 +278,7 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
     }
+    float fa[2][TM], fb[2][TN];  // the second set only with fragment double buffering
 
 #if ASYNC_COPY
     // The space's constraints give every split at least one iteration (kt_begin < kt_end).
@@ -290,7 +291,8 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
         copy_wait_all();
         __syncthreads();
         if (kt + 1 < kt_end) copy_tile(kt + 1, stage ^ 1);  // in flight during the multiply
-        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(s_a, s_b, stage, ty, tx, acc);
+        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(
+            s_a, s_b, stage, ty, tx, fa, fb, acc);
     }
 #elif DOUBLE_BUFFER
     load_tile(kt_begin);
@@ -301,7 +303,8 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
         const int kt = kt_begin + t, stage = t & 1;
         const bool more = kt + 1 < kt_end;
         if (more) load_tile(kt + 1);  // in flight while this tile is multiplied
-        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(s_a, s_b, stage, ty, tx, acc);
+        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(
+            s_a, s_b, stage, ty, tx, fa, fb, acc);
         // The other stage was last read before the previous barrier: safe to overwrite.
         if (more) store_tile(stage ^ 1);
         __syncthreads();
@@ -312,7 +315,7 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
         load_tile(kt);
         store_tile(0);
         __syncthreads();
-        RegisterTile::rows<BK, BM, BN>(s_a, ty, s_b, tx, acc);
+        RegisterTile::rows<BK, BM, BN>(s_a, s_b, ty, tx, fa, fb, acc);
         __syncthreads();
     }
 #endif

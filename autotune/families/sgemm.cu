@@ -124,7 +124,7 @@ __device__ __forceinline__ void store_tiles(float* as, float* bs, int tid,
 using RegisterTile = register_tile::Loop<TM, TN, WM, WN, TY * WM, TX * WN>;
 __device__ __forceinline__ void compute_tile(const float* as, const float* bs, int tx, int ty,
                                              float (&acc)[TM][TN]) {
-    RegisterTile::rows<BK, A_STRIDE, B_STRIDE>(as, ty, bs, tx, acc);
+    RegisterTile::rows<BK, A_STRIDE, B_STRIDE>(as, bs, ty, tx, acc);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)

@@ -436,6 +436,7 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
     for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    float fa[2][TM], fb[2][TN];
 
 #if ASYNC_COPY
     copy_tile(0, 0);
@@ -445,7 +446,8 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
         copy_wait_all();
         __syncthreads();  // tile kt landed for all; everyone is done with the stage copied next
         if (kt + 1 < KTILES) copy_tile(kt + 1, stage ^ 1);
-        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(s_a, s_b, stage, ty, tx, acc);
+        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(
+            s_a, s_b, stage, ty, tx, fa, fb, acc);
     }
 #elif DOUBLE_BUFFER
     load_tile(0);
@@ -456,7 +458,8 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
         const int stage = kt & 1;
         const bool more = kt + 1 < KTILES;
         if (more) load_tile(kt + 1);
-        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(s_a, s_b, stage, ty, tx, acc);
+        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(
+            s_a, s_b, stage, ty, tx, fa, fb, acc);
         if (more) store_tile(stage ^ 1);  // last read before the previous barrier
         __syncthreads();
     }
@@ -466,7 +469,7 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
         load_tile(kt);
         store_tile(0);
         __syncthreads();
-        RegisterTile::rows<BK, BM, BN>(s_a, ty, s_b, tx, acc);
+        RegisterTile::rows<BK, BM, BN>(s_a, s_b, ty, tx, fa, fb, acc);
         __syncthreads();
     }
 #endif

@@ -24,7 +24,8 @@ import tempfile
 from pathlib import Path
 
 from autotune.families import get_family
-from autotune.gpu.compiler import Compiler
+from autotune.gpu import compiler
+from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.problem import problem_from_dict
 from autotune.model.shapes import named_shapes
 from autotune.model.space import ARCH_LIMITS, Config
@@ -80,15 +81,26 @@ def compare(
     cases = sampled(family_name, count, seed)
     for shape, kind, config in stored_bests(database, family_name):
         cases.append((problem_from_dict(shape, kind), family.complete(Config.from_json(config))))
-    compiler = Compiler(arch="sm_90", cache_dir=cache)
-    tally = {"identical": 0, "same_code": 0, "recompiled": 0, "different": [], "cases": len(cases)}
+    build = Compiler(arch="sm_90", cache_dir=cache)
+    tally = {
+        "identical": 0,
+        "same_code": 0,
+        "recompiled": 0,
+        "different": [],
+        "base_refuses": [],
+        "cases": len(cases),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         old_source = Path(tmp) / family.source_path.name
         old_source.write_text(text)
         for problem, config in cases:
             plan = family.plan(problem, config)
-            old = compiler.compile_source(old_source, plan.defines).cubin
-            new = compiler.compile_source(plan.source, plan.defines).cubin
+            try:
+                old = build.compile_source(old_source, plan.defines).cubin
+            except CompileError:  # a stored config the base's kernel refuses (#error)
+                tally["base_refuses"].append(f"{problem.key} {config}")
+                continue
+            new = build.compile_source(plan.source, plan.defines).cubin
             if old != new and code(old) != code(new):
                 # NVRTC is not always deterministic (a rare cubin differs between two compiles of
                 # one source): compile both again, uncached, before calling them different.
@@ -114,7 +126,11 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=SAMPLE)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", type=Path, help="a cubin cache directory (reruns are faster)")
+    parser.add_argument("--nvrtc-major", type=int, help="NVRTC of this CUDA major (12, 13)")
     args = parser.parse_args()
+    if args.nvrtc_major is not None:
+        compiler.cupy_cuda_major = lambda: args.nvrtc_major  # the major load_nvrtc() prefers
+        print("NVRTC", compiler.nvrtc_version())
     for name in args.families:
         print(
             name,

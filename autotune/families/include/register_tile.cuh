@@ -14,22 +14,25 @@
 // (serpentine), so that consecutive FMAs share an operand register (operand reuse instead of
 // register-bank reads).
 //
-// Three ways through a stage, one per shape of the kernels' loops; each family's cubins are what
-// they were when the loop was written out in every kernel. Where the thread's offset joins the
-// address changes how NVVM folds the address arithmetic, and with it the SASS, so each way keeps
-// the place its kernels had:
-//   stage()           reads each row's fragments, then multiplies; the thread's offset is added
-//                     to the stage's base once (implicit_gemm, im2col_gemm).
-//   rows()            the same from a base the caller gives; the offset is added to each
-//                     fragment's address (sgemm, and maxdnn / winograd without double buffering).
-//   stage_pipelined() keeps two sets of fragments and reads row k + 1's while it multiplies
-//                     row k (maxdnn, winograd).
+// The ways through a stage follow the shapes the kernels' loops had, so that every family's
+// cubins stayed byte for byte what they were when each kernel wrote the loop out (checked with
+// tests/nvrtc/compare_cubins.py): NVVM folds the address arithmetic, and ptxas schedules, by
+// where the thread's offset joins the address and where the fragments are declared, so these
+// are kept as they were:
+//   stage()            each row's fragments, then its FMAs; the thread's offset is added to the
+//                      stage's base once (implicit_gemm, im2col_gemm).
+//   rows()             the same from a base the caller gives, the offset added to each
+//                      fragment's address, in fragments of its own (sgemm) or in set 0 of the
+//                      caller's (maxdnn and winograd without double buffering).
+//   stage_pipelined()  two sets of fragments, the caller's: row k + 1's are read while row k's
+//                      are multiplied (maxdnn, winograd).
 //
 // The names here are CamelCase or lower case: the kernels' tunables and problem sizes arrive as
 // UPPER_CASE macros, which would rewrite a template parameter of the same name.
 //
 // Included by the kernels with #include "register_tile.cuh": the compiler hands NVRTC this file
-// by name and keys its cubin cache on its text; `autotune export` copies it beside the kernels.
+// by name and keys its cubin cache on its text; `autotune export` copies it into the tree's
+// include/.
 
 #pragma once
 
@@ -112,7 +115,7 @@ struct Loop {
 
     // Rows 0 .. Depth-1 from a and b: each row's fragments, then its FMAs.
     template <int Depth, int PitchA, int PitchB>
-    static __device__ __forceinline__ void rows(const float* a, int a_thread, const float* b,
+    static __device__ __forceinline__ void rows(const float* a, const float* b, int a_thread,
                                                 int b_thread, float (&acc)[TileM][TileN]) {
 #pragma unroll
         for (int k = 0; k < Depth; ++k) {
@@ -122,21 +125,50 @@ struct Loop {
         }
     }
 
-    // Rows 0 .. Depth-1 of stage s, reading row k + 1's fragments while row k is
-    // multiplied.
+    // Fragment set `set` of fa and fb from rows a_row and b_row.
+    static __device__ __forceinline__ void load_set(float (&fa)[2][TileM], float (&fb)[2][TileN],
+                                                    int set, const float* a_row,
+                                                    const float* b_row, int a_thread,
+                                                    int b_thread) {
+#pragma unroll
+        for (int g = 0; g < TileM / FragM; ++g) {
+            Fragment<FragM>::load(a_row + g * StepM + FragM * a_thread, &fa[set][FragM * g]);
+        }
+#pragma unroll
+        for (int h = 0; h < TileN / FragN; ++h) {
+            Fragment<FragN>::load(b_row + h * StepN + FragN * b_thread, &fb[set][FragN * h]);
+        }
+    }
+
+    // The same in set 0 of the caller's fragments.
+    template <int Depth, int PitchA, int PitchB>
+    static __device__ __forceinline__ void rows(const float* a, const float* b, int a_thread,
+                                                int b_thread, float (&fa)[2][TileM],
+                                                float (&fb)[2][TileN],
+                                                float (&acc)[TileM][TileN]) {
+#pragma unroll
+        for (int k = 0; k < Depth; ++k) {
+            load_set(fa, fb, 0, a + k * PitchA, b + k * PitchB, a_thread, b_thread);
+            multiply(fa[0], fb[0], acc);
+        }
+    }
+
+    // Rows 0 .. Depth-1 of stage s, reading row k + 1's fragments into one set of fa and fb
+    // while row k's, in the other, are multiplied.
     template <int Depth, int PitchA, int PitchB, int StageA, int StageB>
     static __device__ __forceinline__ void stage_pipelined(const float* a, const float* b, int s,
                                                            int a_thread, int b_thread,
+                                                           float (&fa)[2][TileM],
+                                                           float (&fb)[2][TileN],
                                                            float (&acc)[TileM][TileN]) {
         const float* as = a + s * StageA;
         const float* bs = b + s * StageB;
-        float fa[2][TileM], fb[2][TileN];
-        load(as, a_thread, bs, b_thread, fa[0], fb[0]);
+        load_set(fa, fb, 0, as, bs, a_thread, b_thread);
 #pragma unroll
         for (int k = 0; k < Depth; ++k) {
             if (k + 1 < Depth) {
-                load(as + (k + 1) * PitchA, a_thread, bs + (k + 1) * PitchB, b_thread,
-                     fa[(k + 1) & 1], fb[(k + 1) & 1]);
+                load_set(fa, fb, (k + 1) & 1, as + (k + 1) * PitchA, bs + (k + 1) * PitchB,
+                         a_thread, b_thread);
             }
             multiply(fa[k & 1], fb[k & 1], acc);
         }
