@@ -204,7 +204,7 @@ def makefile(modules: Sequence[Module], arch: str) -> str:
         defines = " ".join(f"-D{k}={int(v) if isinstance(v, bool) else v}" for k, v in m.defines)
         lines += [
             f"build/{m.name}.fatbin: kernels/{m.source} | build",
-            f"\t$(NVCC) --fatbin $(NVCCFLAGS) $(GENCODE) {defines} -o $@ $<",
+            f"\t$(NVCC) --fatbin $(NVCCFLAGS) -Iinclude $(GENCODE) {defines} -o $@ $<",
             "",
         ]
     lines += [

@@ -12,6 +12,8 @@ from autotune import package_path
 from autotune.export.cpp_table import cpp_table, fatbins_asm, makefile, readme
 from autotune.export.cuda_tree import SCHEMA, modules_of, nvcc_source, table
 from autotune.export.plans import ExportError, Selection
+from autotune.families.base import INCLUDE_DIR
+from autotune.families.headers import quoted_headers
 
 STATIC_FILES = {
     "autotune_conv2d.h": "include/autotune_conv2d.h",
@@ -30,14 +32,25 @@ def write_tree(selection: Selection, output: Path, store_url: str) -> dict[str, 
         (output / sub).mkdir(exist_ok=True)
     sources = {e.plan.source.name: e for e in selection.plans}
     kernel_hashes = {}
+    headers: dict[str, str] = {}
     for name, e in sources.items():
         text = e.plan.source.read_text()
         kernel_hashes[name] = hashlib.sha256(text.encode()).hexdigest()
         (output / "kernels" / name).write_text(nvcc_source(text, e.family.name))
+        headers.update(quoted_headers(text, e.plan.source.parent, (INCLUDE_DIR,)))
     data["kernels"] = {
         f"kernels/{name}": {"family": sources[name].family.name, "tuned_source_sha256": h}
         for name, h in kernel_hashes.items()
     }
+    # The headers the kernels include (the shared register-tiled loop), under include/, which
+    # the Makefile's kernel rules search.
+    data["headers"] = {}
+    for name, text in sorted(headers.items()):
+        if Path(name).is_absolute() or ".." in Path(name).parts:
+            raise ExportError(f"a kernel includes {name!r}, outside the exported tree")
+        (output / "include" / name).parent.mkdir(parents=True, exist_ok=True)
+        (output / "include" / name).write_text(text)
+        data["headers"][f"include/{name}"] = hashlib.sha256(text.encode()).hexdigest()
     (output / "plans.json").write_text(json.dumps(data, indent=1) + "\n")
     (output / "include" / "autotune_plans.h").write_text(cpp_table(data, modules))
     (output / "src" / "fatbins.S").write_text(fatbins_asm(modules))

@@ -21,6 +21,8 @@ class UnsupportedProblem(ValueError):
 
 # The built-in families' kernels and search spaces: package data beside their modules.
 BUILTIN_DIR = package_path("autotune.families")
+# Headers the kernels share (#include "register_tile.cuh"), for every family's kernel.
+INCLUDE_DIR = BUILTIN_DIR / "include"
 
 
 class Family:

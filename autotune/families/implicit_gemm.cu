@@ -33,6 +33,8 @@
 // SPLIT_K, OFFSET_TABLE, GATHER_ROWS. Output NFHW, input NCHW, filters FCKK: no layout
 // conversion.
 
+#include "register_tile.cuh"
+
 #define S ((N - 1) * STRIDE + K)   // input side
 #define SS (S * S)
 #define NN (N * N)
@@ -100,6 +102,10 @@
 #if GATHER_ROWS > 1 && ((32 % GATHER_ROWS) || (BN % (32 / GATHER_ROWS)) || (THREADS % 32))
 #error "GATHER_ROWS must divide the warp, and a warp's 32 / GATHER_ROWS columns must fit BN"
 #endif
+
+// The register-tiled inner loop (register_tile.cuh): a thread's TM x TN tile from FM- and
+// FN-wide fragments, TY * FM and TX * FN floats apart.
+using RegisterTile = register_tile::Loop<TM, TN, FM, FN, TY * FM, TX * FN>;
 
 // Loads and stores of V consecutive floats as one access.
 template <int V> struct Vec;
@@ -264,27 +270,9 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
     }
 
-    // BK rank-1 updates of the register tile from one shared stage.
+    // BK rank-1 updates of the register tile from one shared stage (register_tile.cuh).
     auto compute_slice = [&](int stage) {
-        const float* as = a_s + stage * AS_SIZE + ty * FM;
-        const float* bs = b_s + stage * BS_SIZE + tx * FN;
-#pragma unroll
-        for (int kk = 0; kk < BK; ++kk) {
-            float a[TM], b[TN];
-#pragma unroll
-            for (int g = 0; g < TM / FM; ++g) {
-                Vec<FM>::load(as + kk * AS_LD + g * TY * FM, a + g * FM);
-            }
-#pragma unroll
-            for (int g = 0; g < TN / FN; ++g) {
-                Vec<FN>::load(bs + kk * BS_LD + g * TX * FN, b + g * FN);
-            }
-#pragma unroll
-            for (int i = 0; i < TM; ++i) {
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-            }
-        }
+        RegisterTile::stage<BK, AS_LD, BS_LD, AS_SIZE, BS_SIZE>(a_s, b_s, stage, ty, tx, acc);
     };
 
     // Block z of SPLIT_K reduces slices [t0, t1) of the reduction.

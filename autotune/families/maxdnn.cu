@@ -36,6 +36,8 @@
 // MIN_BLOCKS, SPLIT_K, FMA_ORDER, BYTE_OFFSETS (defaults 1, 0, 0: the behaviour before they
 // existed).
 
+#include "register_tile.cuh"
+
 #ifndef SPLIT_K
 #define SPLIT_K 1
 #endif
@@ -76,6 +78,10 @@
 #if (THREADS % 32) || (A_VECS % THREADS) || (B_VECS % THREADS) || (TM % 4) || (TN % 4)
 #error "maxdnn: tile parameters outside the search space's constraints"
 #endif
+
+// The register-tiled inner loop (register_tile.cuh), float4 fragments 4 * THREADS_Y (filters) and
+// 4 * THREADS_X (images) floats apart, FFMAs in FMA_ORDER.
+using RegisterTile = register_tile::Loop<TM, TN, 4, 4, 4 * THREADS_Y, 4 * THREADS_X, FMA_ORDER>;
 
 __constant__ int c_offsets[RP];
 
@@ -273,46 +279,6 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
     }
     float fa[2][TM], fb[2][TN];  // the second set only with fragment double buffering
-    auto load_fragments = [&](int buf, const float* a_row, const float* b_row_s) {
-#pragma unroll
-        for (int g = 0; g < TM / 4; ++g) {
-            const float4 v = *reinterpret_cast<const float4*>(a_row + g * 4 * THREADS_Y + 4 * ty);
-            fa[buf][4 * g] = v.x, fa[buf][4 * g + 1] = v.y, fa[buf][4 * g + 2] = v.z;
-            fa[buf][4 * g + 3] = v.w;
-        }
-#pragma unroll
-        for (int h = 0; h < TN / 4; ++h) {
-            const float4 v = *reinterpret_cast<const float4*>(b_row_s + h * 4 * THREADS_X + 4 * tx);
-            fb[buf][4 * h] = v.x, fb[buf][4 * h + 1] = v.y, fb[buf][4 * h + 2] = v.z;
-            fb[buf][4 * h + 3] = v.w;
-        }
-    };
-    auto multiply = [&](int buf) {
-#pragma unroll
-        for (int i = 0; i < TM; ++i) {
-#pragma unroll
-            for (int j = 0; j < TN; ++j) {
-#if FMA_ORDER == 1
-                const int jj = (i & 1) ? TN - 1 - j : j;
-                acc[i][jj] = fmaf(fa[buf][i], fb[buf][jj], acc[i][jj]);
-#else
-                acc[i][j] = fmaf(fa[buf][i], fb[buf][j], acc[i][j]);
-#endif
-            }
-        }
-    };
-
-    // Patch rows k = 0 .. BK-1 of one stage, reading row k + 1's fragments during row k.
-    auto multiply_stage = [&](int stage) {
-        const float* a = s_a + stage * (BK * BM);
-        const float* b = s_b + stage * (BK * BN);
-        load_fragments(0, a, b);
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            if (k + 1 < BK) load_fragments((k + 1) & 1, a + (k + 1) * BM, b + (k + 1) * BN);
-            multiply(k & 1);
-        }
-    };
 
 #if ASYNC_COPY
     // The space's constraints give every split at least one iteration (kt_begin < kt_end).
@@ -325,7 +291,8 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
         copy_wait_all();
         __syncthreads();
         if (kt + 1 < kt_end) copy_tile(kt + 1, stage ^ 1);  // in flight during the multiply
-        multiply_stage(stage);
+        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(
+            s_a, s_b, stage, ty, tx, fa, fb, acc);
     }
 #elif DOUBLE_BUFFER
     load_tile(kt_begin);
@@ -336,7 +303,8 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
         const int kt = kt_begin + t, stage = t & 1;
         const bool more = kt + 1 < kt_end;
         if (more) load_tile(kt + 1);  // in flight while this tile is multiplied
-        multiply_stage(stage);
+        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(
+            s_a, s_b, stage, ty, tx, fa, fb, acc);
         // The other stage was last read before the previous barrier: safe to overwrite.
         if (more) store_tile(stage ^ 1);
         __syncthreads();
@@ -347,11 +315,7 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
         load_tile(kt);
         store_tile(0);
         __syncthreads();
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            load_fragments(0, s_a + k * BM, s_b + k * BN);
-            multiply(0);
-        }
+        RegisterTile::rows<BK, BM, BN>(s_a, s_b, ty, tx, fa, fb, acc);
         __syncthreads();
     }
 #endif

@@ -18,6 +18,8 @@
 // BK % VEC == 0, BN % VEC == 0, K % VEC == 0, N % VEC == 0, TX % WARP_TX == 0 and
 // TY % (32 / WARP_TX) == 0.
 
+#include "register_tile.cuh"
+
 #define TX (BN / TN)  // threads along N
 #define TY (BM / TM)  // threads along M
 #define THREADS (TX * TY)
@@ -118,29 +120,11 @@ __device__ __forceinline__ void store_tiles(float* as, float* bs, int tid,
     }
 }
 
-// One BK step: TM x TN outer products from WM-/WN-wide shared fragments.
+// One BK step: TM x TN outer products from WM-/WN-wide shared fragments (register_tile.cuh).
+using RegisterTile = register_tile::Loop<TM, TN, WM, WN, TY * WM, TX * WN>;
 __device__ __forceinline__ void compute_tile(const float* as, const float* bs, int tx, int ty,
                                              float (&acc)[TM][TN]) {
-    using vm = typename Vec<WM>::type;
-    using vn = typename Vec<WN>::type;
-#pragma unroll
-    for (int k = 0; k < BK; ++k) {
-        float fa[TM], fb[TN];
-#pragma unroll
-        for (int i = 0; i < TM / WM; ++i)
-            Vec<WM>::unpack(
-                *reinterpret_cast<const vm*>(as + k * A_STRIDE + i * TY * WM + ty * WM),
-                fa + i * WM);
-#pragma unroll
-        for (int j = 0; j < TN / WN; ++j)
-            Vec<WN>::unpack(
-                *reinterpret_cast<const vn*>(bs + k * B_STRIDE + j * TX * WN + tx * WN),
-                fb + j * WN);
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-            for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(fa[i], fb[j], acc[i][j]);
-    }
+    RegisterTile::rows<BK, A_STRIDE, B_STRIDE>(as, bs, ty, tx, acc);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)

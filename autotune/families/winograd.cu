@@ -29,6 +29,8 @@
 // TM, TN, DOUBLE_BUFFER, VEC, MIN_BLOCKS (the GEMM, as maxdnn's), IN_BLOCK and OUT_BLOCK (threads
 // per block of the input and output transforms), OUT_STAGE (output rows through shared memory).
 
+#include "register_tile.cuh"
+
 #define MT OUT_TILE                         // output tile side m
 #define AL (MT + 2)                         // alpha: transformed tile side
 #define A2 (AL * AL)
@@ -363,6 +365,10 @@ template <int WIDTH> struct Tile {
     }
 };
 
+// The register-tiled inner loop (register_tile.cuh), float4 fragments 4 * THREADS_Y (filters) and
+// 4 * THREADS_X (tiles) floats apart.
+using RegisterTile = register_tile::Loop<TM, TN, 4, 4, 4 * THREADS_Y, 4 * THREADS_X>;
+
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __restrict__ m) {
     extern __shared__ float4 smem4[];
@@ -431,37 +437,6 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
     float fa[2][TM], fb[2][TN];
-    auto load_fragments = [&](int buf, const float* a_row, const float* b_row) {
-#pragma unroll
-        for (int g = 0; g < TM / 4; ++g) {
-            const float4 q = *reinterpret_cast<const float4*>(a_row + g * 4 * THREADS_Y + 4 * ty);
-            fa[buf][4 * g] = q.x, fa[buf][4 * g + 1] = q.y, fa[buf][4 * g + 2] = q.z;
-            fa[buf][4 * g + 3] = q.w;
-        }
-#pragma unroll
-        for (int h = 0; h < TN / 4; ++h) {
-            const float4 q = *reinterpret_cast<const float4*>(b_row + h * 4 * THREADS_X + 4 * tx);
-            fb[buf][4 * h] = q.x, fb[buf][4 * h + 1] = q.y, fb[buf][4 * h + 2] = q.z;
-            fb[buf][4 * h + 3] = q.w;
-        }
-    };
-    auto multiply = [&](int buf) {
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-            for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(fa[buf][i], fb[buf][j], acc[i][j]);
-    };
-    // Rows k = 0 .. BK-1 of one stage, reading row k + 1's fragments during row k.
-    auto multiply_stage = [&](int stage) {
-        const float* a = s_a + stage * (BK * BM);
-        const float* b = s_b + stage * (BK * BN);
-        load_fragments(0, a, b);
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            if (k + 1 < BK) load_fragments((k + 1) & 1, a + (k + 1) * BM, b + (k + 1) * BN);
-            multiply(k & 1);
-        }
-    };
 
 #if ASYNC_COPY
     copy_tile(0, 0);
@@ -471,7 +446,8 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
         copy_wait_all();
         __syncthreads();  // tile kt landed for all; everyone is done with the stage copied next
         if (kt + 1 < KTILES) copy_tile(kt + 1, stage ^ 1);
-        multiply_stage(stage);
+        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(
+            s_a, s_b, stage, ty, tx, fa, fb, acc);
     }
 #elif DOUBLE_BUFFER
     load_tile(0);
@@ -482,7 +458,8 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
         const int stage = kt & 1;
         const bool more = kt + 1 < KTILES;
         if (more) load_tile(kt + 1);
-        multiply_stage(stage);
+        RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(
+            s_a, s_b, stage, ty, tx, fa, fb, acc);
         if (more) store_tile(stage ^ 1);  // last read before the previous barrier
         __syncthreads();
     }
@@ -492,11 +469,7 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
         load_tile(kt);
         store_tile(0);
         __syncthreads();
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            load_fragments(0, s_a + k * BM, s_b + k * BN);
-            multiply(0);
-        }
+        RegisterTile::rows<BK, BM, BN>(s_a, s_b, ty, tx, fa, fb, acc);
         __syncthreads();
     }
 #endif

@@ -21,7 +21,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autotune.families.base import KernelPlan
+from autotune.families.base import INCLUDE_DIR, KernelPlan
+from autotune.families.headers import Headers, option_dirs, quoted_headers
 from autotune.gpu.interrupt import children_ignore_interrupts
 from autotune.model.records import Resources
 from autotune.model.space import Value
@@ -163,13 +164,17 @@ def _check(lib: ctypes.CDLL, code: int, what: str) -> None:
 
 
 def _nvrtc_compile(
-    source: str, name: str, options: list[str], major: int | None = None
+    source: str, name: str, options: list[str], major: int | None = None, headers: Headers = ()
 ) -> tuple[bytes, str]:
     lib = load_nvrtc(major)
     prog = ctypes.c_void_p()
+    texts = (ctypes.c_char_p * len(headers))(*(t.encode() for _, t in headers))
+    names = (ctypes.c_char_p * len(headers))(*(n.encode() for n, _ in headers))
     _check(
         lib,
-        lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(), 0, None, None),
+        lib.nvrtcCreateProgram(
+            ctypes.byref(prog), source.encode(), name.encode(), len(headers), texts, names
+        ),
         "nvrtcCreateProgram",
     )
     try:
@@ -241,11 +246,14 @@ def _define_flag(name: str, value: Value) -> str:
 @dataclass
 class Compiler:
     """Compiles kernel plans for one arch; caches cubins on disk under everything that can change
-    the binary (source text, defines, arch, options, NVRTC version)."""
+    the binary (source text, the text of the headers it includes, defines, arch, options, NVRTC
+    version). Quoted #includes are looked up as nvcc would: beside the including file, in the
+    options' -I directories, then in include_dirs (the shared headers of the built-in families)."""
 
     arch: str = "sm_90"
     cache_dir: Path | None = None
     options: tuple[str, ...] = DEFAULT_OPTIONS
+    include_dirs: tuple[Path, ...] = (INCLUDE_DIR,)
     _version: str = field(default="", init=False)
     _pool: Executor | None = field(default=None, init=False, repr=False)
     cache_error: str | None = field(default=None, init=False)  # why the cache was not written
@@ -275,16 +283,24 @@ class Compiler:
     def _flags(self, defines: tuple[tuple[str, Value], ...]) -> list[str]:
         return [f"-arch={self.arch}", *self.options, *(_define_flag(k, v) for k, v in defines)]
 
-    def cache_key(self, source_text: str, defines: tuple[tuple[str, Value], ...]) -> str:
-        material = json.dumps(
-            {
-                "source": hashlib.sha256(source_text.encode()).hexdigest(),
-                "flags": self._flags(tuple(sorted(defines))),
-                "nvrtc": self.version,
-            },
-            sort_keys=True,
-        )
-        return hashlib.sha256(material.encode()).hexdigest()[:32]
+    def headers(self, source: Path, text: str) -> Headers:
+        """The headers `text` (the file `source`) includes with quotes, by name."""
+        search = (*option_dirs(self.options), *self.include_dirs)
+        return quoted_headers(text, Path(source).parent, search)
+
+    def cache_key(
+        self, source_text: str, defines: tuple[tuple[str, Value], ...], headers: Headers = ()
+    ) -> str:
+        material: dict[str, object] = {
+            "source": hashlib.sha256(source_text.encode()).hexdigest(),
+            "flags": self._flags(tuple(sorted(defines))),
+            "nvrtc": self.version,
+        }
+        if headers:  # absent otherwise: the keys of sources without includes stay as they were
+            digests = [[n, hashlib.sha256(t.encode()).hexdigest()] for n, t in sorted(headers)]
+            material["headers"] = digests
+        text = json.dumps(material, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def compile(self, plan: KernelPlan) -> CompiledKernel:
         return self.compile_source(plan.source, plan.defines)
@@ -293,12 +309,13 @@ class Compiler:
         self, source: Path, defines: tuple[tuple[str, Value], ...]
     ) -> CompiledKernel:
         text = Path(source).read_text()
-        key = self.cache_key(text, defines)
+        headers = self.headers(source, text)
+        key = self.cache_key(text, defines, headers)
         cached = self._read_cache(key)
         if cached is not None:
             return cached
         start = time.perf_counter()
-        args = (text, Path(source).name, self._flags(defines))
+        args = (text, Path(source).name, self._flags(defines), None, headers)
         pool = self._pool
         if pool is None:
             cubin, log = _nvrtc_compile(*args)

@@ -23,7 +23,7 @@ from autotune.export.cuda_tree import (
 )
 from autotune.export.plans import NotExportable, exported_plan
 from autotune.families import FAMILIES, UnknownFamily
-from autotune.families.base import Buffers
+from autotune.families.base import INCLUDE_DIR, Buffers
 from autotune.families.smem_channels import SmemChannels
 from autotune.gpu.compiler import DEFAULT_OPTIONS
 from autotune.model.parsing import parse_shape
@@ -215,6 +215,13 @@ def test_the_tree_holds_each_source_once_and_says_how_it_is_built(store, tmp_pat
     assert written == json.loads(json.dumps(data))
     assert written["schema"] == "autotune-export/1"
     assert set(written["kernels"]) == {f"kernels/{n}" for n in names}
+    # maxdnn's kernel includes the shared register-tiled loop: it lies under include/, which
+    # the kernels' build rules search.
+    assert set(written["headers"]) == {"include/register_tile.cuh"}
+    assert (tmp_path / "include" / "register_tile.cuh").read_text() == (
+        INCLUDE_DIR / "register_tile.cuh"
+    ).read_text()
+    assert "-Iinclude" in (tmp_path / "Makefile").read_text()
     for rel in (
         "include/autotune_conv2d.h",
         "include/autotune_plans.h",
