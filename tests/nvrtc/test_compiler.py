@@ -196,7 +196,7 @@ def test_a_cache_that_cannot_be_written_costs_recompiling_not_the_compile(tmp_pa
     assert compiler.cache_error and "file/cache" in compiler.cache_error
 
 
-WGMMA_FENCE = 'extern "C" __global__ void k(float* a) { asm volatile("wgmma.fence.sync.aligned;"); }'
+WGMMA_FENCE = 'extern "C" __global__ void k(float*) { asm volatile("wgmma.fence.sync.aligned;"); }'
 
 
 def test_a_plan_asks_for_the_architecture_specific_target(tmp_path):
