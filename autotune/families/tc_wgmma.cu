@@ -18,7 +18,10 @@
 // previous step's slot. Tiles are thus STAGES - 1 ahead of the tensor cores, with one wgmma
 // group in flight across each barrier.
 //
-// Defines: B C N K F STRIDE (problem), STORAGE (1 fp16, 2 bf16), BM BN WG STAGES SPLIT_K.
+// With PRODUCER = 1 a separate producer warpgroup issues the copies, completing on per-slot
+// mbarriers, and the WG consumer warpgroups only wait, multiply and free slots.
+//
+// Defines: B C N K F STRIDE (problem), STORAGE (1 fp16, 2 bf16), BM BN WG STAGES SPLIT_K PRODUCER.
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "tc_wgmma needs the sm_90a target (wgmma): compile the plan with arch_specific"
@@ -28,15 +31,28 @@
 #define KG (K * K * C)
 #define M_ALL (B * N * N)
 #define BK 64
-#define THREADS (128 * WG)
+#define THREADS (128 * (WG + PRODUCER))
+// Threads that load: a producer warpgroup, or every thread.
+#define LOADERS (PRODUCER ? 128 : THREADS)
+// Registers after setmaxnreg with two consumer warpgroups (168 a thread at launch, 384 threads:
+// 128 x PRODUCER_REGS + 256 x CONSUMER_REGS <= 168 x 384); the element gather's producer keeps
+// its 8 offsets a chunk in fewer registers than ptxas wants at 72.
+#if C % 8 == 0
+#define PRODUCER_REGS 72
+#define CONSUMER_REGS 216
+#else
+#define PRODUCER_REGS 56
+#define CONSUMER_REGS 224
+#endif
 #define MI (BM / (64 * WG))
 #define KTILES ((KG + BK - 1) / BK)
 #define CHUNK_COLS 8
-#define ROW_STEP (THREADS / CHUNK_COLS)
+#define ROW_STEP (LOADERS / CHUNK_COLS)
 #define A_ROWS (BM / ROW_STEP)
 #define B_ROWS (BN / ROW_STEP)
 #define A_BYTES (BM * 128)
 #define STAGE_BYTES ((BM + BN) * 128)
+#define BARRIER_BYTES (PRODUCER * 16 * STAGES)  // full and empty mbarriers a slot
 #define REDUCE_BLOCK 256
 
 #if STORAGE == 2
@@ -315,6 +331,68 @@ __device__ __forceinline__ void load_tile(
 #endif
 }
 
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+    asm volatile(
+        "{\n.reg .pred done;\n"
+        "WAIT_AGAIN:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_AGAIN;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// The barrier completes once every earlier cp.async of this thread has landed (counted in its
+// initial count: noinc).
+__device__ __forceinline__ void cp_async_arrive(unsigned bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
+// The gathered rows a loading thread copies: row0 + i * ROW_STEP of the block's BM pixels.
+__device__ __forceinline__ void row_bases(int (&a_base)[A_ROWS], int m0, int row0)
+{
+#pragma unroll
+    for (int i = 0; i < A_ROWS; ++i) {
+        const int m = m0 + row0 + i * ROW_STEP;
+        if (m < M_ALL) {
+            const int b = m / (N * N);
+            const int rem = m - b * (N * N);
+            const int oy = rem / N;
+            const int ox = rem - oy * N;
+            a_base[i] = ((b * S_IN + oy * STRIDE) * S_IN + ox * STRIDE) * C;
+        } else {
+            a_base[i] = -1;
+        }
+    }
+}
+
+// One BK-deep step of MMAs of consumer warpgroup cwg on the tiles in `slot`.
+__device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot, int cwg)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < BK / 16; ++ks) {
+        const u64 db = smem_desc(slot + A_BYTES + ks * 32);
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+            const u64 da = smem_desc(slot + (cwg * MI + mi) * 64 * 128 + ks * 32);
+            wgmma_tile(acc[mi], da, db);
+        }
+    }
+    wgmma_commit();
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     tc_wgmma(const u16* __restrict__ x, const u16* __restrict__ w,
 #if SPLIT_K == 1
@@ -330,34 +408,11 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const int tid = threadIdx.x;
     const int f0 = blockIdx.x * BN;
     const int m0 = blockIdx.y * BM;
-    const int row0 = tid / CHUNK_COLS;
-    const int j = tid % CHUNK_COLS;
-
-    int a_base[A_ROWS];
-#pragma unroll
-    for (int i = 0; i < A_ROWS; ++i) {
-        const int m = m0 + row0 + i * ROW_STEP;
-        if (m < M_ALL) {
-            const int b = m / (N * N);
-            const int rem = m - b * (N * N);
-            const int oy = rem / N;
-            const int ox = rem - oy * N;
-            a_base[i] = ((b * S_IN + oy * STRIDE) * S_IN + ox * STRIDE) * C;
-        } else {
-            a_base[i] = -1;
-        }
-    }
 
     // This block's share of the reduction: whole BK steps [kt0, kt0 + steps).
     const int per_split = (KTILES + SPLIT_K - 1) / SPLIT_K;
     const int kt0 = blockIdx.z * per_split;
     const int steps = max(0, min(KTILES - kt0, per_split));
-
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < steps) load_tile(base + s * STAGE_BYTES, kt0 + s, x, w, a_base, f0 + row0, row0, j);
-        cp_async_commit();
-    }
 
     float acc[MI][BN / 2];
 #pragma unroll
@@ -365,26 +420,74 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.0f;
 
-    const int wg = tid / 128;
+#if PRODUCER
+    // Warp-specialised: warpgroup 0 loads (cp.async completing on the slot's `full` barrier),
+    // warpgroups 1..WG multiply and free a slot (its `empty` barrier) once their wgmma on it
+    // has retired. No block-wide barrier after the set-up.
+    const unsigned full = base + STAGES * STAGE_BYTES;
+    const unsigned empty = full + 8 * STAGES;
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full + 8 * s, LOADERS);
+            mbar_init(empty + 8 * s, WG);
+        }
+    }
+    __syncthreads();
+    if (tid < LOADERS) {
+#if WG > 1
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+#endif
+        const int row0 = tid / CHUNK_COLS;
+        const int j = tid % CHUNK_COLS;
+        int a_base[A_ROWS];
+        row_bases(a_base, m0, row0);
+        for (int t = 0; t < steps; ++t) {
+            const int s = t % STAGES;
+            if (t >= STAGES) mbar_wait(empty + 8 * s, ((t / STAGES) + 1) & 1);
+            load_tile(base + s * STAGE_BYTES, kt0 + t, x, w, a_base, f0 + row0, row0, j);
+#if C % 8 == 0
+            cp_async_arrive(full + 8 * s);
+#else
+            mbar_arrive(full + 8 * s);  // element gather: plain stores, released by the arrive
+#endif
+        }
+        cp_async_wait<0>();
+        return;
+    }
+#if WG > 1
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+#endif
+    const int ctid = tid - LOADERS;
+    const int cwg = ctid / 128;
+    for (int t = 0; t < steps; ++t) {
+        const int s = t % STAGES;
+        mbar_wait(full + 8 * s, (t / STAGES) & 1);
+        fence_proxy_async();  // the loaders' generic-proxy writes, for the wgmma's async proxy
+        mma_step(acc, base + s * STAGE_BYTES, cwg);
+        wgmma_wait<1>();
+        if (t > 0 && ctid % 128 == 0) mbar_arrive(empty + 8 * ((t - 1) % STAGES));
+    }
+    wgmma_wait<0>();
+#else
+    // Every thread loads and multiplies: a step waits for its tile, syncs, issues its wgmma
+    // group, waits for the previous step's, (with two warpgroups syncs again,) and refills the
+    // previous step's slot.
+    const int row0 = tid / CHUNK_COLS;
+    const int j = tid % CHUNK_COLS;
+    int a_base[A_ROWS];
+    row_bases(a_base, m0, row0);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < steps) load_tile(base + s * STAGE_BYTES, kt0 + s, x, w, a_base, f0 + row0, row0, j);
+        cp_async_commit();
+    }
+    const int ctid = tid;
+    const int cwg = tid / 128;
     for (int t = 0; t < steps; ++t) {
         cp_async_wait<STAGES - 2>();
         fence_proxy_async();
         __syncthreads();
-        const unsigned slot = base + (t % STAGES) * STAGE_BYTES;
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < BK / 16; ++ks) {
-            const u64 db = smem_desc(slot + A_BYTES + ks * 32);
-#pragma unroll
-            for (int mi = 0; mi < MI; ++mi) {
-                const u64 da = smem_desc(slot + (wg * MI + mi) * 64 * 128 + ks * 32);
-                wgmma_tile(acc[mi], da, db);
-            }
-        }
-        wgmma_commit();
-        // Step t - 1's group has retired once all but the latest have; with several warpgroups,
-        // everyone's has after a barrier. Its slot then takes step t + STAGES - 1 while the
-        // tensor cores run step t.
+        mma_step(acc, base + (t % STAGES) * STAGE_BYTES, cwg);
         wgmma_wait<1>();
 #if WG > 1
         __syncthreads();
@@ -395,6 +498,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         cp_async_commit();
     }
     wgmma_wait<0>();
+#endif
     // The accumulators are the asynchronous wgmma's until here: read them only after the wait.
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
@@ -403,13 +507,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 
     // Fragment of m64nBN: warp q of the warpgroup holds rows 16q..16q+15; register i of a lane
     // is row lane/4 + 8*((i/2)%2), column 8*(i/4) + 2*(lane%4) + i%2.
-    const int lane = tid % 32;
-    const int q = (tid % 128) / 32;
+    const int lane = ctid % 32;
+    const int q = (ctid % 128) / 32;
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int m = m0 + (wg * MI + mi) * 64 + 16 * q + lane / 4 + 8 * h;
+            const int m = m0 + (cwg * MI + mi) * 64 + 16 * q + lane / 4 + 8 * h;
             if (m >= M_ALL) continue;
 #pragma unroll
             for (int g = 0; g < BN / 8; ++g) {
