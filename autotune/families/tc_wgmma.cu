@@ -10,18 +10,27 @@
 // storage dtype (STORAGE 1 float16, 2 bfloat16) or, with SPLIT_K > 1, FP32 partial sums that
 // tc_wgmma_reduce adds up and rounds.
 //
-// Pipeline: STAGES shared slots filled by cp.async (every thread gathers 16-byte chunks: C % 8
-// == 0, so a chunk never straddles a filter tap; rows and reduction past the edges are
-// zero-filled; with C % 8 != 0 element by element). A step waits for its tile, fences the
-// generic-proxy writes for the async proxy, syncs, issues its wgmma group asynchronously, waits
-// for the previous step's group (and, with two warpgroups, syncs again), then refills the
-// previous step's slot. Tiles are thus STAGES - 1 ahead of the tensor cores, with one wgmma
-// group in flight across each barrier.
+// Loads: STAGES shared slots filled by cp.async, 16-byte chunks where C % 8 == 0 (a chunk never
+// straddles a filter tap; rows and reduction past the edges zero-filled), element by element
+// through registers otherwise (C = 3 of a first layer). The steps walk the reduction in order,
+// or (C_OUTER) every tap of one 64-channel block in turn, so that neighbouring steps reread
+// input rows, which L1_CACHE keeps in L1 (cp.async.ca).
 //
-// With PRODUCER = 1 a separate producer warpgroup issues the copies, completing on per-slot
-// mbarriers, and the WG consumer warpgroups only wait, multiply and free slots.
+// Pipeline, PRODUCER = 0: every thread loads and multiplies. A step waits for its tile, fences
+// the generic-proxy writes for the async proxy, syncs, issues its wgmma group asynchronously,
+// waits for the previous step's group (and, with two warpgroups, syncs again), then refills the
+// previous step's slot: tiles STAGES - 1 ahead, one wgmma group in flight across each barrier.
+// PRODUCER = 1: a separate producer warpgroup issues the copies, each slot's completing on its
+// `full` mbarrier; the consumer warpgroups wait, fence, multiply and free the slot of the step
+// before through its `empty` mbarrier once their wgmma on it retired (setmaxnreg moves
+// registers from producer to consumers with two consumer warpgroups).
 //
-// Defines: B C N K F STRIDE (problem), STORAGE (1 fp16, 2 bf16), BM BN WG STAGES SPLIT_K PRODUCER.
+// Defines: B C N K F STRIDE (problem), STORAGE (1 fp16, 2 bf16), BM BN WG STAGES SPLIT_K PRODUCER
+// C_OUTER L1_CACHE.
+
+#if C_OUTER && C % 8 != 0
+#error "C_OUTER needs C % 8 == 0"
+#endif
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "tc_wgmma needs the sm_90a target (wgmma): compile the plan with arch_specific"
@@ -45,7 +54,13 @@
 #define CONSUMER_REGS 224
 #endif
 #define MI (BM / (64 * WG))
+// Reduction steps: KG in BK pieces, or (C_OUTER) every filter tap of one BK-channel block after
+// another, so that consecutive steps gather overlapping input windows (L1 hits with L1_CACHE).
+#if C_OUTER
+#define KTILES (((C + BK - 1) / BK) * K * K)
+#else
 #define KTILES ((KG + BK - 1) / BK)
+#endif
 #define CHUNK_COLS 8
 #define ROW_STEP (LOADERS / CHUNK_COLS)
 #define A_ROWS (BM / ROW_STEP)
@@ -69,6 +84,16 @@ typedef unsigned long long u64;
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+
+// The same through L1 (cp.async.ca), for the gathered input rows that neighbouring taps reread.
+__device__ __forceinline__ void cp_async16_l1(unsigned dst, const void* src, int bytes)
+{
+#if L1_CACHE
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+#else
+    cp_async16(dst, src, bytes);
+#endif
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
@@ -271,13 +296,20 @@ __device__ __forceinline__ void load_tile(
     unsigned slot, int kt, const u16* __restrict__ x, const u16* __restrict__ w,
     const int (&a_base)[A_ROWS], int f_row0, int row0, int j)
 {
-    const int kk = kt * BK + CHUNK_COLS * j;
     // Every row of a thread is row0 + i * ROW_STEP, ROW_STEP a multiple of 8: one swizzled column.
     const unsigned col = (unsigned)((j ^ (row0 & 7)) << 4);
 #if C % 8 == 0
+#if C_OUTER
+    const int tap = kt % (K * K);
+    const int c = (kt / (K * K)) * BK + CHUNK_COLS * j;
+    const bool k_ok = c < C;
+    const int kk = tap * C + c;
+#else
+    const int kk = kt * BK + CHUNK_COLS * j;
     const bool k_ok = kk < KG;
     const int tap = kk / C;
     const int c = kk - tap * C;
+#endif
     const int ky = tap / K;
     const int kx = tap - ky * K;
     const int offset = (ky * S_IN + kx) * C + c;
@@ -285,7 +317,7 @@ __device__ __forceinline__ void load_tile(
     for (int i = 0; i < A_ROWS; ++i) {
         const bool ok = k_ok && a_base[i] >= 0;
         const unsigned dst = slot + (unsigned)((row0 + i * ROW_STEP) * 128) + col;
-        cp_async16(dst, ok ? (const void*)(x + a_base[i] + offset) : (const void*)x, ok ? 16 : 0);
+        cp_async16_l1(dst, ok ? (const void*)(x + a_base[i] + offset) : (const void*)x, ok ? 16 : 0);
     }
 #pragma unroll
     for (int i = 0; i < B_ROWS; ++i) {
@@ -295,6 +327,7 @@ __device__ __forceinline__ void load_tile(
         cp_async16(dst, ok ? (const void*)(w + (long long)f * KG + kk) : (const void*)w, ok ? 16 : 0);
     }
 #else
+    const int kk = kt * BK + CHUNK_COLS * j;  // C_OUTER is refused: the steps walk KG linearly
     int offset[CHUNK_COLS];  // -1 past the reduction
 #pragma unroll
     for (int e = 0; e < CHUNK_COLS; ++e) {

@@ -58,6 +58,11 @@ FACTS: dict[str, tuple[type, str, str]] = {
         "general",
         "TILE_W TILE_H THREADS_Y CH_PER_BLOCK CH_STAGE FILTERS_PER_BLOCK FILTER_IN_SMEM",
     ),
+    "tc_wgmma": (
+        ConvProblem,
+        "alexnet",
+        "BM BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE",
+    ),
     "tiled2d": (
         ConvProblem,
         "tiled2d",
