@@ -26,7 +26,7 @@
 // registers from producer to consumers with two consumer warpgroups).
 //
 // Defines: B C N K F STRIDE (problem), STORAGE (1 fp16, 2 bf16), BM BN WG STAGES SPLIT_K PRODUCER
-// C_OUTER L1_CACHE.
+// C_OUTER L1_CACHE TILES_PER_BLOCK.
 
 #if C_OUTER && C % 8 != 0
 #error "C_OUTER needs C % 8 == 0"
@@ -426,120 +426,23 @@ __device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot
     wgmma_commit();
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-    tc_wgmma(const u16* __restrict__ x, const u16* __restrict__ w,
+// A finished tile's accumulators to global memory. Fragment of m64nBN: warp q of the warpgroup
+// holds rows 16q..16q+15; register i of a lane is row lane/4 + 8*((i/2)%2), column
+// 8*(i/4) + 2*(lane%4) + i%2.
+__device__ __forceinline__ void store_tile(
+    float (&acc)[MI][BN / 2],
 #if SPLIT_K == 1
-             u16* __restrict__ y)
+    u16* __restrict__ y,
 #else
-             float* __restrict__ y)
+    float* __restrict__ y,
 #endif
+    int m0, int f0, int ctid, int cwg)
 {
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
-    const unsigned base = (raw + 1023u) & ~1023u;  // the swizzle pattern repeats every 1024 bytes
-
-    const int tid = threadIdx.x;
-    const int f0 = blockIdx.x * BN;
-    const int m0 = blockIdx.y * BM;
-
-    // This block's share of the reduction: whole BK steps [kt0, kt0 + steps).
-    const int per_split = (KTILES + SPLIT_K - 1) / SPLIT_K;
-    const int kt0 = blockIdx.z * per_split;
-    const int steps = max(0, min(KTILES - kt0, per_split));
-
-    float acc[MI][BN / 2];
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.0f;
-
-#if PRODUCER
-    // Warp-specialised: warpgroup 0 loads (cp.async completing on the slot's `full` barrier),
-    // warpgroups 1..WG multiply and free a slot (its `empty` barrier) once their wgmma on it
-    // has retired. No block-wide barrier after the set-up.
-    const unsigned full = base + STAGES * STAGE_BYTES;
-    const unsigned empty = full + 8 * STAGES;
-    if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, LOADERS);
-            mbar_init(empty + 8 * s, WG);
-        }
-    }
-    __syncthreads();
-    if (tid < LOADERS) {
-#if WG > 1
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
-#endif
-        const int row0 = tid / CHUNK_COLS;
-        const int j = tid % CHUNK_COLS;
-        int a_base[A_ROWS];
-        row_bases(a_base, m0, row0);
-        for (int t = 0; t < steps; ++t) {
-            const int s = t % STAGES;
-            if (t >= STAGES) mbar_wait(empty + 8 * s, ((t / STAGES) + 1) & 1);
-            load_tile(base + s * STAGE_BYTES, kt0 + t, x, w, a_base, f0 + row0, row0, j);
-#if C % 8 == 0
-            cp_async_arrive(full + 8 * s);
-#else
-            mbar_arrive(full + 8 * s);  // element gather: plain stores, released by the arrive
-#endif
-        }
-        cp_async_wait<0>();
-        return;
-    }
-#if WG > 1
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
-#endif
-    const int ctid = tid - LOADERS;
-    const int cwg = ctid / 128;
-    for (int t = 0; t < steps; ++t) {
-        const int s = t % STAGES;
-        mbar_wait(full + 8 * s, (t / STAGES) & 1);
-        fence_proxy_async();  // the loaders' generic-proxy writes, for the wgmma's async proxy
-        mma_step(acc, base + s * STAGE_BYTES, cwg);
-        wgmma_wait<1>();
-        if (t > 0 && ctid % 128 == 0) mbar_arrive(empty + 8 * ((t - 1) % STAGES));
-    }
-    wgmma_wait<0>();
-#else
-    // Every thread loads and multiplies: a step waits for its tile, syncs, issues its wgmma
-    // group, waits for the previous step's, (with two warpgroups syncs again,) and refills the
-    // previous step's slot.
-    const int row0 = tid / CHUNK_COLS;
-    const int j = tid % CHUNK_COLS;
-    int a_base[A_ROWS];
-    row_bases(a_base, m0, row0);
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < steps) load_tile(base + s * STAGE_BYTES, kt0 + s, x, w, a_base, f0 + row0, row0, j);
-        cp_async_commit();
-    }
-    const int ctid = tid;
-    const int cwg = tid / 128;
-    for (int t = 0; t < steps; ++t) {
-        cp_async_wait<STAGES - 2>();
-        fence_proxy_async();
-        __syncthreads();
-        mma_step(acc, base + (t % STAGES) * STAGE_BYTES, cwg);
-        wgmma_wait<1>();
-#if WG > 1
-        __syncthreads();
-#endif
-        const int next = t + STAGES - 1;
-        if (next < steps)
-            load_tile(base + (next % STAGES) * STAGE_BYTES, kt0 + next, x, w, a_base, f0 + row0, row0, j);
-        cp_async_commit();
-    }
-    wgmma_wait<0>();
-#endif
-    // The accumulators are the asynchronous wgmma's until here: read them only after the wait.
+    // The accumulators are the asynchronous wgmma's until the wait: read them only after it.
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(acc[mi][i])::"memory");
-
-    // Fragment of m64nBN: warp q of the warpgroup holds rows 16q..16q+15; register i of a lane
-    // is row lane/4 + 8*((i/2)%2), column 8*(i/4) + 2*(lane%4) + i%2.
     const int lane = ctid % 32;
     const int q = (ctid % 128) / 32;
 #pragma unroll
@@ -573,6 +476,140 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
             }
         }
     }
+}
+
+__device__ __forceinline__ void zero(float (&acc)[MI][BN / 2])
+{
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.0f;
+}
+
+#define TILES_F ((F + BN - 1) / BN)
+#define TILES (TILES_F * ((M_ALL + BM - 1) / BM))
+
+// A block computes the output tiles blockIdx.x, blockIdx.x + gridDim.x, ... (TILES_PER_BLOCK of
+// them at most; filter tiles fastest, so that neighbouring blocks share their gathered rows), each
+// over its split's share of the reduction.
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+    tc_wgmma(const u16* __restrict__ x, const u16* __restrict__ w,
+#if SPLIT_K == 1
+             u16* __restrict__ y)
+#else
+             float* __restrict__ y)
+#endif
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
+    const unsigned base = (raw + 1023u) & ~1023u;  // the swizzle pattern repeats every 1024 bytes
+    const int tid = threadIdx.x;
+
+    // This block's share of the reduction: whole BK steps [kt0, kt0 + steps).
+    const int per_split = (KTILES + SPLIT_K - 1) / SPLIT_K;
+    const int kt0 = blockIdx.z * per_split;
+    const int steps = max(0, min(KTILES - kt0, per_split));
+
+    float acc[MI][BN / 2];
+
+#if PRODUCER
+    // Warp-specialised: warpgroup 0 loads (cp.async completing on the slot's `full` barrier),
+    // warpgroups 1..WG multiply and free a slot (its `empty` barrier) once their wgmma on it
+    // has retired. No block-wide barrier after the set-up: the producer runs ahead into the
+    // block's next tile while the consumers store the last one. Slot and phase follow the
+    // block's step count g over all its tiles.
+    const unsigned full = base + STAGES * STAGE_BYTES;
+    const unsigned empty = full + 8 * STAGES;
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full + 8 * s, LOADERS);
+            mbar_init(empty + 8 * s, WG);
+        }
+    }
+    __syncthreads();
+    if (tid < LOADERS) {
+#if WG > 1
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+#endif
+        const int row0 = tid / CHUNK_COLS;
+        const int j = tid % CHUNK_COLS;
+        int g = 0;
+        for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+            const int f0 = (tile % TILES_F) * BN;
+            int a_base[A_ROWS];
+            row_bases(a_base, (tile / TILES_F) * BM, row0);
+            for (int t = 0; t < steps; ++t, ++g) {
+                const int s = g % STAGES;
+                if (g >= STAGES) mbar_wait(empty + 8 * s, ((g / STAGES) + 1) & 1);
+                load_tile(base + s * STAGE_BYTES, kt0 + t, x, w, a_base, f0 + row0, row0, j);
+#if C % 8 == 0
+                cp_async_arrive(full + 8 * s);
+#else
+                mbar_arrive(full + 8 * s);  // element gather: plain stores, released by the arrive
+#endif
+            }
+        }
+        cp_async_wait<0>();
+        return;
+    }
+#if WG > 1
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+#endif
+    const int ctid = tid - LOADERS;
+    const int cwg = ctid / 128;
+    const bool leader = ctid % 128 == 0;
+    int g = 0;
+    for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+        zero(acc);
+        for (int t = 0; t < steps; ++t, ++g) {
+            const int s = g % STAGES;
+            mbar_wait(full + 8 * s, (g / STAGES) & 1);
+            fence_proxy_async();  // the loaders' generic-proxy writes, for the wgmma's async proxy
+            mma_step(acc, base + s * STAGE_BYTES, cwg);
+            wgmma_wait<1>();
+            if (t > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+        }
+        wgmma_wait<0>();
+        if (steps > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+        store_tile(acc, y, (tile / TILES_F) * BM, (tile % TILES_F) * BN, ctid, cwg);
+    }
+#else
+    // Every thread loads and multiplies: a step waits for its tile, syncs, issues its wgmma
+    // group, waits for the previous step's, (with two warpgroups syncs again,) and refills the
+    // previous step's slot.
+    const int row0 = tid / CHUNK_COLS;
+    const int j = tid % CHUNK_COLS;
+    const int cwg = tid / 128;
+    for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+        const int f0 = (tile % TILES_F) * BN;
+        const int m0 = (tile / TILES_F) * BM;
+        int a_base[A_ROWS];
+        row_bases(a_base, m0, row0);
+        zero(acc);
+        __syncthreads();  // every warpgroup's wgmma of the last tile has retired: slots are free
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < steps) load_tile(base + s * STAGE_BYTES, kt0 + s, x, w, a_base, f0 + row0, row0, j);
+            cp_async_commit();
+        }
+        for (int t = 0; t < steps; ++t) {
+            cp_async_wait<STAGES - 2>();
+            fence_proxy_async();
+            __syncthreads();
+            mma_step(acc, base + (t % STAGES) * STAGE_BYTES, cwg);
+            wgmma_wait<1>();
+#if WG > 1
+            __syncthreads();
+#endif
+            const int next = t + STAGES - 1;
+            if (next < steps)
+                load_tile(base + (next % STAGES) * STAGE_BYTES, kt0 + next, x, w, a_base, f0 + row0, row0, j);
+            cp_async_commit();
+        }
+        wgmma_wait<0>();
+        store_tile(acc, y, m0, f0, tid, cwg);
+    }
+#endif
 }
 
 // Split-K: the SPLIT_K partial sums of every output added up and rounded to the storage dtype.

@@ -15,7 +15,9 @@ SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots sta
 WARPGROUP = 128
 REDUCE_BLOCK = 256  # threads of the split-K reduction (REDUCE_BLOCK in the kernel)
 STORAGE = {"fp16": 1, "bf16": 2}  # the kernel's STORAGE, as the reference reads it
-TUNABLES = ("BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE")
+TUNABLES = (
+    "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
+)  # fmt: skip
 
 
 def threads(config: Config) -> int:
@@ -65,9 +67,10 @@ class TcWgmma(Family):
         defines = (*problem_defines(p), ("STORAGE", STORAGE[p.dtype]), *values.items())
         pixels = p.B * p.N * p.N
         split = values["SPLIT_K"]
+        tiles = cdiv(p.F, values["BN"]) * cdiv(pixels, values["BM"])
         gemm = Launch(
             "tc_wgmma",
-            grid=(cdiv(p.F, values["BN"]), cdiv(pixels, values["BM"]), split),
+            grid=(cdiv(tiles, values["TILES_PER_BLOCK"]), 1, split),
             block=(threads(config), 1, 1),
             args=("x", "w", "y" if split == 1 else "y_split"),
             smem_bytes=shared_bytes(config),

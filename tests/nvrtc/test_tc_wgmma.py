@@ -51,10 +51,10 @@ def bound(problem: ConvProblem):
     return FAMILY.load_space().bind(problem.fields(), LIMITS)
 
 
-def cfg(bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0) -> Config:
+def cfg(bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1) -> Config:
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
-        | dict(C_OUTER=c_outer, L1_CACHE=l1)
+        | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles)
     )
 
 
@@ -105,10 +105,12 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         launch = plan.launches[0]
         assert launch.block == (threads(config), 1, 1) and launch.threads <= LIMITS.MAX_THREADS
         assert launch.smem_bytes == shared_bytes(config) <= LIMITS.SMEM_PER_BLOCK_OPTIN
+        # Every output tile once: the block count covers them at TILES_PER_BLOCK a block.
+        tiles = -(-problem.F // bn) * -(-pixels // bm)
+        per_block = int(config["TILES_PER_BLOCK"])
         gx, gy, gz = launch.grid
-        assert (gx - 1) * bn < problem.F <= gx * bn
-        assert (gy - 1) * bm < pixels <= gy * bm and gy <= 65535
-        assert gz == split
+        assert (gx - 1) * per_block < tiles <= gx * per_block
+        assert gy == 1 and gz == split
         defines = dict(plan.defines)
         assert defines["STORAGE"] == STORAGE[problem.dtype]
         if split == 1:

@@ -61,7 +61,9 @@ def runner(ck, p, cfg, dtype, x, w, y):
     smem = ST * (BM + BN) * 128 + 1024 + 16 * ST * P
     fn.max_dynamic_shared_size_bytes = smem
     M = B * N * N
-    grid = ((F + BN - 1) // BN, (M + BM - 1) // BM, SK)
+    tiles = ((F + BN - 1) // BN) * ((M + BM - 1) // BM)
+    tpb = cfg.get("TILES_PER_BLOCK", 1)
+    grid = ((tiles + tpb - 1) // tpb, 1, SK)
     xa = cp.asarray(x.view(torch.int16)); wa = cp.asarray(w.view(torch.int16)); ya = cp.asarray(y.view(torch.int16))
     if SK == 1:
         def run():
@@ -98,7 +100,7 @@ CONFIGS0 = [
     dict(BM=64, BN=64, WG=1, STAGES=6, SPLIT_K=2),
 ]
 
-CONFIGS = [dict(c, PRODUCER=p, C_OUTER=co, L1_CACHE=co) for c in CONFIGS0 for p in (0, 1) for co in (1,)]
+CONFIGS = [dict(c, PRODUCER=p, C_OUTER=p, L1_CACHE=p, TILES_PER_BLOCK=t) for c in CONFIGS0 for p in (0, 1) for t in (1, 3)]
 
 def check(out):
     jobs = [(p, i, dt) for p in SHAPES for i, c in enumerate(CONFIGS) for dt in ("bf16", "fp16")
@@ -181,7 +183,7 @@ if __name__ == "__main__":
         check(out)
     if sys.argv[1] == "one":  # one shape, one config, a few runs (for ncu)
         p = TIME_SHAPES[sys.argv[3]]
-        c = dict(zip(("BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE"), map(int, sys.argv[4].split(","))))
+        c = dict(zip(("BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK"), map(int, sys.argv[4].split(","))))
         ck = compiler.compile_source(SRC, defines(p, c, "bf16"), arch_specific=True)
         x, w = make_inputs(p, "bf16")
         y = torch.empty((p[0], p[1], p[1], p[4]), device="cuda", dtype=torch.bfloat16)
@@ -189,7 +191,7 @@ if __name__ == "__main__":
         for _ in range(3): run()
         torch.cuda.synchronize()
     if sys.argv[1] == "timecfg":
-        cfgs = [dict(zip(("BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE"), map(int, t.split(",")))) for t in sys.argv[3].split(";")]
+        cfgs = [dict(zip(("BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK"), map(int, t.split(",")))) for t in sys.argv[3].split(";")]
         time_mode(out, cfgs)
     if sys.argv[1] in ("time", "both"):
         cfgs = [dict(BM=bm, BN=bn, WG=wg, STAGES=st, SPLIT_K=1)
@@ -197,6 +199,6 @@ if __name__ == "__main__":
                                        (128, 192, 1, 5), (256, 192, 2, 3), (128, 128, 2, 5), (64, 256, 1, 4),
                                        (256, 256, 2, 3), (128, 256, 1, 4)]
                 if (bm // (64 * wg)) * bn // 2 <= 128]
-        cfgs = [dict(c, PRODUCER=0, C_OUTER=0, L1_CACHE=0) for c in cfgs]
+        cfgs = [dict(c, PRODUCER=0, C_OUTER=0, L1_CACHE=0, TILES_PER_BLOCK=1) for c in cfgs]
         time_mode(out, cfgs)
     print("elapsed", round(time.time() - t0, 1))
