@@ -74,7 +74,8 @@ def test_odd_shapes_correct_in_every_pipeline_case(tuner, evaluator, dtype):
     picks = []
     for study in studies:
         fixed = [c for c in CONFIGS if study.space.is_valid(c)]
-        configs = fixed + rng.sample(study.space.configs, min(2, len(study.space.configs)))
+        extra = min(max(1, 3 - len(fixed)), len(study.space.configs))
+        configs = fixed + rng.sample(study.space.configs, extra)
         picks += [(study, c) for c in dict.fromkeys(configs)]
     assert len(picks) >= 3 * len(studies)
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
