@@ -36,7 +36,9 @@ class KernelPlan:
     __constant__ symbol, and `finish` runs once after the checked run, before the check
     (conversion of a scratch output back into the problem's output layout). `scratch` buffers
     are FP32 arrays of the plan's own, poisoned with NaN; their bytes are the extra memory the
-    algorithm needs.
+    algorithm needs. `arch_specific` asks for the architecture-specific target (sm_90a on an
+    sm_90 compiler), which instructions such as wgmma and setmaxnreg need; the cubin then runs
+    on that architecture only.
     """
 
     source: Path
@@ -46,6 +48,7 @@ class KernelPlan:
     scratch: tuple[tuple[str, Shape], ...] = ()
     setup: tuple[Launch, ...] = ()
     finish: tuple[Launch, ...] = ()
+    arch_specific: bool = False
 
     @property
     def entries(self) -> tuple[str, ...]:

@@ -280,20 +280,35 @@ class Compiler:
             self._version = nvrtc_version()
         return self._version
 
-    def _flags(self, defines: tuple[tuple[str, Value], ...]) -> list[str]:
-        return [f"-arch={self.arch}", *self.options, *(_define_flag(k, v) for k, v in defines)]
+    def target(self, arch_specific: bool = False) -> str:
+        """The -arch value: the compiler's arch, or its architecture-specific variant (sm_90a)
+        where a plan asks for one and the arch has one (sm_90 and later)."""
+        number = self.arch.removeprefix("sm_")
+        if arch_specific and number.isdigit() and int(number) >= 90:
+            return f"{self.arch}a"
+        return self.arch
 
     def headers(self, source: Path, text: str) -> Headers:
         """The headers `text` (the file `source`) includes with quotes, by name."""
         search = (*option_dirs(self.options), *self.include_dirs)
         return quoted_headers(text, Path(source).parent, search)
 
+    def _flags(
+        self, defines: tuple[tuple[str, Value], ...], arch_specific: bool = False
+    ) -> list[str]:
+        arch = f"-arch={self.target(arch_specific)}"
+        return [arch, *self.options, *(_define_flag(k, v) for k, v in defines)]
+
     def cache_key(
-        self, source_text: str, defines: tuple[tuple[str, Value], ...], headers: Headers = ()
+        self,
+        source_text: str,
+        defines: tuple[tuple[str, Value], ...],
+        headers: Headers = (),
+        arch_specific: bool = False,
     ) -> str:
         material: dict[str, object] = {
             "source": hashlib.sha256(source_text.encode()).hexdigest(),
-            "flags": self._flags(tuple(sorted(defines))),
+            "flags": self._flags(tuple(sorted(defines)), arch_specific),
             "nvrtc": self.version,
         }
         if headers:  # absent otherwise: the keys of sources without includes stay as they were
@@ -303,19 +318,19 @@ class Compiler:
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def compile(self, plan: KernelPlan) -> CompiledKernel:
-        return self.compile_source(plan.source, plan.defines)
+        return self.compile_source(plan.source, plan.defines, plan.arch_specific)
 
     def compile_source(
-        self, source: Path, defines: tuple[tuple[str, Value], ...]
+        self, source: Path, defines: tuple[tuple[str, Value], ...], arch_specific: bool = False
     ) -> CompiledKernel:
         text = Path(source).read_text()
         headers = self.headers(source, text)
-        key = self.cache_key(text, defines, headers)
+        key = self.cache_key(text, defines, headers, arch_specific)
         cached = self._read_cache(key)
         if cached is not None:
             return cached
         start = time.perf_counter()
-        args = (text, Path(source).name, self._flags(defines), None, headers)
+        args = (text, Path(source).name, self._flags(defines, arch_specific), None, headers)
         pool = self._pool
         if pool is None:
             cubin, log = _nvrtc_compile(*args)

@@ -4,11 +4,13 @@ import json
 import os
 import random
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from autotune.families import FAMILIES
+from autotune.families.plan import KernelPlan, Launch
 from autotune.gpu.compiler import CompileError, Compiler, parse_resources
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
@@ -61,6 +63,8 @@ def _sample_problems(family):
     odd = [ConvProblem(N=37, K=3, C=1, F=3), ConvProblem(N=29, K=5, C=7, F=9, B=2)]
     picks = []
     for p in [*shapes[:: max(1, len(shapes) // 3)], *odd]:
+        if isinstance(p, ConvProblem) and p.dtype not in family.dtypes:  # a tensor-core family
+            p = replace(p, dtype=family.dtypes[0], layout=family.layouts[0])
         try:
             family.check(p)
             picks.append(p)
@@ -192,3 +196,22 @@ def test_a_cache_that_cannot_be_written_costs_recompiling_not_the_compile(tmp_pa
     compiled = compiler.compile_source(source, (("SCALE", 2),))
     assert compiled.cubin.startswith(b"\x7fELF")
     assert compiler.cache_error and "file/cache" in compiler.cache_error
+
+
+WGMMA_FENCE = 'extern "C" __global__ void k(float*) { asm volatile("wgmma.fence.sync.aligned;"); }'
+
+
+def test_a_plan_asks_for_the_architecture_specific_target(tmp_path):
+    source = tmp_path / "k.cu"
+    source.write_text(WGMMA_FENCE)
+    compiler = Compiler(arch="sm_90", cache_dir=tmp_path / "cache")
+    assert compiler.target() == "sm_90" and compiler.target(True) == "sm_90a"
+    assert Compiler(arch="sm_80").target(True) == "sm_80"  # no sm_80a: the plain target
+    with pytest.raises(CompileError, match="wgmma"):  # sm_90 has no wgmma
+        compiler.compile_source(source, ())
+    plan = KernelPlan(source, (), (Launch("k", (1, 1, 1), (128, 1, 1), ("a",)),))
+    specific = compiler.compile(replace(plan, arch_specific=True))
+    assert specific.cubin.startswith(b"\x7fELF") and specific.arch == "sm_90"
+    # The target is part of the cache key: the same source and defines are two entries.
+    assert specific.key != compiler.cache_key(WGMMA_FENCE, ())
+    assert compiler.compile(replace(plan, arch_specific=True)).cached

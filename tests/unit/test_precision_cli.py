@@ -233,4 +233,6 @@ def test_space_binds_the_familys_own_dtype_unless_told(tc_family) -> None:
 def test_families_lists_what_a_family_computes(tc_family) -> None:
     output = CliRunner().invoke(main, ["families"]).output
     assert "computes: tf32/bf16/fp16 in NHWC" in output
-    assert output.count("computes:") == 1
+    # Only the families of another dtype or layout than FP32 NCHW say so.
+    other = [f for f in FAMILIES.values() if (f.dtypes, f.layouts) != (("fp32",), ("NCHW",))]
+    assert output.count("computes:") == len(other) >= 1

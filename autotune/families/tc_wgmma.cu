@@ -1,0 +1,626 @@
+// tc_wgmma: implicit-GEMM convolution in NHWC on Hopper's warpgroup tensor cores (sm_90a).
+//
+// GEMM: D[M x F] = A[M x KG] * W[F x KG]^T, M = B*N*N output pixels, KG = K*K*C, the reduction
+// ordered (ky, kx, c) so that it is contiguous in C for the NHWC input (B, S, S, C) and the FKKC
+// filters alike. Both operands are K-major tiles in shared memory, BK = 64 16-bit elements (one
+// 128-byte row) deep, laid out in the 128-byte swizzle that wgmma's matrix descriptors read:
+// the 16-byte chunk j of row r sits at chunk j ^ (r % 8), each 8-row group 1024 bytes. A block
+// computes BM pixels x BN filters with WG consumer warpgroups, each MI = BM / (64 WG) m64 tiles of
+// m64nBNk16 wgmma per 16-deep step; FP32 accumulators in registers, output rounded to the
+// storage dtype (STORAGE 1 float16, 2 bfloat16) or, with SPLIT_K > 1, FP32 partial sums that
+// tc_wgmma_reduce adds up and rounds.
+//
+// Loads: STAGES shared slots filled by cp.async, 16-byte chunks where C % 8 == 0 (a chunk never
+// straddles a filter tap; rows and reduction past the edges zero-filled), element by element
+// through registers otherwise (C = 3 of a first layer). The steps walk the reduction in order,
+// or (C_OUTER) every tap of one 64-channel block in turn, so that neighbouring steps reread
+// input rows, which L1_CACHE keeps in L1 (cp.async.ca).
+//
+// Pipeline, PRODUCER = 0: every thread loads and multiplies. A step waits for its tile, fences
+// the generic-proxy writes for the async proxy, syncs, issues its wgmma group asynchronously,
+// waits for the previous step's group (and, with two warpgroups, syncs again), then refills the
+// previous step's slot: tiles STAGES - 1 ahead, one wgmma group in flight across each barrier.
+// PRODUCER = 1: a separate producer warpgroup issues the copies, each slot's completing on its
+// `full` mbarrier; the consumer warpgroups wait, fence, multiply and free the slot of the step
+// before through its `empty` mbarrier once their wgmma on it retired (setmaxnreg moves
+// registers from producer to consumers with two consumer warpgroups).
+//
+// Defines: B C N K F STRIDE (problem), STORAGE (1 fp16, 2 bf16), BM BN WG STAGES SPLIT_K PRODUCER
+// C_OUTER L1_CACHE TILES_PER_BLOCK.
+
+#if C_OUTER && C % 8 != 0
+#error "C_OUTER needs C % 8 == 0"
+#endif
+
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "tc_wgmma needs the sm_90a target (wgmma): compile the plan with arch_specific"
+#endif
+
+#define S_IN ((N - 1) * STRIDE + K)
+#define KG (K * K * C)
+#define M_ALL (B * N * N)
+#define BK 64
+#define THREADS (128 * (WG + PRODUCER))
+// Threads that load: a producer warpgroup, or every thread.
+#define LOADERS (PRODUCER ? 128 : THREADS)
+// Registers after setmaxnreg with two consumer warpgroups (168 a thread at launch, 384 threads:
+// 128 x PRODUCER_REGS + 256 x CONSUMER_REGS <= 168 x 384); the element gather's producer keeps
+// its 8 offsets a chunk in fewer registers than ptxas wants at 72.
+#if C % 8 == 0
+#define PRODUCER_REGS 72
+#define CONSUMER_REGS 216
+#else
+#define PRODUCER_REGS 56
+#define CONSUMER_REGS 224
+#endif
+#define MI (BM / (64 * WG))
+// Reduction steps: KG in BK pieces, or (C_OUTER) every filter tap of one BK-channel block after
+// another, so that consecutive steps gather overlapping input windows (L1 hits with L1_CACHE).
+#if C_OUTER
+#define KTILES (((C + BK - 1) / BK) * K * K)
+#else
+#define KTILES ((KG + BK - 1) / BK)
+#endif
+#define CHUNK_COLS 8
+#define ROW_STEP (LOADERS / CHUNK_COLS)
+#define A_ROWS (BM / ROW_STEP)
+#define B_ROWS (BN / ROW_STEP)
+#define A_BYTES (BM * 128)
+#define STAGE_BYTES ((BM + BN) * 128)
+#define BARRIER_BYTES (PRODUCER * 16 * STAGES)  // full and empty mbarriers a slot
+#define REDUCE_BLOCK 256
+
+#if STORAGE == 2
+#define WG_TYPE "bf16"
+#elif STORAGE == 1
+#define WG_TYPE "f16"
+#else
+#error "tc_wgmma computes 16-bit storage only (STORAGE 1 or 2)"
+#endif
+
+typedef unsigned short u16;
+typedef unsigned long long u64;
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+
+// The same through L1 (cp.async.ca), for the gathered input rows that neighbouring taps reread.
+__device__ __forceinline__ void cp_async16_l1(unsigned dst, const void* src, int bytes)
+{
+#if L1_CACHE
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+#else
+    cp_async16(dst, src, bytes);
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
+__device__ __forceinline__ void fence_proxy_async()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+
+__device__ __forceinline__ void wgmma_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int PENDING>
+__device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
+}
+
+// Matrix descriptor of a K-major tile in the 128-byte swizzle: start address >> 4 (bits 0-13),
+// leading byte offset unused there (1), stride byte offset 1024 >> 4 between 8-row groups
+// (bits 32-45), swizzle mode 1 = 128 bytes (bits 62-63).
+__device__ __forceinline__ u64 smem_desc(unsigned addr)
+{
+    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)1 << 16) | ((u64)(1024 >> 4) << 32) | ((u64)1 << 62);
+}
+
+// The m64nBNk16 wgmma with both operands from shared memory (descriptors), D += A * B^T.
+#if BN == 64
+__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." WG_TYPE "." WG_TYPE " "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(da), "l"(db), "r"(1));
+}
+#elif BN == 96
+__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %50, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n96k16.f32." WG_TYPE "." WG_TYPE " "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
+        "}, %48, %49, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+        : "l"(da), "l"(db), "r"(1));
+}
+#elif BN == 128
+__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32." WG_TYPE "." WG_TYPE " "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(1));
+}
+#elif BN == 192
+__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %98, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n192k16.f32." WG_TYPE "." WG_TYPE " "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+        "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
+        : "l"(da), "l"(db), "r"(1));
+}
+#elif BN == 256
+__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "setp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32." WG_TYPE "." WG_TYPE " "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "r"(1));
+}
+#endif
+
+
+__device__ __forceinline__ u16 to_storage(float v)
+{
+    u16 h;
+#if STORAGE == 2
+    asm("cvt.rn.bf16.f32 %0, %1;\n" : "=h"(h) : "f"(v));
+#else
+    asm("cvt.rn.f16.f32 %0, %1;\n" : "=h"(h) : "f"(v));
+#endif
+    return h;
+}
+
+// Two neighbouring outputs as one 32-bit word, the lower column in the lower half.
+__device__ __forceinline__ unsigned to_storage2(float lo, float hi)
+{
+    unsigned r;
+#if STORAGE == 2
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+    return r;
+}
+
+__device__ __forceinline__ void st_shared16(unsigned dst, const unsigned (&v)[4])
+{
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(v[0]), "r"(v[1]), "r"(v[2]),
+                 "r"(v[3]));
+}
+
+// One BK-deep step of both tiles into one slot: this thread's chunk column j of its A rows
+// (gathered pixels) and B rows (filters). With C % 8 == 0 a 16-byte chunk lies in one filter
+// tap and every row starts 16-byte aligned: one cp.async a chunk, zero-filled past the edges.
+// Otherwise (C = 3 of a first layer) the chunk is gathered element by element, each element's
+// tap of its own, through registers.
+__device__ __forceinline__ void load_tile(
+    unsigned slot, int kt, const u16* __restrict__ x, const u16* __restrict__ w,
+    const int (&a_base)[A_ROWS], int f_row0, int row0, int j)
+{
+    // Every row of a thread is row0 + i * ROW_STEP, ROW_STEP a multiple of 8: one swizzled column.
+    const unsigned col = (unsigned)((j ^ (row0 & 7)) << 4);
+#if C % 8 == 0
+#if C_OUTER
+    const int tap = kt % (K * K);
+    const int c = (kt / (K * K)) * BK + CHUNK_COLS * j;
+    const bool k_ok = c < C;
+    const int kk = tap * C + c;
+#else
+    const int kk = kt * BK + CHUNK_COLS * j;
+    const bool k_ok = kk < KG;
+    const int tap = kk / C;
+    const int c = kk - tap * C;
+#endif
+    const int ky = tap / K;
+    const int kx = tap - ky * K;
+    const int offset = (ky * S_IN + kx) * C + c;
+#pragma unroll
+    for (int i = 0; i < A_ROWS; ++i) {
+        const bool ok = k_ok && a_base[i] >= 0;
+        const unsigned dst = slot + (unsigned)((row0 + i * ROW_STEP) * 128) + col;
+        cp_async16_l1(dst, ok ? (const void*)(x + a_base[i] + offset) : (const void*)x, ok ? 16 : 0);
+    }
+#pragma unroll
+    for (int i = 0; i < B_ROWS; ++i) {
+        const int f = f_row0 + i * ROW_STEP;
+        const bool ok = k_ok && f < F;
+        const unsigned dst = slot + A_BYTES + (unsigned)((row0 + i * ROW_STEP) * 128) + col;
+        cp_async16(dst, ok ? (const void*)(w + (long long)f * KG + kk) : (const void*)w, ok ? 16 : 0);
+    }
+#else
+    const int kk = kt * BK + CHUNK_COLS * j;  // C_OUTER is refused: the steps walk KG linearly
+    int offset[CHUNK_COLS];  // -1 past the reduction
+#pragma unroll
+    for (int e = 0; e < CHUNK_COLS; ++e) {
+        const int k = kk + e;
+        const int tap = k / C;
+        const int c = k - tap * C;
+        const int ky = tap / K;
+        offset[e] = k < KG ? (ky * S_IN + tap - ky * K) * C + c : -1;
+    }
+#pragma unroll
+    for (int i = 0; i < A_ROWS; ++i) {
+        unsigned v[4];
+#pragma unroll
+        for (int e = 0; e < CHUNK_COLS; e += 2) {
+            const unsigned lo = (a_base[i] >= 0 && offset[e] >= 0) ? x[a_base[i] + offset[e]] : 0u;
+            const unsigned hi = (a_base[i] >= 0 && offset[e + 1] >= 0) ? x[a_base[i] + offset[e + 1]] : 0u;
+            v[e / 2] = lo | (hi << 16);
+        }
+        st_shared16(slot + (unsigned)((row0 + i * ROW_STEP) * 128) + col, v);
+    }
+#pragma unroll
+    for (int i = 0; i < B_ROWS; ++i) {
+        const int f = f_row0 + i * ROW_STEP;
+        const u16* row = w + (long long)f * KG + kk;
+        unsigned v[4];
+#pragma unroll
+        for (int e = 0; e < CHUNK_COLS; e += 2) {
+            const unsigned lo = (f < F && offset[e] >= 0) ? row[e] : 0u;
+            const unsigned hi = (f < F && offset[e + 1] >= 0) ? row[e + 1] : 0u;
+            v[e / 2] = lo | (hi << 16);
+        }
+        st_shared16(slot + A_BYTES + (unsigned)((row0 + i * ROW_STEP) * 128) + col, v);
+    }
+#endif
+}
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+    asm volatile(
+        "{\n.reg .pred done;\n"
+        "WAIT_AGAIN:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+        "@!done bra WAIT_AGAIN;\n}\n" ::"r"(bar),
+        "r"(parity)
+        : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+// The barrier completes once every earlier cp.async of this thread has landed (counted in its
+// initial count: noinc).
+__device__ __forceinline__ void cp_async_arrive(unsigned bar)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
+// The gathered rows a loading thread copies: row0 + i * ROW_STEP of the block's BM pixels.
+__device__ __forceinline__ void row_bases(int (&a_base)[A_ROWS], int m0, int row0)
+{
+#pragma unroll
+    for (int i = 0; i < A_ROWS; ++i) {
+        const int m = m0 + row0 + i * ROW_STEP;
+        if (m < M_ALL) {
+            const int b = m / (N * N);
+            const int rem = m - b * (N * N);
+            const int oy = rem / N;
+            const int ox = rem - oy * N;
+            a_base[i] = ((b * S_IN + oy * STRIDE) * S_IN + ox * STRIDE) * C;
+        } else {
+            a_base[i] = -1;
+        }
+    }
+}
+
+// One BK-deep step of MMAs of consumer warpgroup cwg on the tiles in `slot`.
+__device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot, int cwg)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < BK / 16; ++ks) {
+        const u64 db = smem_desc(slot + A_BYTES + ks * 32);
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+            const u64 da = smem_desc(slot + (cwg * MI + mi) * 64 * 128 + ks * 32);
+            wgmma_tile(acc[mi], da, db);
+        }
+    }
+    wgmma_commit();
+}
+
+// A finished tile's accumulators to global memory. Fragment of m64nBN: warp q of the warpgroup
+// holds rows 16q..16q+15; register i of a lane is row lane/4 + 8*((i/2)%2), column
+// 8*(i/4) + 2*(lane%4) + i%2.
+__device__ __forceinline__ void store_tile(
+    float (&acc)[MI][BN / 2],
+#if SPLIT_K == 1
+    u16* __restrict__ y,
+#else
+    float* __restrict__ y,
+#endif
+    int m0, int f0, int ctid, int cwg)
+{
+    // The accumulators are the asynchronous wgmma's until the wait: read them only after it.
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(acc[mi][i])::"memory");
+    const int lane = ctid % 32;
+    const int q = (ctid % 128) / 32;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int m = m0 + (cwg * MI + mi) * 64 + 16 * q + lane / 4 + 8 * h;
+            if (m >= M_ALL) continue;
+#pragma unroll
+            for (int g = 0; g < BN / 8; ++g) {
+                const int f = f0 + 8 * g + 2 * (lane % 4);
+                const float v0 = acc[mi][4 * g + 2 * h];
+                const float v1 = acc[mi][4 * g + 2 * h + 1];
+#if SPLIT_K == 1
+                u16* out = y + (long long)m * F + f;
+                if (F % 2 == 0) {
+                    if (f < F) *(unsigned*)out = to_storage2(v0, v1);
+                } else {
+                    if (f < F) out[0] = to_storage(v0);
+                    if (f + 1 < F) out[1] = to_storage(v1);
+                }
+#else
+                float* out = y + ((long long)blockIdx.z * M_ALL + m) * F + f;
+                if (F % 2 == 0) {
+                    if (f < F) *(float2*)out = make_float2(v0, v1);
+                } else {
+                    if (f < F) out[0] = v0;
+                    if (f + 1 < F) out[1] = v1;
+                }
+#endif
+            }
+        }
+    }
+}
+
+__device__ __forceinline__ void zero(float (&acc)[MI][BN / 2])
+{
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.0f;
+}
+
+#define TILES_F ((F + BN - 1) / BN)
+#define TILES (TILES_F * ((M_ALL + BM - 1) / BM))
+
+// A block computes the output tiles blockIdx.x, blockIdx.x + gridDim.x, ... (TILES_PER_BLOCK of
+// them at most; filter tiles fastest, so that neighbouring blocks share their gathered rows), each
+// over its split's share of the reduction.
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+    tc_wgmma(const u16* __restrict__ x, const u16* __restrict__ w,
+#if SPLIT_K == 1
+             u16* __restrict__ y)
+#else
+             float* __restrict__ y)
+#endif
+{
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
+    const unsigned base = (raw + 1023u) & ~1023u;  // the swizzle pattern repeats every 1024 bytes
+    const int tid = threadIdx.x;
+
+    // This block's share of the reduction: whole BK steps [kt0, kt0 + steps).
+    const int per_split = (KTILES + SPLIT_K - 1) / SPLIT_K;
+    const int kt0 = blockIdx.z * per_split;
+    const int steps = max(0, min(KTILES - kt0, per_split));
+
+    float acc[MI][BN / 2];
+
+#if PRODUCER
+    // Warp-specialised: warpgroup 0 loads (cp.async completing on the slot's `full` barrier),
+    // warpgroups 1..WG multiply and free a slot (its `empty` barrier) once their wgmma on it
+    // has retired. No block-wide barrier after the set-up: the producer runs ahead into the
+    // block's next tile while the consumers store the last one. Slot and phase follow the
+    // block's step count g over all its tiles.
+    const unsigned full = base + STAGES * STAGE_BYTES;
+    const unsigned empty = full + 8 * STAGES;
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full + 8 * s, LOADERS);
+            mbar_init(empty + 8 * s, WG);
+        }
+    }
+    __syncthreads();
+    if (tid < LOADERS) {
+#if WG > 1
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
+#endif
+        const int row0 = tid / CHUNK_COLS;
+        const int j = tid % CHUNK_COLS;
+        int g = 0;
+        for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+            const int f0 = (tile % TILES_F) * BN;
+            int a_base[A_ROWS];
+            row_bases(a_base, (tile / TILES_F) * BM, row0);
+            for (int t = 0; t < steps; ++t, ++g) {
+                const int s = g % STAGES;
+                if (g >= STAGES) mbar_wait(empty + 8 * s, ((g / STAGES) + 1) & 1);
+                load_tile(base + s * STAGE_BYTES, kt0 + t, x, w, a_base, f0 + row0, row0, j);
+#if C % 8 == 0
+                cp_async_arrive(full + 8 * s);
+#else
+                mbar_arrive(full + 8 * s);  // element gather: plain stores, released by the arrive
+#endif
+            }
+        }
+        cp_async_wait<0>();
+        return;
+    }
+#if WG > 1
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
+#endif
+    const int ctid = tid - LOADERS;
+    const int cwg = ctid / 128;
+    const bool leader = ctid % 128 == 0;
+    int g = 0;
+    for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+        zero(acc);
+        for (int t = 0; t < steps; ++t, ++g) {
+            const int s = g % STAGES;
+            mbar_wait(full + 8 * s, (g / STAGES) & 1);
+            fence_proxy_async();  // the loaders' generic-proxy writes, for the wgmma's async proxy
+            mma_step(acc, base + s * STAGE_BYTES, cwg);
+            wgmma_wait<1>();
+            if (t > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+        }
+        wgmma_wait<0>();
+        if (steps > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+        store_tile(acc, y, (tile / TILES_F) * BM, (tile % TILES_F) * BN, ctid, cwg);
+    }
+#else
+    // Every thread loads and multiplies: a step waits for its tile, syncs, issues its wgmma
+    // group, waits for the previous step's, (with two warpgroups syncs again,) and refills the
+    // previous step's slot.
+    const int row0 = tid / CHUNK_COLS;
+    const int j = tid % CHUNK_COLS;
+    const int cwg = tid / 128;
+    for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+        const int f0 = (tile % TILES_F) * BN;
+        const int m0 = (tile / TILES_F) * BM;
+        int a_base[A_ROWS];
+        row_bases(a_base, m0, row0);
+        zero(acc);
+        __syncthreads();  // every warpgroup's wgmma of the last tile has retired: slots are free
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (s < steps) load_tile(base + s * STAGE_BYTES, kt0 + s, x, w, a_base, f0 + row0, row0, j);
+            cp_async_commit();
+        }
+        for (int t = 0; t < steps; ++t) {
+            cp_async_wait<STAGES - 2>();
+            fence_proxy_async();
+            __syncthreads();
+            mma_step(acc, base + (t % STAGES) * STAGE_BYTES, cwg);
+            wgmma_wait<1>();
+#if WG > 1
+            __syncthreads();
+#endif
+            const int next = t + STAGES - 1;
+            if (next < steps)
+                load_tile(base + (next % STAGES) * STAGE_BYTES, kt0 + next, x, w, a_base, f0 + row0, row0, j);
+            cp_async_commit();
+        }
+        wgmma_wait<0>();
+        store_tile(acc, y, m0, f0, tid, cwg);
+    }
+#endif
+}
+
+// Split-K: the SPLIT_K partial sums of every output added up and rounded to the storage dtype.
+extern "C" __global__ void __launch_bounds__(REDUCE_BLOCK)
+    tc_wgmma_reduce(const float* __restrict__ partial, u16* __restrict__ y)
+{
+    const long long total = (long long)M_ALL * F;
+    const long long i = (long long)blockIdx.x * REDUCE_BLOCK + threadIdx.x;
+    if (i >= total) return;
+    float sum = 0.0f;
+#pragma unroll
+    for (int s = 0; s < SPLIT_K; ++s) sum += partial[s * total + i];
+    y[i] = to_storage(sum);
+}

@@ -1,0 +1,93 @@
+"""tc_wgmma: NHWC implicit-GEMM convolution on Hopper's warpgroup tensor cores (sm_90a)."""
+
+from __future__ import annotations
+
+from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
+from autotune.families.conv2d import problem_defines
+from autotune.model.problem import ConvProblem
+from autotune.model.space import Config
+
+# The kernel indexes input, filters and output with 32-bit integers.
+MAX_ELEMENTS = 2**31 - 1
+BK = 64  # reduction elements a step: one 128-byte swizzle row of 16-bit values
+ROW_BYTES = 128
+SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots start aligned to it
+WARPGROUP = 128
+REDUCE_BLOCK = 256  # threads of the split-K reduction (REDUCE_BLOCK in the kernel)
+STORAGE = {"fp16": 1, "bf16": 2}  # the kernel's STORAGE, as the reference reads it
+TUNABLES = (
+    "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
+)  # fmt: skip
+
+
+def threads(config: Config) -> int:
+    return WARPGROUP * (int(config["WG"]) + int(config["PRODUCER"]))
+
+
+def shared_bytes(config: Config) -> int:
+    """Dynamic shared memory: the slots, the alignment slack, the producer's mbarriers."""
+    stages = int(config["STAGES"])
+    slots = stages * (int(config["BM"]) + int(config["BN"])) * ROW_BYTES
+    return slots + SWIZZLE_ALIGN + 16 * stages * int(config["PRODUCER"])
+
+
+class TcWgmma(Family):
+    name = "tc_wgmma"
+    description = (
+        "implicit GEMM, (B*N*N pixels) x F = gathered NHWC input rows x FKKC filters, on wgmma "
+        "m64nBNk16 with both operands in 128-byte-swizzled shared memory (matrix descriptors) "
+        "and FP32 accumulators; a multi-stage cp.async pipeline (16-byte chunks for C % 8 == 0, "
+        "an element gather otherwise), one or two consumer warpgroups, an optional producer "
+        "warpgroup on mbarriers, optional split-K; output rounded to BF16/FP16"
+    )
+    paper = "issue 20 (tensor cores), Hopper's wgmma path"
+    layout = "NHWC input, FKKC filters, NHWF output"
+    precision = "bf16/fp16 storage, FP32 accumulation"
+    dtypes = ("bf16", "fp16")
+    layouts = ("NHWC",)
+    default_shape_set = "alexnet"
+
+    def check(self, problem: ConvProblem) -> None:
+        super().check(problem)
+        p = problem
+        sizes = {
+            "input": p.B * p.C * p.input_size**2,
+            "filters": p.F * p.C * p.K * p.K,
+            "output": p.B * p.F * p.N * p.N,
+        }
+        for what, count in sizes.items():
+            if count > MAX_ELEMENTS:
+                raise UnsupportedProblem(
+                    f"{self.name} indexes with 32-bit integers; the {what} has {count} elements"
+                )
+
+    def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
+        p = problem
+        values = {name: int(config[name]) for name in TUNABLES}
+        defines = (*problem_defines(p), ("STORAGE", STORAGE[p.dtype]), *values.items())
+        pixels = p.B * p.N * p.N
+        split = values["SPLIT_K"]
+        tiles = cdiv(p.F, values["BN"]) * cdiv(pixels, values["BM"])
+        gemm = Launch(
+            "tc_wgmma",
+            grid=(cdiv(tiles, values["TILES_PER_BLOCK"]), 1, split),
+            block=(threads(config), 1, 1),
+            args=("x", "w", "y" if split == 1 else "y_split"),
+            smem_bytes=shared_bytes(config),
+        )
+        if split == 1:
+            return KernelPlan(self.source_path, defines, (gemm,), arch_specific=True)
+        # Split-K: FP32 partial sums in scratch, added up and rounded into y by a second kernel.
+        reduce = Launch(
+            "tc_wgmma_reduce",
+            grid=(cdiv(pixels * p.F, REDUCE_BLOCK), 1, 1),
+            block=(REDUCE_BLOCK, 1, 1),
+            args=("y_split", "y"),
+        )
+        return KernelPlan(
+            self.source_path,
+            defines,
+            (gemm, reduce),
+            scratch=(("y_split", (split, pixels, p.F)),),
+            arch_specific=True,
+        )

@@ -1,0 +1,181 @@
+"""tc_wgmma without a GPU: problems refused and accepted, the space matches the plan and the
+kernel's layout, and sampled configurations compile for sm_90a with NVRTC without spills."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from autotune.families import UnsupportedProblem, get_family
+from autotune.families.tc_wgmma import (
+    BK,
+    REDUCE_BLOCK,
+    STORAGE,
+    WARPGROUP,
+    shared_bytes,
+    threads,
+)
+from autotune.gpu.compiler import Compiler
+from autotune.model.problem import ConvProblem
+from autotune.model.shapes import named_shapes
+from autotune.model.space import ARCH_LIMITS, Config
+
+FAMILY = get_family("tc_wgmma")
+LIMITS = ARCH_LIMITS["sm_90"]
+
+
+def nhwc(problem: ConvProblem, dtype: str = "bf16") -> ConvProblem:
+    return ConvProblem(
+        N=problem.N, K=problem.K, C=problem.C, F=problem.F, B=problem.B, stride=problem.stride,
+        dtype=dtype, layout="NHWC",
+    )  # fmt: skip
+
+
+# Odd shapes: channels not multiples of 8 (the element gather), F not a multiple of 8, N = 1,
+# 7, 13, 37, batch 1 and 3, strides 2 and 4, 1x1 and 11x11 filters.
+ODD = [
+    ConvProblem(N=1, K=1, C=8, F=10),
+    ConvProblem(N=7, K=3, C=16, F=100, B=3),
+    ConvProblem(N=13, K=5, C=64, F=10, stride=2),
+    ConvProblem(N=37, K=3, C=96, F=100, B=3),
+    ConvProblem(N=7, K=11, C=8, F=64, stride=4),
+    ConvProblem(N=13, K=11, C=3, F=10, B=3, stride=4),
+    ConvProblem(N=7, K=5, C=5, F=100, stride=2),
+]
+SHAPES = [nhwc(p) for p in named_shapes("alexnet") + named_shapes("overfeat") + ODD]
+
+
+def bound(problem: ConvProblem):
+    return FAMILY.load_space().bind(problem.fields(), LIMITS)
+
+
+def cfg(bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1) -> Config:
+    return Config.of(
+        dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
+        | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles)
+    )
+
+
+def test_only_16_bit_nhwc_problems_are_computed() -> None:
+    conv3 = ConvProblem(N=13, K=3, C=192, F=384, B=128)
+    for dtype in ("bf16", "fp16"):
+        FAMILY.check(nhwc(conv3, dtype))
+    FAMILY.check(nhwc(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4)))  # C = 3 gathered
+    for refused in (
+        conv3,
+        nhwc(conv3, "fp32"),
+        nhwc(conv3, "tf32"),
+        ConvProblem(N=13, K=3, C=192, F=384, B=128, dtype="bf16"),  # NCHW
+    ):
+        with pytest.raises(UnsupportedProblem):
+            FAMILY.check(refused)
+
+
+def test_the_kernel_and_the_module_agree_on_its_constants() -> None:
+    source = FAMILY.source_path.read_text()
+    assert f"#define BK {BK}\n" in source
+    assert f"#define REDUCE_BLOCK {REDUCE_BLOCK}\n" in source
+    assert "#define THREADS (128 * (WG + PRODUCER))" in source and WARPGROUP == 128
+    assert "#define STAGE_BYTES ((BM + BN) * 128)" in source
+    # One wgmma wrapper for every tile width the space offers.
+    widths = {int(w) for w in re.findall(r"#(?:el)?if BN == (\d+)", source)}
+    (bn,) = [p for p in FAMILY.load_space().parameters if p.name == "BN"]
+    assert widths == set(bn.values)
+
+
+@pytest.mark.parametrize("problem", SHAPES, ids=str)
+def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> None:
+    FAMILY.check(problem)
+    space = bound(problem)
+    assert len(space) > 0
+    pixels = problem.B * problem.N * problem.N
+    for config in space:
+        bm, bn, wg = int(config["BM"]), int(config["BN"]), int(config["WG"])
+        split, producer = int(config["SPLIT_K"]), int(config["PRODUCER"])
+        mi = bm // (64 * wg)
+        assert mi in (1, 2) and mi * 64 * wg == bm
+        assert mi * bn // 2 <= 128  # accumulators a thread
+        loaders = WARPGROUP * (1 if producer else wg)
+        assert bm % (loaders // 8) == 0 and bn % (loaders // 8) == 0  # whole rows a thread
+        if problem.C % 8:
+            assert config["C_OUTER"] == 0
+        plan = FAMILY.plan(problem, config)
+        assert plan.arch_specific
+        launch = plan.launches[0]
+        assert launch.block == (threads(config), 1, 1) and launch.threads <= LIMITS.MAX_THREADS
+        assert launch.smem_bytes == shared_bytes(config) <= LIMITS.SMEM_PER_BLOCK_OPTIN
+        # Every output tile once: the block count covers them at TILES_PER_BLOCK a block.
+        tiles = -(-problem.F // bn) * -(-pixels // bm)
+        per_block = int(config["TILES_PER_BLOCK"])
+        gx, gy, gz = launch.grid
+        assert (gx - 1) * per_block < tiles <= gx * per_block
+        assert gy == 1 and gz == split
+        defines = dict(plan.defines)
+        assert defines["STORAGE"] == STORAGE[problem.dtype]
+        if split == 1:
+            assert launch.args == ("x", "w", "y") and len(plan.launches) == 1
+        else:
+            assert split * 4 * BK <= problem.C * problem.K**2
+            assert plan.scratch == (("y_split", (split, pixels, problem.F)),)
+            (reduce,) = plan.launches[1:]
+            assert reduce.args == ("y_split", "y")
+            assert (reduce.grid[0] - 1) * REDUCE_BLOCK < pixels * problem.F
+            assert reduce.grid[0] * REDUCE_BLOCK >= pixels * problem.F
+
+
+def test_the_space_holds_the_fast_tiles_and_refuses_what_cannot_launch() -> None:
+    space = bound(nhwc(ConvProblem(N=13, K=3, C=192, F=384, B=128)))
+    assert space.is_valid(cfg(256, 128, 2, 4))
+    assert space.is_valid(cfg(128, 256, 2, 4, producer=1, c_outer=1, l1=1))
+    assert not space.is_valid(cfg(256, 256, 2, 3))  # 256 accumulators a thread
+    assert not space.is_valid(cfg(128, 256, 2, 6))  # 289 KB of shared memory
+    assert not space.is_valid(cfg(64, 128, 2, 4))  # half a warpgroup's m64 tile
+    assert not space.is_valid(cfg(256, 128, 2, 4, split=2))  # 255 blocks need no split
+    small = bound(nhwc(ConvProblem(N=7, K=3, C=256, F=64, B=1)))
+    assert {int(c["SPLIT_K"]) for c in small} == {1, 2, 4, 8}
+    first = bound(nhwc(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4)))
+    assert {int(c["C_OUTER"]) for c in first} == {0}
+
+
+# Compiled with the local NVRTC for sm_90a: every tile width, both operand types, one and two
+# consumer warpgroups, the producer warpgroup (setmaxnreg), split-K, the element gather (C = 3,
+# 5), the channel-block order through L1, the deepest pipelines that fit.
+COMPILE_SAMPLE = [
+    (ConvProblem(N=13, K=3, C=192, F=384, B=128), "bf16", cfg(256, 128, 2, 4)),
+    (ConvProblem(N=13, K=3, C=192, F=384, B=128), "fp16", cfg(128, 256, 2, 4, producer=1)),
+    (ConvProblem(N=12, K=3, C=256, F=512, B=128), "bf16", cfg(256, 128, 2, 4, 1, 1, 1, 1)),
+    (ConvProblem(N=12, K=3, C=256, F=512, B=128), "bf16", cfg(128, 192, 2, 5, producer=1)),
+    (ConvProblem(N=27, K=5, C=64, F=192, B=128), "fp16", cfg(128, 96, 1, 6, c_outer=1)),
+    (ConvProblem(N=13, K=11, C=5, F=10, B=3, stride=4), "bf16", cfg(64, 64, 1, 2, split=2)),
+    (ConvProblem(N=13, K=5, C=5, F=100, B=3, stride=2), "fp16", cfg(256, 128, 2, 3, producer=1)),
+    (ConvProblem(N=7, K=3, C=256, F=64), "bf16", cfg(64, 64, 1, 6, split=8)),
+]
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    return Compiler(arch="sm_90")
+
+
+@pytest.mark.parametrize(("problem", "dtype", "config"), COMPILE_SAMPLE, ids=str)
+def test_sampled_configs_compile_for_sm90a_without_spills(compiler, problem, dtype, config):
+    problem = nhwc(problem, dtype)
+    assert bound(problem).is_valid(config), config
+    compiled = compiler.compile(FAMILY.plan(problem, config))
+    assert compiled.cubin.startswith(b"\x7fELF")
+    assert compiled.spills == 0, compiled.log
+    gemm = compiled.resources["tc_wgmma"]
+    assert gemm.stack_bytes == 0 and gemm.registers <= LIMITS.REGS_PER_BLOCK // threads(config)
+    assert "sm_90a" in compiled.log
+
+
+@pytest.mark.slow
+def test_random_configs_compile_without_spills(compiler):
+    rng = random.Random(20)
+    for problem in (SHAPES[2], SHAPES[6], SHAPES[-2]):
+        configs = list(bound(problem))
+        for config in rng.sample(configs, 4):
+            compiled = compiler.compile(FAMILY.plan(problem, config))
+            assert compiled.spills == 0, f"{problem} {config}"
