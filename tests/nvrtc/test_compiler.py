@@ -11,7 +11,8 @@ import pytest
 
 from autotune.families import FAMILIES
 from autotune.families.plan import KernelPlan, Launch
-from autotune.gpu.compiler import CompileError, Compiler, parse_resources
+from autotune.gpu.compiler import CompileError, Compiler
+from autotune.gpu.ptxas import parse_resources
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
 from autotune.model.space import ARCH_LIMITS

@@ -12,9 +12,9 @@ from autotune.gpu.compiler import (
     Compiler,
     _nvrtc_compile,
     nvrtc_version,
-    parse_resources,
     wheel_nvrtc_libraries,
 )
+from autotune.gpu.ptxas import parse_resources
 from autotune.model.problem import ConvProblem
 from autotune.model.space import ARCH_LIMITS
 

@@ -160,7 +160,8 @@ def test_nvrtc_compiles_within_the_assumed_resources(compiler, problem, values) 
 def test_kernel_tuner_spelling_compiles_the_same_source(compiler) -> None:
     """What Kernel Tuner hands NVRTC: '#define NAME value' lines before the source, N and K as
     one-value parameters, no B, C, F, STRIDE."""
-    from autotune.gpu.compiler import _nvrtc_compile, parse_resources
+    from autotune.gpu.compiler import _nvrtc_compile
+    from autotune.gpu.ptxas import parse_resources
 
     values = dict(COMPILE_SAMPLE[1][1])
     prefix = "".join(f"#define {k} {v}\n" for k, v in {**values, "N": 4096, "K": 5}.items())
