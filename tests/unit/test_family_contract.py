@@ -58,6 +58,11 @@ FACTS: dict[str, tuple[type, str, str]] = {
         "general",
         "TILE_W TILE_H THREADS_Y CH_PER_BLOCK CH_STAGE FILTERS_PER_BLOCK FILTER_IN_SMEM",
     ),
+    "tc_implicit_gemm": (
+        ConvProblem,
+        "alexnet",
+        "BM BN BK WM WN STAGES SWIZZLE SPLIT_K GATHER MIN_BLOCKS FRAG_DB RASTER",
+    ),
     "tiled2d": (
         ConvProblem,
         "tiled2d",
