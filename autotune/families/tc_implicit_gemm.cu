@@ -29,7 +29,7 @@
 //
 // Problem defines: B, C, N, K, F, STRIDE, STORAGE (0: FP32 storage, TF32 products; 1: fp16;
 // 2: bf16). Tunables: BM, BN, BK, WM, WN, STAGES, SWIZZLE, SPLIT_K, GATHER, MIN_BLOCKS,
-// FRAG_DB, RASTER.
+// FRAG_DB, RASTER, TF32_ROUND.
 // Input (B, S, S, C), filters (F, K, K, C), output (B, N, N, F); 32-bit element offsets.
 
 #define S ((N - 1) * STRIDE + K)
@@ -95,10 +95,18 @@ __device__ __forceinline__ void ldmatrix4(unsigned (&r)[4], unsigned address) {
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address));
 }
 
+// FP32 -> TF32, round to nearest with ties away from zero. TF32_ROUND 0: cvt.rna.tf32.f32 (about
+// four instructions on sm_90, with its checks for NaN and infinity); 1: add half a TF32 ulp to
+// the magnitude's bits and leave the low 13 bits, which the tensor core does not read: the same
+// TF32 value for every finite input, in one integer add.
 __device__ __forceinline__ unsigned to_tf32(unsigned bits) {
+#if TF32_ROUND == 0
     unsigned out;
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(out) : "f"(__uint_as_float(bits)));
     return out;
+#else
+    return bits + 0x1000u;
+#endif
 }
 
 __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0,

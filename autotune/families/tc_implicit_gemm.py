@@ -9,7 +9,7 @@ from autotune.model.space import Config
 
 TUNABLES = (
     "BM", "BN", "BK", "WM", "WN", "STAGES", "SWIZZLE", "SPLIT_K", "GATHER", "MIN_BLOCKS",
-    "FRAG_DB", "RASTER",
+    "FRAG_DB", "RASTER", "TF32_ROUND",
 )  # fmt: skip
 # The kernel's STORAGE define: what the buffers hold (tf32 computes on FP32 storage).
 STORAGE = {"tf32": 0, "fp16": 1, "bf16": 2}

@@ -152,12 +152,12 @@ def compile_all(jobs):
 
 
 CHECK_CONFIGS = [
-    dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, SWIZZLE=1, SPLIT_K=1, GATHER=0, MIN_BLOCKS=1, FRAG_DB=1, RASTER=1),
-    dict(BM=64, BN=64, BK=64, WM=32, WN=32, STAGES=4, SWIZZLE=0, SPLIT_K=2, GATHER=1, MIN_BLOCKS=2, FRAG_DB=0, RASTER=1),
-    dict(BM=32, BN=32, BK=16, WM=16, WN=16, STAGES=2, SWIZZLE=1, SPLIT_K=4, GATHER=0, MIN_BLOCKS=1, FRAG_DB=1, RASTER=0),
-    dict(BM=64, BN=128, BK=32, WM=32, WN=64, STAGES=4, SWIZZLE=1, SPLIT_K=1, GATHER=1, MIN_BLOCKS=1, FRAG_DB=0, RASTER=0),
-    dict(BM=256, BN=64, BK=16, WM=64, WN=32, STAGES=5, SWIZZLE=0, SPLIT_K=3, GATHER=0, MIN_BLOCKS=1, FRAG_DB=1, RASTER=1),
-    dict(BM=128, BN=64, BK=64, WM=64, WN=16, STAGES=3, SWIZZLE=1, SPLIT_K=1, GATHER=0, MIN_BLOCKS=2, FRAG_DB=1, RASTER=0),
+    dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, SWIZZLE=1, SPLIT_K=1, GATHER=0, MIN_BLOCKS=1, FRAG_DB=1, RASTER=1, TF32_ROUND=0),
+    dict(BM=64, BN=64, BK=64, WM=32, WN=32, STAGES=4, SWIZZLE=0, SPLIT_K=2, GATHER=1, MIN_BLOCKS=2, FRAG_DB=0, RASTER=1, TF32_ROUND=1),
+    dict(BM=32, BN=32, BK=16, WM=16, WN=16, STAGES=2, SWIZZLE=1, SPLIT_K=4, GATHER=0, MIN_BLOCKS=1, FRAG_DB=1, RASTER=0, TF32_ROUND=1),
+    dict(BM=64, BN=128, BK=32, WM=32, WN=64, STAGES=4, SWIZZLE=1, SPLIT_K=1, GATHER=1, MIN_BLOCKS=1, FRAG_DB=0, RASTER=0, TF32_ROUND=0),
+    dict(BM=256, BN=64, BK=16, WM=64, WN=32, STAGES=5, SWIZZLE=0, SPLIT_K=3, GATHER=0, MIN_BLOCKS=1, FRAG_DB=1, RASTER=1, TF32_ROUND=0),
+    dict(BM=128, BN=64, BK=64, WM=64, WN=16, STAGES=3, SWIZZLE=1, SPLIT_K=1, GATHER=0, MIN_BLOCKS=2, FRAG_DB=1, RASTER=0, TF32_ROUND=1),
 ]
 
 
@@ -175,6 +175,7 @@ def check():
         picks = []
         for cfg in CHECK_CONFIGS:
             cfg = dict(cfg, GATHER=int(p["C"] % (16 // ES[dtype]) != 0))
+            cfg["TF32_ROUND"] = cfg["TF32_ROUND"] if dtype == "tf32" else 0
             cfg["BK"] = max(min(cfg["BK"], 256 // ES[dtype]), 32 // ES[dtype])
             if valid(p, dtype, cfg):
                 picks.append(cfg)
@@ -226,14 +227,20 @@ SHAPES = {
 
 
 def sweep_configs(p, dtype, rng, count):
-    """Large-tile configurations of the space (the small ones are for small problems)."""
-    every = [c.as_dict() for c in bound(p, dtype)]
-    every = [c for c in every if (c["BM"] // c["WM"]) * (c["BN"] // c["WN"]) >= 4
-             and c["BM"] * c["BN"] >= 128 * 64 and c["BK"] * ES[dtype] >= 64
-             and c["SPLIT_K"] == 1 and c["RASTER"] == 1 and c["SWIZZLE"] == 1
-             and c["WM"] * c["WN"] >= 1024]
-    rng.shuffle(every)
-    return every[:count]
+    """Large-tile configurations of the space around the best of the random sweeps (128-byte
+    tile rows, warp tiles of 64 x 64 and 64 x 32, filter-major order)."""
+    tiles = [(128, 128, 64, 64), (256, 128, 64, 64), (128, 256, 64, 64), (128, 64, 64, 32),
+             (64, 128, 32, 64), (128, 128, 64, 32), (256, 64, 64, 32), (128, 128, 32, 64)]
+    picks = []
+    for (bm, bn, wm, wn), stages, frag, blocks, rnd in itertools.product(
+            tiles, (2, 3, 4), (0, 1), (1, 2, 3), (0, 1) if dtype == "tf32" else (0,)):
+        cfg = dict(BM=bm, BN=bn, BK=128 // ES[dtype], WM=wm, WN=wn, STAGES=stages, SWIZZLE=1,
+                   SPLIT_K=1, GATHER=0, MIN_BLOCKS=blocks, FRAG_DB=frag, RASTER=1,
+                   TF32_ROUND=rnd)
+        if valid(p, dtype, cfg):
+            picks.append(cfg)
+    rng.shuffle(picks)
+    return picks[:count]
 
 
 DTYPES = ("bf16", "tf32")
@@ -258,7 +265,12 @@ def bench(out_path, count=40):
             results.append(dict(shape=name, dtype=dtype, kernel="cudnn", seconds=cudnn,
                                 gflops=flops / cudnn / 1e9, rel_l2=cudnn_err))
             print(name, dtype, "cudnn", f"{flops / cudnn / 1e9:.0f} GFlop/s", f"err {cudnn_err:.2e}")
-            cfgs = sweep_configs(p, dtype, rng, count)
+            if dtype == "fp16":  # the best bf16 configurations, in fp16
+                done = sorted((r for r in results if r["shape"] == name and r["dtype"] == "bf16"
+                               and r["kernel"] != "cudnn"), key=lambda r: r["seconds"])
+                cfgs = [r["config"] for r in done[:8]]
+            else:
+                cfgs = sweep_configs(p, dtype, rng, count)
             kernels = compile_all([(p, dtype, c) for c in cfgs])
             for kern in kernels:
                 if kern.spills:

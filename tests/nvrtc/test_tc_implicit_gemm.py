@@ -40,7 +40,7 @@ LAYERS = named_shapes("alexnet") + named_shapes("overfeat")
 SHAPES = [nhwc(p, d) for p in LAYERS + ODD for d in DTYPES]
 BASE = dict(
     BM=128, BN=128, BK=32, WM=64, WN=64, STAGES=3, SWIZZLE=1, SPLIT_K=1, GATHER=0, MIN_BLOCKS=1,
-    FRAG_DB=0, RASTER=1,
+    FRAG_DB=0, RASTER=1, TF32_ROUND=0,
 )  # fmt: skip
 
 

@@ -61,7 +61,7 @@ FACTS: dict[str, tuple[type, str, str]] = {
     "tc_implicit_gemm": (
         ConvProblem,
         "alexnet",
-        "BM BN BK WM WN STAGES SWIZZLE SPLIT_K GATHER MIN_BLOCKS FRAG_DB RASTER",
+        "BM BN BK WM WN STAGES SWIZZLE SPLIT_K GATHER MIN_BLOCKS FRAG_DB RASTER TF32_ROUND",
     ),
     "tiled2d": (
         ConvProblem,
