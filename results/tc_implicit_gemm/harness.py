@@ -297,7 +297,32 @@ def bench(out_path, count=40):
                                               results=results), indent=1))
 
 
+def time_list(shape, dtype, configs):
+    """Time given configurations (in the space or not) beside cuDNN: for probing the space's
+    edges, e.g. register estimates that may be too strict."""
+    torch.backends.cudnn.benchmark = True
+    time_it = flush_timer()
+    p = SHAPES[shape]
+    flops = 2 * p["B"] * p["N"] ** 2 * p["F"] * p["C"] * p["K"] ** 2
+    x, w = inputs(p, dtype, 1)
+    ref = reference(p, x, w)
+    xc, wc = x.permute(0, 3, 1, 2), w.permute(0, 3, 1, 2)
+    t = time_it(lambda: torch.nn.functional.conv2d(xc, wc))
+    print(shape, dtype, "cudnn", f"{flops / t / 1e9:.0f}")
+    for kern in compile_all([(p, dtype, c) for c in configs]):
+        y, scratch = outputs(p, dtype, kern.cfg)
+        args = (as_cupy(x), as_cupy(w), as_cupy(y), scratch)
+        kern(*args)
+        cp.cuda.runtime.deviceSynchronize()
+        t = time_it(lambda: kern(*args))
+        print(shape, dtype, f"{flops / t / 1e9:.0f}", f"err {rel_l2(y, ref):.2e}", kern.registers,
+              kern.spills, valid(p, dtype, kern.cfg), kern.cfg)
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "time":
+        time_list(sys.argv[2], sys.argv[3], json.loads(sys.argv[4]))
+        sys.exit(0)
     if len(sys.argv) > 4:
         DTYPES = tuple(sys.argv[4].split(","))
     if sys.argv[1] == "check":
