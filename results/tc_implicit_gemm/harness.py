@@ -97,7 +97,7 @@ def inputs(p, dtype, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     s = (p["N"] - 1) * p["stride"] + p["K"]
     x = (torch.rand((p["B"], s, s, p["C"]), generator=g, device="cuda") * 2 - 1).to(TORCH[dtype])
-    w = (torch.rand((p["F"], p["K"], p["K"], p["C"]), generator=g, device="cuda") * 2 - 1)
+    w = torch.rand((p["F"], p["K"], p["K"], p["C"]), generator=g, device="cuda") * 2 - 1
     return x, w.to(TORCH[dtype])
 
 
@@ -127,8 +127,9 @@ def valid(p, dtype, cfg):
 
     space = SearchSpace.from_toml("autotune/families/tc_implicit_gemm.toml")
     fields = dict(N=p["N"], K=p["K"], C=p["C"], F=p["F"], B=p["B"], stride=p["stride"])
-    fields.update(S=(p["N"] - 1) * p["stride"] + p["K"], ELEM_BYTES=ES[dtype],
-                  TENSOR_CORE=1, NHWC=1)
+    fields.update(
+        S=(p["N"] - 1) * p["stride"] + p["K"], ELEM_BYTES=ES[dtype], TENSOR_CORE=1, NHWC=1
+    )
     key = (tuple(fields.items()),)
     if key not in _BOUND:
         _BOUND[key] = space.bind(fields, ARCH_LIMITS["sm_90"])
@@ -152,12 +153,96 @@ def compile_all(jobs):
 
 
 CHECK_CONFIGS = [
-    dict(BM=128, BN=128, BK=32, WM=64, WN=32, STAGES=3, SWIZZLE=1, SPLIT_K=1, GATHER=0, MIN_BLOCKS=1, FRAG_DB=1, RASTER=1, TF32_ROUND=0),
-    dict(BM=64, BN=64, BK=64, WM=32, WN=32, STAGES=4, SWIZZLE=0, SPLIT_K=2, GATHER=1, MIN_BLOCKS=2, FRAG_DB=0, RASTER=1, TF32_ROUND=1),
-    dict(BM=32, BN=32, BK=16, WM=16, WN=16, STAGES=2, SWIZZLE=1, SPLIT_K=4, GATHER=0, MIN_BLOCKS=1, FRAG_DB=1, RASTER=0, TF32_ROUND=1),
-    dict(BM=64, BN=128, BK=32, WM=32, WN=64, STAGES=4, SWIZZLE=1, SPLIT_K=1, GATHER=1, MIN_BLOCKS=1, FRAG_DB=0, RASTER=0, TF32_ROUND=0),
-    dict(BM=256, BN=64, BK=16, WM=64, WN=32, STAGES=5, SWIZZLE=0, SPLIT_K=3, GATHER=0, MIN_BLOCKS=1, FRAG_DB=1, RASTER=1, TF32_ROUND=0),
-    dict(BM=128, BN=64, BK=64, WM=64, WN=16, STAGES=3, SWIZZLE=1, SPLIT_K=1, GATHER=0, MIN_BLOCKS=2, FRAG_DB=1, RASTER=0, TF32_ROUND=1),
+    dict(
+        BM=128,
+        BN=128,
+        BK=32,
+        WM=64,
+        WN=32,
+        STAGES=3,
+        SWIZZLE=1,
+        SPLIT_K=1,
+        GATHER=0,
+        MIN_BLOCKS=1,
+        FRAG_DB=1,
+        RASTER=1,
+        TF32_ROUND=0,
+    ),
+    dict(
+        BM=64,
+        BN=64,
+        BK=64,
+        WM=32,
+        WN=32,
+        STAGES=4,
+        SWIZZLE=0,
+        SPLIT_K=2,
+        GATHER=1,
+        MIN_BLOCKS=2,
+        FRAG_DB=0,
+        RASTER=1,
+        TF32_ROUND=1,
+    ),
+    dict(
+        BM=32,
+        BN=32,
+        BK=16,
+        WM=16,
+        WN=16,
+        STAGES=2,
+        SWIZZLE=1,
+        SPLIT_K=4,
+        GATHER=0,
+        MIN_BLOCKS=1,
+        FRAG_DB=1,
+        RASTER=0,
+        TF32_ROUND=1,
+    ),
+    dict(
+        BM=64,
+        BN=128,
+        BK=32,
+        WM=32,
+        WN=64,
+        STAGES=4,
+        SWIZZLE=1,
+        SPLIT_K=1,
+        GATHER=1,
+        MIN_BLOCKS=1,
+        FRAG_DB=0,
+        RASTER=0,
+        TF32_ROUND=0,
+    ),
+    dict(
+        BM=256,
+        BN=64,
+        BK=16,
+        WM=64,
+        WN=32,
+        STAGES=5,
+        SWIZZLE=0,
+        SPLIT_K=3,
+        GATHER=0,
+        MIN_BLOCKS=1,
+        FRAG_DB=1,
+        RASTER=1,
+        TF32_ROUND=0,
+    ),
+    dict(
+        BM=128,
+        BN=64,
+        BK=64,
+        WM=64,
+        WN=16,
+        STAGES=3,
+        SWIZZLE=1,
+        SPLIT_K=1,
+        GATHER=0,
+        MIN_BLOCKS=2,
+        FRAG_DB=1,
+        RASTER=0,
+        TF32_ROUND=1,
+    ),
 ]
 
 
@@ -166,10 +251,20 @@ def check():
     shapes = []
     for _ in range(14):
         k = rng.choice([1, 3, 5, 11])
-        shapes.append(dict(N=rng.choice([1, 7, 13, 37]), K=k, C=rng.choice([3, 5, 12, 64, 96]),
-                           F=rng.choice([10, 100, 7, 64, 33]), B=rng.choice([1, 3]),
-                           stride=rng.choice([1, 2, 4])))
-    shapes += [dict(N=55, K=11, C=3, F=64, B=2, stride=4), dict(N=13, K=3, C=192, F=384, B=4, stride=1)]
+        shapes.append(
+            dict(
+                N=rng.choice([1, 7, 13, 37]),
+                K=k,
+                C=rng.choice([3, 5, 12, 64, 96]),
+                F=rng.choice([10, 100, 7, 64, 33]),
+                B=rng.choice([1, 3]),
+                stride=rng.choice([1, 2, 4]),
+            )
+        )
+    shapes += [
+        dict(N=55, K=11, C=3, F=64, B=2, stride=4),
+        dict(N=13, K=3, C=192, F=384, B=4, stride=1),
+    ]
     jobs = []
     for p, dtype in itertools.product(shapes, TOL):
         picks = []
@@ -229,14 +324,35 @@ SHAPES = {
 def sweep_configs(p, dtype, rng, count):
     """Large-tile configurations of the space around the best of the random sweeps (128-byte
     tile rows, warp tiles of 64 x 64 and 64 x 32, filter-major order)."""
-    tiles = [(128, 128, 64, 64), (256, 128, 64, 64), (128, 256, 64, 64), (128, 64, 64, 32),
-             (64, 128, 32, 64), (128, 128, 64, 32), (256, 64, 64, 32), (128, 128, 32, 64)]
+    tiles = [
+        (128, 128, 64, 64),
+        (256, 128, 64, 64),
+        (128, 256, 64, 64),
+        (128, 64, 64, 32),
+        (64, 128, 32, 64),
+        (128, 128, 64, 32),
+        (256, 64, 64, 32),
+        (128, 128, 32, 64),
+    ]
     picks = []
     for (bm, bn, wm, wn), stages, frag, blocks, rnd in itertools.product(
-            tiles, (2, 3, 4), (0, 1), (1, 2, 3), (0, 1) if dtype == "tf32" else (0,)):
-        cfg = dict(BM=bm, BN=bn, BK=128 // ES[dtype], WM=wm, WN=wn, STAGES=stages, SWIZZLE=1,
-                   SPLIT_K=1, GATHER=0, MIN_BLOCKS=blocks, FRAG_DB=frag, RASTER=1,
-                   TF32_ROUND=rnd)
+        tiles, (2, 3, 4), (0, 1), (1, 2, 3), (0, 1) if dtype == "tf32" else (0,)
+    ):
+        cfg = dict(
+            BM=bm,
+            BN=bn,
+            BK=128 // ES[dtype],
+            WM=wm,
+            WN=wn,
+            STAGES=stages,
+            SWIZZLE=1,
+            SPLIT_K=1,
+            GATHER=0,
+            MIN_BLOCKS=blocks,
+            FRAG_DB=frag,
+            RASTER=1,
+            TF32_ROUND=rnd,
+        )
         if valid(p, dtype, cfg):
             picks.append(cfg)
     rng.shuffle(picks)
@@ -259,15 +375,33 @@ def bench(out_path, count=40):
             ref = reference(p, x, w)
             xc = x.permute(0, 3, 1, 2)  # NCHW view of NHWC memory: channels_last
             wc = w.permute(0, 3, 1, 2)
-            cudnn = time_it(lambda: torch.nn.functional.conv2d(xc, wc, stride=p["stride"]))
+            cudnn = time_it(
+                lambda xc=xc, wc=wc, s=p["stride"]: torch.nn.functional.conv2d(xc, wc, stride=s)
+            )
             yc = torch.nn.functional.conv2d(xc, wc, stride=p["stride"])
             cudnn_err = rel_l2(yc.permute(0, 2, 3, 1), ref)
-            results.append(dict(shape=name, dtype=dtype, kernel="cudnn", seconds=cudnn,
-                                gflops=flops / cudnn / 1e9, rel_l2=cudnn_err))
-            print(name, dtype, "cudnn", f"{flops / cudnn / 1e9:.0f} GFlop/s", f"err {cudnn_err:.2e}")
+            results.append(
+                dict(
+                    shape=name,
+                    dtype=dtype,
+                    kernel="cudnn",
+                    seconds=cudnn,
+                    gflops=flops / cudnn / 1e9,
+                    rel_l2=cudnn_err,
+                )
+            )
+            print(
+                name, dtype, "cudnn", f"{flops / cudnn / 1e9:.0f} GFlop/s", f"err {cudnn_err:.2e}"
+            )
             if dtype == "fp16":  # the best bf16 configurations, in fp16
-                done = sorted((r for r in results if r["shape"] == name and r["dtype"] == "bf16"
-                               and r["kernel"] != "cudnn"), key=lambda r: r["seconds"])
+                done = sorted(
+                    (
+                        r
+                        for r in results
+                        if r["shape"] == name and r["dtype"] == "bf16" and r["kernel"] != "cudnn"
+                    ),
+                    key=lambda r: r["seconds"],
+                )
                 cfgs = [r["config"] for r in done[:8]]
             else:
                 cfgs = sweep_configs(p, dtype, rng, count)
@@ -284,17 +418,39 @@ def bench(out_path, count=40):
                     print("launch failed", kern.cfg, err)
                     continue
                 err = rel_l2(y, ref)
-                t = time_it(lambda: kern(*args))
-                results.append(dict(shape=name, dtype=dtype, kernel="tc_implicit_gemm",
-                                    config=kern.cfg, seconds=t, gflops=flops / t / 1e9,
-                                    rel_l2=err, registers=kern.registers))
-            best = sorted((r for r in results if r["shape"] == name and r["dtype"] == dtype
-                           and r["kernel"] != "cudnn"), key=lambda r: r["seconds"])[:3]
+                t = time_it(lambda kern=kern, args=args: kern(*args))
+                results.append(
+                    dict(
+                        shape=name,
+                        dtype=dtype,
+                        kernel="tc_implicit_gemm",
+                        config=kern.cfg,
+                        seconds=t,
+                        gflops=flops / t / 1e9,
+                        rel_l2=err,
+                        registers=kern.registers,
+                    )
+                )
+            best = sorted(
+                (
+                    r
+                    for r in results
+                    if r["shape"] == name and r["dtype"] == dtype and r["kernel"] != "cudnn"
+                ),
+                key=lambda r: r["seconds"],
+            )[:3]
             for r in best:
-                print(name, dtype, f"{r['gflops']:.0f} GFlop/s", f"err {r['rel_l2']:.2e}",
-                      r["registers"], r["config"])
-    Path(out_path).write_text(json.dumps(dict(device=torch.cuda.get_device_name(),
-                                              results=results), indent=1))
+                print(
+                    name,
+                    dtype,
+                    f"{r['gflops']:.0f} GFlop/s",
+                    f"err {r['rel_l2']:.2e}",
+                    r["registers"],
+                    r["config"],
+                )
+    Path(out_path).write_text(
+        json.dumps(dict(device=torch.cuda.get_device_name(), results=results), indent=1)
+    )
 
 
 def time_list(shape, dtype, configs):
@@ -314,9 +470,17 @@ def time_list(shape, dtype, configs):
         args = (as_cupy(x), as_cupy(w), as_cupy(y), scratch)
         kern(*args)
         cp.cuda.runtime.deviceSynchronize()
-        t = time_it(lambda: kern(*args))
-        print(shape, dtype, f"{flops / t / 1e9:.0f}", f"err {rel_l2(y, ref):.2e}", kern.registers,
-              kern.spills, valid(p, dtype, kern.cfg), kern.cfg)
+        t = time_it(lambda kern=kern, args=args: kern(*args))
+        print(
+            shape,
+            dtype,
+            f"{flops / t / 1e9:.0f}",
+            f"err {rel_l2(y, ref):.2e}",
+            kern.registers,
+            kern.spills,
+            valid(p, dtype, kern.cfg),
+            kern.cfg,
+        )
 
 
 if __name__ == "__main__":

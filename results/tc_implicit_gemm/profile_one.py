@@ -1,5 +1,8 @@
 """One launch of one configuration, for ncu: python profile_one.py SHAPE DTYPE 'JSON config'."""
-import json, sys
+
+import json
+import sys
+
 import cupy as cp
 import harness as h
 

@@ -27,7 +27,6 @@ SHAPES = [
     dict(N=37, K=5, C=12, F=10, B=3, stride=2),
     dict(N=1, K=1, C=96, F=7, B=1),
     dict(N=13, K=3, C=64, F=100, B=3, stride=2),
-    dict(N=7, K=5, C=96, F=33, B=1, stride=1),
     dict(N=37, K=3, C=3, F=64, B=1, stride=1),
 ]
 
@@ -51,6 +50,6 @@ def test_correct_at_odd_shapes(dtype, tuner, evaluator):
         split = [c for c in configs if int(c["SPLIT_K"]) > 1]
         big = [c for c in configs if int(c["BM"]) * int(c["BN"]) >= 128 * 64]
         for pool in (configs, split, big):
-            picks += [(study, c) for c in rng.sample(pool, min(2, len(pool)))]
+            picks += [(study, c) for c in rng.sample(pool, min(1, len(pool)))]
     failed = failures(tuner, picks, QUICK.min_repeats)
     assert not failed, "\n".join(failed)

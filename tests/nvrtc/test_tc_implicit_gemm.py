@@ -69,9 +69,11 @@ def test_space_binds_and_plans_match_the_constraints(problem: ConvProblem) -> No
         assert gemm.threads % LIMITS.WARP_SIZE == 0 and gemm.threads <= LIMITS.MAX_THREADS
         # The loader keeps one chunk column a thread: the chunks of a row divide the threads.
         assert gemm.threads % (v["BK"] * es // 16) == 0 and v["BK"] * es >= 32
-        assert gemm.smem_bytes == shared_bytes(config, es) == v["STAGES"] * (
-            v["BM"] + v["BN"]
-        ) * rows(config, es)
+        assert (
+            gemm.smem_bytes
+            == shared_bytes(config, es)
+            == v["STAGES"] * (v["BM"] + v["BN"]) * rows(config, es)
+        )
         # MIN_BLOCKS blocks fit one multiprocessor's shared memory and register file.
         assert v["MIN_BLOCKS"] * (gemm.smem_bytes + 1024) <= LIMITS.SMEM_PER_BLOCK_OPTIN + 1024
         assert v["MIN_BLOCKS"] * gemm.threads * 32 <= LIMITS.REGS_PER_BLOCK
@@ -89,7 +91,7 @@ def test_space_binds_and_plans_match_the_constraints(problem: ConvProblem) -> No
             assert gemm.args == ("x", "w", "y")
         else:
             # No split is left without reduction tiles; a second kernel adds the partial sums.
-            ktiles = -(-problem.K**2 * problem.C // v["BK"])
+            ktiles = -(-(problem.K**2) * problem.C // v["BK"])
             assert (v["SPLIT_K"] - 1) * -(-ktiles // v["SPLIT_K"]) < ktiles
             assert gemm.args == ("x", "w", "y_split")
             assert plan.scratch == (("y_split", (v["SPLIT_K"], pixels, problem.F)),)
@@ -152,9 +154,9 @@ def test_plan_defines_and_launch() -> None:
     problem = nhwc(ConvProblem(N=13, K=3, C=192, F=384, B=128), "bf16")
     config = Config.of({**BASE, "RASTER": 0, "SPLIT_K": 1})
     plan = FAMILY.plan(problem, config)
-    assert dict(plan.defines) == dict(B=128, C=192, N=13, K=3, F=384, STRIDE=1, STORAGE=2, **BASE) | {
-        "RASTER": 0
-    }
+    assert dict(plan.defines) == dict(
+        B=128, C=192, N=13, K=3, F=384, STRIDE=1, STORAGE=2, **BASE
+    ) | {"RASTER": 0}
     (launch,) = plan.launches
     assert launch.kernel == "tc_implicit_gemm" and launch.args == ("x", "w", "y")
     assert launch.grid == (-(-128 * 169 // 128), 3, 1) and launch.block == (128, 1, 1)
