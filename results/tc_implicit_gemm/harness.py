@@ -316,6 +316,7 @@ def flush_timer():
 
 
 SHAPES = {
+    "alexnet_conv1": dict(N=55, K=11, C=3, F=64, B=128, stride=4),
     "alexnet_conv3": dict(N=13, K=3, C=192, F=384, B=128, stride=1),
     "overfeat_L5": dict(N=12, K=3, C=1024, F=1024, B=128, stride=1),
 }
@@ -457,13 +458,14 @@ def time_list(shape, dtype, configs):
     """Time given configurations (in the space or not) beside cuDNN: for probing the space's
     edges, e.g. register estimates that may be too strict."""
     torch.backends.cudnn.benchmark = True
+    torch.backends.cudnn.allow_tf32 = True
     time_it = flush_timer()
     p = SHAPES[shape]
     flops = 2 * p["B"] * p["N"] ** 2 * p["F"] * p["C"] * p["K"] ** 2
     x, w = inputs(p, dtype, 1)
     ref = reference(p, x, w)
     xc, wc = x.permute(0, 3, 1, 2), w.permute(0, 3, 1, 2)
-    t = time_it(lambda: torch.nn.functional.conv2d(xc, wc))
+    t = time_it(lambda: torch.nn.functional.conv2d(xc, wc, stride=p["stride"]))
     print(shape, dtype, "cudnn", f"{flops / t / 1e9:.0f}")
     for kern in compile_all([(p, dtype, c) for c in configs]):
         y, scratch = outputs(p, dtype, kern.cfg)
