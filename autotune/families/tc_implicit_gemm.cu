@@ -11,7 +11,7 @@
 // 16-byte chunks, BK * ES / 16 chunks a row (row = one pixel or one filter), and the fragments
 // are read with ldmatrix.x4 in both cases: a 16-bit 8 x 8 matrix of ldmatrix is 8 rows of 4
 // floats, which hands thread (g = lane / 4, t = lane % 4) exactly the element (g, t) of the tf32
-// A and B fragments (then rounded to tf32 by cvt.rna). With SWIZZLE the chunk index is XORed
+// A and B fragments (then rounded to TF32, see to_tf32). With SWIZZLE the chunk index is XORed
 // with bits of the row, so that the 8 rows an ldmatrix phase reads fall into 8 different
 // 16-byte bank groups; without it, rows are padded by one chunk (the same effect, more space).
 //
