@@ -87,9 +87,16 @@ class SyntheticEvaluator(Evaluator):
         self.tasks.append(task)
         if isinstance(task, MeasureCeilings):
             return [
-                Ceiling("fma_peak", 64700.0, "GFlop/s", "synthetic", (1.0,)),
-                Ceiling("copy_bandwidth", 2990.0, "GB/s", "synthetic", (1.0,)),
-                Ceiling("sgemm", 51300.0, "GFlop/s", "synthetic", (1.0,)),
+                Ceiling(name, value, unit, "synthetic", (1.0,))
+                for name, value, unit in (
+                    ("fma_peak", 64700.0, "GFlop/s"),
+                    ("copy_bandwidth", 2990.0, "GB/s"),
+                    ("sgemm", 51300.0, "GFlop/s"),
+                    ("tc_peak_tf32", 429000.0, "GFlop/s"),
+                    ("tc_peak_bf16", 787000.0, "GFlop/s"),
+                    ("tc_peak_fp16", 785000.0, "GFlop/s"),
+                )
+                if name in task.names
             ]
         if isinstance(task, CudnnConv):
             if self.cudnn_ms is None:

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from autotune.cli.measure import Say, say_on_stderr, start_gpu, versions
-from autotune.cli.options import DEFAULT_BUDGET, DEFAULT_CACHE
+from autotune.cli.options import DEFAULT_BUDGET, DEFAULT_CACHE, family_precisions
 from autotune.families import get_family, with_directories
 from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
-from autotune.model.shapes import collect_shapes, named_shapes
+from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
+from autotune.model.shapes import collect_shapes, in_precisions, named_shapes
 from autotune.strategies import DEFAULT_STRATEGY
 
 
@@ -29,6 +30,10 @@ class RunRequest:
     shape_sets: tuple[str, ...] = ()
     shapes: tuple[str, ...] = ()
     shape_files: tuple[str, ...] = ()
+    # The precisions and layouts of the 2D convolution shapes; empty: each family's own (see
+    # family_precisions).
+    dtypes: tuple[str, ...] = ()
+    layouts: tuple[str, ...] = ()
     strategy: str = DEFAULT_STRATEGY
     budget: int | None = DEFAULT_BUDGET  # None: every valid configuration
     time_limit_s: float | None = None
@@ -84,18 +89,61 @@ class Campaign:
         )
 
 
-def campaign_pairs(request: RunRequest) -> list:
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """The (family, problem) pairs a request names, and one line per family and dtype or layout
+    left out because the family does not compute it."""
+
+    pairs: list
+    refused: list[str]
+
+
+def pair_request(request: RunRequest) -> Pairing:
     """The (family, problem) pairs a request names: its families (default: every one) on its
-    shapes (default: each family's own set)."""
+    shapes (default: each family's own set), each 2D convolution in the dtypes and layouts asked
+    (default: the family's own) that the family computes; the others are refused in one line
+    per family and value, not per shape."""
     registry = with_directories(request.kernel_dirs)
     chosen = [get_family(name, registry) for name in request.families]
     chosen = chosen or list(registry.values())
-    explicit = collect_shapes(request.shape_sets, request.shapes, request.shape_files)
-    return [
-        (family, problem)
-        for family in chosen
-        for problem in (explicit or named_shapes(family.default_shape_set))
-    ]
+    explicit = request.shape_sets or request.shapes or request.shape_files
+    # Shapes are read (and a bad one refused) even where no family is left to tune them.
+    collect_shapes(request.shape_sets, request.shapes, request.shape_files, strict=False)
+    pairs, refused = [], []
+    for family in chosen:
+        dtypes, layouts = family_precisions(family, request.dtypes, request.layouts)
+        own_dtypes = tuple(getattr(family, "dtypes", (DEFAULT_DTYPE,)))
+        own_layouts = tuple(getattr(family, "layouts", (DEFAULT_LAYOUT,)))
+        for dtype in dtypes:
+            if dtype not in own_dtypes:
+                refused.append(f"{family.name} in {dtype}: it computes {'/'.join(own_dtypes)}")
+        for layout in layouts:
+            if layout not in own_layouts:
+                refused.append(f"{family.name} in {layout}: it reads {'/'.join(own_layouts)}")
+        dtypes = tuple(d for d in dtypes if d in own_dtypes)
+        layouts = tuple(x for x in layouts if x in own_layouts)
+        if not dtypes or not layouts:
+            continue
+        if explicit:
+            problems = collect_shapes(
+                request.shape_sets,
+                request.shapes,
+                request.shape_files,
+                dtypes,
+                layouts,
+                strict=False,
+            )
+        else:
+            problems = in_precisions(
+                named_shapes(family.default_shape_set), dtypes, layouts, strict=False
+            )
+        pairs += [(family, problem) for problem in problems]
+    return Pairing(pairs, refused)
+
+
+def campaign_pairs(request: RunRequest) -> list:
+    """The (family, problem) pairs a request names (pair_request, without the refused lines)."""
+    return pair_request(request).pairs
 
 
 def check_runnable(request: RunRequest) -> None:
@@ -103,8 +151,9 @@ def check_runnable(request: RunRequest) -> None:
     own checks): for a driver that has no GPU to plan on (`run --ray`)."""
     from autotune.families import UnsupportedProblem
 
-    reasons = []
-    for family, problem in campaign_pairs(request):
+    pairing = pair_request(request)
+    reasons = list(pairing.refused)
+    for family, problem in pairing.pairs:
         kind = getattr(family.problem_type, "kind", None)
         if kind != problem.kind:
             reasons.append(f"{family.name} {problem.key}: {family.name} computes {kind} problems")
@@ -132,11 +181,18 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
     from autotune.tuning.tuner import Skipped, plan_studies
 
     def tuned_pairs():
-        return campaign_pairs(request)
+        return pair_request(request)
 
     # A bad family or shape fails before a GPU starts; a replay's recording may name families
     # of its own (spaces recorded elsewhere), so there they are resolved once it is open.
-    pairs = None if request.replay else tuned_pairs()
+    pairing = None if request.replay else tuned_pairs()
+    if pairing is not None and not pairing.pairs and pairing.refused:
+        # Every family refused every dtype or layout asked: no GPU needs to start to say so.
+        raise NothingToTune(
+            "nothing to tune: no (family, shape) pair can run ("
+            + _reasons([], pairing.refused)
+            + ")"
+        )
     device_id = None  # a replay's device is registered by the tuner
     if request.replay:
         from autotune.replay.evaluator import open_replay
@@ -154,11 +210,13 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
         info = evaluator.device
         # Spaces recorded elsewhere (Kernel Tuner's caches) bring their own studies.
         recorded = evaluator.recorded_studies(request.families) if request.replay else None
+        refused: list[str] = []
         if recorded is not None:
             studies, skipped = recorded, []
         else:
-            pairs = tuned_pairs() if pairs is None else pairs
-            studies, skipped = plan_studies(pairs, evaluator.limits)
+            pairing = tuned_pairs() if pairing is None else pairing
+            refused = pairing.refused
+            studies, skipped = plan_studies(pairing.pairs, evaluator.limits)
             if request.replay:  # a study the recording does not hold cannot be replayed
                 held = [s for s in studies if evaluator.study(s.family.name, s.problem)]
                 skipped += [
@@ -177,11 +235,15 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
             skipped += cut
         studies, too_large = _fitting(studies, info.memory_bytes)
         skipped += too_large
+        for line in refused:
+            say(f"autotune: skipping {line}")
         for s in skipped:
             say(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}")
         if not studies:
             raise NothingToTune(
-                "nothing to tune: no (family, shape) pair can run (" + _reasons(skipped) + ")"
+                "nothing to tune: no (family, shape) pair can run ("
+                + _reasons(skipped, refused)
+                + ")"
             )
         budget = request.budget
         say(
@@ -218,9 +280,11 @@ def _fitting(studies: list, memory_bytes: int) -> tuple[list, list]:
     return kept, skipped
 
 
-def _reasons(skipped: list, shown: int = 3) -> str:
+def _reasons(skipped: list, refused: tuple[str, ...] | list[str] = (), shown: int = 3) -> str:
     """Why nothing can run, in one line: the distinct reasons, the first few of them."""
-    reasons = list(dict.fromkeys(f"{s.family} {s.problem.key}: {s.reason}" for s in skipped))
+    reasons = list(refused)
+    reasons += dict.fromkeys(f"{s.family} {s.problem.key}: {s.reason}" for s in skipped)
+    reasons = list(dict.fromkeys(reasons))
     if not reasons:
         return "no shapes"
     more = f"; {len(reasons) - shown} more above" if len(reasons) > shown else ""
@@ -231,7 +295,10 @@ __all__ = [
     "Campaign",
     "NothingToTune",
     "RunRequest",
+    "Pairing",
     "campaign_pairs",
     "check_runnable",
+    "family_precisions",
+    "pair_request",
     "open_campaign",
 ]

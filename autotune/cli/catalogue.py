@@ -6,11 +6,19 @@ import time
 
 import click
 
-from autotune.cli.options import SHAPE_METAVAR, fail, friendly_errors, kernels_option
+from autotune.cli.options import (
+    SHAPE_METAVAR,
+    fail,
+    family_precisions,
+    friendly_errors,
+    kernels_option,
+    one_name,
+)
 from autotune.families import get_family, with_directories
 from autotune.gpu.compiler import Compiler
-from autotune.model.problem import parse_shape
-from autotune.model.shapes import describe_shape_sets, named_shapes, shape_set_kinds
+from autotune.model.parsing import parse_shape
+from autotune.model.precision import DTYPES, LAYOUTS, check_dtype, check_layout
+from autotune.model.shapes import describe_shape_sets, in_precisions, named_shapes, shape_set_kinds
 from autotune.model.space import ARCH_LIMITS
 
 
@@ -24,6 +32,9 @@ def families(kernel_dirs) -> None:
         click.echo(f"{family.name}: {family.description}")
         click.echo(f"    paper: {family.paper}; default shapes: {family.default_shape_set}")
         click.echo(f"    layout: {family.layout}; precision: {family.precision}")
+        dtypes, layouts = getattr(family, "dtypes", ("fp32",)), getattr(family, "layouts", ())
+        if tuple(dtypes) != ("fp32",) or tuple(layouts or ("NCHW",)) != ("NCHW",):
+            click.echo(f"    computes: {'/'.join(dtypes)} in {'/'.join(layouts)}")
         tunables = ", ".join(f"{p.name} {list(p.values)}" for p in space.parameters)
         click.echo(f"    tunables: {tunables}")
 
@@ -77,14 +88,34 @@ def shapes(name) -> None:
     is_flag=True,
     help="Compile the samples with NVRTC and show their resource usage.",
 )
+@click.option(
+    "--dtype",
+    default=None,
+    metavar="|".join(DTYPES),
+    callback=one_name(check_dtype, str.lower),
+    help="The shape's dtype, unless it names one. Default: the family's first (fp32 where it "
+    "computes fp32).",
+)
+@click.option(
+    "--layout",
+    default=None,
+    metavar="|".join(LAYOUTS),
+    callback=one_name(check_layout, str.upper),
+    help="The shape's layout, unless it names one. Default: the family's first (NCHW where "
+    "it reads NCHW).",
+)
 @kernels_option
 @friendly_errors
-def space(family_name, shape_text, arch, samples, do_compile, kernel_dirs) -> None:
+def space(family_name, shape_text, arch, samples, do_compile, dtype, layout, kernel_dirs) -> None:
     """Size of a family's valid space for one shape, with sample configurations."""
     import random
 
     family = get_family(family_name, with_directories(kernel_dirs))
-    problem = parse_shape(shape_text)
+    dtypes, layouts = family_precisions(
+        family, (dtype,) if dtype else (), (layout,) if layout else ()
+    )
+    named = {part.partition("=")[0].strip() for part in shape_text.split(",")}
+    problem = in_precisions([parse_shape(shape_text)], dtypes[:1], layouts[:1], named)[0]
     family.check(problem)
     search_space = family.load_space()
     start = time.perf_counter()

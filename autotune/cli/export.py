@@ -53,6 +53,8 @@ def export(
     shape_sets,
     shapes,
     shape_files,
+    dtypes,
+    layouts,
     device,
     kernel_dirs,
     protocol,
@@ -63,7 +65,9 @@ def export(
     from autotune.export import ExportError, select, write_tree
     from autotune.store import Store, hide_passwords
 
-    problems = collect_shapes(shape_sets, shapes, shape_files)
+    problems = collect_shapes(shape_sets, shapes, shape_files, dtypes, layouts)
+    if (dtypes or layouts) and not problems:
+        raise click.UsageError("--dtype and --layout apply to the shapes named: name them too")
     registry = with_directories(kernel_dirs)
     store = Store(storage, create=False, protocol=protocol)
     try:

@@ -157,14 +157,15 @@ def device(gpu, remeasure, storage) -> None:
 )
 @storage_option
 @friendly_errors
-def baseline(shape_sets, shapes, shape_files, remeasure, gpu, storage) -> None:
-    """Measure the libraries on shapes: cuDNN for convolutions (through PyTorch, TF32 off,
-    algorithm from cuDNN's own search), cuBLAS SGEMM for GEMMs (through CuPy, TF32 off), under
-    the same timing protocol and check as the tuned kernels, and the device ceilings if missing.
-    3D convolutions have no library baseline."""
+def baseline(shape_sets, shapes, shape_files, dtypes, layouts, remeasure, gpu, storage) -> None:
+    """Measure the libraries on shapes: cuDNN for convolutions in the shape's dtype and layout
+    (through PyTorch, TF32 allowed for tf32 only, algorithm from cuDNN's own search), cuBLAS
+    SGEMM for GEMMs (through CuPy, TF32 off), under the same timing protocol and check as the
+    tuned kernels, and the device ceilings if missing. 3D convolutions have no library
+    baseline."""
     from autotune.tuning.baselines import ensure_ceilings, measure_baselines
 
-    problems = collect_shapes(shape_sets, shapes, shape_files)
+    problems = collect_shapes(shape_sets, shapes, shape_files, dtypes, layouts)
     if not problems:
         raise click.UsageError("name the shapes: --shapes SET, --shape ... or --shape-file F")
     store, evaluator, compiler, device_id = start_gpu(gpu, storage)
@@ -266,6 +267,8 @@ def remeasure(
     shape_sets,
     shapes,
     shape_files,
+    dtypes,
+    layouts,
     top,
     no_baseline,
     time_limit,
@@ -286,12 +289,12 @@ def remeasure(
 
     for name in families:
         get_family(name)
-    keys = {p.key for p in collect_shapes(shape_sets, shapes, shape_files)}
+    keys = {p.key for p in collect_shapes(shape_sets, shapes, shape_files, dtypes, layouts)}
     store, evaluator, compiler, device_id = start_gpu(gpu, storage, cache_dir)
     try:
         info = evaluator.device
         studies, skipped, unreadable = remeasure_studies(
-            store, info.name, evaluator.limits, top, families, keys
+            store, info.name, evaluator.limits, top, families, keys, dtypes=dtypes, layouts=layouts
         )
         for line in unreadable:
             click.echo(f"autotune: skipping {line}", err=True)

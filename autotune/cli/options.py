@@ -13,6 +13,15 @@ import click
 
 from autotune.families import UnknownFamily, UnsupportedProblem
 from autotune.gpu.compiler import DEFAULT_CACHE, CompilerUnavailable
+from autotune.model.precision import (
+    DEFAULT_DTYPE,
+    DEFAULT_LAYOUT,
+    DTYPES,
+    LAYOUTS,
+    PrecisionError,
+    check_dtype,
+    check_layout,
+)
 from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.shapes import shape_set_names
@@ -22,7 +31,8 @@ from autotune.strategies import StrategyUnavailable, UnknownStrategy
 DEFAULT_STORAGE = "results/autotune.db"
 DEFAULT_BUDGET = 12
 SHAPE_METAVAR = (
-    "N=..,K=..,C=..,F=..[,B=..,stride=..] | M=..,N=..,K=.. | D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=.."
+    "N=..,K=..,C=..,F=..[,B=..,stride=..,dtype=..,layout=..] | M=..,N=..,K=.. | "
+    "D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=.."
 )
 
 # Errors that describe bad input: one line, exit 2. Everything here is expected, never a traceback.
@@ -114,21 +124,109 @@ protocol_option = click.option(
 )
 
 
-def shape_options(default: str = ""):
-    """--shapes, --shape and --shape-file, as every command that takes problem shapes has them."""
+def _names(check, spelling):
+    """A click callback for a repeatable --dtype or --layout: each value checked (an unknown one
+    ends the command in one line, exit 2), spelt as the model spells it, repeats dropped."""
+
+    def callback(_ctx, _param, values):
+        try:
+            return tuple(dict.fromkeys(check(spelling(v.strip())) for v in values))
+        except PrecisionError as err:
+            fail(str(err), 2)
+
+    return callback
+
+
+def one_name(check, spelling):
+    """A click callback for a single --dtype or --layout (see _names)."""
+
+    def callback(_ctx, _param, value):
+        if value is None:
+            return None
+        try:
+            return check(spelling(value.strip()))
+        except PrecisionError as err:
+            fail(str(err), 2)
+
+    return callback
+
+
+dtype_filter_option = click.option(
+    "--dtype",
+    default=None,
+    metavar="|".join(DTYPES),
+    callback=one_name(check_dtype, str.lower),
+    help="Only results in this dtype (any layout). Default: every dtype stored.",
+)
+
+
+def precision_options(dtype_help: str, layout_help: str):
+    """--dtype and --layout, repeatable: the precisions and layouts 2D convolution shapes are
+    taken in (model/precision.py)."""
+
+    def decorate(fn):
+        fn = click.option(
+            "--layout",
+            "layouts",
+            multiple=True,
+            metavar="|".join(LAYOUTS),
+            callback=_names(check_layout, str.upper),
+            help=layout_help,
+        )(fn)
+        return click.option(
+            "--dtype",
+            "dtypes",
+            multiple=True,
+            metavar="|".join(DTYPES),
+            callback=_names(check_dtype, str.lower),
+            help=dtype_help,
+        )(fn)
+
+    return decorate
+
+
+PRECISION_HELP = (
+    "Precision of the 2D convolution shapes (repeatable: every shape in each): fp32 (FP32 "
+    "FMA, TF32 off), tf32 (FP32 data, TF32 tensor-core products), bf16, fp16 (16-bit data, "
+    f"FP32 accumulation). A shape that names its own dtype keeps it. Default: {DEFAULT_DTYPE}.",
+    "Tensor layout of the 2D convolution shapes (repeatable): NCHW (filters FCKK) or NHWC "
+    "(filters FKKC). A shape that names its own layout keeps it. Default: "
+    f"{DEFAULT_LAYOUT}.",
+)
+
+
+def family_precisions(
+    family, dtypes: tuple[str, ...] = (), layouts: tuple[str, ...] = ()
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The dtypes and layouts a family is tuned in: those asked, else its own: fp32 (NCHW) where
+    it computes (reads) it, else every one it declares (a tensor-core family's tf32, bf16 and
+    fp16 in NHWC)."""
+    own_dtypes = tuple(getattr(family, "dtypes", (DEFAULT_DTYPE,)))
+    own_layouts = tuple(getattr(family, "layouts", (DEFAULT_LAYOUT,)))
+    if not dtypes:
+        dtypes = (DEFAULT_DTYPE,) if DEFAULT_DTYPE in own_dtypes else own_dtypes
+    if not layouts:
+        layouts = (DEFAULT_LAYOUT,) if DEFAULT_LAYOUT in own_layouts else own_layouts
+    return dtypes, layouts
+
+
+def shape_options(default: str = "", precision_help: tuple[str, str] = PRECISION_HELP):
+    """--shapes, --shape and --shape-file, as every command that takes problem shapes has them,
+    with --dtype and --layout."""
     try:
         sets = ", ".join(shape_set_names())
     except ProblemError as err:  # the command that reads them says so, in one line
         sets = f"(unreadable: {err})"
 
     def decorate(fn):
+        fn = precision_options(*precision_help)(fn)
         fn = click.option(
             "--shape-file",
             "shape_files",
             multiple=True,
             type=click.Path(),
-            help="CSV (columns N,K,C,F[,B,stride] for conv2d, M,N,K for gemm, D,R,Cc,Kd,Kr,Kc "
-            "for conv3d) or TOML file of shapes (repeatable).",
+            help="CSV (columns N,K,C,F[,B,stride,dtype,layout] for conv2d, M,N,K for gemm, "
+            "D,R,Cc,Kd,Kr,Kc for conv3d) or TOML file of shapes (repeatable).",
         )(fn)
         fn = click.option(
             "--shape",
@@ -152,12 +250,19 @@ def shape_options(default: str = ""):
 __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_CACHE",
+    "DEFAULT_DTYPE",
+    "DEFAULT_LAYOUT",
     "DEFAULT_STORAGE",
+    "PRECISION_HELP",
     "SHAPE_METAVAR",
     "USAGE_ERRORS",
+    "dtype_filter_option",
     "fail",
+    "family_precisions",
     "friendly_errors",
     "kernels_option",
+    "one_name",
+    "precision_options",
     "protocol_option",
     "shape_options",
     "storage_option",

@@ -7,19 +7,22 @@ from pathlib import Path
 import click
 
 from autotune.cli.options import (
+    PRECISION_HELP,
     SHAPE_METAVAR,
     friendly_errors,
+    precision_options,
     protocol_option,
     storage_option,
     writing,
 )
 from autotune.families import get_family
-from autotune.model.problem import parse_shape
+from autotune.model.shapes import collect_shapes
 
 
 @click.command("export-recording")
 @click.option("--family", "families", multiple=True, metavar="NAME", help="Only these families.")
 @click.option("--shape", "shapes", multiple=True, metavar=SHAPE_METAVAR, help="Only these shapes.")
+@precision_options(*PRECISION_HELP)
 @click.option("--device", default=None, help="Only this device (name as stored).")
 @click.option(
     "--subspace",
@@ -39,7 +42,7 @@ from autotune.model.problem import parse_shape
 @storage_option
 @friendly_errors
 def export_recording(
-    families, shapes, device, subspace, output, exhaustive_only, protocol, storage
+    families, shapes, dtypes, layouts, device, subspace, output, exhaustive_only, protocol, storage
 ):
     """Export stored evaluations (config, status, time) per study to a compact recording, for
     `autotune run --replay` and `autotune bench search`. Says which studies are exhaustive: every
@@ -50,7 +53,7 @@ def export_recording(
 
     for name in families:
         get_family(name)
-    keys = [parse_shape(s).key for s in shapes]
+    keys = [p.key for p in collect_shapes((), shapes, (), dtypes, layouts)]
     pins = load_pins(subspace)
     store = Store(storage, create=False, protocol=protocol)
     studies = export_studies(store, device, families, keys, pins, protocol)

@@ -15,6 +15,9 @@ from autotune.cli.measure import Say, ceilings_and_baselines, say_on_stderr
 from autotune.cli.options import (
     DEFAULT_BUDGET,
     DEFAULT_CACHE,
+    DEFAULT_DTYPE,
+    DEFAULT_LAYOUT,
+    PRECISION_HELP,
     finite_seconds,
     friendly_errors,
     kernels_option,
@@ -31,6 +34,15 @@ if TYPE_CHECKING:
     from autotune.tuning.tuner import CampaignOutcome
 
 SUMMARY_COLUMNS = ("family", "shape", "config", "time_ms", "gflops", "speedup", "efficiency")
+RUN_PRECISION_HELP = (
+    PRECISION_HELP[0].removesuffix(f"Default: {DEFAULT_DTYPE}.")
+    + "A family paired with a dtype it does not compute is skipped (one line; an error when "
+    "no pair is left). Default: per family, fp32 where it computes fp32, else every dtype it "
+    "declares (a tensor-core family: its tf32, bf16 and fp16).",
+    PRECISION_HELP[1].removesuffix(f"Default: {DEFAULT_LAYOUT}.")
+    + "Default: per family, NCHW where it reads NCHW, else every layout it declares (NHWC "
+    "for a tensor-core family that reads only NHWC).",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +64,7 @@ class RunResult:
     help="Kernel family to tune (repeatable). Default: every registered family.",
 )
 @kernels_option
-@shape_options("Default: each family's own set.")
+@shape_options("Default: each family's own set.", RUN_PRECISION_HELP)
 @click.option(
     "--strategy",
     default=DEFAULT_STRATEGY,
@@ -152,6 +164,8 @@ def run(
     shape_sets,
     shapes,
     shape_files,
+    dtypes,
+    layouts,
     strategy,
     budget,
     exhaustive,
@@ -197,6 +211,8 @@ def run(
         shape_sets=shape_sets,
         shapes=shapes,
         shape_files=shape_files,
+        dtypes=dtypes,
+        layouts=layouts,
         strategy=strategy,
         budget=None if exhaustive else budget,
         time_limit_s=time_limit,

@@ -8,6 +8,7 @@ import click
 
 from autotune.cli.options import (
     SHAPE_METAVAR,
+    dtype_filter_option,
     fail,
     friendly_errors,
     kernels_option,
@@ -16,7 +17,8 @@ from autotune.cli.options import (
     writing,
 )
 from autotune.families import get_family, with_directories
-from autotune.model.problem import KINDS, parse_shape
+from autotune.model.parsing import parse_shape
+from autotune.model.problem import KINDS
 
 READABLE_COLUMNS = ("device", "family", "shape", "config", "time_ms", "gflops", "speedup")
 READABLE_COLUMNS += ("efficiency",)
@@ -35,6 +37,7 @@ READABLE_COLUMNS += ("efficiency",)
     default=None,
     help="Only shapes of this kind (the table's shape columns follow the kinds it holds).",
 )
+@dtype_filter_option
 @click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -53,11 +56,14 @@ READABLE_COLUMNS += ("efficiency",)
 @storage_option
 @friendly_errors
 def best(
-    fmt, family, device, problem_kind, output, columns, kernel_dirs, protocol, storage
+    fmt, family, device, problem_kind, dtype, output, columns, kernel_dirs, protocol, storage
 ) -> None:
     """Best verified configuration per (device, family, shape), beside its library (cuDNN for
-    conv2d, cuBLAS for gemm) and the device ceilings, all measured under one timing protocol;
-    `spread` is the measurement's interquartile range over its median."""
+    conv2d, cuBLAS for gemm; in the shape's dtype and layout) and the device ceilings, all
+    measured under one timing protocol; `spread` is the measurement's interquartile range over
+    its median, `efficiency` the fraction of the peak of the units the shape's dtype uses (FMA
+    for fp32, the dtype's tensor-core peak otherwise). dtype and layout columns appear when some
+    shape is not fp32 NCHW (its key names them too)."""
     from autotune.reports import best_table, format_table
     from autotune.store import Store
 
@@ -68,6 +74,7 @@ def best(
         device=device,
         family=family,
         kind=problem_kind,
+        dtype=dtype,
     )
     if not len(table):
         fail(f"no successful evaluations of timing protocol {protocol} stored in {storage}", 1)
@@ -152,12 +159,15 @@ def forget(family, device, shape_text, yes, kernel_dirs, storage) -> None:
     default=None,
     help="Only shapes of this kind (conv2d, gemm, conv3d).",
 )
+@dtype_filter_option
 @kernels_option
 @protocol_option
 @storage_option
 @friendly_errors
-def plot(family, device, kind, output, problem_kind, kernel_dirs, protocol, storage) -> None:
-    """Plot the best configurations from the results database (no GPU needed)."""
+def plot(family, device, kind, output, problem_kind, dtype, kernel_dirs, protocol, storage) -> None:
+    """Plot the best configurations from the results database (no GPU needed): one panel per
+    (device, family, dtype and layout), each against the peak of its dtype's units (a roofline:
+    one panel per device and dtype)."""
     from autotune import reports as report
     from autotune.store import Store
 
@@ -168,10 +178,14 @@ def plot(family, device, kind, output, problem_kind, kernel_dirs, protocol, stor
     with writing("--output", output):
         output.parent.mkdir(parents=True, exist_ok=True)
         if kind == "roofline":
-            paths = report.plot_roofline(store, output, device=device, kind=problem_kind)
+            paths = report.plot_roofline(
+                store, output, device=device, kind=problem_kind, dtype=dtype
+            )
         else:
             draw = report.plot_gflops if kind == "gflops" else report.plot_speedup
-            paths = draw(store, output, device=device, family=family, kind=problem_kind)
+            paths = draw(
+                store, output, device=device, family=family, kind=problem_kind, dtype=dtype
+            )
     for path in paths:
         click.echo(f"autotune: wrote {path}", err=True)
 
@@ -190,8 +204,9 @@ def plot(family, device, kind, output, problem_kind, kernel_dirs, protocol, stor
 @friendly_errors
 def report(device, output_dir, protocol, storage) -> None:
     """Write REPORT.md: ceilings, best configurations beside cuDNN, Chen's Table 1 and maxDNN's
-    Table 1 forms, plots, and each seed paper's experiment beside our figures, all from the
-    measurements of one timing protocol."""
+    Table 1 forms, plots (these in fp32), a section per other dtype stored (best per layer
+    beside cuDNN in that dtype, percent of its tensor-core peak, its roofline), and each seed
+    paper's experiment beside our figures, all from the measurements of one timing protocol."""
     from autotune.reports import write_report
     from autotune.store import Store
 

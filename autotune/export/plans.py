@@ -9,7 +9,9 @@ from typing import Any
 
 from autotune.families import Family, UnknownFamily, UnsupportedProblem, get_family
 from autotune.families.plan import KernelPlan
-from autotune.model.problem import ConvProblem, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
+from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 from autotune.store import Store
 
@@ -142,6 +144,12 @@ def exported_plan(row: Any, registry: Mapping[str, Family] | None = None) -> Exp
     config = family.complete(Config.of(json.loads(raw) if isinstance(raw, str) else dict(raw)))
     if family.precision != "fp32":
         raise NotExportable(f"{name} computes in {family.precision}; the C++ API takes FP32 data")
+    # The C++ table is keyed by sizes alone and its call takes float NCHW tensors: a plan
+    # measured in another dtype or layout would answer FP32 calls of the same sizes.
+    if problem.dtype != DEFAULT_DTYPE or problem.layout != DEFAULT_LAYOUT:
+        raise NotExportable(
+            f"measured in {problem.dtype} {problem.layout}; the C++ API takes FP32 NCHW data"
+        )
     try:
         family.check(problem)
         plan = family.plan(problem, config)
@@ -170,5 +178,5 @@ def exported_plan(row: Any, registry: Mapping[str, Family] | None = None) -> Exp
     )
 
 
-def _shape_order(p: ConvProblem) -> tuple[int, ...]:
-    return (p.N, p.K, p.C, p.F, p.B, p.stride)
+def _shape_order(p: ConvProblem) -> tuple:
+    return (p.N, p.K, p.C, p.F, p.B, p.stride, p.dtype, p.layout)

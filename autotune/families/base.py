@@ -33,7 +33,10 @@ class Family:
     problem_type: type = ConvProblem
     layout: str = "NCHW input, FCKK filters, NFHW output"
     precision: str = "fp32"
-    tolerance: float = 1e-5
+    # The problem dtypes and layouts the kernels compute (model/precision.py); others are refused.
+    dtypes: tuple[str, ...] = ("fp32",)
+    layouts: tuple[str, ...] = ("NCHW",)
+    tolerance: float = 1e-5  # in FP32; the other dtypes check against their own (tolerance_for)
     default_shape_set: str = "general"
     # Tunables added after results were stored, each with the value that reproduces the kernel
     # those results measured: a stored config without one is read as the config with it.
@@ -68,6 +71,22 @@ class Family:
             raise UnsupportedProblem(
                 f"{self.name} computes {self.problem_type.__name__}, not {type(problem).__name__}"
             )
+        dtype = getattr(problem, "dtype", "fp32")
+        if dtype not in self.dtypes:
+            raise UnsupportedProblem(f"{self.name} computes {'/'.join(self.dtypes)}, not {dtype}")
+        layout = getattr(problem, "layout", "NCHW")
+        if layout not in self.layouts:
+            raise UnsupportedProblem(
+                f"{self.name} reads {'/'.join(self.layouts)} tensors, not {layout}"
+            )
+
+    def tolerance_for(self, problem: ConvProblem) -> float:
+        """The relative L2 error a run of `problem` must stay within: the family's own in FP32,
+        the dtype's otherwise (DESIGN section 2)."""
+        precision = getattr(problem, "precision", None)
+        if precision is None or precision.name == "fp32":
+            return self.tolerance
+        return precision.tolerance
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         raise NotImplementedError

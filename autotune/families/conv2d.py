@@ -12,10 +12,16 @@ REFERENCE_SOURCE = package_path("autotune.families", "reference", "reference_con
 REFERENCE_BLOCK = 256
 
 
+# How the reference reads the stored inputs (STORAGE define of reference_conv2d.cu).
+STORAGE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
+
+
 def buffers(problem: ConvProblem) -> Buffers:
+    """Input, filters and output in the problem's layout and storage type."""
     return Buffers(
         inputs=(("x", problem.input_shape), ("w", problem.filter_shape)),
         outputs=(("y", problem.output_shape),),
+        dtype=problem.dtype,
     )
 
 
@@ -26,7 +32,8 @@ def problem_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
 
 
 def reference_plan(problem: ConvProblem) -> KernelPlan:
-    """Float64 direct convolution on the GPU, writing 'y_ref' (double); one thread per output."""
+    """Float64 direct convolution on the GPU over the stored inputs (any storage type and
+    layout), writing 'y_ref' (double, in the output's layout); one thread per output."""
     outputs = problem.B * problem.F * problem.N * problem.N
     launch = Launch(
         "reference_conv2d",
@@ -34,12 +41,21 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
         block=(REFERENCE_BLOCK, 1, 1),
         args=("x", "w", "y_ref"),
     )
-    return KernelPlan(REFERENCE_SOURCE, problem_defines(problem), (launch,))
+    storage = (
+        ("STORAGE", STORAGE_CODES[problem.precision.storage]),
+        ("NHWC", int(problem.nhwc)),
+    )
+    return KernelPlan(REFERENCE_SOURCE, (*problem_defines(problem), *storage), (launch,))
 
 
 def reference_numpy(problem: ConvProblem, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Float64 reference on the CPU, for small problems and for checking the GPU reference."""
+    """Float64 reference on the CPU, for small problems and for checking the GPU reference;
+    x and w as stored (float values, in the problem's layout), the output in that layout too."""
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    if problem.nhwc:  # compute in NCHW, hand back NHWF
+        nchw = ConvProblem(problem.N, problem.K, problem.C, problem.F, problem.B, problem.stride)
+        y = reference_numpy(nchw, x64.transpose(0, 3, 1, 2), w64.transpose(0, 3, 1, 2))
+        return y.transpose(0, 2, 3, 1)
     windows = np.lib.stride_tricks.sliding_window_view(x64, (problem.K, problem.K), axis=(2, 3))
     s = problem.stride
     windows = windows[:, :, ::s, ::s][:, :, : problem.N, : problem.N]  # B, C, N, N, K, K

@@ -15,9 +15,10 @@ from autotune.families.base import Family
 from autotune.families.conv3d import Conv3d
 from autotune.families.conv3d import problem_defines as conv3d_defines
 from autotune.families.plan import Arg, Buffers, KernelPlan, Launch
+from autotune.model.expression import Expression, SpaceError
 from autotune.model.problem import PROBLEM_TYPES, REQUIRED_FIELDS
 from autotune.model.shapes import shape_set_kinds
-from autotune.model.space import Config, DeviceLimits, Expression, SearchSpace, SpaceError
+from autotune.model.space import Config, DeviceLimits, SearchSpace
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -17,8 +17,9 @@ from typing import Any
 
 from autotune.families.base import Family
 from autotune.families.plan import Buffers, KernelPlan, Launch
+from autotune.model.expression import Expression, SpaceError
 from autotune.model.problem import KernelProblem
-from autotune.model.space import Config, Expression, SearchSpace, SpaceError, Value
+from autotune.model.space import Config, SearchSpace, Value
 
 DEFAULT_BLOCK_SIZE_NAMES = ("block_size_x", "block_size_y", "block_size_z")
 DEFAULT_BLOCK = (256, 1, 1)  # Kernel Tuner's block size for a dimension that is not tuned

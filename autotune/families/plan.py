@@ -70,10 +70,13 @@ def _elements(shape: Shape) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Buffers:
-    """FP32 device buffers of a problem: inputs get fresh random values, outputs are checked."""
+    """Device buffers of a problem: inputs get fresh random values, outputs are checked. All of
+    them hold the problem's storage type (`dtype`, a name of model/precision.py: fp32 and tf32
+    store float32, bf16 and fp16 their 16-bit types)."""
 
     inputs: tuple[tuple[str, tuple[int, ...]], ...]
     outputs: tuple[tuple[str, tuple[int, ...]], ...]
+    dtype: str = "fp32"
 
 
 def cdiv(a: int, b: int) -> int:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autotune.gpu.session import Check, GpuSession, TimingPolicy
+from autotune.gpu.torch_conv import TORCH_DTYPES, cudnn_settings, operands, output_array
+from autotune.model.precision import PRECISIONS
 from autotune.model.problem import ConvProblem, GemmProblem
 from autotune.model.records import Measurement, Status
 
@@ -13,6 +15,13 @@ FMA_CHAINS, FMA_UNROLL = 8, 64  # as in autotune/gpu/ceiling_fma.cu
 FMA_THREADS, FMA_BLOCKS_PER_SM, FMA_ITERATIONS = 256, 8, 2048
 COPY_BYTES = 1 << 30
 SGEMM_SIZE = 8192
+TC_GEMM_SIZE = 8192
+
+FP32_CEILINGS = ("fma_peak", "copy_bandwidth", "sgemm")
+# The dense tensor-core peak of each tensor-core dtype, by ceiling name: what its efficiency
+# divides by (model/precision.py).
+TENSOR_CORE_CEILINGS = {p.peak_ceiling: p.name for p in PRECISIONS.values() if p.tensor_core}
+CEILING_NAMES = FP32_CEILINGS + tuple(TENSOR_CORE_CEILINGS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,8 +43,10 @@ class Ceiling:
 
 @dataclass(frozen=True, slots=True)
 class CudnnConv:
-    """cuDNN's forward convolution of one problem through PyTorch: TF32 off, algorithm chosen by
-    cuDNN's own search (benchmark mode), checked against the float64 reference, then timed."""
+    """cuDNN's forward convolution of one problem through PyTorch, in the problem's dtype and
+    layout (gpu/torch_conv.py: views of the session's buffers, TF32 only for tf32), algorithm
+    chosen by cuDNN's own search (benchmark mode), checked against the float64 reference with
+    the dtype's tolerance, then timed."""
 
     problem: ConvProblem
     check: Check
@@ -52,30 +63,29 @@ class CudnnConv:
             return BaselineResult(
                 Measurement(Status.LAUNCH_ERROR, error="PyTorch has no cuDNN"), available=False
             )
-        torch.backends.cudnn.benchmark = True
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
+        cudnn_settings(torch, self.problem.dtype)
         version = str(torch.backends.cudnn.version())
         found: dict[str, str] = {}
 
         def measure() -> Measurement:
-            import cupy as cp
-
             arrays = session.fresh_inputs(self.check.buffers, self.check.seed)
-            x, w = torch.from_dlpack(arrays["x"]), torch.from_dlpack(arrays["w"])
+            x, w = operands(torch, self.problem, arrays)
             stride = self.problem.stride
 
             def run() -> None:
                 torch.nn.functional.conv2d(x, w, stride=stride)
 
             y = torch.nn.functional.conv2d(x, w, stride=stride)  # cuDNN's search happens here
-            arrays["y"] = cp.from_dlpack(y)
+            # NHWC: cuDNN's channels-last output is the NHWF buffer itself; where it wrote NCHW
+            # instead, the check sees a copy (made here, untimed) and the algorithm says so.
+            arrays["y"], copied = output_array(torch, self.problem, y)
             session.sync()
             rel_error = session.check_outputs(self.check, arrays)
             wrong = self.check.wrong(rel_error)
             if wrong is not None:
                 return wrong
-            found["algorithm"] = _launched_kernels(torch, run)
+            note = " [NCHW output for an NHWC problem]" if copied else ""
+            found["algorithm"] = _launched_kernels(torch, run) + note
             samples = session.time_runs(run, self.check.timing)
             return Measurement.from_samples(samples, rel_error=rel_error)
 
@@ -107,7 +117,8 @@ def _launched_kernels(torch, run) -> str:
 class CublasGemm:
     """cuBLAS SGEMM of one problem through cupy.matmul, as the SGEMM ceiling measures it: FP32
     storage and compute, TF32 off (CuPy's default; CUPY_TF32=1 would turn it on, and the 1e-5
-    check would then fail). Checked against the float64 reference, then timed."""
+    check would then fail). Checked against the float64 reference, then timed. FP32 only: a
+    GemmProblem has no dtype."""
 
     problem: GemmProblem
     check: Check
@@ -151,10 +162,14 @@ class CublasGemm:
 
 @dataclass(frozen=True, slots=True)
 class MeasureCeilings:
-    """FP32 FMA peak, device-to-device copy bandwidth and cuBLAS SGEMM, by the timing protocol."""
+    """The ceilings named (all by default), by the timing protocol: FP32 FMA peak, device-to-
+    device copy bandwidth, cuBLAS SGEMM, and the dense tensor-core peak of TF32, BF16 and FP16
+    (cuBLAS GEMM through PyTorch). Without PyTorch the tensor-core ones are left out of the
+    list (the caller says so); any other failure is the answer."""
 
     fma_cubin: bytes
     timing: TimingPolicy
+    names: tuple[str, ...] = CEILING_NAMES
 
     def run(self, session: GpuSession) -> list[Ceiling] | Measurement:
         import cupy as cp
@@ -231,8 +246,73 @@ class MeasureCeilings:
             )
             return m
 
-        for measure in (fma, copy, sgemm):
+        measures = [("fma_peak", fma), ("copy_bandwidth", copy), ("sgemm", sgemm)]
+        try:
+            import torch
+        except ImportError:
+            torch = None
+        if torch is not None:
+            for name, dtype in TENSOR_CORE_CEILINGS.items():
+                measures.append(
+                    (name, _tensor_core_peak(torch, session, self.timing, dtype, name, ceilings))
+                )
+        for name, measure in measures:
+            if name not in self.names:
+                continue
             m = session.guarded(measure)
+            if torch is not None:
+                torch.cuda.empty_cache()  # the GEMMs' operands, held by PyTorch's allocator
             if m.status is not Status.OK:
                 return m
         return ceilings
+
+
+def _tensor_core_peak(torch, session, timing, dtype: str, name: str, ceilings: list[Ceiling]):
+    """A measurement of cuBLAS's dense GEMM at TC_GEMM_SIZE^3 in a dtype through PyTorch (TF32:
+    FP32 tensors with TF32 allowed), FP32 accumulation (PyTorch's reduced-precision reductions
+    off), appending its ceiling."""
+
+    def measure() -> Measurement:
+        n = TC_GEMM_SIZE
+        kind = getattr(torch, TORCH_DTYPES[dtype])
+        generator = torch.Generator(device="cuda").manual_seed(0)
+        a, b = (
+            (torch.rand((n, n), device="cuda", generator=generator) * 2 - 1).to(kind)
+            for _ in range(2)
+        )
+        c = torch.empty((n, n), device="cuda", dtype=kind)
+        matmul = torch.backends.cuda.matmul
+        saved = (
+            matmul.allow_tf32,
+            matmul.allow_fp16_reduced_precision_reduction,
+            matmul.allow_bf16_reduced_precision_reduction,
+        )
+        matmul.allow_tf32 = dtype == "tf32"
+        matmul.allow_fp16_reduced_precision_reduction = False
+        matmul.allow_bf16_reduced_precision_reduction = False
+        try:
+
+            def run() -> None:
+                torch.matmul(a, b, out=c)
+
+            run()
+            m = Measurement.from_samples(session.time_runs(run, timing))
+        finally:
+            (
+                matmul.allow_tf32,
+                matmul.allow_fp16_reduced_precision_reduction,
+                matmul.allow_bf16_reduced_precision_reduction,
+            ) = saved
+        ceilings.append(
+            Ceiling(
+                name,
+                2 * n**3 / (m.time_ms * 1e-3) / 1e9,
+                "GFlop/s",
+                f"cuBLAS GEMM {n}^3 through PyTorch {torch.__version__}, {PRECISIONS[dtype].label}"
+                " on the tensor cores, FP32 accumulation (dense)",
+                m.samples_ms,
+            )
+        )
+        return m
+
+    return measure

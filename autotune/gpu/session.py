@@ -22,6 +22,14 @@ from autotune.gpu.launch import (
     opt_in_shared_memory,
     prepare,
 )
+from autotune.gpu.storage import (
+    ARRAY_DTYPES,
+    AS_DOUBLE_CUDA,
+    BF16_ROUND_CUDA,
+    array_dtype,
+    nan_fill,
+    storage_of,
+)
 from autotune.gpu.timing import TimingPolicy, flush_bytes
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
@@ -71,10 +79,12 @@ class Check:
     seed: int
 
     def arrays(self, session: GpuSession, plan: KernelPlan) -> dict[str, object]:
-        """The run's device arrays: fresh random inputs; outputs and scratch poisoned with NaN,
-        so that whatever the plan leaves unwritten shows."""
+        """The run's device arrays: fresh random inputs; outputs (in the storage type) and scratch
+        (FP32) poisoned with NaN, so that whatever the plan leaves unwritten shows."""
         arrays = session.fresh_inputs(self.buffers, self.seed)
-        for name, shape in (*self.buffers.outputs, *plan.scratch):
+        for name, shape in self.buffers.outputs:
+            arrays[name] = session.poisoned(shape, self.buffers.dtype)
+        for name, shape in plan.scratch:
             arrays[name] = cp.full(shape, np.nan, dtype=cp.float32)
         return arrays
 
@@ -119,27 +129,34 @@ def _is_sticky(err: BaseException) -> bool:
     return any(tag in text for tag in STICKY_ERRORS)
 
 
-_SQDIFF = None
-_SQUARE = None
+_KERNELS: dict[str, object] = {}
 
 
-def _reductions():
-    global _SQDIFF, _SQUARE
-    if _SQDIFF is None:
+def _kernel(name: str):
+    """The session's elementwise and reduction kernels, made at first use."""
+    found = _KERNELS.get(name)
+    if found is not None:
+        return found
+    if name == "square":
+        found = cp.ReductionKernel(
+            "float64 r", "float64 s", "r * r", "a + b", "s = a", "0", "autotune_square"
+        )
+    elif name == "bf16_round":
+        found = cp.ElementwiseKernel("float32 x", "uint16 y", BF16_ROUND_CUDA, "autotune_bf16")
+    else:  # sqdiff of a storage type: the stored output against the float64 reference.
         # Fused, so huge outputs need no float64 temporaries: NaN/Inf in y make the sum non-finite.
-        _SQDIFF = cp.ReductionKernel(
-            "float32 y, float64 r",
+        value = AS_DOUBLE_CUDA[name]
+        found = cp.ReductionKernel(
+            f"{ARRAY_DTYPES[name]} y, float64 r",
             "float64 s",
-            "((double)y - r) * ((double)y - r)",
+            f"({value} - r) * ({value} - r)",
             "a + b",
             "s = a",
             "0",
-            "autotune_sqdiff",
+            f"autotune_sqdiff_{name}",
         )
-        _SQUARE = cp.ReductionKernel(
-            "float64 r", "float64 s", "r * r", "a + b", "s = a", "0", "autotune_square"
-        )
-    return _SQDIFF, _SQUARE
+    _KERNELS[name] = found
+    return found
 
 
 class GpuSession:
@@ -253,12 +270,28 @@ class GpuSession:
         return self._loaded[1]
 
     def fresh_inputs(self, buffers: Buffers, seed: int) -> dict[str, object]:
+        """Inputs drawn in FP32 from the seed (the same draws for every dtype), then rounded to
+        the buffers' storage type."""
         rng = cp.random.default_rng(seed)
         arrays = {}
         for name, shape in buffers.inputs:
             # Uniform in [-1, 1): never all zeros, signs mixed so cancellation errors show.
-            arrays[name] = rng.random(shape, dtype=cp.float32) * 2 - 1
+            arrays[name] = self.stored(rng.random(shape, dtype=cp.float32) * 2 - 1, buffers.dtype)
         return arrays
+
+    def stored(self, values, dtype: str):
+        """An FP32 device array rounded to a dtype's storage type (nearest, ties to even): itself
+        for FP32/TF32, float16 for FP16, uint16 BF16 bits for BF16."""
+        storage = storage_of(dtype)
+        if storage == "float32":
+            return values
+        if storage == "float16":
+            return values.astype(cp.float16)
+        return _kernel("bf16_round")(values)
+
+    def poisoned(self, shape: tuple[int, ...], dtype: str):
+        """A device array of a dtype's storage type filled with its NaN."""
+        return cp.full(shape, nan_fill(dtype), dtype=array_dtype(dtype))
 
     def runner(self, launches: tuple[Launch, ...], functions, arrays):
         calls = bind(prepare(launches, functions), arrays)
@@ -290,7 +323,7 @@ class GpuSession:
             ref_arrays[f"{name}_ref"] = cp.empty(shape, dtype=cp.float64)
         self.runner(check.reference_plan.launches, functions, ref_arrays)()
         self.sync()
-        sqdiff, square = _reductions()
+        sqdiff, square = _kernel(storage_of(check.buffers.dtype)), _kernel("square")
         num = den = 0.0
         for name, _ in check.buffers.outputs:
             num += float(sqdiff(arrays[name], ref_arrays[f"{name}_ref"]))

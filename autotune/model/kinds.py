@@ -12,6 +12,7 @@ class KindSpec:
     required: tuple[str, ...]  # what a shape must give (the others have defaults)
     columns: tuple[str, ...]  # the shape columns of a table, in reading order
     library: str | None = None  # the library a problem of this kind is compared with
+    texts: tuple[str, ...] = ()  # fields given as names, not numbers, after the others in a key
 
     @property
     def library_label(self) -> str | None:
@@ -24,6 +25,7 @@ CONV2D = KindSpec(
     required=("N", "K", "C", "F"),
     columns=("B", "N", "K", "C", "F", "stride"),
     library="cudnn",
+    texts=("dtype", "layout"),
 )
 GEMM = KindSpec("gemm", ("M", "N", "K"), ("M", "N", "K"), ("M", "N", "K"), library="cublas")
 CONV3D = KindSpec("conv3d", *(("D", "R", "Cc", "Kd", "Kr", "Kc"),) * 3)

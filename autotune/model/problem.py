@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import hashlib
-import numbers
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Union
 
 from autotune.model.kinds import KIND_SPECS
+from autotune.model.precision import (
+    DEFAULT_DTYPE,
+    DEFAULT_LAYOUT,
+    Precision,
+    PrecisionError,
+    check_dtype,
+    check_layout,
+    precision_of,
+)
 
 FLOAT32_BYTES = 4
 
@@ -17,14 +24,14 @@ class ProblemError(ValueError):
     """A problem description that cannot be a valid problem of its kind."""
 
 
-def _check_sizes(problem: object) -> None:
-    """Every field is a positive integer (bool is refused: True is not a size)."""
-    for f in fields(problem):  # type: ignore[arg-type]
-        value = getattr(problem, f.name)
+def _check_sizes(problem: object, names: tuple[str, ...] | None = None) -> None:
+    """Every size field is a positive integer (bool is refused: True is not a size)."""
+    for name in names or [f.name for f in fields(problem)]:  # type: ignore[arg-type]
+        value = getattr(problem, name)
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ProblemError(f"{f.name} must be an integer, got {value!r}")
+            raise ProblemError(f"{name} must be an integer, got {value!r}")
         if value < 1:
-            raise ProblemError(f"{f.name} must be at least 1, got {value}")
+            raise ProblemError(f"{name} must be at least 1, got {value}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +39,9 @@ class ConvProblem:
     """2D convolution over a pre-padded input (valid cross-correlation).
 
     B images of C channels, F filters of K x K, an N x N output per feature map; the input side is
-    (N - 1) * stride + K, i.e. any padding is already part of the input.
+    (N - 1) * stride + K, i.e. any padding is already part of the input. `dtype` says how values
+    are stored and multiplied (model/precision.py), `layout` how tensors are ordered: NCHW input,
+    FCKK filters, NFHW output; or NHWC, FKKC, NHWF.
     """
 
     N: int
@@ -41,11 +50,27 @@ class ConvProblem:
     F: int
     B: int = 1
     stride: int = 1
+    dtype: str = DEFAULT_DTYPE
+    layout: str = DEFAULT_LAYOUT
 
     kind = "conv2d"
+    sizes = ("N", "K", "C", "F", "B", "stride")
 
     def __post_init__(self) -> None:
-        _check_sizes(self)
+        _check_sizes(self, self.sizes)
+        try:
+            check_dtype(self.dtype)
+            check_layout(self.layout)
+        except PrecisionError as err:
+            raise ProblemError(str(err)) from None
+
+    @property
+    def precision(self) -> Precision:
+        return precision_of(self.dtype)
+
+    @property
+    def nhwc(self) -> bool:
+        return self.layout == "NHWC"
 
     @property
     def input_size(self) -> int:
@@ -59,39 +84,62 @@ class ConvProblem:
 
     @property
     def min_bytes(self) -> int:
-        """Each input element and filter read once, each output written once (FP32)."""
+        """Each input element and filter read once, each output written once, in storage type."""
         inputs = self.B * self.C * self.input_size**2
         filters = self.F * self.C * self.K * self.K
         outputs = self.B * self.F * self.N * self.N
-        return FLOAT32_BYTES * (inputs + filters + outputs)
+        return self.precision.bytes * (inputs + filters + outputs)
 
     @property
     def input_shape(self) -> tuple[int, int, int, int]:
-        return (self.B, self.C, self.input_size, self.input_size)
+        s = self.input_size
+        return (self.B, s, s, self.C) if self.nhwc else (self.B, self.C, s, s)
 
     @property
     def filter_shape(self) -> tuple[int, int, int, int]:
-        return (self.F, self.C, self.K, self.K)
+        k = self.K
+        return (self.F, k, k, self.C) if self.nhwc else (self.F, self.C, k, k)
 
     @property
     def output_shape(self) -> tuple[int, int, int, int]:
-        return (self.B, self.F, self.N, self.N)
+        n = self.N
+        return (self.B, n, n, self.F) if self.nhwc else (self.B, self.F, n, n)
 
     def fields(self) -> dict[str, int]:
-        """Names a search-space constraint may use, with S the input side."""
-        return {**asdict(self), "S": self.input_size}
+        """Names a search-space constraint may use (integers only): the sizes, S the input side,
+        ELEM_BYTES the storage size, TENSOR_CORE and NHWC as 0 or 1."""
+        sizes = {name: getattr(self, name) for name in self.sizes}
+        return {
+            **sizes,
+            "S": self.input_size,
+            "ELEM_BYTES": self.precision.bytes,
+            "TENSOR_CORE": int(self.precision.tensor_core),
+            "NHWC": int(self.nhwc),
+        }
 
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+    def as_dict(self) -> dict[str, int | str]:
+        """The fields, dtype and layout only when not the default (so FP32 NCHW shapes read as
+        they always have)."""
+        values: dict[str, int | str] = {name: getattr(self, name) for name in self.sizes}
+        if self.dtype != DEFAULT_DTYPE:
+            values["dtype"] = self.dtype
+        if self.layout != DEFAULT_LAYOUT:
+            values["layout"] = self.layout
+        return values
 
     @property
     def key(self) -> str:
-        """Shape key (N, K, C, F), with B and stride only when not 1."""
+        """Shape key (N, K, C, F), with B and stride only when not 1, dtype and layout only when
+        not the default."""
         text = f"N={self.N},K={self.K},C={self.C},F={self.F}"
         if self.B != 1:
             text += f",B={self.B}"
         if self.stride != 1:
             text += f",stride={self.stride}"
+        if self.dtype != DEFAULT_DTYPE:
+            text += f",dtype={self.dtype}"
+        if self.layout != DEFAULT_LAYOUT:
+            text += f",layout={self.layout}"
         return text
 
     def __str__(self) -> str:
@@ -326,75 +374,5 @@ KINDS = tuple(PROBLEM_TYPES)
 
 PROBLEM_FIELDS = KIND_SPECS["conv2d"].fields  # kept for existing callers
 KIND_FIELDS: dict[str, tuple[str, ...]] = {k: spec.fields for k, spec in KIND_SPECS.items()}
+KIND_TEXTS: dict[str, tuple[str, ...]] = {k: spec.texts for k, spec in KIND_SPECS.items()}
 REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {k: s.required for k, s in KIND_SPECS.items()}
-
-
-def check_kind(kind: str) -> str:
-    if not isinstance(kind, str) or kind not in PROBLEM_TYPES:
-        raise ProblemError(f"unknown problem kind {kind!r} (known: {', '.join(KINDS)})")
-    return kind
-
-
-def guess_kind(names: object) -> str:
-    """The kind a set of field names describes: M -> gemm, D -> conv3d, otherwise conv2d."""
-    present = set(names)  # type: ignore[call-overload]
-    if "M" in present:
-        return "gemm"
-    if "D" in present:
-        return "conv3d"
-    return "conv2d"
-
-
-def parse_shape(text: str, kind: str | None = None) -> Problem:
-    """Parse 'N=128,K=3,C=64,F=64[,B=..,stride=..]', 'M=..,N=..,K=..' or
-    'D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=..'; the kind follows from the field names unless given."""
-    values: dict[str, int] = {}
-    for part in text.replace(" ", "").split(","):
-        if not part:
-            continue
-        name, sep, raw = part.partition("=")
-        if not sep:
-            raise ProblemError(f"shape item {part!r} is not NAME=VALUE")
-        if name in values:
-            raise ProblemError(f"shape field {name!r} given twice")
-        try:
-            values[name] = int(raw)
-        except ValueError:
-            raise ProblemError(f"shape field {name}={raw!r} is not an integer") from None
-    kind = check_kind(kind) if kind else guess_kind(values)
-    unknown = [name for name in values if name not in KIND_FIELDS[kind]]
-    if unknown:
-        raise ProblemError(
-            f"unknown shape field {unknown[0]!r} for a {kind} shape "
-            f"(expected {', '.join(KIND_FIELDS[kind])})"
-        )
-    missing = [n for n in REQUIRED_FIELDS[kind] if n not in values]
-    if missing:
-        raise ProblemError(f"shape {text!r} lacks {', '.join(missing)}")
-    return PROBLEM_TYPES[kind](**values)
-
-
-def problem_from_dict(values: dict[str, object], kind: str | None = None) -> Problem:
-    """Build a problem from a mapping (a TOML table, a CSV row or a stored JSON shape), checking
-    field names; empty values are left out, so that a CSV column may be blank."""
-    if not isinstance(values, Mapping):
-        raise ProblemError(f"a shape must be a table of fields, not {values!r}")
-    converted: dict[str, int] = {}
-    for name, raw in values.items():
-        if raw is None or raw == "":
-            continue
-        # int() would turn 27.9 into 27 and true into 1; --shape and CSV text refuse both.
-        if isinstance(raw, bool) or not isinstance(raw, numbers.Integral | str):
-            raise ProblemError(f"shape field {name}={raw!r} is not an integer")
-        try:
-            converted[name] = int(raw)
-        except ValueError:
-            raise ProblemError(f"shape field {name}={raw!r} is not an integer") from None
-    kind = check_kind(kind) if kind else guess_kind(values)
-    unknown = sorted(set(values) - set(KIND_FIELDS[kind]))
-    if unknown:
-        raise ProblemError(f"unknown shape field(s) {', '.join(unknown)}")
-    missing = [n for n in REQUIRED_FIELDS[kind] if n not in converted]
-    if missing:
-        raise ProblemError(f"shape lacks {', '.join(missing)}")
-    return PROBLEM_TYPES[kind](**converted)

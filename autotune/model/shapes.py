@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import itertools
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from autotune import package_path
-from autotune.model.problem import (
-    Problem,
-    ProblemError,
-    check_kind,
-    guess_kind,
-    parse_shape,
-    problem_from_dict,
-)
+from autotune.model.parsing import check_kind, guess_kind, parse_shape, problem_from_dict
+from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
+from autotune.model.problem import ConvProblem, Problem, ProblemError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,10 +55,17 @@ def _expand(spec: dict, origin: str) -> list[Problem]:
         raise ProblemError(f"{origin}: {err}") from None
 
 
+# What a whole set may name for every one of its shapes (a layer or grid naming it wins).
+SET_TEXTS = ("dtype", "layout")
+
+
 def _expand_checked(spec: dict) -> list[Problem]:
     kind = spec.get("kind")
     if kind is not None:
         check_kind(kind)
+    common = {name: spec[name] for name in SET_TEXTS if name in spec}
+    if common and (kind or "conv2d") != "conv2d":
+        raise ProblemError(f"only conv2d sets name a {' or '.join(common)}")
     if "grid" in spec:
         grid = spec["grid"]
         if not isinstance(grid, dict) or not all(isinstance(v, list) for v in grid.values()):
@@ -71,7 +75,7 @@ def _expand_checked(spec: dict) -> list[Problem]:
         names = list(grid)
         problems = []
         for combo in itertools.product(*(grid[n] for n in names)):
-            values = dict(zip(names, combo, strict=True))
+            values = {**common, **dict(zip(names, combo, strict=True))}
             for cf in tied or [None]:
                 if cf is not None:
                     values = {**values, "C": cf, "F": cf}
@@ -82,7 +86,7 @@ def _expand_checked(spec: dict) -> list[Problem]:
         if not isinstance(layers, list) or not all(isinstance(x, dict) for x in layers):
             raise ProblemError("'shapes' and 'layers' must be lists of tables ({N = 64, ...})")
         return [
-            problem_from_dict({k: v for k, v in layer.items() if k != "name"}, kind)
+            problem_from_dict({**common, **{k: v for k, v in layer.items() if k != "name"}}, kind)
             for layer in layers
         ]
     raise ProblemError("a shape set needs 'grid', 'layers' or 'shapes'")
@@ -98,7 +102,7 @@ def named_shapes(name: str) -> list[Problem]:
 def shapes_from_file(path: str | Path) -> list[Problem]:
     """Read shapes from a CSV (header with N,K,C,F[,B,stride], M,N,K or D,R,Cc,Kd,Kr,Kc; the
     header's names give the kind) or TOML file (a 'shapes' list, a 'grid' table or a 'layers'
-    list, with an optional top-level `kind`)."""
+    list, with an optional top-level `kind`, and `dtype` and `layout` for every shape)."""
     path = Path(path)
     if path.is_dir():
         raise ProblemError(f"shape file {str(path)!r} is a directory")
@@ -126,7 +130,8 @@ def shapes_from_file(path: str | Path) -> list[Problem]:
         except tomllib.TOMLDecodeError as err:
             raise ProblemError(f"{path}: malformed TOML ({err})") from None
         if "shapes" in data:
-            data = {**{k: v for k, v in data.items() if k == "kind"}, "layers": data["shapes"]}
+            kept = ("kind", *SET_TEXTS)
+            data = {**{k: v for k, v in data.items() if k in kept}, "layers": data["shapes"]}
         return _expand(data, str(path))
     raise ProblemError(f"shape file {str(path)!r} must end in .csv or .toml")
 
@@ -142,14 +147,63 @@ def _read_text(path: Path, what: str) -> str:
 
 
 def collect_shapes(
-    sets: tuple[str, ...] = (), shapes: tuple[str, ...] = (), files: tuple[str, ...] = ()
+    sets: tuple[str, ...] = (),
+    shapes: tuple[str, ...] = (),
+    files: tuple[str, ...] = (),
+    dtypes: Iterable[str] = (),
+    layouts: Iterable[str] = (),
+    strict: bool = True,
 ) -> list[Problem]:
-    """Union of shapes from named sets, --shape strings and files, first occurrence kept."""
+    """Union of shapes from named sets, --shape strings and files, first occurrence kept; each
+    2D convolution in every one of `dtypes` and `layouts` (when given) unless it names its own
+    (see in_precisions)."""
+    dtypes, layouts = tuple(dtypes), tuple(layouts)
     found: list[Problem] = []
     for name in sets:
-        found.extend(named_shapes(name))
+        found.extend(in_precisions(named_shapes(name), dtypes, layouts, strict=strict))
     for text in shapes:
-        found.append(parse_shape(text))
+        named = {part.partition("=")[0].strip() for part in text.split(",")}
+        found.extend(in_precisions([parse_shape(text)], dtypes, layouts, named, strict))
     for path in files:
-        found.extend(shapes_from_file(path))
+        found.extend(in_precisions(shapes_from_file(path), dtypes, layouts, strict=strict))
+    return list(dict.fromkeys(found))
+
+
+def in_precisions(
+    problems: Iterable[Problem],
+    dtypes: Iterable[str] = (),
+    layouts: Iterable[str] = (),
+    named: Iterable[str] = (),
+    strict: bool = True,
+) -> list[Problem]:
+    """Each problem in every dtype and layout asked for (none asked: as it is). A 2D convolution
+    keeps a dtype or layout it names itself (one in `named`, or any that is not the default:
+    a set's layer that says bf16 stays bf16). Other kinds compute FP32 only: kept as they are
+    where fp32 and NCHW are among those asked, refused otherwise (left out if not `strict`)."""
+    dtypes, layouts, named = tuple(dtypes), tuple(layouts), set(named)
+    found: list[Problem] = []
+    for problem in problems:
+        if not isinstance(problem, ConvProblem):
+            fp32 = (not dtypes or DEFAULT_DTYPE in dtypes) and (
+                not layouts or DEFAULT_LAYOUT in layouts
+            )
+            if not fp32 and not strict:
+                continue
+            if dtypes and DEFAULT_DTYPE not in dtypes:
+                raise ProblemError(
+                    f"{problem.key} is a {problem.kind} shape, computed in fp32 only "
+                    f"(--dtype {'/'.join(dtypes)} applies to conv2d shapes)"
+                )
+            if layouts and DEFAULT_LAYOUT not in layouts:
+                raise ProblemError(
+                    f"{problem.key} is a {problem.kind} shape, which has no layout "
+                    f"(--layout {'/'.join(layouts)} applies to conv2d shapes)"
+                )
+            found.append(problem)
+            continue
+        own_dtype = "dtype" in named or problem.dtype != DEFAULT_DTYPE
+        own_layout = "layout" in named or problem.layout != DEFAULT_LAYOUT
+        for dtype in (problem.dtype,) if own_dtype or not dtypes else dtypes:
+            for layout in (problem.layout,) if own_layout or not layouts else layouts:
+                found.append(dataclasses.replace(problem, dtype=dtype, layout=layout))
     return list(dict.fromkeys(found))

@@ -1,17 +1,17 @@
-"""Search spaces: parameters, safe constraint expressions, enumeration and the Config value."""
+"""Search spaces: parameters, constraints over them, enumeration and the Config value."""
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
-import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from autotune.model.expression import Expression, SpaceError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -20,15 +20,9 @@ else:  # pragma: no cover
 
 Value = int | float | bool | str
 
-MAX_EXPRESSION_CHARS = 500
 # The partial product held while enumerating: 4x the largest family's (sgemm, 1.04e6), at most
 # a few hundred MB of columns. A space without constraints on its first parameters tried 31 GiB.
 MAX_ENUMERATED_ROWS = 4_000_000
-MAX_EXPRESSION_NODES = 200
-
-
-class SpaceError(ValueError):
-    """A search space or constraint that cannot be used."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,164 +93,6 @@ ARCH_LIMITS = {
     "sm_80": DeviceLimits(SMEM_PER_BLOCK_OPTIN=163 * 1024, SM_COUNT=108),
     "sm_89": DeviceLimits(SMEM_PER_BLOCK_OPTIN=99 * 1024, SM_COUNT=128),
 }
-
-
-# ---------------------------------------------------------------------------------------------
-# Safe expressions
-
-
-_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: np.true_divide(a, b),
-    ast.FloorDiv: lambda a, b: np.floor_divide(a, b),
-    ast.Mod: lambda a, b: np.mod(a, b),
-}
-_CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Eq: lambda a, b: a == b,
-    ast.NotEq: lambda a, b: a != b,
-    ast.Lt: lambda a, b: a < b,
-    ast.LtE: lambda a, b: a <= b,
-    ast.Gt: lambda a, b: a > b,
-    ast.GtE: lambda a, b: a >= b,
-}
-# How a refused operator or node is named in the error (the rest go by their AST class name).
-_REFUSED_OPS = {ast.Pow: "**", ast.LShift: "<<", ast.RShift: ">>", ast.MatMult: "@"}
-_REFUSED_OPS |= {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
-_REFUSED_NODES = {ast.Attribute: "attribute access", ast.Subscript: "indexing"}
-_FUNCS: dict[str, Callable[..., Any]] = {
-    "min": lambda *args: _reduce(np.minimum, args),
-    "max": lambda *args: _reduce(np.maximum, args),
-}
-
-
-def _reduce(op: Callable[[Any, Any], Any], args: tuple[Any, ...]) -> Any:
-    out = args[0]
-    for arg in args[1:]:
-        out = op(out, arg)
-    return out
-
-
-class Expression:
-    """An arithmetic/boolean expression over names, checked against a whitelist of AST nodes.
-
-    Evaluates on scalars or on NumPy arrays (one element per candidate configuration), so the
-    same expression prunes a whole batch of configurations at once. Never calls eval().
-    """
-
-    def __init__(self, source: str) -> None:
-        if not isinstance(source, str) or not source.strip():
-            raise SpaceError("a constraint must be a non-empty string")
-        if len(source) > MAX_EXPRESSION_CHARS:
-            raise SpaceError(f"constraint longer than {MAX_EXPRESSION_CHARS} characters")
-        self.source = source.strip()
-        try:
-            with warnings.catch_warnings():
-                # '1if 1else 2' parses with a warning on stderr: noise beside a one-line error.
-                warnings.simplefilter("ignore", SyntaxWarning)
-                tree = ast.parse(self.source, mode="eval")
-        except SyntaxError as err:
-            raise SpaceError(f"constraint {self.source!r} is not valid: {err.msg}") from None
-        nodes = list(ast.walk(tree))
-        if len(nodes) > MAX_EXPRESSION_NODES:
-            raise SpaceError(f"constraint {self.source!r} is too complex")
-        self.names: frozenset[str] = frozenset()
-        self._fn = self._compile(tree.body)
-        self.names = frozenset(
-            n.id for n in nodes if isinstance(n, ast.Name) and n.id not in _FUNCS
-        )
-
-    def _compile(self, node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
-        if isinstance(node, ast.Constant):
-            value = node.value
-            if isinstance(value, bool | int | float | str):
-                return lambda env: value
-            raise self._refuse(f"constant {value!r}")
-        if isinstance(node, ast.Name):
-            name = node.id
-            if name in _FUNCS:
-                raise self._refuse(f"bare function name {name!r}")
-
-            def lookup(env: Mapping[str, Any]) -> Any:
-                try:
-                    return env[name]
-                except KeyError:
-                    raise SpaceError(f"constraint {self.source!r} names unknown {name!r}") from None
-
-            return lookup
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            op, left, right = (
-                _BINOPS[type(node.op)],
-                self._compile(node.left),
-                self._compile(node.right),
-            )
-
-            def arithmetic(env: Mapping[str, Any]) -> Any:
-                a, b = left(env), right(env)
-                # 'x' * 10**10 would try to build a 10 GB string: strings only compare.
-                if isinstance(a, str) or isinstance(b, str):
-                    raise self._refuse("arithmetic on a string")
-                return op(a, b)
-
-            return arithmetic
-        if isinstance(node, ast.BinOp):
-            raise self._refuse(
-                f"operator {_REFUSED_OPS.get(type(node.op), type(node.op).__name__)}"
-            )
-        if isinstance(node, ast.UnaryOp):
-            operand = self._compile(node.operand)
-            if isinstance(node.op, ast.Not):
-                return lambda env: np.logical_not(operand(env))
-            if isinstance(node.op, ast.USub):
-                return lambda env: -operand(env)
-            if isinstance(node.op, ast.UAdd):
-                return operand
-            raise self._refuse(type(node.op).__name__)
-        if isinstance(node, ast.BoolOp):
-            parts = [self._compile(v) for v in node.values]
-            combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
-            return lambda env: _reduce(combine, tuple(p(env) for p in parts))
-        if isinstance(node, ast.Compare):
-            if not all(type(op) in _CMPOPS for op in node.ops):
-                raise self._refuse("comparison operator")
-            operands = [self._compile(node.left)] + [self._compile(c) for c in node.comparators]
-            ops = [_CMPOPS[type(op)] for op in node.ops]
-
-            def compare(env: Mapping[str, Any]) -> Any:
-                values = [o(env) for o in operands]
-                result = ops[0](values[0], values[1])
-                for i in range(1, len(ops)):
-                    result = np.logical_and(result, ops[i](values[i], values[i + 1]))
-                return result
-
-            return compare
-        if isinstance(node, ast.IfExp):
-            test, body, orelse = (self._compile(n) for n in (node.test, node.body, node.orelse))
-            return lambda env: np.where(test(env), body(env), orelse(env))
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
-                raise self._refuse("function call")
-            if node.keywords or not node.args or any(isinstance(a, ast.Starred) for a in node.args):
-                raise self._refuse("call form")
-            fn, args = _FUNCS[node.func.id], [self._compile(a) for a in node.args]
-            return lambda env: fn(*(a(env) for a in args))
-        raise self._refuse(_REFUSED_NODES.get(type(node), type(node).__name__))
-
-    def _refuse(self, what: str) -> SpaceError:
-        return SpaceError(f"constraint {self.source!r}: {what} is not allowed")
-
-    def __call__(self, env: Mapping[str, Any]) -> Any:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            try:
-                return self._fn(env)
-            except SpaceError:
-                raise
-            except (TypeError, ValueError, ZeroDivisionError, OverflowError) as err:
-                raise SpaceError(f"constraint {self.source!r} failed: {err}") from None
-
-    def __repr__(self) -> str:
-        return f"Expression({self.source!r})"
 
 
 # ---------------------------------------------------------------------------------------------

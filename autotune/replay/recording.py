@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autotune.families import UnknownFamily, get_family
-from autotune.model.problem import Problem, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.problem import Problem
 from autotune.model.records import TIMING_PROTOCOL, Status
 from autotune.model.space import (
     ARCH_LIMITS,

@@ -12,6 +12,7 @@ import pandas as pd
 from autotune.families import FAMILIES
 from autotune.model.kinds import KIND_SPECS, KindSpec
 from autotune.reports.plots import plot_gflops, plot_roofline, plot_speedup
+from autotune.reports.precisions import precision_sections
 from autotune.reports.seeds import FFT_NOTE, seed_sections
 from autotune.reports.tables import (
     CHEN_COLUMNS,
@@ -29,6 +30,7 @@ from autotune.store import Store
 REPORT_NAME = "REPORT.md"
 IMAGE_DIR = "report"  # beside REPORT.md, referenced with relative paths
 CEILING_NAMES = (FMA_PEAK, COPY_BANDWIDTH, SGEMM)
+FP32 = "fp32"  # the dtype of the sections before the per-dtype ones (and of the papers)
 
 
 # What each timing protocol counts (DESIGN section 2), for the report's reader.
@@ -62,6 +64,7 @@ def write_report(store: Store, out_dir: Path, device: str | None = None) -> Path
         _chen_form_section(store, device),
         _maxdnn_form_section(store, device, devices),
         _plots_section(store, device, out_dir),
+        *precision_sections(store, device, devices, out_dir),
         *seed_sections(store, devices),
     ]
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -199,7 +202,7 @@ _BEST_CELLS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
 
 
 def _best_section(store: Store, device: str | None, devices: list[str]) -> str:
-    df = best_table(store, device)
+    df = best_table(store, device, dtype=FP32)  # the other dtypes have sections of their own
     head = "## Best configuration per shape\n\n"
     if df.empty:
         return head + "No successful evaluation is stored, so there is no best configuration.\n"
@@ -301,7 +304,7 @@ def _plots_section(store: Store, device: str | None, out_dir: Path) -> str:
     for title, plot, stem in plots:
         parts.append(f"### {title}\n")
         try:
-            paths = plot(store, images / stem, device=device)
+            paths = plot(store, images / stem, device=device, dtype=FP32)
         except ReportError as err:
             parts.append(f"Not plotted: {err}.\n")
             continue

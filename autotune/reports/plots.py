@@ -23,14 +23,22 @@ from autotune.reports.views import (  # noqa: E402
     SGEMM,
     ReportError,
     device_ceilings,
+    dtype_of,
+    dtypes_present,
     geometric_mean,
+    layout_of,
     library_baselines,
+    of_dtype,
+    peak_label,
+    peak_name,
+    precision_text,
     problem_of,
     problem_series,
 )
 from autotune.store import Store  # noqa: E402
 
 CUDNN_COLOUR = "0.25"
+FMA_DTYPE = "fp32"  # the dtype whose roof is the FMA peak
 PEAK_COLOUR = "C3"
 
 
@@ -40,13 +48,16 @@ def plot_gflops(
     device: str | None = None,
     family: str | None = None,
     kind: str | None = None,
+    dtype: str | None = None,
 ) -> list[Path]:
-    """GFlop/s of the best configuration against problem shape, one panel per (device, family)
-    with its kind's library on the same shapes (cuDNN, cuBLAS) and the measured FMA peak; a
-    conv3d panel adds the achieved bandwidth on a second axis. Written as PNG and SVG."""
-    df = store.best(device, family, kind)
+    """GFlop/s of the best configuration against problem shape, one panel per (device, family,
+    dtype and layout) with its kind's library on the same shapes in the same dtype and layout
+    (cuDNN, cuBLAS) and the measured peak of the dtype's units (FMA, or the tensor cores'); a
+    conv3d panel adds the achieved bandwidth on a second axis. `dtype` keeps one dtype's rows.
+    Written as PNG and SVG."""
+    df = of_dtype(store.best(device, family, kind), dtype)
     if df.empty:
-        raise ReportError(f"no successful evaluations stored{_scope(device, family, kind)}")
+        raise ReportError(f"no successful evaluations stored{_scope(device, family, kind, dtype)}")
     base = library_baselines(store, device).set_index(["device", "library", "problem_key"])
     base = base["gflops"]
     ceilings = device_ceilings(store, device)
@@ -56,9 +67,10 @@ def plot_gflops(
         len(panels), 1, figsize=(_width(panels), 4.6 * len(panels)), squeeze=False
     )
     try:
-        for ax, ((dev, fam), rows) in zip(axes[:, 0], panels, strict=True):
+        for ax, ((dev, fam, variant), rows) in zip(axes[:, 0], panels, strict=True):
             x = np.arange(len(rows))
             kind = str(rows["kind"].iloc[0])
+            row_dtype = dtype_of(problem_of(next(rows.itertuples(index=False))))
             ax.plot(x, rows["gflops"], marker="o", color=colours[fam], label=f"{fam} (best config)")
             library, label = KIND_LIBRARIES.get(kind), library_label(kind)
             keys = rows["problem_key"]
@@ -66,15 +78,16 @@ def plot_gflops(
             if not np.isnan(lib).all():
                 ax.plot(x, lib, marker="s", ls="--", color=CUDNN_COLOUR, label=label)
             top = float(np.nanmax([rows["gflops"].max(), *lib]))
-            peak = ceilings.get(dev, {}).get(FMA_PEAK)
+            peak = ceilings.get(dev, {}).get(peak_name(row_dtype))
             if peak is not None:
-                ax.axhline(peak, ls="--", color=PEAK_COLOUR, label=f"FMA peak {peak:,.0f} GFlop/s")
+                label_peak = f"{peak_label(row_dtype)} {peak:,.0f} GFlop/s"
+                ax.axhline(peak, ls="--", color=PEAK_COLOUR, label=label_peak)
                 top = max(top, peak)
             _shape_axis(ax, rows)
             ax.set_ylabel("GFlop/s")
             ax.set_ylim(0, 1.15 * top)  # room above the highest line for the legend
             note = f" (no {label} baseline stored)" if label and np.isnan(lib).all() else ""
-            ax.set_title(f"{fam} on {dev}\nbest configuration per shape{note}")
+            ax.set_title(f"{fam}{_in(variant)} on {dev}\nbest configuration per shape{note}")
             ax.grid(True, axis="y", alpha=0.3)
             if kind == "conv3d":
                 # A stencil is judged by its bandwidth as much as by its FLOPs.
@@ -101,26 +114,35 @@ def plot_gflops(
 
 
 def plot_roofline(
-    store: Store, path_stem: Path, device: str | None = None, kind: str | None = None
+    store: Store,
+    path_stem: Path,
+    device: str | None = None,
+    kind: str | None = None,
+    dtype: str | None = None,
 ) -> list[Path]:
-    """Arithmetic intensity (FLOP per minimum byte) against GFlop/s, log-log, one point per tuned
-    shape and family and per library baseline (cuDNN, cuBLAS), under the measured bandwidth and
-    compute roofs."""
-    best = store.best(device, kind=kind)
-    base = library_baselines(store, device)
+    """Arithmetic intensity (FLOP per minimum byte, in the dtype's storage size) against GFlop/s,
+    log-log, one point per tuned shape and family and per library baseline (cuDNN, cuBLAS),
+    under the measured bandwidth roof and the compute roof of the dtype's units (the FMA peak
+    for FP32, the dtype's dense tensor-core peak otherwise): one panel per device and dtype
+    present, or only `dtype`'s."""
+    best = of_dtype(store.best(device, kind=kind), dtype)
+    base = of_dtype(library_baselines(store, device), dtype)
     if kind is not None:
         base = base[base["kind"] == kind]
     if best.empty and base.empty:
         raise ReportError(
-            f"no successful evaluations or baselines stored{_scope(device, None, kind)}"
+            f"no successful evaluations or baselines stored{_scope(device, None, kind, dtype)}"
         )
     ceilings = device_ceilings(store, device)
     devices = sorted(set(best["device"]) | set(base["device"]))
+    both = pd.concat([best[["device", "kind", "shape"]], base[["device", "kind", "shape"]]])
+    panels = [(dev, t) for dev in devices for t in dtypes_present(both[both["device"] == dev])]
     colours = _family_colours(best)
-    fig, axes = plt.subplots(1, len(devices), figsize=(8.0 * len(devices), 5.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(8.0 * len(panels), 5.8), squeeze=False)
     try:
-        for ax, dev in zip(axes[0, :], devices, strict=True):
-            mine, theirs = best[best["device"] == dev], base[base["device"] == dev]
+        for ax, (dev, panel_dtype) in zip(axes[0, :], panels, strict=True):
+            mine = of_dtype(best[best["device"] == dev], panel_dtype)
+            theirs = of_dtype(base[base["device"] == dev], panel_dtype)
             xs: list[float] = []
             for fam, rows in mine.groupby("family", sort=True):
                 x = _intensity(rows)
@@ -134,12 +156,14 @@ def plot_roofline(
                 ax.scatter(
                     x, rows["gflops"], marker=marker, color=CUDNN_COLOUR, label=label, zorder=3
                 )
-            roofs = _draw_roofs(ax, ceilings.get(dev, {}), min(xs) / 3, max(xs) * 3)
+            roofs = _draw_roofs(ax, ceilings.get(dev, {}), min(xs) / 3, max(xs) * 3, panel_dtype)
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("arithmetic intensity (FLOP/byte, minimum bytes moved)")
             ax.set_ylabel("GFlop/s")
-            title = f"Roofline on {dev}"
+            # FP32 alone keeps its old title; beside another dtype, every panel names its own.
+            named = panel_dtype != FMA_DTYPE or len({t for _, t in panels}) > 1
+            title = f"Roofline on {dev}" + _in(panel_dtype.upper() if named else "")
             ax.set_title(title if roofs else f"{title} (no ceilings stored: roofs not drawn)")
             ax.grid(True, which="major", alpha=0.3)
             ax.legend(loc="lower right", fontsize=8)
@@ -154,11 +178,13 @@ def plot_speedup(
     device: str | None = None,
     family: str | None = None,
     kind: str | None = None,
+    dtype: str | None = None,
 ) -> list[Path]:
     """Speedup over the kind's library (cuDNN for conv2d, cuBLAS for gemm: its time / ours) per
-    shape, bars from 1x on a log axis, one panel per (device, family) with its geometric mean;
-    shapes without a baseline are left out."""
-    best = store.best(device, family, kind)
+    shape, the library measured in the same dtype and layout (one problem key), bars from 1x on
+    a log axis, one panel per (device, family, dtype and layout) with its geometric mean;
+    shapes without a baseline are left out. `dtype` keeps one dtype's rows."""
+    best = of_dtype(store.best(device, family, kind), dtype)
     best = best.assign(library=best["kind"].map(KIND_LIBRARIES))
     base = library_baselines(store, device)[["device", "library", "problem_key", "time_ms"]]
     df = best.merge(
@@ -169,7 +195,8 @@ def plot_speedup(
         kinds = [k for k in KINDS if k in present and k in KIND_LIBRARIES] or ["conv2d"]
         names = " or ".join(str(library_label(k)) for k in kinds)
         raise ReportError(
-            f"no {names} baselines stored for the tuned shapes{_scope(device, family, kind)}"
+            f"no {names} baselines stored for the tuned shapes"
+            + _scope(device, family, kind, dtype)
         )
     df["speedup"] = df["cudnn_ms"].astype(float) / df["time_ms"].astype(float)
     panels = _panels(df)
@@ -178,7 +205,7 @@ def plot_speedup(
         len(panels), 1, figsize=(_width(panels), 4.6 * len(panels)), squeeze=False
     )
     try:
-        for ax, ((dev, fam), rows) in zip(axes[:, 0], panels, strict=True):
+        for ax, ((dev, fam, variant), rows) in zip(axes[:, 0], panels, strict=True):
             speedup = rows["speedup"].to_numpy()
             label = library_label(str(rows["kind"].iloc[0]))
             x = np.arange(len(rows))
@@ -208,7 +235,8 @@ def plot_speedup(
             ax.set_ylabel(f"speedup over {label} (time ratio)")
             shapes = f"{len(rows)} shape" + ("s" if len(rows) != 1 else "")
             ax.set_title(
-                f"{fam} against {label} on {dev}\ngeometric mean {mean:.2f}x over {shapes}"
+                f"{fam} against {label}{_in(variant)} on {dev}\n"
+                f"geometric mean {mean:.2f}x over {shapes}"
             )
             ax.grid(True, axis="y", alpha=0.3)
             _legend_outside(ax)
@@ -239,11 +267,22 @@ def library_label(kind: str) -> str | None:
     return LIBRARY_LABELS.get(library, library) if library else None
 
 
-def _panels(df: pd.DataFrame) -> list[tuple[tuple[str, str], pd.DataFrame]]:
-    return [
-        ((str(dev), str(fam)), _plot_order(rows))
-        for (dev, fam), rows in df.groupby(["device", "family"], sort=True)
+def _panels(df: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]:
+    """One panel per device, family and precision ('' for FP32 NCHW, 'BF16 NHWC'), FP32 NCHW
+    first: a bf16 point beside an fp32 one of the same sizes would compare two problems."""
+    variants = [
+        precision_text(dtype_of(p), layout_of(p))
+        for p in (problem_of(r) for r in df.itertuples(index=False))
     ]
+    df = df.assign(_variant=variants)
+    return [
+        ((str(dev), str(fam), str(variant)), _plot_order(rows.drop(columns="_variant")))
+        for (dev, fam, variant), rows in df.groupby(["device", "family", "_variant"], sort=True)
+    ]
+
+
+def _in(variant: str) -> str:
+    return f" in {variant}" if variant else ""
 
 
 # The x-axis order per kind: conv2d by filter size first, as the papers' figures are; GEMM by
@@ -276,7 +315,7 @@ def _family_colours(df: pd.DataFrame) -> dict[str, str]:
     return {f: f"C{i % 10}" for i, f in enumerate(sorted(df["family"].unique()))}
 
 
-def _width(panels: list[tuple[tuple[str, str], pd.DataFrame]]) -> float:
+def _width(panels: list[tuple[tuple[str, str, str], pd.DataFrame]]) -> float:
     widest = max(len(rows) for _, rows in panels)
     return max(9.0, 0.5 * widest + 3.0)
 
@@ -303,23 +342,28 @@ def _shape_axis(ax: plt.Axes, rows: pd.DataFrame) -> None:
     ax.set_xlabel(f"problem shape ({fields})")
 
 
-def _draw_roofs(ax: plt.Axes, ceilings: dict[str, float], x_lo: float, x_hi: float) -> bool:
-    fma, copy = ceilings.get(FMA_PEAK), ceilings.get(COPY_BANDWIDTH)
+def _draw_roofs(
+    ax: plt.Axes, ceilings: dict[str, float], x_lo: float, x_hi: float, dtype: str = "fp32"
+) -> bool:
+    """The copy-bandwidth roof (the points' bytes are counted in the dtype's storage size) and
+    the compute roof of the dtype's units; the SGEMM line for FP32 only."""
+    fma, copy = ceilings.get(peak_name(dtype)), ceilings.get(COPY_BANDWIDTH)
+    name = peak_label(dtype)
     if fma is not None and copy is not None:
         ridge = fma / copy
         x_lo, x_hi = min(x_lo, ridge / 3), max(x_hi, ridge * 3)
         ax.plot(
             [x_lo, ridge], [copy * x_lo, fma], color="C7", label=f"copy bandwidth {copy:,.0f} GB/s"
         )
-        ax.plot([ridge, x_hi], [fma, fma], color=PEAK_COLOUR, label=f"FMA peak {fma:,.0f} GFlop/s")
+        ax.plot([ridge, x_hi], [fma, fma], color=PEAK_COLOUR, label=f"{name} {fma:,.0f} GFlop/s")
         ax.axvline(ridge, color="0.7", ls=":", lw=0.8)
     elif fma is not None:
-        ax.axhline(fma, color=PEAK_COLOUR, label=f"FMA peak {fma:,.0f} GFlop/s")
+        ax.axhline(fma, color=PEAK_COLOUR, label=f"{name} {fma:,.0f} GFlop/s")
     elif copy is not None:
         ax.plot(
             [x_lo, x_hi], [copy * x_lo, copy * x_hi], color="C7", label=f"copy {copy:,.0f} GB/s"
         )
-    sgemm = ceilings.get(SGEMM)
+    sgemm = ceilings.get(SGEMM) if peak_name(dtype) == FMA_PEAK else None
     if sgemm is not None:
         ax.axhline(sgemm, color="C9", ls="--", lw=1, label=f"cuBLAS SGEMM {sgemm:,.0f} GFlop/s")
     return fma is not None or copy is not None
@@ -344,7 +388,9 @@ def _save(fig: plt.Figure, path_stem: Path) -> list[Path]:
     return paths
 
 
-def _scope(device: str | None, family: str | None, kind: str | None = None) -> str:
+def _scope(
+    device: str | None, family: str | None, kind: str | None = None, dtype: str | None = None
+) -> str:
     parts = []
     if device is not None:
         parts.append(f"device {device!r}")
@@ -352,4 +398,6 @@ def _scope(device: str | None, family: str | None, kind: str | None = None) -> s
         parts.append(f"family {family!r}")
     if kind is not None:
         parts.append(f"{kind} shapes")
+    if dtype is not None:
+        parts.append(f"dtype {dtype}")
     return " for " + " and ".join(parts) if parts else ""

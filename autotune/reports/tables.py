@@ -11,6 +11,7 @@ import pandas as pd
 
 from autotune.families import UnknownFamily, get_family
 from autotune.model.kinds import KIND_SPECS
+from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
 from autotune.model.problem import KINDS
 from autotune.model.space import Config
 from autotune.reports.views import (
@@ -22,7 +23,10 @@ from autotune.reports.views import (
     device_ceilings,
     library_baselines,
     named_layers,
+    of_dtype,
+    peak_name,
     problem_series,
+    with_precisions,
     with_problems,
 )
 from autotune.store import SHAPE_COLUMNS, Store
@@ -52,7 +56,7 @@ BEST_COLUMNS = (
     "baseline_gflops",  # the library's OK measurement of the same shape on the same device
     "baseline_algorithm",
     "speedup",  # library time / our time
-    "efficiency",  # fraction 0..1 of the device's measured FMA peak
+    "efficiency",  # fraction 0..1 of the measured peak of the dtype's units (FMA or tensor)
     "bandwidth_gbs",  # problem min_bytes / time
     "bandwidth_fraction",  # fraction 0..1 of the measured copy bandwidth
     "bound",  # "memory" or "compute" by the roofline ridge point; empty without ceilings
@@ -86,22 +90,30 @@ def algorithm_label(kernels: object) -> str:
     return next((label for marker, label in _ALGORITHM_MARKERS if marker in text), "other")
 
 
+# Shown after the shape columns only when some row is not FP32 NCHW (the shape key says it too).
+PRECISION_COLUMNS = ("dtype", "layout")
+
+
 def best_table(
     store: Store,
     device: str | None = None,
     family: str | None = None,
     kind: str | None = None,
+    dtype: str | None = None,
 ) -> pd.DataFrame:
     """The best configuration per (device, family, shape) beside its kind's library (cuDNN for
     conv2d, cuBLAS for gemm; conv3d has none) and the device ceilings, rounded for reading.
 
     The shape columns are those of the kinds in the table (B, N, K, C, F, stride for conv2d;
     M, N, K for gemm; D, R, Cc, Kd, Kr, Kc for conv3d), empty where a row's kind lacks one.
-    efficiency and bandwidth_fraction are fractions (0..1) of the measured FMA peak and copy
-    bandwidth; speedup is the library's time over ours. Cells without a baseline or a ceiling
-    are empty.
+    dtype and layout columns follow them when some row is not FP32 NCHW (`dtype` keeps the rows
+    of one dtype). efficiency and bandwidth_fraction are fractions (0..1) of the measured peak
+    of the units the row's dtype uses (the FMA peak for FP32, the dtype's dense tensor-core peak
+    otherwise) and of the copy bandwidth; speedup is the library's time over ours, the library
+    measured in the same dtype and layout (its rows are keyed by the same problem key). Cells
+    without a baseline or a ceiling are empty.
     """
-    df = with_problems(store.best(device, family, kind))
+    df = with_precisions(with_problems(of_dtype(store.best(device, family, kind), dtype)))
     df = df.drop(columns=[*SHAPE_COLUMNS, "shape"]).rename(columns={"problem_key": "shape"})
     shape_columns = table_shape_columns(df["kind"])
     for name in shape_columns:
@@ -125,19 +137,26 @@ def best_table(
         how="left",
     )
     ceilings = device_ceilings(store, device)
-    fma = df["device"].map(lambda d: ceilings.get(d, {}).get(FMA_PEAK, math.nan)).astype(float)
+    peak = pd.Series(
+        [
+            ceilings.get(d, {}).get(peak_name(t), math.nan)
+            for d, t in zip(df["device"], df["dtype"], strict=True)
+        ],
+        index=df.index,
+        dtype=float,
+    )
     copy = df["device"].map(lambda d: ceilings.get(d, {}).get(COPY_BANDWIDTH, math.nan))
     copy = copy.astype(float)
     time_ms = df["time_ms"].astype(float)
     min_bytes = problem_series(df, "min_bytes")
     # Computed from the unrounded values; rounding comes last.
     df["speedup"] = (df["baseline_time_ms"].astype(float) / time_ms).round(RATIO_DECIMALS)
-    df["efficiency"] = (df["gflops"].astype(float) / fma).round(FRACTION_DECIMALS)
+    df["efficiency"] = (df["gflops"].astype(float) / peak).round(FRACTION_DECIMALS)
     bandwidth = min_bytes / (time_ms * 1e-3) / 1e9
     df["bandwidth_gbs"] = bandwidth.round(GFLOPS_DECIMALS)
     df["bandwidth_fraction"] = (bandwidth / copy).round(FRACTION_DECIMALS)
     intensity = problem_series(df, "flops") / min_bytes
-    df["bound"] = bound_of(intensity, fma / copy)
+    df["bound"] = bound_of(intensity, peak / copy)
     df["time_ms"] = df["time_ms"].map(_significant)
     df["spread"] = df["spread"].astype(float).round(FRACTION_DECIMALS)
     done = [arithmetic_flops(r.family, r.problem, r.config) for r in df.itertuples()]
@@ -149,7 +168,9 @@ def best_table(
     for name in ("registers", "smem_bytes", "scratch_bytes"):
         df[name] = df[name].astype("Int64")  # missing resource reports stay empty, not NaN
     columns = [c for c in BEST_COLUMNS if c not in SHAPE_COLUMNS]
-    return df[columns[:2] + list(shape_columns) + columns[2:]]
+    default = (df["dtype"] == DEFAULT_DTYPE) & (df["layout"] == DEFAULT_LAYOUT)
+    texts = list(PRECISION_COLUMNS) if not default.all() else []
+    return df[columns[:2] + list(shape_columns) + texts + columns[2:]]
 
 
 def arithmetic_flops(family: str, problem: object, config: object) -> float:
@@ -173,7 +194,11 @@ def chen_table1(
     """Chen et al.'s Table 1 form: per (device, family, filter size K) the configuration that is
     best on the most stored shapes, one column per tunable, with the shapes it wins and its mean
     GFlop/s over them. Ties go to the higher mean GFlop/s."""
-    best = store.best(device, family, kind="conv2d")  # the table is per filter size K x K
+    # The table is per filter size K x K, of FP32 NCHW results (the paper's; other dtypes have
+    # their own report sections).
+    best = store.best(device, family, kind="conv2d")
+    best = with_precisions(best)
+    best = best[(best["dtype"] == DEFAULT_DTYPE) & (best["layout"] == DEFAULT_LAYOUT)]
     rows: list[dict[str, object]] = []
     integral: dict[str, bool] = {}  # tunables in first-seen order: are all their values ints?
     for (dev, fam, k), group in best.groupby(["device", "family", "K"], sort=True):

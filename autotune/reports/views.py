@@ -9,7 +9,9 @@ from collections.abc import Iterable
 import pandas as pd
 
 from autotune.model.kinds import KIND_SPECS
-from autotune.model.problem import ConvProblem, Problem, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT, DTYPES, precision_of
+from autotune.model.problem import ConvProblem, Problem
 from autotune.model.shapes import SHAPE_SETS_FILE, named_shapes
 from autotune.store import SHAPE_COLUMNS, Store
 
@@ -91,6 +93,60 @@ def problem_series(df: pd.DataFrame, attribute: str) -> pd.Series:
     )
     values = [float(getattr(p, attribute)) for p in problems]
     return pd.Series(values, index=df.index, dtype=float)
+
+
+def dtype_of(problem: object) -> str:
+    """A problem's dtype; kinds without one compute FP32."""
+    return str(getattr(problem, "dtype", DEFAULT_DTYPE))
+
+
+def layout_of(problem: object) -> str:
+    return str(getattr(problem, "layout", DEFAULT_LAYOUT))
+
+
+def with_precisions(df: pd.DataFrame) -> pd.DataFrame:
+    """A store frame with `dtype` and `layout` columns, read from each row's problem."""
+    df = df.copy()
+    problems = (
+        df["problem"]
+        if "problem" in df.columns
+        else [problem_of(r) for r in df.itertuples(index=False)]
+    )
+    df["dtype"] = pd.Series([dtype_of(p) for p in problems], index=df.index, dtype=object)
+    df["layout"] = pd.Series([layout_of(p) for p in problems], index=df.index, dtype=object)
+    return df
+
+
+def of_dtype(df: pd.DataFrame, dtype: str | None) -> pd.DataFrame:
+    """The rows of a store frame in one dtype (any layout); all rows for None."""
+    if dtype is None or df.empty:
+        return df
+    keep = [dtype_of(problem_of(r)) == dtype for r in df.itertuples(index=False)]
+    return df[keep]
+
+
+def dtypes_present(df: pd.DataFrame) -> list[str]:
+    """The dtypes of a store frame's rows, in the model's order."""
+    present = {dtype_of(problem_of(r)) for r in df.itertuples(index=False)}
+    return [d for d in DTYPES if d in present]
+
+
+def peak_name(dtype: str) -> str:
+    """The ceiling efficiency divides by in this dtype (fma_peak, tc_peak_bf16, ...)."""
+    return precision_of(dtype).peak_ceiling
+
+
+def peak_label(dtype: str) -> str:
+    """How plots and tables name that ceiling: 'FMA peak' for FP32, 'BF16 tensor peak'."""
+    precision = precision_of(dtype)
+    return f"{precision.label} tensor peak" if precision.tensor_core else "FMA peak"
+
+
+def precision_text(dtype: str, layout: str) -> str:
+    """'' for the default FP32 NCHW, else 'BF16 NHWC' (a panel's or a section's qualifier)."""
+    if dtype == DEFAULT_DTYPE and layout == DEFAULT_LAYOUT:
+        return ""
+    return f"{precision_of(dtype).label} {layout}"
 
 
 def geometric_mean(values: Iterable[float]) -> float:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from autotune.families import FAMILIES, Family, UnsupportedProblem
 from autotune.families.plan import KernelPlan
-from autotune.model.problem import ConvProblem, ProblemError, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import BoundSpace, Config, DeviceLimits
 from autotune.strategies.local import Coordinates
@@ -184,6 +185,8 @@ class Catalogue:
             if not math.isfinite(distance):
                 continue
             neighbour = self.problems[key]
+            if (neighbour.dtype, neighbour.layout) != (problem.dtype, problem.layout):
+                continue  # a bf16 or NHWC plan never serves an fp32 NCHW call (nor the reverse)
             for choice in sorted(self._at(neighbour), key=_rank):
                 family = self.families[choice.family]
                 if family.name not in spaces:

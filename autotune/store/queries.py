@@ -9,6 +9,7 @@ from datetime import datetime
 import pandas as pd
 import sqlalchemy as sa
 
+from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT, DTYPES, LAYOUTS
 from autotune.model.problem import KIND_FIELDS, Problem
 from autotune.model.records import Status
 from autotune.model.space import Config
@@ -347,7 +348,8 @@ class Queries(StoreBase):
 
 def _by_shape(frame: pd.DataFrame, leading: list[str]) -> pd.DataFrame:
     """Rows ordered by the leading columns, then kind, then the shape's fields in their order
-    (N, K, C, F, B, stride for conv2d; M, N, K; D, R, Cc, Kd, Kr, Kc): numbers, not keys."""
+    (N, K, C, F, B, stride for conv2d; M, N, K; D, R, Cc, Kd, Kr, Kc): numbers, not keys; then
+    its dtype and layout in the model's order (fp32 NCHW, the default, first)."""
     if frame.empty:
         return frame
 
@@ -356,7 +358,17 @@ def _by_shape(frame: pd.DataFrame, leading: list[str]) -> pd.DataFrame:
         kind = str(row["kind"])
         shape = row["shape"] or {}
         fields = tuple(int(shape.get(n, 0)) for n in KIND_FIELDS.get(kind, ()))
-        return (*(str(row[c]) for c in leading), kind, fields)
+        texts = (
+            _position(DTYPES, shape.get("dtype", DEFAULT_DTYPE)),
+            _position(LAYOUTS, shape.get("layout", DEFAULT_LAYOUT)),
+        )
+        return (*(str(row[c]) for c in leading), kind, fields, texts)
 
     order = sorted(range(len(frame)), key=key)
     return frame.iloc[order].reset_index(drop=True)
+
+
+def _position(names: tuple[str, ...], name: object) -> tuple[int, str]:
+    """Where a dtype or layout comes in the model's order; a name this version does not know
+    after all known ones, by name."""
+    return (names.index(name), "") if name in names else (len(names), str(name))

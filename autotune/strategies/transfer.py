@@ -19,13 +19,21 @@ PER_SHAPE = 3
 
 
 def shape_distance(a: Problem, b: Problem) -> float:
-    """Euclidean distance between two problems of one kind in log2 of their fields (a batch of
-    128 is as far from 64 as 64 from 32); infinite across kinds."""
+    """Euclidean distance between two problems of one kind in log2 of their sizes (a batch of
+    128 is as far from 64 as 64 from 32); infinite across kinds and across dtypes or layouts
+    (named fields: a bf16 study's tiles say little about an fp32 one's)."""
     if a.kind != b.kind:
         return math.inf
     da, db = a.as_dict(), b.as_dict()
+    texts = {k for k, v in (*da.items(), *db.items()) if isinstance(v, str)}
+    if any(da.get(k) != db.get(k) for k in texts):
+        return math.inf
     return math.sqrt(
-        sum((math.log2(max(1, da[k])) - math.log2(max(1, db.get(k, 1)))) ** 2 for k in da)
+        sum(
+            (math.log2(max(1, da[k])) - math.log2(max(1, db.get(k, 1)))) ** 2
+            for k in da
+            if k not in texts
+        )
     )
 
 

@@ -3,6 +3,7 @@ them beside the tuned results."""
 
 from __future__ import annotations
 
+import sys
 import zlib
 from collections.abc import Callable, Iterable
 
@@ -10,6 +11,8 @@ from autotune import package_path
 from autotune.families import conv2d, gemm
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.library_tasks import (
+    CEILING_NAMES,
+    TENSOR_CORE_CEILINGS,
     BaselineResult,
     Ceiling,
     CublasGemm,
@@ -23,16 +26,22 @@ from autotune.model.problem import Problem
 from autotune.model.records import Measurement
 from autotune.store import Store
 
-CEILING_NAMES = ("fma_peak", "copy_bandwidth", "sgemm")
 # Shipped beside this module: a ceiling is part of the package, not of a family.
 CEILING_FMA_SOURCE = package_path("autotune.gpu", "ceiling_fma.cu")
 TASK_TIMEOUT_S = 300.0  # cuDNN's algorithm search at a large shape takes a while
-BASELINE_TOLERANCE = 1e-5
+FP32_TOLERANCE = 1e-5  # a library without a dtype (cuBLAS SGEMM): FP32's
 
 
 def baseline_library(problem: Problem) -> str | None:
     """The library measured as the baseline of a problem's kind, or None (conv3d has none)."""
     return library_of(problem.kind)
+
+
+def missing_ceilings(stored_names: Iterable[str], remeasure: bool = False) -> tuple[str, ...]:
+    """The ceilings to measure on a device that has `stored_names`: all of them to remeasure,
+    else those it lacks (a device measured before the tensor-core peaks gets only those)."""
+    have = set() if remeasure else set(stored_names)
+    return tuple(name for name in CEILING_NAMES if name not in have)
 
 
 def ensure_ceilings(
@@ -42,18 +51,33 @@ def ensure_ceilings(
     device_id: int,
     timing: TimingPolicy,
     remeasure: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> list[Ceiling] | Measurement | None:
-    """Measure and store the ceilings unless this device has them all (None then)."""
+    """Measure and store the ceilings this device lacks (None when it has them all). Tensor-core
+    peaks the worker could not measure for want of PyTorch are said (to stderr unless `say`
+    is given) and left missing, so a later run with PyTorch measures them."""
     stored = store.ceilings(device=evaluator.device.name)
-    if not remeasure and set(CEILING_NAMES) <= set(stored["name"]):
+    names = missing_ceilings(stored["name"], remeasure)
+    if not names:
         return None
     fma = compiler.compile_source(CEILING_FMA_SOURCE, ())
-    result = evaluator.call(MeasureCeilings(fma.cubin, timing), TASK_TIMEOUT_S)
+    result = evaluator.call(MeasureCeilings(fma.cubin, timing, names), TASK_TIMEOUT_S)
     if isinstance(result, Measurement):
         return result
     for c in result:
         store.record_ceiling(device_id, c.name, c.value, c.unit, c.detail, c.samples_ms)
+    skipped = [n for n in names if n in TENSOR_CORE_CEILINGS and n not in {c.name for c in result}]
+    if skipped:
+        text = (
+            f"autotune: tensor-core ceilings not measured ({', '.join(skipped)}): PyTorch is "
+            "not importable in the GPU worker; the FP32 ceilings are measured"
+        )
+        (say or _say_on_stderr)(text)
     return result
+
+
+def _say_on_stderr(text: str) -> None:
+    print(text, file=sys.stderr)
 
 
 def measure_baselines(
@@ -112,11 +136,18 @@ def _baseline_task(compiler: Compiler, problem: Problem, timing: TimingPolicy):
         ref_plan,
         ref.cubin,
         ref.key,
-        BASELINE_TOLERANCE,
+        baseline_tolerance(problem),
         timing,
         seed=zlib.crc32(f"{baseline_library(problem)}|{problem.key}".encode()),
     )
     return task(problem, check)  # type: ignore[arg-type]
+
+
+def baseline_tolerance(problem: Problem) -> float:
+    """The relative L2 error a library's output must stay within: its dtype's tolerance for a
+    convolution (cuDNN runs in the problem's dtype), FP32's for the rest."""
+    precision = getattr(problem, "precision", None)
+    return precision.tolerance if precision is not None else FP32_TOLERANCE
 
 
 def library_missing(results: list[tuple[Problem, BaselineResult]]) -> str | None:

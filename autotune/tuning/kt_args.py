@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from autotune.families.given import DEFAULT_BLOCK_SIZE_NAMES
-from autotune.model.space import Expression, SpaceError
+from autotune.model.expression import Expression, SpaceError
 
 
 class TuneKernelError(ValueError):

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from autotune.model.space import DeviceLimits, Expression, Parameter, SearchSpace, SpaceError
+from autotune.model.expression import Expression, SpaceError
+from autotune.model.space import DeviceLimits, Parameter, SearchSpace
 from autotune.replay.recorded import ListedSpace
 from autotune.tuning.kt_args import KernelRequest, TuneKernelError
 

@@ -9,7 +9,9 @@ from collections.abc import Iterable
 import pandas as pd
 
 from autotune.families import UnknownFamily, get_family
-from autotune.model.problem import ProblemError, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
+from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import Config, DeviceLimits
 from autotune.store import Store
@@ -24,13 +26,17 @@ def remeasure_studies(
     families: Iterable[str] = (),
     problem_keys: Iterable[str] = (),
     protocol: int = TIMING_PROTOCOL,
+    dtypes: Iterable[str] = (),
+    layouts: Iterable[str] = (),
 ) -> tuple[list[Study], list[Skipped], list[str]]:
-    """Per stored study of `device` (filtered by family and problem key when given): the `top`
+    """Per stored study of `device` (filtered by family, problem key, dtype and layout when
+    given; a problem of a kind without a dtype counts as fp32 NCHW): the `top`
     fastest OK configurations of every older protocol, fastest first, as a Study that evaluates
     exactly those (made valid for the family's current space; the ones no longer in it are
     left out). Returns the studies, the ones that cannot run here (Skipped) and a line for each
     stored study this version cannot read (an unknown family or shape)."""
     families, problem_keys = set(families), set(problem_keys)
+    dtypes, layouts = set(dtypes), set(layouts)
     older = [store.best(device=device, protocol=p, top=top) for p in range(1, protocol)]
     older = [frame for frame in older if len(frame)]
     if not older:
@@ -47,6 +53,10 @@ def remeasure_studies(
             problem = problem_from_dict(fields, kind)
         except (UnknownFamily, ProblemError, TypeError, ValueError) as err:
             unreadable.append(f"{name} {key}: {err}")
+            continue
+        if (dtypes and getattr(problem, "dtype", DEFAULT_DTYPE) not in dtypes) or (
+            layouts and getattr(problem, "layout", DEFAULT_LAYOUT) not in layouts
+        ):
             continue
         planned, cut = plan_studies([(family, problem)], limits)
         skipped += cut

@@ -353,7 +353,7 @@ class Tuner:
                 reference_plan=ref_plan,
                 reference_cubin=ref_compiled.cubin,
                 reference_key=ref_compiled.key,
-                tolerance=family.tolerance,
+                tolerance=family.tolerance_for(problem),
                 timing=self.timing,
                 seed=zlib.crc32(f"{self.seed}|{study.label}|{config.to_json()}".encode()),
             )

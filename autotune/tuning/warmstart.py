@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from autotune.model.problem import ProblemError, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL, Status
 from autotune.model.space import Config
 from autotune.store import Store
@@ -42,6 +43,8 @@ def warm_start(
         configs = list(dict.fromkeys(rows["config"].head(4 * PER_SHAPE)))[:PER_SHAPE]
         configs = [study.family.complete(Config.from_json(c)) for c in configs]
         neighbours.append((problem, configs))
+    # Only neighbours of the study's own dtype and layout seed it: shape_distance is infinite
+    # across them (a bf16 tile made valid for fp32 would be a guess, however valid).
     seeds = transfer_seeds(study.problem, study.space, neighbours)
     return Transfer(strategy, seeds) if seeds else strategy
 

@@ -10,8 +10,9 @@ import pytest
 
 from autotune.families import get_family
 from autotune.families.implicit_gemm import gather_pad, shared_bytes, threads
+from autotune.model.expression import Expression
 from autotune.model.problem import ConvProblem
-from autotune.model.space import ARCH_LIMITS, Config, Expression
+from autotune.model.space import ARCH_LIMITS, Config
 from tests.nvrtc.test_implicit_gemm import elf_symbol
 
 FAMILY = get_family("implicit_gemm")

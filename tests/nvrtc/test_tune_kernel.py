@@ -159,7 +159,8 @@ def test_compiler_options_defines_and_includes_reach_nvrtc(tmp_path):
         quiet=True,
     )
     assert [r["status"] for r in results] == ["OK", "OK"]
-    assert ev.jobs[1].plan.defines == (("BLOCK", "64"),)
+    # Compiles finish in any order under load: compare the set of defines, not their order.
+    assert {job.plan.defines for job in ev.jobs} == {(("BLOCK", "32"),), (("BLOCK", "64"),)}
 
 
 @pytest.mark.slow  # its unrolled 17 x 17 taps take NVRTC seconds per configuration

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from autotune.export import select, write_tree
-from autotune.model.problem import parse_shape
+from autotune.model.parsing import parse_shape
 from autotune.store import Store
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,7 +26,8 @@ from autotune.families import FAMILIES, UnknownFamily
 from autotune.families.base import Buffers
 from autotune.families.smem_channels import SmemChannels
 from autotune.gpu.compiler import DEFAULT_OPTIONS
-from autotune.model.problem import ConvProblem, parse_shape
+from autotune.model.parsing import parse_shape
+from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo
 from autotune.store import Store
 

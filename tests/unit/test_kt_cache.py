@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from autotune.cli.app import main
-from autotune.model.problem import RecordedProblem, problem_from_dict
+from autotune.model.parsing import problem_from_dict
+from autotune.model.problem import RecordedProblem
 from autotune.model.records import Status
 from autotune.model.space import Config
 from autotune.replay.kt_cache import KtCacheError, kt_cache, read_kt_file

@@ -2,14 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.model.problem import (
-    Conv3dProblem,
-    ConvProblem,
-    GemmProblem,
-    ProblemError,
-    parse_shape,
-    problem_from_dict,
-)
+from autotune.model.parsing import parse_shape, problem_from_dict
+from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem, ProblemError
 
 
 def test_flops_count_one_multiply_add_as_two():
@@ -137,3 +131,44 @@ def test_problem_from_dict_takes_an_explicit_kind():
         problem_from_dict({"N": 1, "K": 1}, kind="conv4d")
     with pytest.raises(ProblemError, match="unknown shape field"):
         problem_from_dict({"N": 1, "K": 1, "C": 1, "F": 1}, kind="gemm")
+
+
+def test_dtype_and_layout_join_the_key_only_when_not_the_default():
+    plain = ConvProblem(N=13, K=3, C=384, F=256, B=128)
+    assert plain.key == "N=13,K=3,C=384,F=256,B=128"
+    assert plain.as_dict() == {"N": 13, "K": 3, "C": 384, "F": 256, "B": 128, "stride": 1}
+    tc = ConvProblem(N=13, K=3, C=384, F=256, B=128, dtype="bf16", layout="NHWC")
+    assert tc.key == "N=13,K=3,C=384,F=256,B=128,dtype=bf16,layout=NHWC"
+    assert parse_shape(tc.key) == tc
+    assert problem_from_dict(tc.as_dict()) == tc
+    assert ConvProblem(N=1, K=1, C=1, F=1, dtype="tf32").key == "N=1,K=1,C=1,F=1,dtype=tf32"
+
+
+def test_layout_orders_the_tensors_and_dtype_sizes_the_bytes():
+    p = ConvProblem(N=2, K=3, C=5, F=7, B=11, layout="NHWC", dtype="fp16")
+    assert p.input_shape == (11, 4, 4, 5)
+    assert p.filter_shape == (7, 3, 3, 5)
+    assert p.output_shape == (11, 2, 2, 7)
+    assert p.min_bytes == 2 * (11 * 5 * 16 + 7 * 5 * 9 + 11 * 7 * 4)
+    fields = p.fields()
+    assert (fields["ELEM_BYTES"], fields["TENSOR_CORE"], fields["NHWC"]) == (2, 1, 1)
+    assert all(isinstance(v, int) for v in fields.values())
+    assert p.precision.tolerance > ConvProblem(N=2, K=3, C=5, F=7).precision.tolerance
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("N=4,K=3,C=1,F=1,dtype=fp64", "unknown dtype 'fp64'"),
+        ("N=4,K=3,C=1,F=1,layout=CHWN", "unknown layout 'CHWN'"),
+        ("M=4,N=3,K=1,dtype=bf16", "unknown shape field 'dtype'"),
+    ],
+)
+def test_unknown_dtypes_and_layouts_are_one_line_errors(text, message):
+    with pytest.raises(ProblemError, match=message):
+        parse_shape(text)
+
+
+def test_a_stored_dtype_must_be_a_name():
+    with pytest.raises(ProblemError, match="is not a name"):
+        problem_from_dict({"N": 4, "K": 3, "C": 1, "F": 1, "dtype": 16})

@@ -6,7 +6,8 @@ import time
 import numpy as np
 import pytest
 
-from autotune.model.space import Config, DeviceLimits, Expression, SearchSpace, SpaceError
+from autotune.model.expression import Expression, SpaceError
+from autotune.model.space import Config, DeviceLimits, SearchSpace
 
 
 @pytest.mark.parametrize(
