@@ -14,6 +14,8 @@ def failures(tuner, picks, min_samples: int = 1) -> list[str]:
         if m.status is not Status.OK:
             lines.append(f"{study.label} {config}: {m.status.value} {m.error[:300]}")
         else:
-            assert m.rel_error is not None and m.rel_error <= study.family.tolerance
+            assert m.rel_error is not None and m.rel_error <= study.family.tolerance_for(
+                study.problem
+            )
             assert m.time_ms > 0 and len(m.samples_ms) >= min_samples
     return lines

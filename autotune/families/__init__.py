@@ -15,6 +15,7 @@ from autotune.families.implicit_gemm import ImplicitGemm
 from autotune.families.maxdnn import MaxDnn
 from autotune.families.sgemm import Sgemm
 from autotune.families.smem_channels import SmemChannels
+from autotune.families.tc_implicit_gemm import TcImplicitGemm
 from autotune.families.tc_wgmma import TcWgmma
 from autotune.families.tiled2d import Tiled2d
 from autotune.families.winograd import Winograd
@@ -33,6 +34,7 @@ FAMILIES: dict[str, Family] = {
         ImplicitGemm(),
         Tiled2d(),
         Winograd(),
+        TcImplicitGemm(),
         TcWgmma(),
     )
 }

@@ -9,14 +9,14 @@ from __future__ import annotations
 import inspect
 import random
 import re
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from autotune.cli.options import family_precisions
 from autotune.families import FAMILIES, UnsupportedProblem, get_family
 from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem
-from autotune.model.shapes import named_shapes, shape_set_names
+from autotune.model.shapes import in_precisions, named_shapes, shape_set_names
 from autotune.model.space import ARCH_LIMITS
 
 LIMITS = ARCH_LIMITS["sm_90"]
@@ -59,6 +59,11 @@ FACTS: dict[str, tuple[type, str, str]] = {
         "general",
         "TILE_W TILE_H THREADS_Y CH_PER_BLOCK CH_STAGE FILTERS_PER_BLOCK FILTER_IN_SMEM",
     ),
+    "tc_implicit_gemm": (
+        ConvProblem,
+        "alexnet",
+        "BM BN BK WM WN STAGES SWIZZLE SPLIT_K GATHER MIN_BLOCKS FRAG_DB RASTER TF32_ROUND",
+    ),
     "tc_wgmma": (
         ConvProblem,
         "alexnet",
@@ -81,16 +86,6 @@ ONE_OF_EACH_KIND = (
     GemmProblem(M=8, N=8, K=8),
     Conv3dProblem(D=8, R=8, Cc=8, Kd=3, Kr=3, Kc=3),
 )
-
-
-def _as_computed(family, problem):
-    """A shape of a set (FP32 NCHW unless it says otherwise) in the first dtype and layout the
-    family computes, where it computes another."""
-    if not isinstance(problem, ConvProblem):
-        return problem
-    dtype = problem.dtype if problem.dtype in family.dtypes else family.dtypes[0]
-    layout = problem.layout if problem.layout in family.layouts else family.layouts[0]
-    return replace(problem, dtype=dtype, layout=layout)
 
 
 def _launches(plan):
@@ -138,8 +133,9 @@ def test_three_files_share_the_name_and_the_tunables(name: str) -> None:
 def test_every_shape_of_its_own_set_binds_and_every_config_launches(name: str) -> None:
     family = FAMILIES[name]
     rng = random.Random(name)
-    for problem in named_shapes(family.default_shape_set):
-        problem = _as_computed(family, problem)
+    # In the dtypes and layouts the family is tuned in (a tensor-core family's own, not fp32).
+    own = in_precisions(named_shapes(family.default_shape_set), *family_precisions(family))
+    for problem in own:
         family.check(problem)
         space = family.load_space().bind(problem.fields(), LIMITS)
         assert len(space) > 0, f"{name} {problem.key}: no valid configuration"

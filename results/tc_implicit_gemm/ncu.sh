@@ -1,0 +1,4 @@
+M=""
+for s in barrier long_scoreboard short_scoreboard math_pipe_throttle mio_throttle wait not_selected selected dispatch_stall lg_throttle no_instruction branch_resolving; do M="$M,smsp__average_warps_issue_stalled_${s}_per_issue_active.ratio"; done
+M="${M#,},sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed,lts__t_sectors.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum,smsp__inst_executed.sum,sm__warps_active.avg.per_cycle_active,gpu__time_duration.sum,smsp__issue_active.avg.pct_of_peak_sustained_active"
+for a in "$@"; do d=${a%%|*}; c=${a#*|}; echo "== $d $c"; ncu --metrics $M -k tc_implicit_gemm -c 1 --launch-skip 2 python profile_one.py overfeat_L5 $d "$c" 2>&1 | grep -v "^==PROF==" | grep -E "smsp|sm__|lts|dram|l1tex|gpu__" ; done
