@@ -8,12 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from autotune.cli.options import family_precisions
 from autotune.families import FAMILIES, conv2d
 from autotune.families.plan import KernelPlan, Launch, cdiv
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.session import Check, Job, TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
+from autotune.model.shapes import in_precisions
 from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
@@ -47,7 +49,9 @@ CONV2D_FAMILIES = [name for name, f in FAMILIES.items() if f.problem_type is Con
 @pytest.mark.parametrize("family_name", CONV2D_FAMILIES)
 def test_family_correct_on_random_configs_at_odd_shapes(family_name, tuner, evaluator):
     family = FAMILIES[family_name]
-    studies, _ = plan_studies([(family, p) for p in ODD_SHAPES], evaluator.limits)
+    # In the dtypes and layouts the family is tuned in (a tensor-core family's own, not fp32).
+    problems = in_precisions(ODD_SHAPES, *family_precisions(family))
+    studies, _ = plan_studies([(family, p) for p in problems], evaluator.limits)
     assert studies, f"{family_name} supports none of the odd shapes"
     rng = random.Random(7)
     picks = [
