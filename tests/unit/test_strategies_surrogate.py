@@ -10,7 +10,7 @@ import pytest
 
 from autotune.model.space import BoundSpace, DeviceLimits, SearchSpace
 from autotune.strategies.local import Coordinates
-from autotune.strategies.surrogate import ARD_LENGTHS, N_INIT, SurrogateSearch, features
+from autotune.strategies.surrogate import ARD_LENGTHS, ARD_MIN, N_INIT, SurrogateSearch, features
 
 SPACE = SearchSpace.from_dict(
     "surrogate",
@@ -57,6 +57,7 @@ def test_a_parameter_the_time_ignores_gets_the_longest_length(space: BoundSpace)
     for _ in range(N_INIT + 1):  # random starts, then the model's first ask fits the lengths
         config = strategy.ask()
         strategy.tell(config, time_ms(config))
+    assert len(space.configs[::20]) + N_INIT >= ARD_MIN
     block, tile, offset, layout = strategy._lengths
     assert max(tile, offset, layout) == ARD_LENGTHS[-1]
     assert block < ARD_LENGTHS[-1]
@@ -81,3 +82,12 @@ def test_how_much_slower_the_slowest_config_is_does_not_steer_the_search(
 
     # Both are far above the median, so both count as the cap: the same asks.
     assert run(1e3) == run(1e6)
+
+
+def test_one_length_for_all_before_enough_results(space: BoundSpace) -> None:
+    strategy = SurrogateSearch(space, seed=1)
+    for _ in range(N_INIT + 1):
+        config = strategy.ask()
+        strategy.tell(config, 1.0 + math.log2(config.as_dict()["BLOCK"]))
+    assert N_INIT + 1 < ARD_MIN
+    assert len(set(strategy._lengths.tolist())) == 1
