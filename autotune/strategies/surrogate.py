@@ -18,8 +18,8 @@ from autotune.strategies.local import Coordinates, LocalSearch
 # by less than 0.01 of the optimum over N_INIT 4-10, NOISE 1e-3 to 1e-1, POOL 2048 or 8192,
 # NEIGHBOURS_OF 5 or 20. Taking every 2nd or 3rd ask from local search instead cost 0.01.
 # Per-parameter lengths, log2 coordinates and the cap on slow times together raised the mean at 50
-# from 0.915 to 0.928 (30 seeds); each alone moved it by less than 0.005, and neither a neighbour
-# radius of 2, a power-of-two-alignment feature nor 4 or 10 random starts did better.
+# from 0.915 to 0.928 (30 seeds); none of the three alone raised it (10 seeds), and neither a
+# neighbour radius of 2, a power-of-two-alignment feature nor 4 or 10 random starts did better.
 # Random configs before the model takes over.
 N_INIT = 6
 # After this many results the search goes on as local search (told every result so far): the
