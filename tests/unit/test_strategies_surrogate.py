@@ -1,0 +1,93 @@
+"""The surrogate strategy's own parts: its coordinates, its per-parameter kernel lengths and the cap
+on slow times (the contract suite in test_strategies.py covers the rest)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from autotune.model.space import BoundSpace, DeviceLimits, SearchSpace
+from autotune.strategies.local import Coordinates
+from autotune.strategies.surrogate import ARD_LENGTHS, ARD_MIN, N_INIT, SurrogateSearch, features
+
+SPACE = SearchSpace.from_dict(
+    "surrogate",
+    {
+        "parameters": {
+            "BLOCK": [1, 2, 4, 8, 16, 32, 64, 128],
+            "TILE": [1, 2, 3, 4, 5, 6],
+            "OFFSET": [0, 1, 2],
+            "LAYOUT": ["nchw", "nhwc", "chwn"],
+            "FIXED": [7],
+        },
+        "constraints": [],
+    },
+)
+
+
+@pytest.fixture(scope="module")
+def space() -> BoundSpace:
+    return SPACE.bind({}, DeviceLimits())
+
+
+def test_features_are_log2_positions_and_one_hot_categories(space: BoundSpace) -> None:
+    coords = Coordinates(space)
+    x, groups = features(coords)
+    # BLOCK, TILE, OFFSET one column each, LAYOUT three, FIXED none.
+    assert [len(g) for g in groups] == [1, 1, 1, 3]
+    assert sorted(np.concatenate(groups).tolist()) == list(range(x.shape[1])) == list(range(6))
+    for i, config in enumerate(coords.configs):
+        d = config.as_dict()
+        assert x[i, 0] == pytest.approx(math.log2(d["BLOCK"]) / 7)  # powers of two: even steps
+        assert x[i, 1] == pytest.approx(math.log2(d["TILE"]) / math.log2(6))
+        assert x[i, 2] == pytest.approx(d["OFFSET"] / 2)  # a zero among the values: positions
+        assert x[i, 3:].sum() == pytest.approx(1 / math.sqrt(2))
+
+
+def test_a_parameter_the_time_ignores_gets_the_longest_length(space: BoundSpace) -> None:
+    def time_ms(config) -> float:
+        d = config.as_dict()
+        return math.exp(0.5 * (math.log2(d["BLOCK"]) - 4) ** 2)  # BLOCK alone matters
+
+    strategy = SurrogateSearch(space, seed=0)
+    for config in space.configs[::20]:  # fewer than HAND_OVER: the model still asks
+        strategy.tell(config, time_ms(config))
+    for _ in range(N_INIT + 1):  # random starts, then the model's first ask fits the lengths
+        config = strategy.ask()
+        strategy.tell(config, time_ms(config))
+    assert len(space.configs[::20]) + N_INIT >= ARD_MIN
+    block, tile, offset, layout = strategy._lengths
+    assert max(tile, offset, layout) == ARD_LENGTHS[-1]
+    assert block < ARD_LENGTHS[-1]
+
+
+def test_how_much_slower_the_slowest_config_is_does_not_steer_the_search(
+    space: BoundSpace,
+) -> None:
+    def run(slowest_ms: float) -> list:
+        strategy = SurrogateSearch(space, seed=3)
+        history = space.configs[::11]
+        for i, config in enumerate(history):
+            d = config.as_dict()
+            t = 1.0 + 0.1 * abs(math.log2(d["BLOCK"]) - 3) + 0.05 * d["TILE"]
+            strategy.tell(config, slowest_ms if i == 0 else t)
+        asked = []
+        for _ in range(10):
+            config = strategy.ask()
+            asked.append(config)
+            strategy.tell(config, 1.0 + 0.05 * len(asked))
+        return asked
+
+    # Both are far above the median, so both count as the cap: the same asks.
+    assert run(1e3) == run(1e6)
+
+
+def test_one_length_for_all_before_enough_results(space: BoundSpace) -> None:
+    strategy = SurrogateSearch(space, seed=1)
+    for _ in range(N_INIT + 1):
+        config = strategy.ask()
+        strategy.tell(config, 1.0 + math.log2(config.as_dict()["BLOCK"]))
+    assert N_INIT + 1 < ARD_MIN
+    assert len(set(strategy._lengths.tolist())) == 1
