@@ -19,6 +19,8 @@ class UnsupportedProblem(ValueError):
     """A problem this family cannot compute (e.g. C != 1 for a C = 1 family)."""
 
 
+INT32_MAX = 2**31 - 1  # the largest element offset a kernel's 32-bit integers reach
+
 # The built-in families' kernels and search spaces: package data beside their modules.
 BUILTIN_DIR = package_path("autotune.families")
 # Headers the kernels share (#include "register_tile.cuh"), for every family's kernel.
@@ -81,6 +83,21 @@ class Family:
             raise UnsupportedProblem(
                 f"{self.name} reads {'/'.join(self.layouts)} tensors, not {layout}"
             )
+
+    def check_int32_offsets(self, problem: ConvProblem) -> None:
+        """Refuse a problem whose input, filters or output hold more elements than a kernel's
+        32-bit offsets reach."""
+        p = problem
+        sizes = {
+            "input": p.B * p.C * p.input_size**2,
+            "filters": p.F * p.C * p.K * p.K,
+            "output": p.B * p.F * p.N * p.N,
+        }
+        for what, count in sizes.items():
+            if count > INT32_MAX:
+                raise UnsupportedProblem(
+                    f"{self.name} indexes with 32-bit integers; the {what} has {count} elements"
+                )
 
     def tolerance_for(self, problem: ConvProblem) -> float:
         """The relative L2 error a run of `problem` must stay within: the family's own in FP32,

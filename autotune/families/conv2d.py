@@ -16,6 +16,11 @@ REFERENCE_BLOCK = 256
 STORAGE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2}
 
 
+def storage_define(problem: ConvProblem) -> tuple[str, int]:
+    """-D STORAGE: how a kernel (and the reference) reads the stored tensors."""
+    return ("STORAGE", STORAGE_CODES[problem.precision.storage])
+
+
 def buffers(problem: ConvProblem) -> Buffers:
     """Input, filters and output in the problem's layout and storage type."""
     return Buffers(
@@ -41,10 +46,7 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
         block=(REFERENCE_BLOCK, 1, 1),
         args=("x", "w", "y_ref"),
     )
-    storage = (
-        ("STORAGE", STORAGE_CODES[problem.precision.storage]),
-        ("NHWC", int(problem.nhwc)),
-    )
+    storage = (storage_define(problem), ("NHWC", int(problem.nhwc)))
     return KernelPlan(REFERENCE_SOURCE, (*problem_defines(problem), *storage), (launch,))
 
 

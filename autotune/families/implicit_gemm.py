@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
+from autotune.families.base import Family, KernelPlan, Launch, cdiv
 from autotune.families.conv2d import problem_defines
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
 # The kernel indexes input, filters and output with 32-bit integers.
-MAX_ELEMENTS = 2**31 - 1
 # The filter tile in shared memory is padded by this many floats per row (see the kernel).
 A_PAD = 4
 REDUCE_BLOCK = 256  # threads of the split-K reduction (REDUCE_BLOCK in the kernel)
@@ -56,17 +55,7 @@ class ImplicitGemm(Family):
 
     def check(self, problem: ConvProblem) -> None:
         super().check(problem)
-        p = problem
-        sizes = {
-            "input": p.B * p.C * p.input_size**2,
-            "filters": p.F * p.C * p.K * p.K,
-            "output": p.B * p.F * p.N * p.N,
-        }
-        for what, count in sizes.items():
-            if count > MAX_ELEMENTS:
-                raise UnsupportedProblem(
-                    f"{self.name} indexes with 32-bit integers; the {what} has {count} elements"
-                )
+        self.check_int32_offsets(problem)
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem

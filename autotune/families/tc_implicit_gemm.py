@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
-from autotune.families.conv2d import problem_defines
+from autotune.families.base import Family, KernelPlan, Launch, cdiv
+from autotune.families.conv2d import problem_defines, storage_define
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -11,12 +11,8 @@ TUNABLES = (
     "BM", "BN", "BK", "WM", "WN", "STAGES", "SWIZZLE", "SPLIT_K", "GATHER", "MIN_BLOCKS",
     "FRAG_DB", "RASTER", "TF32_ROUND",
 )  # fmt: skip
-# The kernel's STORAGE define: what the buffers hold (tf32 computes on FP32 storage).
-STORAGE = {"tf32": 0, "fp16": 1, "bf16": 2}
-ELEMENT_BYTES = {"tf32": 4, "fp16": 2, "bf16": 2}
 WARP = 32
 REDUCE_BLOCK = 256  # threads of the split-K reduction (REDUCE_BLOCK in the kernel)
-INT32_MAX = 2**31 - 1  # the kernel's element offsets are 32-bit
 
 
 def threads(config: Config) -> int:
@@ -52,22 +48,12 @@ class TcImplicitGemm(Family):
 
     def check(self, problem: ConvProblem) -> None:
         super().check(problem)  # the kind, the dtypes and the layouts
-        p = problem
-        sizes = {
-            "input": p.B * p.C * p.input_size**2,
-            "filters": p.F * p.C * p.K * p.K,
-            "output": p.B * p.F * p.N * p.N,
-        }
-        for what, count in sizes.items():
-            if count > INT32_MAX:
-                raise UnsupportedProblem(
-                    f"{self.name} indexes with 32-bit integers; the {what} has {count} elements"
-                )
+        self.check_int32_offsets(problem)
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem
         values = {name: int(config[name]) for name in TUNABLES}
-        defines = (*problem_defines(p), ("STORAGE", STORAGE[p.dtype]), *values.items())
+        defines = (*problem_defines(p), storage_define(p), *values.items())
         pixels = p.B * p.N * p.N
         tiles_m, tiles_n = cdiv(pixels, values["BM"]), cdiv(p.F, values["BN"])
         split = values["SPLIT_K"]
@@ -80,7 +66,7 @@ class TcImplicitGemm(Family):
             grid=grid,
             block=(threads(config), 1, 1),
             args=("x", "w", "y" if split == 1 else "y_split"),
-            smem_bytes=shared_bytes(config, ELEMENT_BYTES[p.dtype]),
+            smem_bytes=shared_bytes(config, p.precision.bytes),
         )
         if split == 1:
             return KernelPlan(self.source_path, defines, (gemm,))

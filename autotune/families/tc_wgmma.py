@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
-from autotune.families.conv2d import problem_defines
+from autotune.families.base import Family, KernelPlan, Launch, cdiv
+from autotune.families.conv2d import problem_defines, storage_define
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
 # The kernel indexes input, filters and output with 32-bit integers.
-MAX_ELEMENTS = 2**31 - 1
 BK = 64  # reduction elements a step: one 128-byte swizzle row of 16-bit values
 ROW_BYTES = 128
 SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots start aligned to it
 WARPGROUP = 128
 REDUCE_BLOCK = 256  # threads of the split-K reduction (REDUCE_BLOCK in the kernel)
-STORAGE = {"fp16": 1, "bf16": 2}  # the kernel's STORAGE, as the reference reads it
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
 )  # fmt: skip
@@ -49,22 +47,12 @@ class TcWgmma(Family):
 
     def check(self, problem: ConvProblem) -> None:
         super().check(problem)
-        p = problem
-        sizes = {
-            "input": p.B * p.C * p.input_size**2,
-            "filters": p.F * p.C * p.K * p.K,
-            "output": p.B * p.F * p.N * p.N,
-        }
-        for what, count in sizes.items():
-            if count > MAX_ELEMENTS:
-                raise UnsupportedProblem(
-                    f"{self.name} indexes with 32-bit integers; the {what} has {count} elements"
-                )
+        self.check_int32_offsets(problem)
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem
         values = {name: int(config[name]) for name in TUNABLES}
-        defines = (*problem_defines(p), ("STORAGE", STORAGE[p.dtype]), *values.items())
+        defines = (*problem_defines(p), storage_define(p), *values.items())
         pixels = p.B * p.N * p.N
         split = values["SPLIT_K"]
         tiles = cdiv(p.F, values["BN"]) * cdiv(pixels, values["BM"])

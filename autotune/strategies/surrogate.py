@@ -37,8 +37,9 @@ MAX_TRAIN = 200
 # column per value); one length for all is refitted by marginal likelihood over this grid every
 # REFIT results, then, from ARD_MIN results on, each parameter's in turn over ARD_LENGTHS
 # (ARD_PASSES sweeps; the longest all but drops a parameter). Fitted on the random start alone,
-# per-parameter lengths cost 0.018 of the optimum at 10 evaluations on our H100 spaces. Shorter lengths fit the jump between failures and their fast neighbours and
-# then leave the GP blind between results: on a smooth bowl with failures, 0.15 stalled a
+# per-parameter lengths cost 0.018 of the optimum at 10 evaluations on our H100 spaces. Shorter
+# lengths fit the jump between failures and their fast neighbours and then leave the GP blind
+# between results: on a smooth bowl with failures, 0.15 stalled a
 # search for 50 evaluations at the 24th best config.
 LENGTHS = (0.25, 0.4, 0.65, 1.0)
 REFIT = 10
@@ -57,9 +58,10 @@ class SurrogateSearch:
 
     The first N_INIT asks are random (or the configs given to start_from). After that each ask
     fits a Gaussian process to log time over the results so far (a failure counts as slower than
-    the slowest; one kernel length per parameter) and returns the candidate of largest expected improvement: candidates are a
-    random sample of the unvisited configs and the unvisited neighbours of the best ones. After
-    HAND_OVER results, local search (told every result) goes on from the best found.
+    the slowest; one kernel length per parameter) and returns the candidate of largest expected
+    improvement: candidates are a random sample of the unvisited configs and the unvisited
+    neighbours of the best ones. After HAND_OVER results, local search (told every result) goes
+    on from the best found.
     """
 
     name = "surrogate"

@@ -9,9 +9,7 @@ import pytest
 
 from autotune.families import UnsupportedProblem, get_family
 from autotune.families.tc_implicit_gemm import (
-    ELEMENT_BYTES,
     REDUCE_BLOCK,
-    STORAGE,
     shared_bytes,
     threads,
 )
@@ -57,14 +55,14 @@ def test_space_binds_and_plans_match_the_constraints(problem: ConvProblem) -> No
     FAMILY.check(problem)
     space = bound(problem)
     assert len(space) > 0
-    es = ELEMENT_BYTES[problem.dtype]
+    es = problem.precision.bytes
     pixels = problem.B * problem.N * problem.N
     configs = list(space)
     for config in random.Random(problem.key).sample(configs, min(100, len(configs))):
         v = {k: int(x) for k, x in config.as_dict().items()}
         plan = FAMILY.plan(problem, config)
         gemm = plan.launches[0]
-        assert dict(plan.defines)["STORAGE"] == STORAGE[problem.dtype]
+        assert dict(plan.defines)["STORAGE"] == {"tf32": 0, "fp16": 1, "bf16": 2}[problem.dtype]
         assert gemm.block == (threads(config), 1, 1)
         assert gemm.threads % LIMITS.WARP_SIZE == 0 and gemm.threads <= LIMITS.MAX_THREADS
         # The loader keeps one chunk column a thread: the chunks of a row divide the threads.

@@ -12,7 +12,6 @@ from autotune.families import UnsupportedProblem, get_family
 from autotune.families.tc_wgmma import (
     BK,
     REDUCE_BLOCK,
-    STORAGE,
     WARPGROUP,
     shared_bytes,
     threads,
@@ -113,7 +112,7 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         assert (gx - 1) * per_block < tiles <= gx * per_block
         assert gy == 1 and gz == split
         defines = dict(plan.defines)
-        assert defines["STORAGE"] == STORAGE[problem.dtype]
+        assert defines["STORAGE"] == {"fp16": 1, "bf16": 2}[problem.dtype]
         if split == 1:
             assert launch.args == ("x", "w", "y") and len(plan.launches) == 1
         else:
