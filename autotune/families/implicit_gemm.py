@@ -6,13 +6,13 @@ from types import MappingProxyType
 
 from autotune.families.base import Family, KernelPlan, Launch, cdiv
 from autotune.families.conv2d import problem_defines
+from autotune.families.plan import split_k_plan
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
 # The kernel indexes input, filters and output with 32-bit integers.
 # The filter tile in shared memory is padded by this many floats per row (see the kernel).
 A_PAD = 4
-REDUCE_BLOCK = 256  # threads of the split-K reduction (REDUCE_BLOCK in the kernel)
 WARP = 32  # threads a warp: the kernel's gathered-tile padding assumes 32 banks
 TUNABLES = (
     "BM", "BN", "BK", "TM", "TN", "VEC", "DOUBLE_BUFFER", "SPLIT_K", "OFFSET_TABLE", "GATHER_ROWS",
@@ -74,18 +74,7 @@ class ImplicitGemm(Family):
             args=("x", "w", "y" if split == 1 else "y_split"),
             smem_bytes=shared_bytes(config),
         )
-        if split == 1:
-            return KernelPlan(self.source_path, defines, (gemm,))
         # Split-K: partial sums in a scratch buffer, added up into y by a second timed kernel.
-        reduce = Launch(
-            "implicit_gemm_reduce",
-            grid=(cdiv(p.F * columns, REDUCE_BLOCK), 1, 1),
-            block=(REDUCE_BLOCK, 1, 1),
-            args=("y_split", "y"),
-        )
-        return KernelPlan(
-            self.source_path,
-            defines,
-            (gemm, reduce),
-            scratch=(("y_split", (split, p.F, columns)),),
+        return split_k_plan(
+            self.source_path, defines, gemm, split, "implicit_gemm_reduce", (p.F, columns)
         )

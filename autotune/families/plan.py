@@ -84,3 +84,37 @@ class Buffers:
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+REDUCE_BLOCK = 256  # threads of every split-K reduction kernel (REDUCE_BLOCK in its .cu)
+
+
+def split_k_plan(
+    source: Path,
+    defines: tuple[tuple[str, Value], ...],
+    gemm: Launch,
+    split: int,
+    reduce_entry: str,
+    partial_shape: Shape,
+    partial: str = "y_split",
+    output: str = "y",
+    arch_specific: bool = False,
+) -> KernelPlan:
+    """The plan of a GEMM launch writing `output` (split == 1) or, split along the reduction,
+    FP32 partial sums into the scratch `partial` (split x partial_shape) that a second timed
+    kernel, `reduce_entry`, adds up into `output`."""
+    if split == 1:
+        return KernelPlan(source, defines, (gemm,), arch_specific=arch_specific)
+    reduce = Launch(
+        reduce_entry,
+        grid=(cdiv(_elements(partial_shape), REDUCE_BLOCK), 1, 1),
+        block=(REDUCE_BLOCK, 1, 1),
+        args=(partial, output),
+    )
+    return KernelPlan(
+        source,
+        defines,
+        (gemm, reduce),
+        scratch=((partial, (split, *partial_shape)),),
+        arch_specific=arch_specific,
+    )

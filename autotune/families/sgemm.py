@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from autotune.families import gemm
 from autotune.families.base import Buffers, Family, KernelPlan, Launch, UnsupportedProblem, cdiv
+from autotune.families.plan import split_k_plan
 from autotune.model.problem import GemmProblem
 from autotune.model.space import Config
 
-REDUCE_BLOCK = 256
 TUNABLES = (
     "BM",
     "BN",
@@ -52,18 +52,11 @@ class Sgemm(Family):
         threads = (v["BM"] // v["TM"]) * (v["BN"] // v["TN"])
         grid = (cdiv(p.N, v["BN"]), cdiv(p.M, v["BM"]), v["SPLIT_K"])
         defines = (*gemm.defines(p), *((name, v[name]) for name in TUNABLES))
-        if v["SPLIT_K"] == 1:
-            launch = Launch("sgemm", grid, (threads, 1, 1), ("a", "b", "c"))
-            return KernelPlan(self.source_path, defines, (launch,))
+        split = v["SPLIT_K"]
         # Each K slice writes its own M x N plane of `partial`; the reduction sums them into c.
-        launches = (
-            Launch("sgemm", grid, (threads, 1, 1), ("a", "b", "partial")),
-            Launch(
-                "sgemm_reduce",
-                (cdiv(p.M * p.N, REDUCE_BLOCK), 1, 1),
-                (REDUCE_BLOCK, 1, 1),
-                ("partial", "c"),
-            ),
+        launch = Launch(
+            "sgemm", grid, (threads, 1, 1), ("a", "b", "c" if split == 1 else "partial")
         )
-        scratch = (("partial", (v["SPLIT_K"], p.M, p.N)),)
-        return KernelPlan(self.source_path, defines, launches, scratch=scratch)
+        return split_k_plan(
+            self.source_path, defines, launch, split, "sgemm_reduce", (p.M, p.N), "partial", "c"
+        )

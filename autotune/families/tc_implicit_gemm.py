@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from autotune.families.base import Family, KernelPlan, Launch, cdiv
 from autotune.families.conv2d import problem_defines, storage_define
+from autotune.families.plan import split_k_plan
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -12,7 +13,6 @@ TUNABLES = (
     "FRAG_DB", "RASTER", "TF32_ROUND",
 )  # fmt: skip
 WARP = 32
-REDUCE_BLOCK = 256  # threads of the split-K reduction (REDUCE_BLOCK in the kernel)
 
 
 def threads(config: Config) -> int:
@@ -68,19 +68,5 @@ class TcImplicitGemm(Family):
             args=("x", "w", "y" if split == 1 else "y_split"),
             smem_bytes=shared_bytes(config, p.precision.bytes),
         )
-        if split == 1:
-            return KernelPlan(self.source_path, defines, (gemm,))
-        # Split-K: FP32 partial sums in scratch, added up and rounded into y by a second kernel
-        # (both timed).
-        reduce = Launch(
-            "tc_reduce",
-            grid=(cdiv(pixels * p.F, REDUCE_BLOCK), 1, 1),
-            block=(REDUCE_BLOCK, 1, 1),
-            args=("y_split", "y"),
-        )
-        return KernelPlan(
-            self.source_path,
-            defines,
-            (gemm, reduce),
-            scratch=(("y_split", (split, pixels, p.F)),),
-        )
+        # Split-K: FP32 partial sums, added up and rounded into y by tc_reduce (both timed).
+        return split_k_plan(self.source_path, defines, gemm, split, "tc_reduce", (pixels, p.F))

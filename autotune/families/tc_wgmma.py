@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from autotune.families.base import Family, KernelPlan, Launch, cdiv
 from autotune.families.conv2d import problem_defines, storage_define
+from autotune.families.plan import split_k_plan
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -12,7 +13,6 @@ BK = 64  # reduction elements a step: one 128-byte swizzle row of 16-bit values
 ROW_BYTES = 128
 SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots start aligned to it
 WARPGROUP = 128
-REDUCE_BLOCK = 256  # threads of the split-K reduction (REDUCE_BLOCK in the kernel)
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
 )  # fmt: skip
@@ -63,19 +63,13 @@ class TcWgmma(Family):
             args=("x", "w", "y" if split == 1 else "y_split"),
             smem_bytes=shared_bytes(config),
         )
-        if split == 1:
-            return KernelPlan(self.source_path, defines, (gemm,), arch_specific=True)
-        # Split-K: FP32 partial sums in scratch, added up and rounded into y by a second kernel.
-        reduce = Launch(
-            "tc_wgmma_reduce",
-            grid=(cdiv(pixels * p.F, REDUCE_BLOCK), 1, 1),
-            block=(REDUCE_BLOCK, 1, 1),
-            args=("y_split", "y"),
-        )
-        return KernelPlan(
+        # Split-K: FP32 partial sums, added up and rounded into y by tc_wgmma_reduce.
+        return split_k_plan(
             self.source_path,
             defines,
-            (gemm, reduce),
-            scratch=(("y_split", (split, pixels, p.F)),),
+            gemm,
+            split,
+            "tc_wgmma_reduce",
+            (pixels, p.F),
             arch_specific=True,
         )

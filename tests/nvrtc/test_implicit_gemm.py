@@ -7,7 +7,8 @@ import struct
 import pytest
 
 from autotune.families import UnsupportedProblem, get_family
-from autotune.families.implicit_gemm import REDUCE_BLOCK, shared_bytes, threads
+from autotune.families.implicit_gemm import shared_bytes, threads
+from autotune.families.plan import REDUCE_BLOCK
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
 from autotune.model.space import ARCH_LIMITS, Config

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from autotune.families import UnsupportedProblem, get_family
+from autotune.families.plan import REDUCE_BLOCK
 from autotune.families.tc_implicit_gemm import (
-    REDUCE_BLOCK,
     shared_bytes,
     threads,
 )

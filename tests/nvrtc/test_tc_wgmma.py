@@ -9,9 +9,9 @@ import re
 import pytest
 
 from autotune.families import UnsupportedProblem, get_family
+from autotune.families.plan import REDUCE_BLOCK
 from autotune.families.tc_wgmma import (
     BK,
-    REDUCE_BLOCK,
     WARPGROUP,
     shared_bytes,
     threads,
