@@ -13,7 +13,7 @@ matplotlib.use("Agg")  # files only; never needs a display
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
-from autotune.model.kinds import LIBRARY_LABELS  # noqa: E402
+from autotune.model.kinds import KIND_SPECS, LIBRARY_LABELS  # noqa: E402
 from autotune.model.problem import KINDS  # noqa: E402
 from autotune.reports.views import (  # noqa: E402
     BASELINE_LIBRARY,
@@ -72,7 +72,7 @@ def plot_gflops(
             kind = str(rows["kind"].iloc[0])
             row_dtype = dtype_of(problem_of(next(rows.itertuples(index=False))))
             ax.plot(x, rows["gflops"], marker="o", color=colours[fam], label=f"{fam} (best config)")
-            library, label = KIND_LIBRARIES.get(kind), library_label(kind)
+            library, label = KIND_LIBRARIES.get(kind), KIND_SPECS[kind].library_label
             keys = rows["problem_key"]
             lib = np.array([base.get((dev, library, k), math.nan) for k in keys], dtype=float)
             if not np.isnan(lib).all():
@@ -193,7 +193,7 @@ def plot_speedup(
     if df.empty:
         present = set(best["kind"]) or ({kind} if kind else set(KIND_LIBRARIES))
         kinds = [k for k in KINDS if k in present and k in KIND_LIBRARIES] or ["conv2d"]
-        names = " or ".join(str(library_label(k)) for k in kinds)
+        names = " or ".join(str(KIND_SPECS[k].library_label) for k in kinds)
         raise ReportError(
             f"no {names} baselines stored for the tuned shapes"
             + _scope(device, family, kind, dtype)
@@ -207,7 +207,7 @@ def plot_speedup(
     try:
         for ax, ((dev, fam, variant), rows) in zip(axes[:, 0], panels, strict=True):
             speedup = rows["speedup"].to_numpy()
-            label = library_label(str(rows["kind"].iloc[0]))
+            label = KIND_SPECS[str(rows["kind"].iloc[0])].library_label
             x = np.arange(len(rows))
             mean = geometric_mean(speedup)
             # Bars start at 1x, so faster-than-cuDNN points up and slower points down.
@@ -259,12 +259,6 @@ def shape_label(row: object, with_c: bool = True) -> str:
     if p.stride != 1:
         parts.append(f"stride={p.stride}")
     return " ".join(parts)
-
-
-def library_label(kind: str) -> str | None:
-    """How plots and tables name a kind's baseline library (None: the kind has none)."""
-    library = KIND_LIBRARIES.get(kind)
-    return LIBRARY_LABELS.get(library, library) if library else None
 
 
 def _panels(df: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]:
