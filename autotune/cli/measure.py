@@ -24,6 +24,7 @@ from autotune.families import get_family
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.gpu.timing import TimingPolicy
+from autotune.model.precision import CEILING_NAMES
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.shapes import collect_shapes
 
@@ -125,17 +126,27 @@ def ceilings_and_baselines(
     "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
 )
 @click.option("--remeasure", is_flag=True, help="Measure again even if stored.")
+@click.option(
+    "--ceiling",
+    "only",
+    multiple=True,
+    type=click.Choice(CEILING_NAMES),
+    help="Only this ceiling (repeatable); with --remeasure, measure just these again.",
+)
 @storage_option
 @friendly_errors
-def device(gpu, remeasure, storage) -> None:
+def device(gpu, remeasure, only, storage) -> None:
     """Measure (once) and print the device's ceilings: FP32 FMA peak, device-to-device copy
-    bandwidth (bytes read plus written) and cuBLAS SGEMM at 8192^3."""
+    bandwidth (bytes read plus written), cuBLAS SGEMM at 8192^3 and, where PyTorch is installed,
+    the dense tensor-core GEMM peak of each tensor-core dtype (tc_peak_tf32/bf16/fp16)."""
     from autotune.tuning.baselines import ensure_ceilings
 
     store, evaluator, compiler, device_id = start_gpu(gpu, storage)
     try:
         info = evaluator.device
-        result = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy(), remeasure)
+        result = ensure_ceilings(
+            evaluator, compiler, store, device_id, TimingPolicy(), remeasure, only=only
+        )
     finally:
         evaluator.close()
     if result is not None and not isinstance(result, list):

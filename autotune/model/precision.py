@@ -45,6 +45,12 @@ PRECISIONS: dict[str, Precision] = {
     "fp16": Precision("fp16", "float16", 2, True, 1e-3, "tc_peak_fp16"),
 }
 
+# The device ceilings measured once per device: the FP32 ones, then the dense tensor-core peak of
+# each tensor-core dtype, by ceiling name (what its efficiency divides by).
+FP32_CEILINGS = ("fma_peak", "copy_bandwidth", "sgemm")
+TENSOR_CORE_CEILINGS = {p.peak_ceiling: p.name for p in PRECISIONS.values() if p.tensor_core}
+CEILING_NAMES = FP32_CEILINGS + tuple(TENSOR_CORE_CEILINGS)
+
 
 def check_dtype(name: object) -> str:
     if name not in PRECISIONS:

@@ -37,11 +37,15 @@ def baseline_library(problem: Problem) -> str | None:
     return library_of(problem.kind)
 
 
-def missing_ceilings(stored_names: Iterable[str], remeasure: bool = False) -> tuple[str, ...]:
-    """The ceilings to measure on a device that has `stored_names`: all of them to remeasure,
-    else those it lacks (a device measured before the tensor-core peaks gets only those)."""
+def missing_ceilings(
+    stored_names: Iterable[str], remeasure: bool = False, only: Iterable[str] = ()
+) -> tuple[str, ...]:
+    """The ceilings to measure on a device that has `stored_names`: all of them (or those in
+    `only`) to remeasure, else those it lacks (a device measured before the tensor-core peaks
+    gets only those)."""
     have = set() if remeasure else set(stored_names)
-    return tuple(name for name in CEILING_NAMES if name not in have)
+    wanted = set(only) or set(CEILING_NAMES)
+    return tuple(name for name in CEILING_NAMES if name in wanted and name not in have)
 
 
 def ensure_ceilings(
@@ -52,12 +56,14 @@ def ensure_ceilings(
     timing: TimingPolicy,
     remeasure: bool = False,
     say: Callable[[str], None] | None = None,
+    only: Iterable[str] = (),
 ) -> list[Ceiling] | Measurement | None:
-    """Measure and store the ceilings this device lacks (None when it has them all). Tensor-core
+    """Measure and store the ceilings this device lacks, or with `remeasure` all of them, either
+    restricted to `only` when it names some (None when there is nothing to measure). Tensor-core
     peaks the worker could not measure for want of PyTorch are said (to stderr unless `say`
     is given) and left missing, so a later run with PyTorch measures them."""
     stored = store.ceilings(device=evaluator.device.name)
-    names = missing_ceilings(stored["name"], remeasure)
+    names = missing_ceilings(stored["name"], remeasure, only)
     if not names:
         return None
     fma = compiler.compile_source(CEILING_FMA_SOURCE, ())

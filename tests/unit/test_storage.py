@@ -95,6 +95,13 @@ def test_a_device_with_the_fp32_ceilings_gets_only_the_tensor_core_ones():
     assert missing_ceilings([]) == CEILING_NAMES
 
 
+def test_only_the_named_ceilings_are_measured_again():
+    peaks = ("tc_peak_bf16", "tc_peak_fp16")
+    assert missing_ceilings(CEILING_NAMES, remeasure=True, only=peaks) == peaks
+    assert missing_ceilings(CEILING_NAMES, only=peaks) == ()
+    assert missing_ceilings(("fma_peak",), only=("fma_peak", "sgemm")) == ("sgemm",)
+
+
 def test_baselines_check_with_their_dtypes_tolerance():
     from autotune.model.precision import PRECISIONS
     from autotune.model.problem import ConvProblem, GemmProblem
