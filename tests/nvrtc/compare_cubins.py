@@ -7,11 +7,11 @@ For each family: the kernel as git has it at --base against the working tree's (
 headers it includes), compiled for sm_90 at SAMPLE random configurations spread over the
 family's default shapes (in FP32 NCHW where the family computes it, else in a dtype and layout
 of its own, or of --dtype), plus every best configuration the results database stores for it
-(each timing protocol; only those of --dtype when given). Prints, per family, how many cubins are byte-identical, how many differ only
-outside the code sections (.text.*), and lists the rest; a pair that differs is compiled again
-without the cache first ("recompiled"), since NVRTC's output is not always deterministic. A
-refactoring that moves code into a shared header should leave every one identical. Needs NVRTC,
-no GPU.
+(each timing protocol; only those of --dtype when given). Prints, per family, how many cubins are
+byte-identical, how many differ only outside the code sections (.text.*), and lists the rest; a
+pair that differs is compiled again without the cache first ("recompiled"), since NVRTC's output
+is not always deterministic. A refactoring that moves code into a shared header should leave
+every one identical. Needs NVRTC, no GPU.
 """
 
 from __future__ import annotations

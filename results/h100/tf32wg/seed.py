@@ -20,7 +20,8 @@ def seeds(paths: list[str]) -> list[Config]:
     configs = []
     for path in paths:
         with open(path, newline="") as f:
-            configs += [Config.from_json(r["config"]) for r in csv.DictReader(f) if r["family"] == "tc_wgmma"]
+            rows = [r for r in csv.DictReader(f) if r["family"] == "tc_wgmma"]
+        configs += [Config.from_json(r["config"]) for r in rows]
     return list(dict.fromkeys(configs))
 
 
