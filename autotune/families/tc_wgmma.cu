@@ -2,19 +2,21 @@
 //
 // GEMM: D[M x F] = A[M x KG] * W[F x KG]^T, M = B*N*N output pixels, KG = K*K*C, the reduction
 // ordered (ky, kx, c) so that it is contiguous in C for the NHWC input (B, S, S, C) and the FKKC
-// filters alike. Both operands are K-major tiles in shared memory, BK = 64 16-bit elements (one
-// 128-byte row) deep, laid out in the 128-byte swizzle that wgmma's matrix descriptors read:
-// the 16-byte chunk j of row r sits at chunk j ^ (r % 8), each 8-row group 1024 bytes. A block
-// computes BM pixels x BN filters with WG consumer warpgroups, each MI = BM / (64 WG) m64 tiles of
-// m64nBNk16 wgmma per 16-deep step; FP32 accumulators in registers, output rounded to the
-// storage dtype (STORAGE 1 float16, 2 bfloat16) or, with SPLIT_K > 1, FP32 partial sums that
-// tc_wgmma_reduce adds up and rounds.
+// filters alike. Both operands are K-major tiles in shared memory, one 128-byte row deep (BK = 64
+// 16-bit or 32 FP32 elements), laid out in the 128-byte swizzle that wgmma's matrix descriptors
+// read: the 16-byte chunk j of row r sits at chunk j ^ (r % 8), each 8-row group 1024 bytes. A
+// block computes BM pixels x BN filters with WG consumer warpgroups, each MI = BM / (64 WG) m64
+// tiles of wgmma per 32-byte-deep step (m64nBNk16 for 16-bit storage, m64nBNk8 TF32 for FP32
+// storage: the tensor cores read the FP32 bits and ignore their low 13 mantissa bits, so no
+// conversion runs); FP32 accumulators in registers, output in the storage dtype (STORAGE 0
+// float32, 1 float16, 2 bfloat16) or, with SPLIT_K > 1, FP32 partial sums that tc_wgmma_reduce
+// adds up and stores.
 //
-// Loads: STAGES shared slots filled by cp.async, 16-byte chunks where C % 8 == 0 (a chunk never
-// straddles a filter tap; rows and reduction past the edges zero-filled), element by element
-// through registers otherwise (C = 3 of a first layer). The steps walk the reduction in order,
-// or (C_OUTER) every tap of one 64-channel block in turn, so that neighbouring steps reread
-// input rows, which L1_CACHE keeps in L1 (cp.async.ca).
+// Loads: STAGES shared slots filled by cp.async, 16-byte chunks (8 16-bit or 4 FP32 elements)
+// where C is a whole number of chunks (a chunk never straddles a filter tap; rows and reduction
+// past the edges zero-filled), element by element through registers otherwise (C = 3 of a first
+// layer). The steps walk the reduction in order, or (C_OUTER) every tap of one BK-channel block
+// in turn, so that neighbouring steps reread input rows, which L1_CACHE keeps in L1 (cp.async.ca).
 //
 // Pipeline, PRODUCER = 0: every thread loads and multiplies. A step waits for its tile, fences
 // the generic-proxy writes for the async proxy, syncs, issues its wgmma group asynchronously,
@@ -25,28 +27,57 @@
 // before through its `empty` mbarrier once their wgmma on it retired (setmaxnreg moves
 // registers from producer to consumers with two consumer warpgroups).
 //
-// Defines: B C N K F STRIDE (problem), STORAGE (1 fp16, 2 bf16), BM BN WG STAGES SPLIT_K PRODUCER
-// C_OUTER L1_CACHE TILES_PER_BLOCK.
+// Defines: B C N K F STRIDE (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM BN WG STAGES
+// SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK.
 
-#if C_OUTER && C % 8 != 0
-#error "C_OUTER needs C % 8 == 0"
+typedef unsigned short u16;
+typedef unsigned long long u64;
+
+// The storage type: elements as the kernel moves them (raw bits), the output's type, and the
+// wgmma operand type, depth (32 bytes of K a wgmma) and trailing operands (tf32 reads both
+// operands K-major and takes no transpose immediates).
+#if STORAGE == 0
+typedef unsigned elem_t;  // FP32 bits, read by the tensor cores as TF32
+typedef float out_t;
+#define ELEM_BYTES 4
+#define WG_TYPE "tf32"
+#define WG_K "k8"
+#define WG_TRANS ""
+#elif STORAGE == 1 || STORAGE == 2
+typedef u16 elem_t;
+typedef u16 out_t;
+#define ELEM_BYTES 2
+#if STORAGE == 2
+#define WG_TYPE "bf16"
+#else
+#define WG_TYPE "f16"
 #endif
-
-#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "tc_wgmma needs the sm_90a target (wgmma): compile the plan with arch_specific"
+#define WG_K "k16"
+#define WG_TRANS ", 0, 0"
+#else
+#error "tc_wgmma computes STORAGE 0 (fp32 as tf32), 1 (fp16) or 2 (bf16)"
 #endif
-
 #define S_IN ((N - 1) * STRIDE + K)
 #define KG (K * K * C)
 #define M_ALL (B * N * N)
-#define BK 64
+#define BK (128 / ELEM_BYTES)  // reduction elements a step: one 128-byte row
+#define K_STEP (32 / ELEM_BYTES)  // reduction elements a wgmma: 32 bytes
+#define CHUNK_ELEMS (16 / ELEM_BYTES)  // elements a 16-byte chunk
+// 16-byte copies: C a whole number of chunks, so that none straddles a filter tap.
+#define CHUNKED (C % CHUNK_ELEMS == 0)
+
+#if C_OUTER && !CHUNKED
+#error "C_OUTER needs C to be a whole number of 16-byte chunks"
+#endif
+
 #define THREADS (128 * (WG + PRODUCER))
 // Threads that load: a producer warpgroup, or every thread.
 #define LOADERS (PRODUCER ? 128 : THREADS)
 // Registers after setmaxnreg with two consumer warpgroups (168 a thread at launch, 384 threads:
-// 128 x PRODUCER_REGS + 256 x CONSUMER_REGS <= 168 x 384); the element gather's producer keeps
-// its 8 offsets a chunk in fewer registers than ptxas wants at 72.
-#if C % 8 == 0
+// 128 x PRODUCER_REGS + 256 x CONSUMER_REGS <= 168 x 384); the 16-bit element gather's producer
+// keeps its 8 offsets a chunk in fewer registers than ptxas wants at 72 (FP32 with its 4 spills
+// at 56 on several tiles, not at 72).
+#if CHUNKED || ELEM_BYTES == 4
 #define PRODUCER_REGS 72
 #define CONSUMER_REGS 216
 #else
@@ -61,7 +92,7 @@
 #else
 #define KTILES ((KG + BK - 1) / BK)
 #endif
-#define CHUNK_COLS 8
+#define CHUNK_COLS 8  // 16-byte chunks a row
 #define ROW_STEP (LOADERS / CHUNK_COLS)
 #define A_ROWS (BM / ROW_STEP)
 #define B_ROWS (BN / ROW_STEP)
@@ -70,16 +101,6 @@
 #define BARRIER_BYTES (PRODUCER * 16 * STAGES)  // full and empty mbarriers a slot
 #define REDUCE_BLOCK 256
 
-#if STORAGE == 2
-#define WG_TYPE "bf16"
-#elif STORAGE == 1
-#define WG_TYPE "f16"
-#else
-#error "tc_wgmma computes 16-bit storage only (STORAGE 1 or 2)"
-#endif
-
-typedef unsigned short u16;
-typedef unsigned long long u64;
 
 __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes)
 {
@@ -137,11 +158,11 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
     asm volatile(
         "{\n.reg .pred p;\n"
         "setp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32." WG_TYPE "." WG_TYPE " "
+        "wgmma.mma_async.sync.aligned.m64n64" WG_K ".f32." WG_TYPE "." WG_TYPE " "
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        "}, %32, %33, p, 1, 1" WG_TRANS ";\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -154,12 +175,12 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
     asm volatile(
         "{\n.reg .pred p;\n"
         "setp.ne.b32 p, %50, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n96k16.f32." WG_TYPE "." WG_TYPE " "
+        "wgmma.mma_async.sync.aligned.m64n96" WG_K ".f32." WG_TYPE "." WG_TYPE " "
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
-        "}, %48, %49, p, 1, 1, 0, 0;\n}\n"
+        "}, %48, %49, p, 1, 1" WG_TRANS ";\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -174,13 +195,13 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
     asm volatile(
         "{\n.reg .pred p;\n"
         "setp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32." WG_TYPE "." WG_TYPE " "
+        "wgmma.mma_async.sync.aligned.m64n128" WG_K ".f32." WG_TYPE "." WG_TYPE " "
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
         "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+        "}, %64, %65, p, 1, 1" WG_TRANS ";\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -197,7 +218,7 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
     asm volatile(
         "{\n.reg .pred p;\n"
         "setp.ne.b32 p, %98, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n192k16.f32." WG_TYPE "." WG_TYPE " "
+        "wgmma.mma_async.sync.aligned.m64n192" WG_K ".f32." WG_TYPE "." WG_TYPE " "
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
@@ -205,7 +226,7 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
         "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
         "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-        "}, %96, %97, p, 1, 1, 0, 0;\n}\n"
+        "}, %96, %97, p, 1, 1" WG_TRANS ";\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -226,7 +247,7 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
     asm volatile(
         "{\n.reg .pred p;\n"
         "setp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32." WG_TYPE "." WG_TYPE " "
+        "wgmma.mma_async.sync.aligned.m64n256" WG_K ".f32." WG_TYPE "." WG_TYPE " "
         "{"
         "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
         "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
@@ -236,7 +257,7 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
         "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
         "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
         "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+        "}, %128, %129, p, 1, 1" WG_TRANS ";\n}\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
           "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
           "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
@@ -258,6 +279,9 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
 #endif
 
 
+#if STORAGE == 0
+__device__ __forceinline__ float to_storage(float v) { return v; }
+#else
 __device__ __forceinline__ u16 to_storage(float v)
 {
     u16 h;
@@ -280,6 +304,7 @@ __device__ __forceinline__ unsigned to_storage2(float lo, float hi)
 #endif
     return r;
 }
+#endif
 
 __device__ __forceinline__ void st_shared16(unsigned dst, const unsigned (&v)[4])
 {
@@ -288,24 +313,24 @@ __device__ __forceinline__ void st_shared16(unsigned dst, const unsigned (&v)[4]
 }
 
 // One BK-deep step of both tiles into one slot: this thread's chunk column j of its A rows
-// (gathered pixels) and B rows (filters). With C % 8 == 0 a 16-byte chunk lies in one filter
-// tap and every row starts 16-byte aligned: one cp.async a chunk, zero-filled past the edges.
-// Otherwise (C = 3 of a first layer) the chunk is gathered element by element, each element's
-// tap of its own, through registers.
+// (gathered pixels) and B rows (filters). With C a whole number of chunks a 16-byte chunk lies in
+// one filter tap and every row starts 16-byte aligned: one cp.async a chunk, zero-filled past
+// the edges. Otherwise (C = 3 of a first layer) the chunk is gathered element by element, each
+// element's tap of its own, through registers (two 16-bit elements or one FP32 a word).
 __device__ __forceinline__ void load_tile(
-    unsigned slot, int kt, const u16* __restrict__ x, const u16* __restrict__ w,
+    unsigned slot, int kt, const elem_t* __restrict__ x, const elem_t* __restrict__ w,
     const int (&a_base)[A_ROWS], int f_row0, int row0, int j)
 {
     // Every row of a thread is row0 + i * ROW_STEP, ROW_STEP a multiple of 8: one swizzled column.
     const unsigned col = (unsigned)((j ^ (row0 & 7)) << 4);
-#if C % 8 == 0
+#if CHUNKED
 #if C_OUTER
     const int tap = kt % (K * K);
-    const int c = (kt / (K * K)) * BK + CHUNK_COLS * j;
+    const int c = (kt / (K * K)) * BK + CHUNK_ELEMS * j;
     const bool k_ok = c < C;
     const int kk = tap * C + c;
 #else
-    const int kk = kt * BK + CHUNK_COLS * j;
+    const int kk = kt * BK + CHUNK_ELEMS * j;
     const bool k_ok = kk < KG;
     const int tap = kk / C;
     const int c = kk - tap * C;
@@ -327,10 +352,10 @@ __device__ __forceinline__ void load_tile(
         cp_async16(dst, ok ? (const void*)(w + (long long)f * KG + kk) : (const void*)w, ok ? 16 : 0);
     }
 #else
-    const int kk = kt * BK + CHUNK_COLS * j;  // C_OUTER is refused: the steps walk KG linearly
-    int offset[CHUNK_COLS];  // -1 past the reduction
+    const int kk = kt * BK + CHUNK_ELEMS * j;  // C_OUTER is refused: the steps walk KG linearly
+    int offset[CHUNK_ELEMS];  // -1 past the reduction
 #pragma unroll
-    for (int e = 0; e < CHUNK_COLS; ++e) {
+    for (int e = 0; e < CHUNK_ELEMS; ++e) {
         const int k = kk + e;
         const int tap = k / C;
         const int c = k - tap * C;
@@ -341,23 +366,31 @@ __device__ __forceinline__ void load_tile(
     for (int i = 0; i < A_ROWS; ++i) {
         unsigned v[4];
 #pragma unroll
-        for (int e = 0; e < CHUNK_COLS; e += 2) {
+        for (int e = 0; e < CHUNK_ELEMS; e += CHUNK_ELEMS / 4) {
             const unsigned lo = (a_base[i] >= 0 && offset[e] >= 0) ? x[a_base[i] + offset[e]] : 0u;
+#if ELEM_BYTES == 2
             const unsigned hi = (a_base[i] >= 0 && offset[e + 1] >= 0) ? x[a_base[i] + offset[e + 1]] : 0u;
             v[e / 2] = lo | (hi << 16);
+#else
+            v[e] = lo;
+#endif
         }
         st_shared16(slot + (unsigned)((row0 + i * ROW_STEP) * 128) + col, v);
     }
 #pragma unroll
     for (int i = 0; i < B_ROWS; ++i) {
         const int f = f_row0 + i * ROW_STEP;
-        const u16* row = w + (long long)f * KG + kk;
+        const elem_t* row = w + (long long)f * KG + kk;
         unsigned v[4];
 #pragma unroll
-        for (int e = 0; e < CHUNK_COLS; e += 2) {
+        for (int e = 0; e < CHUNK_ELEMS; e += CHUNK_ELEMS / 4) {
             const unsigned lo = (f < F && offset[e] >= 0) ? row[e] : 0u;
+#if ELEM_BYTES == 2
             const unsigned hi = (f < F && offset[e + 1] >= 0) ? row[e + 1] : 0u;
             v[e / 2] = lo | (hi << 16);
+#else
+            v[e] = lo;
+#endif
         }
         st_shared16(slot + A_BYTES + (unsigned)((row0 + i * ROW_STEP) * 128) + col, v);
     }
@@ -415,8 +448,8 @@ __device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot
 {
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < BK / 16; ++ks) {
-        const u64 db = smem_desc(slot + A_BYTES + ks * 32);
+    for (int ks = 0; ks < BK / K_STEP; ++ks) {
+        const u64 db = smem_desc(slot + A_BYTES + ks * 32);  // 32 bytes of K a wgmma
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
             const u64 da = smem_desc(slot + (cwg * MI + mi) * 64 * 128 + ks * 32);
@@ -426,17 +459,19 @@ __device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot
     wgmma_commit();
 }
 
-// A finished tile's accumulators to global memory. Fragment of m64nBN: warp q of the warpgroup
+// What the GEMM kernel writes: the output in the storage type, or with SPLIT_K > 1 a split's FP32
+// partial sums.
+#if SPLIT_K == 1
+typedef out_t gemm_out_t;
+#else
+typedef float gemm_out_t;
+#endif
+
+// A finished tile's accumulators to global memory (FP32 outputs and partial sums as they are). Fragment of m64nBN: warp q of the warpgroup
 // holds rows 16q..16q+15; register i of a lane is row lane/4 + 8*((i/2)%2), column
 // 8*(i/4) + 2*(lane%4) + i%2.
 __device__ __forceinline__ void store_tile(
-    float (&acc)[MI][BN / 2],
-#if SPLIT_K == 1
-    u16* __restrict__ y,
-#else
-    float* __restrict__ y,
-#endif
-    int m0, int f0, int ctid, int cwg)
+    float (&acc)[MI][BN / 2], gemm_out_t* __restrict__ y, int m0, int f0, int ctid, int cwg)
 {
     // The accumulators are the asynchronous wgmma's until the wait: read them only after it.
 #pragma unroll
@@ -456,7 +491,7 @@ __device__ __forceinline__ void store_tile(
                 const int f = f0 + 8 * g + 2 * (lane % 4);
                 const float v0 = acc[mi][4 * g + 2 * h];
                 const float v1 = acc[mi][4 * g + 2 * h + 1];
-#if SPLIT_K == 1
+#if SPLIT_K == 1 && STORAGE != 0
                 u16* out = y + (long long)m * F + f;
                 if (F % 2 == 0) {
                     if (f < F) *(unsigned*)out = to_storage2(v0, v1);
@@ -493,12 +528,7 @@ __device__ __forceinline__ void zero(float (&acc)[MI][BN / 2])
 // them at most; filter tiles fastest, so that neighbouring blocks share their gathered rows), each
 // over its split's share of the reduction.
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
-    tc_wgmma(const u16* __restrict__ x, const u16* __restrict__ w,
-#if SPLIT_K == 1
-             u16* __restrict__ y)
-#else
-             float* __restrict__ y)
-#endif
+    tc_wgmma(const elem_t* __restrict__ x, const elem_t* __restrict__ w, gemm_out_t* __restrict__ y)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
@@ -542,7 +572,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
                 const int s = g % STAGES;
                 if (g >= STAGES) mbar_wait(empty + 8 * s, ((g / STAGES) + 1) & 1);
                 load_tile(base + s * STAGE_BYTES, kt0 + t, x, w, a_base, f0 + row0, row0, j);
-#if C % 8 == 0
+#if CHUNKED
                 cp_async_arrive(full + 8 * s);
 #else
                 mbar_arrive(full + 8 * s);  // element gather: plain stores, released by the arrive
@@ -612,9 +642,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #endif
 }
 
-// Split-K: the SPLIT_K partial sums of every output added up and rounded to the storage dtype.
+// Split-K: the SPLIT_K partial sums of every output added up and stored in the storage dtype.
 extern "C" __global__ void __launch_bounds__(REDUCE_BLOCK)
-    tc_wgmma_reduce(const float* __restrict__ partial, u16* __restrict__ y)
+    tc_wgmma_reduce(const float* __restrict__ partial, out_t* __restrict__ y)
 {
     const long long total = (long long)M_ALL * F;
     const long long i = (long long)blockIdx.x * REDUCE_BLOCK + threadIdx.x;

@@ -9,13 +9,17 @@ from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
 # The kernel indexes input, filters and output with 32-bit integers.
-BK = 64  # reduction elements a step: one 128-byte swizzle row of 16-bit values
-ROW_BYTES = 128
+ROW_BYTES = 128  # a step of the reduction: one 128-byte swizzle row of K
 SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots start aligned to it
 WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
 )  # fmt: skip
+
+
+def reduction_step(problem: ConvProblem) -> int:
+    """Reduction elements a step (BK): 64 16-bit or 32 FP32 values."""
+    return ROW_BYTES // problem.precision.bytes
 
 
 def threads(config: Config) -> int:
@@ -33,15 +37,16 @@ class TcWgmma(Family):
     name = "tc_wgmma"
     description = (
         "implicit GEMM, (B*N*N pixels) x F = gathered NHWC input rows x FKKC filters, on wgmma "
-        "m64nBNk16 with both operands in 128-byte-swizzled shared memory (matrix descriptors) "
-        "and FP32 accumulators; a multi-stage cp.async pipeline (16-byte chunks for C % 8 == 0, "
-        "an element gather otherwise), one or two consumer warpgroups, an optional producer "
-        "warpgroup on mbarriers, optional split-K; output rounded to BF16/FP16"
+        "(m64nBNk16 BF16/FP16, m64nBNk8 TF32 on the FP32 bits) with both operands in "
+        "128-byte-swizzled shared memory (matrix descriptors) and FP32 accumulators; a "
+        "multi-stage cp.async pipeline (16-byte chunks where C fills whole ones, an element "
+        "gather otherwise), one or two consumer warpgroups, an optional producer warpgroup on "
+        "mbarriers, optional split-K; output in the storage type (BF16/FP16 rounded, FP32)"
     )
     paper = "issue 20 (tensor cores), Hopper's wgmma path"
     layout = "NHWC input, FKKC filters, NHWF output"
-    precision = "bf16/fp16 storage, FP32 accumulation"
-    dtypes = ("bf16", "fp16")
+    precision = "fp32 storage with TF32 products, or bf16/fp16 storage; FP32 accumulation"
+    dtypes = ("tf32", "bf16", "fp16")
     layouts = ("NHWC",)
     default_shape_set = "alexnet"
 
@@ -63,7 +68,7 @@ class TcWgmma(Family):
             args=("x", "w", "y" if split == 1 else "y_split"),
             smem_bytes=shared_bytes(config),
         )
-        # Split-K: FP32 partial sums, added up and rounded into y by tc_wgmma_reduce.
+        # Split-K: FP32 partial sums, added up and stored into y by tc_wgmma_reduce.
         return split_k_plan(
             self.source_path,
             defines,

@@ -1,4 +1,4 @@
-"""On a CUDA device (Hopper, sm_90a): tc_wgmma correct at odd shapes in BF16 and FP16, through
+"""On a CUDA device (Hopper, sm_90a): tc_wgmma correct at odd shapes in TF32, BF16 and FP16, through
 the family's plan and the project's GPU path (session buffers in the storage type, the float64
 reference over the stored inputs, the dtype's tolerance)."""
 
@@ -36,13 +36,17 @@ CONFIGS = [
     cfg(64, 256, 1, 6, split=4, c_outer=1),
     cfg(128, 64, 1, 3, split=8, producer=1, c_outer=1, l1=1),
 ]
-# The odd shapes of the CPU tests and more: B = 1 and 3, N = 1, 7, 13, 37, F = 10, 33, 64, 100,
-# C = 3, 5, 8, 16, 40, 64, 96, K = 1, 3, 5, 11, strides 1, 2, 4.
+# The odd shapes of the CPU tests and more: B = 1 and 3, N = 1, 7, 13, 37, F = 7, 10, 33, 64, 100,
+# C = 3, 5, 8, 12, 16, 20, 40, 64, 96, K = 1, 3, 5, 11, strides 1, 2, 4. C = 12 and 20 are whole
+# 16-byte chunks in FP32 (4 floats) but not in 16 bits (8 values): the chunked loads and the
+# channel-block order with a partial block in tf32, the element gather in bf16/fp16.
 SHAPES = ODD + [
     ConvProblem(N=37, K=5, C=16, F=10, stride=4),
     ConvProblem(N=13, K=3, C=40, F=33, B=3),
     ConvProblem(N=1, K=11, C=64, F=100, B=3),
     ConvProblem(N=13, K=1, C=96, F=100, B=3, stride=2),
+    ConvProblem(N=13, K=3, C=12, F=7, B=3, stride=2),
+    ConvProblem(N=7, K=5, C=20, F=64, B=1),
 ]
 
 
@@ -65,7 +69,7 @@ def tuner(evaluator, tmp_path_factory):
     compiler.stop_pool()
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
 def test_odd_shapes_correct_in_every_pipeline_case(tuner, evaluator, dtype):
     problems = [nhwc(p, dtype) for p in SHAPES]
     studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
@@ -76,6 +80,10 @@ def test_odd_shapes_correct_in_every_pipeline_case(tuner, evaluator, dtype):
         fixed = [c for c in CONFIGS if study.space.is_valid(c)]
         extra = min(max(1, 3 - len(fixed)), len(study.space.configs))
         configs = fixed + rng.sample(study.space.configs, extra)
+        # Where the space holds them, a channel-block-order and a split-K config as well.
+        for name, least in (("C_OUTER", 1), ("SPLIT_K", 2)):
+            some = [c for c in study.space.configs if int(c[name]) >= least]
+            configs += [rng.choice(some)] if some else []
         picks += [(study, c) for c in dict.fromkeys(configs)]
     assert len(picks) >= 3 * len(studies)
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:

@@ -11,8 +11,9 @@ import pytest
 from autotune.families import UnsupportedProblem, get_family
 from autotune.families.plan import REDUCE_BLOCK
 from autotune.families.tc_wgmma import (
-    BK,
+    ROW_BYTES,
     WARPGROUP,
+    reduction_step,
     shared_bytes,
     threads,
 )
@@ -43,7 +44,11 @@ ODD = [
     ConvProblem(N=13, K=11, C=3, F=10, B=3, stride=4),
     ConvProblem(N=7, K=5, C=5, F=100, stride=2),
 ]
-SHAPES = [nhwc(p) for p in named_shapes("alexnet") + named_shapes("overfeat") + ODD]
+SHAPES = [
+    nhwc(p, dtype)
+    for dtype in ("bf16", "tf32")
+    for p in named_shapes("alexnet") + named_shapes("overfeat") + ODD
+]
 
 
 def bound(problem: ConvProblem):
@@ -57,16 +62,16 @@ def cfg(bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1) -> Co
     )
 
 
-def test_only_16_bit_nhwc_problems_are_computed() -> None:
+def test_only_tensor_core_nhwc_problems_are_computed() -> None:
     conv3 = ConvProblem(N=13, K=3, C=192, F=384, B=128)
-    for dtype in ("bf16", "fp16"):
+    for dtype in ("tf32", "bf16", "fp16"):
         FAMILY.check(nhwc(conv3, dtype))
-    FAMILY.check(nhwc(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4)))  # C = 3 gathered
+        FAMILY.check(nhwc(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4), dtype))  # gathered
     for refused in (
         conv3,
-        nhwc(conv3, "fp32"),
-        nhwc(conv3, "tf32"),
+        nhwc(conv3, "fp32"),  # FP32 products: the CUDA-core families
         ConvProblem(N=13, K=3, C=192, F=384, B=128, dtype="bf16"),  # NCHW
+        ConvProblem(N=13, K=3, C=192, F=384, B=128, dtype="tf32"),
     ):
         with pytest.raises(UnsupportedProblem):
             FAMILY.check(refused)
@@ -74,7 +79,14 @@ def test_only_16_bit_nhwc_problems_are_computed() -> None:
 
 def test_the_kernel_and_the_module_agree_on_its_constants() -> None:
     source = FAMILY.source_path.read_text()
-    assert f"#define BK {BK}\n" in source
+    assert "#define BK (128 / ELEM_BYTES)" in source and ROW_BYTES == 128
+    assert "#define ELEM_BYTES 4" in source and "#define ELEM_BYTES 2" in source
+    conv3 = ConvProblem(N=13, K=3, C=192, F=384, B=128)
+    assert {d: reduction_step(nhwc(conv3, d)) for d in ("tf32", "bf16", "fp16")} == {
+        "tf32": 32,
+        "bf16": 64,
+        "fp16": 64,
+    }
     assert f"#define REDUCE_BLOCK {REDUCE_BLOCK}\n" in source
     assert "#define THREADS (128 * (WG + PRODUCER))" in source and WARPGROUP == 128
     assert "#define STAGE_BYTES ((BM + BN) * 128)" in source
@@ -98,7 +110,7 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         assert mi * bn // 2 <= 128  # accumulators a thread
         loaders = WARPGROUP * (1 if producer else wg)
         assert bm % (loaders // 8) == 0 and bn % (loaders // 8) == 0  # whole rows a thread
-        if problem.C % 8:
+        if problem.C % (16 // problem.precision.bytes):  # C not whole 16-byte chunks
             assert config["C_OUTER"] == 0
         plan = FAMILY.plan(problem, config)
         assert plan.arch_specific
@@ -112,11 +124,11 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         assert (gx - 1) * per_block < tiles <= gx * per_block
         assert gy == 1 and gz == split
         defines = dict(plan.defines)
-        assert defines["STORAGE"] == {"fp16": 1, "bf16": 2}[problem.dtype]
+        assert defines["STORAGE"] == {"tf32": 0, "fp16": 1, "bf16": 2}[problem.dtype]
         if split == 1:
             assert launch.args == ("x", "w", "y") and len(plan.launches) == 1
         else:
-            assert split * 4 * BK <= problem.C * problem.K**2
+            assert split * 4 * reduction_step(problem) <= problem.C * problem.K**2
             assert plan.scratch == (("y_split", (split, pixels, problem.F)),)
             (reduce,) = plan.launches[1:]
             assert reduce.args == ("y_split", "y")
@@ -138,6 +150,22 @@ def test_the_space_holds_the_fast_tiles_and_refuses_what_cannot_launch() -> None
     assert {int(c["C_OUTER"]) for c in first} == {0}
 
 
+def test_tf32_steps_are_32_deep() -> None:
+    """FP32 storage holds 32 elements a 128-byte row: C % 4 == 0 suffices for whole chunks (and
+    the channel-block order), and a split needs 4 x 32 elements of the reduction, not 4 x 64."""
+    c12 = ConvProblem(N=7, K=1, C=12, F=64, B=3)
+    assert {int(c["C_OUTER"]) for c in bound(nhwc(c12, "tf32"))} == {0, 1}
+    assert {int(c["C_OUTER"]) for c in bound(nhwc(c12, "bf16"))} == {0}
+    # C*K*K = 256: 8 splits of 32 FP32 elements are 8 steps of one each; 2 of 128 are 4 each.
+    small = ConvProblem(N=7, K=1, C=256, F=64, B=1)
+    assert {int(c["SPLIT_K"]) for c in bound(nhwc(small, "tf32"))} == {1, 2}
+    assert {int(c["SPLIT_K"]) for c in bound(nhwc(small, "bf16"))} == {1}
+    # The shared slots do not depend on the element size: a 128-byte row either way.
+    big = cfg(128, 256, 2, 4, producer=1)
+    conv3 = ConvProblem(N=13, K=3, C=192, F=384, B=128)
+    assert bound(nhwc(conv3, "tf32")).is_valid(big) and bound(nhwc(conv3, "bf16")).is_valid(big)
+
+
 # Compiled with the local NVRTC for sm_90a: every tile width, both operand types, one and two
 # consumer warpgroups, the producer warpgroup (setmaxnreg), split-K, the element gather (C = 3,
 # 5), the channel-block order through L1, the deepest pipelines that fit.
@@ -150,6 +178,16 @@ COMPILE_SAMPLE = [
     (ConvProblem(N=13, K=11, C=5, F=10, B=3, stride=4), "bf16", cfg(64, 64, 1, 2, split=2)),
     (ConvProblem(N=13, K=5, C=5, F=100, B=3, stride=2), "fp16", cfg(256, 128, 2, 3, producer=1)),
     (ConvProblem(N=7, K=3, C=256, F=64), "bf16", cfg(64, 64, 1, 6, split=8)),
+    # TF32 (FP32 storage): the same cases, the gather at 4 elements a chunk, C % 4 == 0 chunked.
+    (ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32", cfg(256, 128, 2, 4)),
+    (ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32", cfg(128, 256, 2, 4, producer=1)),
+    (ConvProblem(N=12, K=3, C=256, F=512, B=128), "tf32", cfg(256, 128, 2, 4, 1, 1, 1, 1)),
+    (ConvProblem(N=12, K=3, C=256, F=512, B=128), "tf32", cfg(128, 192, 2, 5, producer=1)),
+    (ConvProblem(N=27, K=5, C=12, F=96, B=128), "tf32", cfg(128, 96, 1, 6, c_outer=1)),
+    (ConvProblem(N=13, K=11, C=5, F=10, B=3, stride=4), "tf32", cfg(64, 64, 1, 2, split=2)),
+    (ConvProblem(N=13, K=5, C=5, F=100, B=3, stride=2), "tf32", cfg(256, 128, 2, 3, producer=1)),
+    (ConvProblem(N=13, K=11, C=3, F=100, B=3, stride=4), "tf32", cfg(128, 64, 1, 4, 2, producer=1)),
+    (ConvProblem(N=7, K=3, C=256, F=64), "tf32", cfg(64, 64, 1, 6, split=8)),
 ]
 
 
@@ -173,7 +211,8 @@ def test_sampled_configs_compile_for_sm90a_without_spills(compiler, problem, dty
 @pytest.mark.slow
 def test_random_configs_compile_without_spills(compiler):
     rng = random.Random(20)
-    for problem in (SHAPES[2], SHAPES[6], SHAPES[-2]):
+    half = len(SHAPES) // 2  # the bf16 shapes, then the same in tf32
+    for problem in (SHAPES[2], SHAPES[6], SHAPES[half - 2], SHAPES[half + 2], SHAPES[-2]):
         configs = list(bound(problem))
         for config in rng.sample(configs, 4):
             compiled = compiler.compile(FAMILY.plan(problem, config))
