@@ -26,7 +26,7 @@ from pathlib import Path
 from autotune.families import get_family
 from autotune.gpu import compiler
 from autotune.gpu.compiler import CompileError, Compiler
-from autotune.model.problem import problem_from_dict
+from autotune.model.parsing import problem_from_dict
 from autotune.model.shapes import named_shapes
 from autotune.model.space import ARCH_LIMITS, Config
 from tests.nvrtc.cubin_text import code
