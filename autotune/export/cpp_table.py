@@ -202,6 +202,7 @@ def makefile(modules: Sequence[Module], arch: str) -> str:
     ]
     for m in modules:
         defines = " ".join(f"-D{k}={int(v) if isinstance(v, bool) else v}" for k, v in m.defines)
+        defines += "".join(f" -Xptxas={option}" for option in m.ptxas_options)
         lines += [
             f"build/{m.name}.fatbin: kernels/{m.source} | build",
             f"\t$(NVCC) --fatbin $(NVCCFLAGS) -Iinclude $(GENCODE) {defines} -o $@ $<",

@@ -33,6 +33,7 @@ class Module:
     defines: tuple[tuple[str, Value], ...]
     kernels: tuple[str, ...]
     max_smem: dict[str, int]
+    ptxas_options: tuple[str, ...] = ()  # the plan's, -Xptxas=<option> each in its build rule
 
     @property
     def name(self) -> str:
@@ -114,16 +115,16 @@ def _count(shape: tuple[int, ...]) -> int:
 
 
 def modules_of(selection: Selection) -> tuple[list[Module], list[int]]:
-    """One module per distinct (source, defines), and each plan's module index."""
-    modules: dict[tuple[str, tuple], Module] = {}
+    """One module per distinct (source, defines, ptxas options), and each plan's module index."""
+    modules: dict[tuple[str, tuple, tuple], Module] = {}
     of_plan = []
     for e in selection.plans:
-        key = (e.plan.source.name, e.plan.defines)
+        key = (e.plan.source.name, e.plan.defines, e.plan.ptxas_options)
         if key not in modules:
             smem: dict[str, int] = {}
             for launch in e.plan.all_launches:
                 smem[launch.kernel] = max(smem.get(launch.kernel, 0), launch.smem_bytes)
-            modules[key] = Module(len(modules), key[0], key[1], e.plan.entries, smem)
+            modules[key] = Module(len(modules), key[0], key[1], e.plan.entries, smem, key[2])
         of_plan.append(modules[key].index)
     return list(modules.values()), of_plan
 
@@ -155,6 +156,7 @@ def table(selection: Selection, store_url: str) -> dict[str, object]:
                     for b in buffers
                 ],
             }
+            | ({"ptxas_options": list(e.plan.ptxas_options)} if e.plan.ptxas_options else {})
         )
     return {
         "schema": SCHEMA,

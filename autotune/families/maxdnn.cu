@@ -34,7 +34,9 @@
 //
 // Problem defines: B, C, N, K, F, STRIDE. Tunables: BM, BN, BK, TM, TN, DOUBLE_BUFFER, VEC,
 // MIN_BLOCKS, SPLIT_K, FMA_ORDER, BYTE_OFFSETS (defaults 1, 0, 0: the behaviour before they
-// existed).
+// existed). REG_USAGE_LEVEL is no define: the family passes it to ptxas
+// (--register-usage-level; at 10 ptxas reads the next patch row's fragments a whole row ahead on
+// the 128 x 128 / 8 x 8 tiles instead of just before their use).
 
 #include "register_tile.cuh"
 

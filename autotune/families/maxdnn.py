@@ -21,6 +21,9 @@ MIN_BN = 32
 TRANSPOSE_TILE = 32
 TRANSPOSE_BLOCK = (32, 8, 1)
 OFFSETS_BLOCK = 256
+# ptxas's register-usage level when none is asked for; REG_USAGE_LEVEL at this value passes no
+# option, so those cubins are the ones built before the tunable existed.
+PTXAS_DEFAULT_REG_USAGE = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +87,10 @@ class MaxDnn(Family):
         "VEC=4, double buffering = DOUBLE_BUFFER=1; MIN_BLOCKS is __launch_bounds__' occupancy "
         "target; SPLIT_K splits the reduction across blocks (atomic adds into a cleared output) "
         "to fill the last wave; FMA_ORDER 1 orders the FFMAs serpentine for operand reuse; "
-        "BYTE_OFFSETS 1 keeps the patch offsets in bytes (cheaper addresses)"
+        "BYTE_OFFSETS 1 keeps the patch offsets in bytes (cheaper addresses); REG_USAGE_LEVEL "
+        "is ptxas's --register-usage-level (5, its default, passes nothing; above it ptxas may "
+        "keep more registers live, which lets it read the next patch row's fragments a whole "
+        "row of FFMAs ahead on 128 x 128 / BK=32 tiles instead of just before their use)"
     )
     paper = "002 (Lavin, maxDNN 2015), section 3.2"
     layout = (
@@ -92,8 +98,16 @@ class MaxDnn(Family):
         "rows), FHWN output; converted outside the timed region"
     )
     default_shape_set = "alexnet"
-    # Configs stored before split-K, the serpentine FFMA order and byte offsets ran without them.
-    later_tunables = MappingProxyType({"SPLIT_K": 1, "FMA_ORDER": 0, "BYTE_OFFSETS": 0})
+    # Configs stored before split-K, the serpentine FFMA order, byte offsets and the register-usage
+    # level ran without them.
+    later_tunables = MappingProxyType(
+        {
+            "SPLIT_K": 1,
+            "FMA_ORDER": 0,
+            "BYTE_OFFSETS": 0,
+            "REG_USAGE_LEVEL": PTXAS_DEFAULT_REG_USAGE,
+        }
+    )
 
     def check(self, problem: ConvProblem) -> None:
         super().check(problem)
@@ -118,6 +132,7 @@ class MaxDnn(Family):
         min_blocks = int(config["MIN_BLOCKS"])
         split_k, fma_order = int(config["SPLIT_K"]), int(config["FMA_ORDER"])
         byte_offsets = int(config["BYTE_OFFSETS"])
+        reg_usage = int(config["REG_USAGE_LEVEL"])
         p = problem
         lay = Layout.of(p, bm, bn, bk)
         s, pixels, patch = p.input_size, p.N * p.N, p.C * p.K * p.K
@@ -190,7 +205,15 @@ class MaxDnn(Family):
             scratch=scratch,
             setup=setup,
             finish=finish,
+            ptxas_options=ptxas_options(reg_usage),
         )
+
+
+def ptxas_options(reg_usage_level: int) -> tuple[str, ...]:
+    """The PTX assembler's options for REG_USAGE_LEVEL: none at ptxas's own default."""
+    if reg_usage_level == PTXAS_DEFAULT_REG_USAGE:
+        return ()
+    return (f"--register-usage-level={reg_usage_level}",)
 
 
 def shared_bytes(config: Config) -> int:

@@ -38,7 +38,8 @@ class KernelPlan:
     are FP32 arrays of the plan's own, poisoned with NaN; their bytes are the extra memory the
     algorithm needs. `arch_specific` asks for the architecture-specific target (sm_90a on an
     sm_90 compiler), which instructions such as wgmma and setmaxnreg need; the cubin then runs
-    on that architecture only.
+    on that architecture only. `ptxas_options` are passed to the PTX assembler for this plan
+    (-Xptxas=<option> each; keyed in the cubin cache, written into an export's build rule).
     """
 
     source: Path
@@ -49,6 +50,7 @@ class KernelPlan:
     setup: tuple[Launch, ...] = ()
     finish: tuple[Launch, ...] = ()
     arch_specific: bool = False
+    ptxas_options: tuple[str, ...] = ()
 
     @property
     def entries(self) -> tuple[str, ...]:

@@ -256,10 +256,14 @@ class Compiler:
         return quoted_headers(text, Path(source).parent, search)
 
     def _flags(
-        self, defines: tuple[tuple[str, Value], ...], arch_specific: bool = False
+        self,
+        defines: tuple[tuple[str, Value], ...],
+        arch_specific: bool = False,
+        ptxas_options: tuple[str, ...] = (),
     ) -> list[str]:
         arch = f"-arch={self.target(arch_specific)}"
-        return [arch, *self.options, *(_define_flag(k, v) for k, v in defines)]
+        ptxas = (f"-Xptxas={option}" for option in ptxas_options)
+        return [arch, *self.options, *(_define_flag(k, v) for k, v in defines), *ptxas]
 
     def cache_key(
         self,
@@ -267,10 +271,11 @@ class Compiler:
         defines: tuple[tuple[str, Value], ...],
         headers: Headers = (),
         arch_specific: bool = False,
+        ptxas_options: tuple[str, ...] = (),
     ) -> str:
         material: dict[str, object] = {
             "source": hashlib.sha256(source_text.encode()).hexdigest(),
-            "flags": self._flags(tuple(sorted(defines)), arch_specific),
+            "flags": self._flags(tuple(sorted(defines)), arch_specific, ptxas_options),
             "nvrtc": self.version,
         }
         if headers:  # absent otherwise: the keys of sources without includes stay as they were
@@ -280,19 +285,26 @@ class Compiler:
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def compile(self, plan: KernelPlan) -> CompiledKernel:
-        return self.compile_source(plan.source, plan.defines, plan.arch_specific)
+        return self.compile_source(
+            plan.source, plan.defines, plan.arch_specific, plan.ptxas_options
+        )
 
     def compile_source(
-        self, source: Path, defines: tuple[tuple[str, Value], ...], arch_specific: bool = False
+        self,
+        source: Path,
+        defines: tuple[tuple[str, Value], ...],
+        arch_specific: bool = False,
+        ptxas_options: tuple[str, ...] = (),
     ) -> CompiledKernel:
         text = Path(source).read_text()
         headers = self.headers(source, text)
-        key = self.cache_key(text, defines, headers, arch_specific)
+        key = self.cache_key(text, defines, headers, arch_specific, ptxas_options)
         cached = self._read_cache(key)
         if cached is not None:
             return cached
         start = time.perf_counter()
-        args = (text, Path(source).name, self._flags(defines, arch_specific), None, headers)
+        flags = self._flags(defines, arch_specific, ptxas_options)
+        args = (text, Path(source).name, flags, None, headers)
         pool = self._pool
         if pool is None:
             cubin, log = _nvrtc_compile(*args)

@@ -10,6 +10,7 @@ from autotune.families.maxdnn import Layout, emulate, patch_offsets, shared_byte
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
 from autotune.model.space import ARCH_LIMITS, Config
+from tests.nvrtc.cubin_text import code
 
 FAMILY = get_family("maxdnn")
 LIMITS = ARCH_LIMITS["sm_90"]
@@ -48,6 +49,21 @@ COMPILE_SAMPLE = [
         ConvProblem(N=20, K=5, C=96, F=256, B=128),
         dict(BM=128, BN=64, BK=16, TM=16, TN=8, DOUBLE_BUFFER=2, VEC=4, MIN_BLOCKS=1),
     ),
+    (  # the 16 x 8 block at three blocks per SM: 168 registers
+        ConvProblem(N=12, K=3, C=512, F=1024, B=128),
+        dict(
+            BM=128,
+            BN=128,
+            BK=16,
+            TM=16,
+            TN=8,
+            DOUBLE_BUFFER=2,
+            VEC=4,
+            MIN_BLOCKS=3,
+            FMA_ORDER=1,
+            BYTE_OFFSETS=1,
+        ),
+    ),  # fmt: skip
     (
         ConvProblem(N=29, K=5, C=7, F=9),
         dict(BM=32, BN=32, BK=16, TM=4, TN=4, DOUBLE_BUFFER=2, VEC=1, MIN_BLOCKS=2),
@@ -114,7 +130,7 @@ COMPILE_SAMPLE = [
     ),
 ]
 # Tunables the samples leave out take their defaults (the behaviour before they existed).
-DEFAULTS = dict(SPLIT_K=1, FMA_ORDER=0, BYTE_OFFSETS=0)
+DEFAULTS = dict(SPLIT_K=1, FMA_ORDER=0, BYTE_OFFSETS=0, REG_USAGE_LEVEL=5)
 
 
 def bound(problem: ConvProblem):
@@ -386,8 +402,9 @@ def test_nvrtc_compiles_without_spills(compiler, problem: ConvProblem, values: d
 
 
 def test_configs_stored_before_the_later_tunables_plan_as_before() -> None:
-    """A stored config without SPLIT_K, FMA_ORDER and BYTE_OFFSETS plans the kernel it measured:
-    no split (one launch, grid z = image tiles), row-major FFMAs, element offsets."""
+    """A stored config without SPLIT_K, FMA_ORDER, BYTE_OFFSETS and REG_USAGE_LEVEL plans the
+    kernel it measured: no split (one launch, grid z = image tiles), row-major FFMAs, element
+    offsets, no ptxas option."""
     problem = named_shapes("alexnet")[3]
     stored = Config.of({**PAPER, "MIN_BLOCKS": 1})
     completed = Config.of({**PAPER, "MIN_BLOCKS": 1, **DEFAULTS})
@@ -395,3 +412,46 @@ def test_configs_stored_before_the_later_tunables_plan_as_before() -> None:
     old, new = FAMILY.plan(problem, stored), FAMILY.plan(problem, completed)
     assert old == new and len(old.launches) == 1
     assert dict(old.defines)["SPLIT_K"] == 1 and dict(old.defines)["BYTE_OFFSETS"] == 0
+    assert old.ptxas_options == ()
+
+
+# OverFeat L4's best 128 x 128 / BK=32 configuration (results/h100/maxdnn_profile).
+WIDE = dict(
+    BM=128, BN=128, BK=32, TM=8, TN=8, DOUBLE_BUFFER=2, VEC=4, MIN_BLOCKS=1, SPLIT_K=1,
+    FMA_ORDER=1, BYTE_OFFSETS=1,
+)  # fmt: skip
+
+
+def test_reg_usage_level_is_a_ptxas_option_only_off_its_default() -> None:
+    problem = named_shapes("overfeat")[3]
+    default = FAMILY.plan(problem, Config.of({**WIDE, "REG_USAGE_LEVEL": 5}))
+    raised = FAMILY.plan(problem, Config.of({**WIDE, "REG_USAGE_LEVEL": 10}))
+    assert default.ptxas_options == ()
+    assert raised.ptxas_options == ("--register-usage-level=10",)
+    assert raised.defines == default.defines and raised.launches == default.launches
+
+
+def test_the_space_admits_the_new_values_only_where_they_were_measured() -> None:
+    space = bound(named_shapes("overfeat")[3])
+    assert space.is_valid(Config.of({**DEFAULTS, **WIDE, "REG_USAGE_LEVEL": 10}))
+    assert not space.is_valid(Config.of({**DEFAULTS, **WIDE, "BN": 64, "REG_USAGE_LEVEL": 10}))
+    block16x8 = {**DEFAULTS, **WIDE, "BK": 16, "TM": 16, "MIN_BLOCKS": 3}
+    assert space.is_valid(Config.of(block16x8))
+    assert not space.is_valid(Config.of({**block16x8, "SPLIT_K": 2}))  # spills
+    assert not space.is_valid(Config.of({**block16x8, "TM": 8}))  # 3 repeats 1 or 2
+
+
+@pytest.mark.slow
+def test_reg_usage_level_changes_the_cubin_without_spills_or_lost_occupancy(compiler) -> None:
+    """Level 10 builds other machine code (ptxas reads the next row's fragments a row ahead),
+    still without spills and within the 128 registers that keep 2 blocks of 256 threads per SM."""
+    problem = named_shapes("overfeat")[3]
+    builds = {
+        level: compiler.compile(FAMILY.plan(problem, Config.of({**WIDE, "REG_USAGE_LEVEL": level})))
+        for level in (5, 10)
+    }
+    assert builds[5].key != builds[10].key
+    assert code(builds[5].cubin)[".text.maxdnn"] != code(builds[10].cubin)[".text.maxdnn"]
+    for build in builds.values():
+        main = build.resources["maxdnn"]
+        assert main.spill_stores == main.spill_loads == 0 and main.registers <= 128

@@ -103,12 +103,14 @@ def test_cache_key_holds_everything_that_changes_the_binary() -> None:
     text, defines = "__global__ void k() {}", (("A", 1), ("B", 2))
     key = base.cache_key(text, defines)
     assert base.cache_key(text, tuple(reversed(defines))) == key  # order of defines is no change
+    assert base.cache_key(text, defines, (), False, ()) == key  # no ptxas options: as before
     changed = [
         base.cache_key(text + " ", defines),
         base.cache_key(text, (("A", 1), ("B", 3))),
         _with_version(Compiler(arch="sm_80")).cache_key(text, defines),
         _with_version(Compiler(options=("-std=c++17",))).cache_key(text, defines),
         _with_version(Compiler(), "13.1").cache_key(text, defines),
+        base.cache_key(text, defines, ptxas_options=("--register-usage-level=10",)),
     ]
     assert key not in changed and len(set(changed)) == len(changed)
 

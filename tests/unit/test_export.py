@@ -16,6 +16,7 @@ from autotune.export.cpp_table import cpp_table, makefile
 from autotune.export.cuda_tree import (
     NVCC_FLAGS,
     WORKSPACE_ALIGN,
+    Module,
     modules_of,
     nvcc_source,
     plan_buffers,
@@ -183,6 +184,15 @@ def test_unroll_counts_named_by_a_macro_go_through_pragma_and_nothing_else_chang
 def test_the_nvcc_flags_are_the_tuners_nvrtc_options_but_the_report() -> None:
     assert set(DEFAULT_OPTIONS) - set(NVCC_FLAGS) == {"-Xptxas=-v"}
     assert set(NVCC_FLAGS) <= set(DEFAULT_OPTIONS)
+
+
+def test_a_modules_ptxas_options_reach_its_build_rule() -> None:
+    plain = Module(0, "maxdnn.cu", (("BM", 128),), ("maxdnn",), {"maxdnn": 0})
+    raised = Module(1, "maxdnn.cu", (("BM", 128),), ("maxdnn",), {}, ("--register-usage-level=10",))
+    make = makefile([plain, raised], "sm_90")
+    rules = re.findall(r"^\t\$\(NVCC\) --fatbin .*$", make, re.M)
+    assert len(rules) == 2 and "-Xptxas" not in rules[0]
+    assert rules[1].split()[-4] == "-Xptxas=--register-usage-level=10"
 
 
 def test_the_cpp_table_and_makefile_follow_the_json(everything) -> None:

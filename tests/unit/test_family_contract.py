@@ -47,7 +47,8 @@ FACTS: dict[str, tuple[type, str, str]] = {
     "maxdnn": (
         ConvProblem,
         "alexnet",
-        "BM BN BK TM TN DOUBLE_BUFFER VEC MIN_BLOCKS SPLIT_K FMA_ORDER BYTE_OFFSETS",
+        "BM BN BK TM TN DOUBLE_BUFFER VEC MIN_BLOCKS SPLIT_K FMA_ORDER BYTE_OFFSETS "
+        "REG_USAGE_LEVEL",
     ),
     "sgemm": (
         GemmProblem,

@@ -21,8 +21,9 @@ import cupy as cp
 from autotune.families import get_family
 from autotune.families.conv2d import buffers
 from autotune.gpu.compiler import Compiler
-from autotune.gpu.session import GpuSession, _load_module
-from autotune.model.problem import parse_shape
+from autotune.gpu.launch import load_module
+from autotune.gpu.session import GpuSession
+from autotune.model.parsing import parse_shape
 from autotune.model.space import Config
 
 
@@ -39,7 +40,7 @@ def main(path: str, repeats: int = 2) -> None:
         res = compiled.resources.get("maxdnn")
         usage = f"regs={res.registers} spills={res.spill_stores + res.spill_loads}" if res else ""
         print(f"{shape} {json.dumps(config, sort_keys=True)} {usage}", flush=True)
-        module, functions = _load_module(compiled.cubin, plan.entries, session._tmp.name, False)
+        module, functions = load_module(compiled.cubin, plan.entries, session._tmp.name, False)
         for launch in plan.all_launches:
             if launch.smem_bytes > 48 * 1024:
                 functions[launch.kernel].max_dynamic_shared_size_bytes = launch.smem_bytes
