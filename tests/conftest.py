@@ -141,7 +141,8 @@ def synthetic_evaluator():
 @pytest.fixture(scope="module")
 def compiler():
     """NVRTC for sm_90 (no GPU needed); the family tests skip where NVRTC cannot load."""
-    from autotune.gpu.compiler import Compiler, CompilerUnavailable, nvrtc_version
+    from autotune.gpu.compiler import Compiler
+    from autotune.gpu.nvrtc_library import CompilerUnavailable, nvrtc_version
 
     try:
         nvrtc_version()

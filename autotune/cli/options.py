@@ -12,7 +12,8 @@ from pathlib import Path
 import click
 
 from autotune.families import UnknownFamily, UnsupportedProblem
-from autotune.gpu.compiler import DEFAULT_CACHE, CompilerUnavailable
+from autotune.gpu.compiler import DEFAULT_CACHE
+from autotune.gpu.nvrtc_library import CompilerUnavailable
 from autotune.model.precision import (
     DEFAULT_DTYPE,
     DEFAULT_LAYOUT,

@@ -6,8 +6,6 @@ import contextlib
 import ctypes
 import ctypes.util
 import hashlib
-import importlib.metadata
-import importlib.util
 import json
 import multiprocessing as mp
 import os
@@ -23,6 +21,7 @@ from pathlib import Path
 from autotune.families.base import INCLUDE_DIR, KernelPlan
 from autotune.families.headers import Headers, option_dirs, quoted_headers
 from autotune.gpu.interrupt import children_ignore_interrupts
+from autotune.gpu.nvrtc_library import load_nvrtc, nvrtc_version
 from autotune.gpu.ptxas import parse_resources
 from autotune.model.records import Resources
 from autotune.model.space import Value
@@ -31,14 +30,11 @@ DEFAULT_OPTIONS = ("-std=c++17", "-Xptxas=-v", "--fmad=true")
 ELF_MAGIC = b"\x7fELF"  # every cubin is an ELF file
 # Where the commands and the runtime keep compiled cubins between processes.
 DEFAULT_CACHE = Path.home() / ".cache" / "autotune" / "cubins"
+_pool_restart_lock = threading.Lock()  # threads that saw the pool break restart it once
 
 
 class CompileError(RuntimeError):
     """NVRTC refused the source; the message holds its log."""
-
-
-class CompilerUnavailable(RuntimeError):
-    """No NVRTC library could be loaded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,99 +58,6 @@ class CompiledKernel:
     @property
     def spills(self) -> int:
         return sum(r.spill_stores + r.spill_loads for r in self.resources.values())
-
-
-# ---------------------------------------------------------------------------------------------
-# NVRTC through ctypes: from PyPI's NVRTC wheels (nvidia-cuda-nvrtc for CUDA 13,
-# nvidia-cuda-nvrtc-cu12 for CUDA 12; both may be installed side by side), else wherever
-# cuda.pathfinder or the system's loader finds one.
-
-# Where each NVRTC wheel puts its library under site-packages/nvidia/, by CUDA major version.
-WHEEL_LIBRARIES = {13: "cu13/lib/libnvrtc.so.13", 12: "cuda_nvrtc/lib/libnvrtc.so.12"}
-
-_libs: dict[int | None, ctypes.CDLL] = {}
-_lib_lock = threading.Lock()
-
-
-def cupy_cuda_major() -> int | None:
-    """The CUDA major version of the installed CuPy wheel (cupy-cuda12x or cupy-cuda13x), from its
-    metadata, without importing CuPy; None without one."""
-    for major in sorted(WHEEL_LIBRARIES, reverse=True):
-        try:
-            importlib.metadata.version(f"cupy-cuda{major}x")
-        except importlib.metadata.PackageNotFoundError:
-            continue
-        return major
-    return None
-
-
-def wheel_nvrtc_libraries() -> dict[int, Path]:
-    """The libraries of the installed NVRTC wheels, by CUDA major version."""
-    spec = importlib.util.find_spec("nvidia")
-    roots = list(spec.submodule_search_locations or []) if spec else []
-    found: dict[int, Path] = {}
-    for major, relative in WHEEL_LIBRARIES.items():
-        for root in roots:
-            if (Path(root) / relative).is_file():
-                found[major] = Path(root) / relative
-                break
-    return found
-
-
-def _open_wheel_library(path: Path) -> ctypes.CDLL:
-    # NVRTC loads its builtins library by name at the first compile, and the 13.0 wheel's library
-    # has no RUNPATH to find it beside itself: load it first, globally (as cuda.pathfinder does).
-    for builtins in sorted(path.parent.glob("libnvrtc-builtins.so.*")):
-        ctypes.CDLL(str(builtins), mode=ctypes.RTLD_GLOBAL)
-    return ctypes.CDLL(str(path))
-
-
-def load_nvrtc(major: int | None = None) -> ctypes.CDLL:
-    """NVRTC of CUDA `major`. With None, the one this process compiles with: a wheel's of the
-    installed CuPy's major (its cubins must load on the driver CuPy runs on), else the newest."""
-    with _lib_lock:
-        if major not in _libs:
-            _libs[major] = _find_nvrtc(major)
-        return _libs[major]
-
-
-def _find_nvrtc(major: int | None) -> ctypes.CDLL:
-    errors = []
-    wheels = wheel_nvrtc_libraries()
-    preferred = major if major is not None else cupy_cuda_major()
-    for m in sorted(wheels, key=lambda m: (m != preferred, -m)):
-        if major is None or m == major:
-            try:
-                return _open_wheel_library(wheels[m])
-            except OSError as err:
-                errors.append(str(err))
-    if major is None:
-        try:
-            from cuda.pathfinder import load_nvidia_dynamic_lib
-
-            return ctypes.CDLL(load_nvidia_dynamic_lib("nvrtc").abs_path)
-        except Exception as err:  # pathfinder missing, or no nvrtc where it looks
-            errors.append(str(err))
-    majors = [major] if major is not None else sorted(WHEEL_LIBRARIES, reverse=True)
-    names = [f"libnvrtc.so.{m}" for m in majors]
-    if major is None:
-        names = [ctypes.util.find_library("nvrtc"), *names, "libnvrtc.so"]
-    for name in names:
-        if not name:
-            continue
-        try:
-            return ctypes.CDLL(name)
-        except OSError as err:
-            errors.append(str(err))
-    which = f"NVRTC {major}" if major is not None else "NVRTC"
-    raise CompilerUnavailable(f"cannot load {which}: " + "; ".join(errors))
-
-
-def nvrtc_version(major: int | None = None) -> str:
-    lib = load_nvrtc(major)
-    major_out, minor = ctypes.c_int(), ctypes.c_int()
-    lib.nvrtcVersion(ctypes.byref(major_out), ctypes.byref(minor))
-    return f"{major_out.value}.{minor.value}"
 
 
 def _check(lib: ctypes.CDLL, code: int, what: str) -> None:
@@ -315,7 +218,7 @@ class Compiler:
                 cubin, log = future.result()
             except BrokenProcessPool:
                 # A worker died inside NVRTC: this candidate fails, the next ones get a new pool.
-                with _lib_lock:
+                with _pool_restart_lock:
                     if self._pool is pool:
                         self.start_pool(pool._max_workers)  # type: ignore[attr-defined]
                 raise CompileError("the NVRTC worker process died compiling this") from None

@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from autotune.families import get_family
-from autotune.gpu import compiler
+from autotune.gpu import nvrtc_library
 from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.parsing import problem_from_dict
 from autotune.model.shapes import named_shapes
@@ -167,8 +167,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.nvrtc_major is not None:
-        compiler.cupy_cuda_major = lambda: args.nvrtc_major  # the major load_nvrtc() prefers
-        print("NVRTC", compiler.nvrtc_version())
+        nvrtc_library.cupy_cuda_major = lambda: args.nvrtc_major  # the major load_nvrtc() prefers
+        print("NVRTC", nvrtc_library.nvrtc_version())
     for name in args.families:
         print(
             name,

@@ -6,14 +6,9 @@ from __future__ import annotations
 import pytest
 
 from autotune.families import get_family
-from autotune.gpu import compiler
-from autotune.gpu.compiler import (
-    WHEEL_LIBRARIES,
-    Compiler,
-    _nvrtc_compile,
-    nvrtc_version,
-    wheel_nvrtc_libraries,
-)
+from autotune.gpu import nvrtc_library
+from autotune.gpu.compiler import Compiler, _nvrtc_compile
+from autotune.gpu.nvrtc_library import WHEEL_LIBRARIES, nvrtc_version, wheel_nvrtc_libraries
 from autotune.gpu.ptxas import parse_resources
 from autotune.model.problem import ConvProblem
 from autotune.model.space import ARCH_LIMITS
@@ -51,6 +46,6 @@ def test_the_compiler_uses_the_nvrtc_of_the_installed_cupy(major, monkeypatch):
     # takes the one of CuPy's CUDA major.
     for each in WHEEL_LIBRARIES:
         _wheel(each)
-    monkeypatch.setattr(compiler, "_libs", {})
-    monkeypatch.setattr(compiler, "cupy_cuda_major", lambda: major)
+    monkeypatch.setattr(nvrtc_library, "_libs", {})
+    monkeypatch.setattr(nvrtc_library, "cupy_cuda_major", lambda: major)
     assert nvrtc_version().split(".")[0] == str(major)

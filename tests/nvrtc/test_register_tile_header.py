@@ -11,13 +11,8 @@ import pytest
 from autotune.families import get_family
 from autotune.families.base import INCLUDE_DIR
 from autotune.families.headers import option_dirs, quoted_headers
-from autotune.gpu.compiler import (
-    WHEEL_LIBRARIES,
-    CompileError,
-    Compiler,
-    _nvrtc_compile,
-    wheel_nvrtc_libraries,
-)
+from autotune.gpu.compiler import CompileError, Compiler, _nvrtc_compile
+from autotune.gpu.nvrtc_library import WHEEL_LIBRARIES, wheel_nvrtc_libraries
 from autotune.model.problem import ConvProblem, GemmProblem
 from autotune.model.space import Config
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from autotune.families.direct_naive import DirectNaive
-from autotune.gpu.compiler import Compiler, CompilerUnavailable, nvrtc_version
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.nvrtc_library import CompilerUnavailable, nvrtc_version
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import Config, DeviceLimits

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from autotune.gpu.compiler import CompilerUnavailable, nvrtc_version
 from autotune.gpu.interrupt import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
     exit_code,
     terminate_as_interrupt,
 )
+from autotune.gpu.nvrtc_library import CompilerUnavailable, nvrtc_version
 
 ROOT = Path(__file__).resolve().parents[2]
 

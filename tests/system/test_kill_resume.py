@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from autotune.gpu.compiler import CompilerUnavailable, nvrtc_version
+from autotune.gpu.nvrtc_library import CompilerUnavailable, nvrtc_version
 from tests.campaign_worker import evaluated
 
 # Campaigns in subprocesses killed and resumed: out of the quick loop (-m 'not slow').

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from autotune.gpu.compiler import CompilerUnavailable, nvrtc_version
+from autotune.gpu.nvrtc_library import CompilerUnavailable, nvrtc_version
 from autotune.store import Store
 from autotune.tuning.workers import WorkerSpec, run_workers
 from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
