@@ -1,4 +1,5 @@
-"""Transfer across shapes: start a search at the best configs of the nearest tuned shapes."""
+"""Transfer: start a search at the best configs of the nearest tuned shapes, or of the same space
+on other GPUs (whose ranking then also serves as the model's prior mean)."""
 
 from __future__ import annotations
 

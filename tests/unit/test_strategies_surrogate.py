@@ -125,3 +125,24 @@ def test_a_prior_of_unknowns_only_is_ignored(space: BoundSpace) -> None:
     strategy = SurrogateSearch(space, seed=0)
     strategy.use_prior(np.full(len(space.configs), np.nan))
     assert strategy._prior is None
+
+
+def test_the_start_spreads_over_a_large_space_and_not_a_small_one(space, monkeypatch) -> None:
+    """From the second config on, the random start takes the farthest of INIT_POOL random
+    configs from those seen (in spaces of SPREAD_MIN configs or more): the second config lies
+    in the farthest tenth of the space from the first."""
+    from autotune.strategies import surrogate
+
+    def second_distance_rank() -> float:
+        strategy = SurrogateSearch(space, seed=5)
+        first = strategy.ask()
+        strategy.tell(first, 1.0)
+        second = strategy.ask()
+        x = strategy._x
+        i, j = strategy._coords.index[first], strategy._coords.index[second]
+        d = ((x - x[i]) ** 2).sum(axis=1)
+        return float((d < d[j]).mean())
+
+    assert len(space) < surrogate.SPREAD_MIN
+    monkeypatch.setattr(surrogate, "SPREAD_MIN", 0)
+    assert second_distance_rank() >= 0.9
