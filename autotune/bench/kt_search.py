@@ -33,6 +33,9 @@ KT_DEFAULT = (
 KT_SLOW = {"kt_bayes_opt": 5}  # seconds per run on the 18k-config GEMM spaces, like our gp
 KERNEL = "recorded"  # the kernel name written to and asked of the cache file (both ours)
 TRANSFER_GPU = "transfer_gpu"  # the default strategy seeded from the other GPUs' best configs
+# The default as `autotune run` runs it when the store holds the same space on other GPUs
+# (leave-one-GPU-out): started at, and modelled on, their results.
+DEFAULT_WARM = "default_warm"
 
 _FILES: dict[int, str] = {}  # case index -> its Kernel Tuner cache file, written before forking
 
@@ -131,26 +134,34 @@ def run_kt(name: str, case, case_index: int, seed: int, budget: int):
     return trajectory, spent, len(trajectory)
 
 
+def other_device_cases(case, cases: Sequence) -> list:
+    """The cases of the same family and parameters on every other device, in name order."""
+    names = set(case.space.space.names)
+    return [
+        other
+        for other in sorted(cases, key=lambda c: c.device)
+        if other.device != case.device
+        and other.family == case.family
+        and set(other.space.space.names) == names
+    ]
+
+
 def other_devices(case, cases: Sequence) -> list[list]:
     """The best configs (fastest first) of the same family and parameters on every other
-    device, nearest in name order (leave-one-GPU-out transfer)."""
+    device, in name order (leave-one-GPU-out transfer)."""
     from autotune.strategies.transfer import PER_SHAPE
 
     out = []
-    names = set(case.space.space.names)
-    for other in sorted(cases, key=lambda c: c.device):
-        if other.device == case.device or other.family != case.family:
-            continue
-        if set(other.space.space.names) != names:
-            continue
+    for other in other_device_cases(case, cases):
         ok = sorted((t, c.to_json(), c) for c, t in other.ok.items() if t is not None)
         out.append([c for _, _, c in ok[:PER_SHAPE]])
     return out
 
 
 def versus_kt(frame, default: str) -> list[str]:
-    """Markdown lines: per budget, the default strategy, transfer across GPUs and the best of
-    Kernel Tuner's strategies, averaged over the spaces."""
+    """Markdown lines: per budget, the default strategy cold and warm (seeded from the other
+    GPUs), transfer across GPUs and the best of Kernel Tuner's strategies, averaged over the
+    spaces."""
     every = frame[frame["space"] == "ALL"]
     kt = every[every["strategy"].str.startswith(KT_PREFIX)]
     if not len(kt):
@@ -159,29 +170,33 @@ def versus_kt(frame, default: str) -> list[str]:
         "",
         f"## Our default (`{default}`) against the best Kernel Tuner strategy per budget",
         "",
-        "| budget | default | transfer_gpu | best Kernel Tuner strategy | its fraction "
-        "| default - it |",
-        "|---:|---:|---:|---|---:|---:|",
+        "| budget | default | default_warm | transfer_gpu | best Kernel Tuner strategy "
+        "| its fraction | default - it |",
+        "|---:|---:|---:|---:|---|---:|---:|",
     ]
     ours = every[every["strategy"] == "default"].set_index("budget")["fraction_of_optimum"]
     gpu = every[every["strategy"] == TRANSFER_GPU].set_index("budget")["fraction_of_optimum"]
+    warm = every[every["strategy"] == DEFAULT_WARM].set_index("budget")["fraction_of_optimum"]
     for budget, g in kt.groupby("budget"):
         top = g.loc[g["fraction_of_optimum"].idxmax()]
         mine = ours.get(budget, math.nan)
         lines.append(
-            f"| {budget} | {mine:.3f} | {gpu.get(budget, math.nan):.3f} | {top['strategy']} | "
+            f"| {budget} | {mine:.3f} | {warm.get(budget, math.nan):.3f} | "
+            f"{gpu.get(budget, math.nan):.3f} | {top['strategy']} | "
             f"{top['fraction_of_optimum']:.3f} | {mine - top['fraction_of_optimum']:+.3f} |"
         )
     return lines
 
 
 __all__ = [
+    "DEFAULT_WARM",
     "KT_DEFAULT",
     "KT_PREFIX",
     "KT_SLOW",
     "TRANSFER_GPU",
     "kt_available",
     "kt_unknown",
+    "other_device_cases",
     "other_devices",
     "run_kt",
     "versus_kt",

@@ -17,12 +17,14 @@ import click
 import pandas as pd
 
 from autotune.bench.kt_search import (
+    DEFAULT_WARM,
     KT_DEFAULT,
     KT_PREFIX,
     KT_SLOW,
     TRANSFER_GPU,
     kt_available,
     kt_unknown,
+    other_device_cases,
     other_devices,
     run_kt,
     write_caches,
@@ -38,7 +40,13 @@ from autotune.strategies import (
     StrategyUnavailable,
     make_strategy,
 )
-from autotune.strategies.transfer import PER_SHAPE, Transfer, device_seeds, transfer_seeds
+from autotune.strategies.transfer import (
+    PER_SHAPE,
+    Transfer,
+    device_seeds,
+    transfer_seeds,
+    warm_across_devices,
+)
 
 BUDGETS = (10, 20, 25, 50, 100, 200)  # 20: the target for transfer
 TRANSFER = "transfer"  # the default strategy started at the neighbouring shapes' optima
@@ -70,6 +78,9 @@ def make_for(name: str, case: Case, seed: int, inner: str):
     if name == TRANSFER_GPU:
         seeds = device_seeds(case.space, other_devices(case, _CASES))
         return Transfer(make_strategy(inner, case.space, seed), seeds)
+    if name == DEFAULT_WARM:
+        others = [o.times for o in other_device_cases(case, _CASES)]
+        return warm_across_devices(make_strategy(inner, case.space, seed), case.space, others)
     return make_strategy(name, case.space, seed)
 
 
@@ -136,7 +147,7 @@ def benchmark(
         for ci, case in enumerate(cases):
             if name == TRANSFER and not neighbours_of(case, cases):
                 continue  # no other shape of the family: nothing to transfer from
-            if name == TRANSFER_GPU and not other_devices(case, cases):
+            if name in (TRANSFER_GPU, DEFAULT_WARM) and not other_devices(case, cases):
                 continue
             for seed in range(min(seeds, slow.get(name, seeds))):
                 if (name, ci, seed) not in done:
@@ -203,7 +214,7 @@ def available(names: Sequence[str], cases: list[Case]) -> tuple[list[str], list[
     ok, skipped = [], []
     probe = cases[0].space
     for name in names:
-        if name in (TRANSFER, TRANSFER_GPU):
+        if name in (TRANSFER, TRANSFER_GPU, DEFAULT_WARM):
             ok.append(name)
             continue
         if name.startswith(KT_PREFIX):
@@ -249,12 +260,15 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
 )
 @click.option(
     "--strategies",
-    default=",".join([*STRATEGIES, TRANSFER, TRANSFER_GPU, *(KT_PREFIX + k for k in KT_DEFAULT)]),
+    default=",".join(
+        [*STRATEGIES, TRANSFER, TRANSFER_GPU, DEFAULT_WARM, *(KT_PREFIX + k for k in KT_DEFAULT)]
+    ),
     show_default=True,
     help="Comma-separated strategies; kt_<name> is Kernel Tuner's strategy <name> in its "
-    "simulation mode (needs the 'bench' extra); 'transfer_gpu' is the default strategy seeded "
-    "from the same space's best configs on the other GPUs; 'transfer' is the default strategy "
-    "seeded leave-one-shape-out.",
+    "simulation mode (needs the 'bench' extra); 'default_warm' is the default strategy as run "
+    "starts it when the store holds the same space on other GPUs (their results as seeds and "
+    "prior); 'transfer_gpu' is the default strategy seeded from the same space's best configs "
+    "on the other GPUs; 'transfer' is the default strategy seeded leave-one-shape-out.",
 )
 @click.option("--seeds", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option(
@@ -304,7 +318,7 @@ def search(recordings, strategies, seeds, budgets, jobs, output_dir, stem, runs,
     if not cases:
         raise click.ClickException("no exhaustive recorded space to benchmark on")
     names = [s.strip() for s in strategies.split(",") if s.strip()]
-    ours = {*STRATEGIES, TRANSFER, TRANSFER_GPU}
+    ours = {*STRATEGIES, TRANSFER, TRANSFER_GPU, DEFAULT_WARM}
     unknown = [n for n in names if n not in ours and not n.startswith(KT_PREFIX)]
     if unknown:
         raise click.BadParameter(f"unknown strategy {unknown[0]!r}", param_hint="--strategies")
@@ -351,6 +365,13 @@ def search(recordings, strategies, seeds, budgets, jobs, output_dir, stem, runs,
         meta += (
             " `transfer_gpu` is it started at the best configs of the same space recorded on the"
             " other GPUs (leave-one-GPU-out)."
+        )
+    if DEFAULT_WARM in names:
+        meta += (
+            f" `{DEFAULT_WARM}` is the default as `autotune run` starts it when the store holds"
+            " the same space measured on other GPUs (leave-one-GPU-out): their consensus best"
+            " and each GPU's best first, and their mean rank per configuration as its"
+            " model's prior mean."
         )
     if any(n.startswith(KT_PREFIX) for n in names):
         meta += (

@@ -157,9 +157,18 @@ def plot(frame: pd.DataFrame, stem: Path) -> list[Path]:
 
     every = frame[(frame["space"] == "ALL") & (frame["strategy"] != "default")]
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, g in every.groupby("strategy", sort=False):
+    # 20 colours: with more than 10 strategies the default cycle gave two of them one colour.
+    colours = plt.get_cmap("tab20").colors
+    for i, (name, g) in enumerate(every.groupby("strategy", sort=False)):
         style = "--" if name.startswith(KT_PREFIX) else "-"  # Kernel Tuner's dashed
-        ax.plot(g["budget"], g["fraction_of_optimum"], style, marker="o", label=name)
+        ax.plot(
+            g["budget"],
+            g["fraction_of_optimum"],
+            style,
+            marker="o",
+            label=name,
+            color=colours[(2 * i) % 20 + (2 * i) // 20 % 2],
+        )
     rnd = every.drop_duplicates("budget")
     ax.plot(rnd["budget"], rnd["random_expected"], "k--", lw=1, label="random (expected)")
     ax.set_xscale("log")

@@ -10,7 +10,7 @@ from autotune.model.records import TIMING_PROTOCOL, Status
 from autotune.model.space import Config
 from autotune.store import Store
 from autotune.strategies.base import Strategy
-from autotune.strategies.transfer import PER_SHAPE, Transfer, device_seeds, transfer_seeds
+from autotune.strategies.transfer import PER_SHAPE, Transfer, transfer_seeds, warm_across_devices
 
 # Brute force walks the space in its own order on purpose (exhaustive recordings); seeding it
 # would only reorder that walk.
@@ -27,8 +27,7 @@ def warm_start(
         return strategy
     history = store.history(device=device, family=study.family.name, protocol=protocol)
     if not len(history):
-        seeds = other_devices_seeds(store, device, study)
-        return Transfer(strategy, seeds) if seeds else strategy
+        return warm_across_devices(strategy, study.space, other_devices_times(store, device, study))
     ok = history[(history["status"] == Status.OK.value) & (history["kind"] == study.problem.kind)]
     ok = ok[ok["problem_key"] != study.problem.key].sort_values(["time_ms", "id"])
     neighbours = []
@@ -49,22 +48,30 @@ def warm_start(
     return Transfer(strategy, seeds) if seeds else strategy
 
 
-def other_devices_seeds(store: Store, device: str, study) -> list[Config]:
-    """The best configs of the same family and shape measured on other devices (leave this one
-    out), each device's fastest first, made valid here. The tile that suits one GPU is often
-    near the best on another of the kind: on Kernel Tuner's published spaces, seeding from the
-    other GPUs' files is the `transfer_gpu` row of results/bench/search_published.md."""
+def other_devices_times(store: Store, device: str, study) -> list[dict[Config, float | None]]:
+    """Every stored result of the same family and shape on each other device (this one left
+    out), in device name order: config -> time, None for a failure (a config measured more than
+    once keeps its best time). The tile that suits one GPU is often near the best on another:
+    on Kernel Tuner's published spaces, the default seeded from the other GPUs' results is the
+    `default_warm` row of results/bench/search_published.md."""
     history = store.history(family=study.family.name)
     if not len(history):
         return []
-    ok = history[
-        (history["status"] == Status.OK.value)
-        & (history["kind"] == study.problem.kind)
+    rows = history[
+        (history["kind"] == study.problem.kind)
         & (history["problem_key"] == study.problem.key)
         & (history["device"] != device)
-    ].sort_values(["time_ms", "id"])
-    others = []
-    for _, rows in sorted(ok.groupby("device", sort=False), key=lambda g: g[0]):
-        configs = list(dict.fromkeys(rows["config"].head(4 * PER_SHAPE)))[:PER_SHAPE]
-        others.append([study.family.complete(Config.from_json(c)) for c in configs])
-    return device_seeds(study.space, others)
+    ]
+    timed = {s.value for s in Status if s.timed}
+    out = []
+    for _, group in sorted(rows.groupby("device", sort=False), key=lambda g: g[0]):
+        times: dict[Config, float | None] = {}
+        for config, status, time_ms in zip(
+            group["config"], group["status"], group["time_ms"], strict=True
+        ):
+            c = study.family.complete(Config.from_json(config))
+            t = float(time_ms) if status in timed and time_ms == time_ms else None
+            if t is not None or c not in times:
+                times[c] = t if times.get(c) is None else min(times[c], t)
+        out.append(times)
+    return out

@@ -91,3 +91,58 @@ def test_one_length_for_all_before_enough_results(space: BoundSpace) -> None:
         strategy.tell(config, 1.0 + math.log2(config.as_dict()["BLOCK"]))
     assert N_INIT + 1 < ARD_MIN
     assert len(set(strategy._lengths.tolist())) == 1
+
+
+def test_a_prior_that_ranks_the_space_leads_the_model_to_the_optimum(space: BoundSpace) -> None:
+    """Given another device's ranking as its prior mean, the model's first asks after one result
+    go where that ranking points; without it they cannot know."""
+
+    def time_ms(config) -> float:
+        d = config.as_dict()
+        return 1.0 + abs(math.log2(d["BLOCK"]) - 5) + 0.3 * abs(d["TILE"] - 4) + 0.2 * d["OFFSET"]
+
+    times = np.array([time_ms(c) for c in space.configs])
+    optimum = times.min()
+
+    def asks_to_optimum(prior) -> int:
+        strategy = SurrogateSearch(space, seed=2)
+        if prior is not None:
+            strategy.use_prior(prior)
+        strategy.start_from([space.configs[int(np.argmax(times))]])  # start at the slowest
+        for n in range(1, 60):
+            config = strategy.ask()
+            strategy.tell(config, time_ms(config))
+            if time_ms(config) == optimum:
+                return n
+        return 60
+
+    with_prior = asks_to_optimum(np.log(times) + 0.01 * np.sin(np.arange(len(times))))
+    assert with_prior <= 4
+    assert asks_to_optimum(None) > with_prior
+
+
+def test_a_prior_of_unknowns_only_is_ignored(space: BoundSpace) -> None:
+    strategy = SurrogateSearch(space, seed=0)
+    strategy.use_prior(np.full(len(space.configs), np.nan))
+    assert strategy._prior is None
+
+
+def test_the_start_spreads_over_a_large_space_and_not_a_small_one(space, monkeypatch) -> None:
+    """From the second config on, the random start takes the farthest of INIT_POOL random
+    configs from those seen (in spaces of SPREAD_MIN configs or more): the second config lies
+    in the farthest tenth of the space from the first."""
+    from autotune.strategies import surrogate
+
+    def second_distance_rank() -> float:
+        strategy = SurrogateSearch(space, seed=5)
+        first = strategy.ask()
+        strategy.tell(first, 1.0)
+        second = strategy.ask()
+        x = strategy._x
+        i, j = strategy._coords.index[first], strategy._coords.index[second]
+        d = ((x - x[i]) ** 2).sum(axis=1)
+        return float((d < d[j]).mean())
+
+    assert len(space) < surrogate.SPREAD_MIN
+    monkeypatch.setattr(surrogate, "SPREAD_MIN", 0)
+    assert second_distance_rank() >= 0.9

@@ -1,0 +1,45 @@
+"""Warm start from other GPUs: a study whose shape the store holds only on other devices starts
+at their results (seeds, and their ranking as the default model's prior)."""
+
+from __future__ import annotations
+
+from autotune.families import FAMILIES
+from autotune.model.problem import ConvProblem
+from autotune.model.records import DeviceInfo, Measurement, Status
+from autotune.model.space import ARCH_LIMITS
+from autotune.store import Store
+from autotune.strategies import DEFAULT_STRATEGY, make_strategy
+from autotune.strategies.transfer import Transfer
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.warmstart import other_devices_times, warm_start
+
+PROBLEM = ConvProblem(N=32, K=3, C=64, F=64)
+
+
+def test_a_shape_stored_only_on_other_gpus_starts_at_their_best(tmp_path) -> None:
+    family = FAMILIES["implicit_gemm"]
+    (study,), _ = plan_studies([(family, PROBLEM)], ARCH_LIMITS["sm_90"])
+    store = Store(str(tmp_path / "r.db"))
+    configs = study.space.configs[:6]
+    times = {"GPU B": (0.4, 0.3, 0.1, 0.2, None, 0.5), "GPU C": (0.5, 0.4, 0.2, 0.1, None, 0.3)}
+    for name, row in times.items():
+        device = store.register_device(DeviceInfo(name, "8.0", 108))
+        run = store.start_run(device, "test", {})
+        for config, t in zip(configs, row, strict=True):
+            m = (
+                Measurement(Status.OK, time_ms=t, samples_ms=(t,))
+                if t is not None
+                else Measurement(Status.WRONG_RESULT, error="mismatch")
+            )
+            store.record(run, device, family.name, PROBLEM, config, m, PROBLEM.flops)
+    others = other_devices_times(store, "GPU A", study)
+    assert [len(o) for o in others] == [6, 6] and others[0][configs[4]] is None
+    assert other_devices_times(store, "GPU B", study)[0][configs[3]] == 0.1  # C's only
+    strategy = warm_start(make_strategy(DEFAULT_STRATEGY, study.space, 0), store, "GPU A", study)
+    assert isinstance(strategy, Transfer) and strategy.inner._prior is not None
+    # The mean rank puts configs 2 and 3 first (first and second on each), config 2 ahead on
+    # the tie by order; then each GPU's best.
+    asked = [strategy.ask() for _ in range(3)]
+    assert asked[0] == configs[2] and set(asked) == {configs[2], configs[3]} | {asked[2]}
+    assert configs[4] not in asked  # failed on both
+    store.close()
