@@ -30,6 +30,10 @@
 // Defines: B C N K F STRIDE (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM BN WG STAGES
 // SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK.
 
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "tc_wgmma needs the sm_90a target (wgmma): compile the plan with arch_specific"
+#endif
+
 typedef unsigned short u16;
 typedef unsigned long long u64;
 

@@ -3,6 +3,7 @@ kernel's layout, and sampled configurations compile for sm_90a with NVRTC withou
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 
@@ -17,7 +18,7 @@ from autotune.families.tc_wgmma import (
     shared_bytes,
     threads,
 )
-from autotune.gpu.compiler import Compiler
+from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
 from autotune.model.space import ARCH_LIMITS, Config
@@ -217,3 +218,12 @@ def test_random_configs_compile_without_spills(compiler):
         for config in rng.sample(configs, 4):
             compiled = compiler.compile(FAMILY.plan(problem, config))
             assert compiled.spills == 0, f"{problem} {config}"
+
+
+def test_the_plain_sm90_target_is_refused_with_the_reason(compiler):
+    # wgmma exists only on the architecture-specific target: without it the kernel says so
+    # instead of leaving the user a page of ptxas errors.
+    problem, dtype, config = COMPILE_SAMPLE[0]
+    plan = dataclasses.replace(FAMILY.plan(nhwc(problem, dtype), config), arch_specific=False)
+    with pytest.raises(CompileError, match="needs the sm_90a target"):
+        compiler.compile(plan)
