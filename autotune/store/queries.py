@@ -239,10 +239,27 @@ class Queries(StoreBase):
 
     def ceilings(self, device: str | None = None, protocol: int | None = None) -> pd.DataFrame:
         """The newest measurement of each ceiling per device under one timing protocol: device,
-        name, value, unit, detail, created_at, spread, protocol."""
+        name, value, unit, detail, created_at, spread, protocol. Newest by when it was measured,
+        not by id: a merged database's older ceilings arrive with higher ids."""
         c, d = ceilings_table.c, devices_table.c
+        latest = (
+            sa.select(c.device_id, c.name, sa.func.max(c.created_at).label("at"))
+            .where(c.protocol == self._protocol(protocol))
+            .group_by(c.device_id, c.name)
+            .subquery()
+        )
         newest = (
             sa.select(sa.func.max(c.id))
+            .select_from(
+                ceilings_table.join(
+                    latest,
+                    sa.and_(
+                        c.device_id == latest.c.device_id,
+                        c.name == latest.c.name,
+                        c.created_at == latest.c.at,
+                    ),
+                )
+            )
             .where(c.protocol == self._protocol(protocol))
             .group_by(c.device_id, c.name)
             .scalar_subquery()

@@ -281,3 +281,20 @@ def test_a_source_being_written_is_read_with_its_log(sources, tmp_path) -> None:
         result = merge(str(a), "--storage", str(target))
     assert result.exit_code == 0, result.output
     assert "runs 2/0, evaluations 6/0" in result.output
+
+
+def test_an_older_ceiling_merged_in_does_not_replace_the_newer_one(tmp_path: Path) -> None:
+    # A machine's fresh database measures every ceiling again; merged later, its older figures
+    # arrive with higher ids and must not take the place of the target's newer measurement.
+    source, target = tmp_path / "old.db", tmp_path / "t.db"
+    with Store(source) as store:
+        device = store.register_device(H100)
+        store.record_ceiling(device, "tc_peak_fp16", 661e3, "GFlop/s", "one median")
+    with Store(target) as store:
+        device = store.register_device(H100)
+        store.record_ceiling(device, "tc_peak_fp16", 739e3, "GFlop/s", "best of three")
+    result = merge(str(source), "--storage", str(target))
+    assert result.exit_code == 0, result.output
+    assert "ceilings 1/0" in result.output  # kept in the history, not put in use
+    with Store(target, create=False) as merged:
+        assert list(merged.ceilings()["value"]) == [739e3]
