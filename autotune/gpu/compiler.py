@@ -135,9 +135,19 @@ class Compiler:
             self._pool = ProcessPoolExecutor(processes, mp_context=mp.get_context("spawn"))
 
     def stop_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        """End the worker processes and wait until the pool has wound down. A compile in flight
+        is abandoned (its cubin would only have gone to the cache; a stop on Ctrl-C must not wait
+        for it). A pool left winding down while the interpreter exits prints tracebacks: its exit
+        hook writes to a pipe that the pool's thread is closing (CPython 3.11), and a worker still
+        starting finds its parent gone."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        # The dict the pool adds its workers to (private, present in CPython 3.9-3.14).
+        for worker in list((getattr(pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(OSError, ValueError):
+                worker.kill()
+        pool.shutdown(wait=True, cancel_futures=True)
 
     @property
     def version(self) -> str:

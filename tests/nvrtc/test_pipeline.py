@@ -10,7 +10,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pytest
 
 from autotune.families.direct_naive import DirectNaive
-from autotune.gpu.compiler import Compiler
+from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.problem import ConvProblem
 from autotune.model.space import DeviceLimits
 from autotune.store import Store
@@ -95,6 +95,48 @@ def test_process_pool_compile_matches_in_process(tmp_path) -> None:
         pooled.stop_pool()
     assert remote.resources == alone.resources and remote.key == alone.key
     assert remote.cubin[:4] == b"\x7fELF"
+
+
+# About 6 s of ptxas on one core: 1,024 dependent multiply-adds with address arithmetic.
+SLOW_SOURCE = """
+#define R4(s) s s s s
+#define R256(s) R4(R4(R4(R4(s))))
+extern "C" __global__ void slow(float* x) {
+    float a = x[threadIdx.x];
+    unsigned i = threadIdx.x;
+    R256(R4(a = a * 1.0001f + x[i & 1023]; i = i * 1103515245u + 12345u;))
+    x[threadIdx.x] = a;
+}
+"""
+
+
+def test_stopping_the_pool_mid_compile_ends_its_processes_and_threads_at_once(tmp_path) -> None:
+    # A pool left winding down while the interpreter exits prints tracebacks (its exit hook
+    # writes to a pipe the pool's thread is closing; a worker still starting finds its parent
+    # gone): stop_pool must leave nothing of the pool running, and must not wait for NVRTC.
+    source = tmp_path / "slow.cu"
+    source.write_text(SLOW_SOURCE)
+    compiler = Compiler()
+    compiler.start_pool(2)
+    pool = compiler._pool
+    with ThreadPoolExecutor(1) as caller:
+        compiling = caller.submit(compiler.compile_source, source, ())
+        deadline = time.monotonic() + 30
+        while not pool._processes and time.monotonic() < deadline:  # the worker has started
+            time.sleep(0.01)
+        time.sleep(0.5)  # and is inside NVRTC
+        assert not compiling.done()
+        workers = list(pool._processes.values())
+        manager = pool._executor_manager_thread
+        start = time.monotonic()
+        compiler.stop_pool()
+        took = time.monotonic() - start
+        with pytest.raises(CompileError, match="died"):
+            compiling.result(timeout=30)
+    assert took < 3, f"stop_pool waited {took:.1f} s for the compile in flight"
+    assert workers and not any(w.is_alive() for w in workers)
+    assert not manager.is_alive()
+    assert compiler._pool is None
 
 
 def test_cache_key_holds_everything_that_changes_the_binary() -> None:
