@@ -1,0 +1,405 @@
+"""Issue 25, 2026-11-27: variants of the default strategy (`surrogate`) replayed on recorded spaces.
+
+A research script, not part of the package: each variant changes one thing in
+autotune/strategies/surrogate.py (a constant, the features, the output transform, the acquisition,
+the candidates or the model) by patching the module in the worker processes, then replays the
+same spaces, seeds and scoring as `autotune bench search` (fraction of the optimum after 10, 20
+and 50 evaluations, averaged per space over the seeds, then over the spaces).
+
+    python results/bench/search_variants/variants.py baseline refit1 --seeds 0:10
+    python results/bench/search_variants/variants.py refit1 --seeds 100:130 --save r1.json
+    python results/bench/search_variants/variants.py --paired base.json r1.json
+    python results/bench/search_variants/variants.py baseline --trace A6000 --seeds 0:10
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing as mp
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import click
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT))
+
+import autotune.strategies.surrogate as S  # noqa: E402
+from autotune.bench.search import load_cases  # noqa: E402
+
+BUDGETS = (10, 20, 50)
+_features = S.features
+_candidates = S.SurrogateSearch._candidates
+_best_candidate = S.SurrogateSearch._best_candidate
+
+
+# -- features ---------------------------------------------------------------------------------
+
+
+def _single_columns(coords):
+    x, groups = _features(coords)
+    return x, groups, [x[:, g[0]] for g in groups if len(g) == 1]
+
+
+def _with(x, groups, extra):
+    if not extra:
+        return x, groups
+    m = x.shape[1]
+    new = [np.array([m + i]) for i in range(len(extra))]
+    return np.concatenate([x, np.stack(extra, 1)], 1), list(groups) + new
+
+
+def pair_features(coords):
+    """Every pair of numeric parameters' mean coordinate (in log2: their product) as a feature."""
+    x, groups, cols = _single_columns(coords)
+    extra = [(a + b) / 2 for i, a in enumerate(cols) for b in cols[i + 1 :]]
+    return _with(x, groups, extra)
+
+
+def onehot_columns(coords, j):
+    r = coords.rows[:, j]
+    return [(r == v) / math.sqrt(2) for v in range(len(coords.positions[j]))]
+
+
+def allcat_features(coords):
+    """Every parameter one-hot (a Hamming-distance kernel)."""
+    cols, groups = [], []
+    for j, positions in enumerate(coords.positions):
+        if len(positions) < 2:
+            continue
+        start = len(cols)
+        cols += onehot_columns(coords, j)
+        groups.append(np.arange(start, len(cols)))
+    return np.stack(cols, axis=1), groups
+
+
+def both_features(coords):
+    """The default's coordinates plus a one-hot group for each numeric parameter of 3+ values."""
+    x, groups = _features(coords)
+    cols, groups = [x[:, i] for i in range(x.shape[1])], list(groups)
+    for j, positions in enumerate(coords.positions):
+        if len(positions) < 3 or coords.categorical[j]:
+            continue
+        start = len(cols)
+        cols += onehot_columns(coords, j)
+        groups.append(np.arange(start, len(cols)))
+    return np.stack(cols, axis=1), groups
+
+
+def _values(coords, name):
+    j = coords.names.index(name)
+    by_position = sorted(coords.positions[j], key=coords.positions[j].get)
+    return np.array(by_position, dtype=float)[coords.rows[:, j]]
+
+
+def _unit(v):
+    lo, hi = v.min(), v.max()
+    return (v - lo) / (hi - lo) if hi > lo else None
+
+
+def derived_features(coords, threads: bool, align: bool):
+    """Threads a block (log2 of the block_size_* product, Kernel Tuner's names) and/or each
+    integer parameter's power-of-two alignment (trailing zero bits, at most 5)."""
+    x, groups = _features(coords)
+    extra = []
+    blocks = [n for n in ("block_size_x", "block_size_y", "block_size_z") if n in coords.names]
+    if threads and len(blocks) >= 2:
+        f = _unit(sum(np.log2(np.maximum(_values(coords, n), 1)) for n in blocks))
+        extra += [f] if f is not None else []
+    if align:
+        for j, name in enumerate(coords.names):
+            values = list(coords.positions[j])
+            ints = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)
+            if coords.categorical[j] or len(values) < 5 or not ints:
+                continue
+            v = [int(a) for a in _values(coords, name)]
+            f = _unit(np.array([min((a & -a).bit_length() - 1, 5) for a in v], dtype=float))
+            extra += [f] if f is not None else []
+    return _with(x, groups, extra)
+
+
+# -- the model's ask --------------------------------------------------------------------------
+
+OPTIONS = {"ytrans": "cap", "acq": "ei", "exploit_every": 0, "exploit_top": 1, "model": "gp"}
+
+
+def _normal_scores(y):
+    from statistics import NormalDist
+
+    ranks = np.argsort(np.argsort(y, kind="stable"), kind="stable")
+    return np.array([NormalDist().inv_cdf((r + 0.5) / len(y)) for r in ranks])
+
+
+def _targets(self):
+    told = np.array(self._told)
+    y = np.array(self._y)
+    failed = np.isnan(y)
+    y[failed] = y[~failed].max() + S.FAILURE_PENALTY
+    order = np.argsort(y, kind="stable")
+    return told, y, failed, order
+
+
+def _transformed(yk):
+    if OPTIONS["ytrans"] == "rank":
+        yk = _normal_scores(yk)
+    else:
+        median = np.median(yk)
+        yk = np.minimum(yk, median + S.SLOW_CAP * (median - yk.min()))
+        if OPTIONS["ytrans"] == "logcap":  # log of the distance above the best
+            yk = np.log(yk - yk.min() + 0.05 * (np.median(yk) - yk.min() + 1e-9))
+    return (yk - yk.mean()) / (yk.std() + 1e-12)
+
+
+def _pick(self, candidates, score):
+    top = np.flatnonzero(score >= score.max() - 1e-12)
+    return int(candidates[top[self._rng.randrange(len(top))]])
+
+
+def gp_ask(self):
+    """The default's ask without the prior, with OPTIONS' output transform and acquisition."""
+    told, y, failed, order = _targets(self)
+    keep = order[: S.MAX_TRAIN]
+    candidates = self._candidates(told[order[~failed[order]]])
+    x, yk = self._x[told[keep]], _transformed(y[keep])
+    if self._since_fit >= S.REFIT:
+        self._fit(x, yk)
+        self._since_fit = 0
+    scale = self._column_lengths()
+    xs = x / scale
+    chol = S._cholesky(S._kern(S._sqdist(xs, xs)))
+    alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, yk))
+    k = S._kern(S._sqdist(self._x[candidates] / scale, xs))
+    mu = k @ alpha
+    v = np.linalg.solve(chol, k.T)
+    sd = np.sqrt(np.maximum(1.0 - (v * v).sum(axis=0), 1e-12))
+    if OPTIONS["acq"] == "ts":  # independent draws per candidate (no joint sample)
+        draws = np.array([self._rng.gauss(0.0, 1.0) for _ in range(len(mu))])
+        return _pick(self, candidates, -(mu + sd * draws))
+    return _pick(self, candidates, S.expected_improvement(mu, sd, yk.min() - S.XI))
+
+
+def forest_ask(self):
+    """Expected improvement under a bootstrapped extra-trees forest (SMAC's mean and variance)."""
+    told, y, failed, order = _targets(self)
+    candidates = self._candidates(told[order[~failed[order]]])
+    yk = _transformed(y)
+    rng = np.random.default_rng(self._rng.randrange(2**31))
+    mu, sd = forest(self._x[told], yk, self._x[candidates], rng)
+    return _pick(self, candidates, S.expected_improvement(mu, sd, yk.min() - S.XI))
+
+
+def ask(self):
+    every = OPTIONS.get("alternate", 0)
+    if OPTIONS["model"] == "forest" or (every and len(self._told) % every == 0):
+        return forest_ask(self)
+    return gp_ask(self)
+
+
+def exploiting_candidates(self, order):
+    """Every exploit_every-th ask: only the unvisited neighbours of the exploit_top best."""
+    every = OPTIONS["exploit_every"]
+    if every and len(self._told) % every == 0:
+        near = []
+        for i in order[: OPTIONS["exploit_top"]]:
+            d = self._coords.distances(self._coords.rows[i])
+            near.append(np.flatnonzero((d == 1) & ~self._visited))
+        near = np.unique(np.concatenate(near))
+        if len(near):
+            return near
+    return _candidates(self, order)
+
+
+# -- a small extra-trees forest ---------------------------------------------------------------
+
+
+def _tree(x, y, rng, min_leaf=2):
+    feature, threshold, left, right, value, variance = [], [], [], [], [], []
+
+    def node() -> int:
+        for a, v in ((feature, -1), (threshold, 0.0), (left, -1), (right, -1)):
+            a.append(v)
+        value.append(0.0)
+        variance.append(0.0)
+        return len(feature) - 1
+
+    stack = [(node(), np.arange(len(x)))]
+    while stack:
+        at, idx = stack.pop()
+        yy = y[idx]
+        value[at], variance[at] = yy.mean(), yy.var()
+        if len(idx) < 2 * min_leaf or yy.var() < 1e-12:
+            continue
+        best = None
+        for f in rng.permutation(x.shape[1]):
+            col = x[idx, f]
+            if col.max() - col.min() < 1e-12:
+                continue
+            t = rng.uniform(col.min(), col.max())
+            m = col <= t
+            n_left = int(m.sum())
+            if min(n_left, len(idx) - n_left) < min_leaf:
+                continue
+            sse = yy[m].var() * n_left + yy[~m].var() * (len(idx) - n_left)
+            if best is None or sse < best[0]:
+                best = (sse, f, t, m)
+        if best is None:
+            continue
+        _, feature[at], threshold[at], m = best
+        left[at], right[at] = node(), node()
+        stack += [(left[at], idx[m]), (right[at], idx[~m])]
+    return tuple(np.array(a) for a in (feature, threshold, left, right, value, variance))
+
+
+def _leaves(tree, x):
+    feature, threshold, left, right, value, variance = tree
+    at = np.zeros(len(x), dtype=int)
+    while (inner := np.flatnonzero(feature[at] >= 0)).size:
+        f = feature[at[inner]]
+        goes_left = x[inner, f] <= threshold[at[inner]]
+        at[inner] = np.where(goes_left, left[at[inner]], right[at[inner]])
+    return value[at], variance[at]
+
+
+def forest(x, y, xc, rng, trees=40):
+    means, variances = [], []
+    for _ in range(trees):
+        b = rng.integers(0, len(x), len(x))
+        m, v = _leaves(_tree(x[b], y[b], rng), xc)
+        means.append(m)
+        variances.append(v)
+    means, variances = np.array(means), np.array(variances)
+    return means.mean(0), np.sqrt(means.var(0) + variances.mean(0) + 1e-9)
+
+
+# -- variants ---------------------------------------------------------------------------------
+
+VARIANTS: dict[str, dict] = {
+    "baseline": {},
+    "pool_all": {"POOL": 10**9},
+    "pair_features": {"features": pair_features},
+    "allcat_features": {"features": allcat_features},
+    "numeric_and_onehot": {"features": both_features},
+    "threads_feature": {"features": lambda c: derived_features(c, True, False)},
+    "align_feature": {"features": lambda c: derived_features(c, False, True)},
+    "threads_align": {"features": lambda c: derived_features(c, True, True)},
+    "rank_output": {"options": {"ytrans": "rank"}},
+    "logcap_output": {"options": {"ytrans": "logcap"}},
+    "thompson": {"options": {"acq": "ts"}},
+    "exploit_every_3": {"options": {"exploit_every": 3}},
+    "exploit_every_2": {"options": {"exploit_every": 2}},
+    "exploit_every_3_top_3": {"options": {"exploit_every": 3, "exploit_top": 3}},
+    "refit1": {"REFIT": 1},
+    "refit3": {"REFIT": 3},
+    "refit3_wide_ard": {"REFIT": 3, "ARD_LENGTHS": (0.15, 0.25, 0.4, 0.65, 1.0, 1.6, 2.5, 4, 10)},
+    "refit1_rank": {"REFIT": 1, "options": {"ytrans": "rank"}},
+    "forest": {"options": {"model": "forest"}},
+    "gp_forest_alternate": {"options": {"alternate": 2}},
+}
+
+_CASES: list = []
+
+
+def install(name: str) -> None:
+    """Patch the surrogate module (in this process) as the variant says."""
+    patch = dict(VARIANTS[name])
+    options = patch.pop("options", None)
+    if options is not None:
+        OPTIONS.update(options)
+        S.SurrogateSearch._best_candidate = ask
+        S.SurrogateSearch._candidates = exploiting_candidates
+    for key, value in patch.items():
+        setattr(S, key, value)
+
+
+def replay(task):
+    name, case_index, seed, budget = task
+    install(name)
+    case = _CASES[case_index]
+    strategy = S.SurrogateSearch(case.space, seed)
+    best, trajectory = math.inf, []
+    for _ in range(budget):
+        config = strategy.ask()
+        if config is None:
+            break
+        strategy.tell(config, case.times[config])
+        if case.ok[config] is not None:
+            best = min(best, case.ok[config])
+        trajectory.append(case.optimum_ms / best if math.isfinite(best) else 0.0)
+    trajectory += trajectory[-1:] * (budget - len(trajectory))
+    return case_index, seed, trajectory
+
+
+def trace(name: str, case, seeds: range) -> None:
+    """Per seed: the best config found in BUDGETS[-1] evaluations, when, and how the evaluations
+    fell over the values of the parameters with at most two values (flags)."""
+    install(name)
+    coords = S.Coordinates(case.space)
+    flags = [n for n, p in zip(coords.names, coords.positions, strict=True) if len(p) == 2]
+    for seed in seeds:
+        strategy = S.SurrogateSearch(case.space, seed)
+        best, found, where = math.inf, None, Counter()
+        for i in range(max(BUDGETS)):
+            config = strategy.ask()
+            strategy.tell(config, case.times[config])
+            where[tuple(config[n] for n in flags)] += 1
+            if case.ok[config] is not None and case.ok[config] < best:
+                best, found = case.ok[config], (config, i + 1)
+        values = [found[0][n] for n in coords.names]
+        click.echo(
+            f"seed {seed}: {case.optimum_ms / best:.3f} at evaluation {found[1]}, {values}; "
+            f"evaluations by {tuple(flags)}: {dict(sorted(where.items()))}"
+        )
+
+
+def paired(base_path: str, other_path: str) -> None:
+    """Mean over the seeds of (other - base), each seed's fractions averaged over the spaces."""
+    base, other = json.loads(Path(base_path).read_text()), json.loads(Path(other_path).read_text())
+    for b in BUDGETS:
+        a = np.array([[t[b - 1] for t in base[k]] for k in sorted(base, key=int)])
+        o = np.array([[t[b - 1] for t in other[k]] for k in sorted(base, key=int)])
+        d = (o - a).mean(0)
+        click.echo(f"at {b}: {d.mean():+.4f} +- {d.std(ddof=1) / math.sqrt(len(d)):.4f}")
+
+
+@click.command()
+@click.argument("names", nargs=-1)
+@click.option("--seeds", default="0:10", show_default=True, help="first:last (exclusive)")
+@click.option("--recordings", default=str(ROOT / "results/recordings/kernel_tuner"))
+@click.option("--jobs", default=2, show_default=True)
+@click.option("--save", default=None, help="Write each space's trajectories (one variant).")
+@click.option("--paired", "pair", nargs=2, default=None, help="Compare two --save files.")
+@click.option("--trace", "space", default=None, help="One space (a part of its name): per seed.")
+def main(names, seeds, recordings, jobs, save, pair, space):
+    global _CASES
+    if pair:
+        paired(*pair)
+        return
+    _CASES, _ = load_cases([recordings])
+    first, last = (int(s) for s in seeds.split(":"))
+    if space:
+        (case,) = [c for c in _CASES if space in c.name]
+        trace(names[0], case, range(first, last))
+        return
+    for name in names:
+        if name not in VARIANTS:
+            raise click.BadParameter(f"unknown variant {name!r}; one of {', '.join(VARIANTS)}")
+        start = time.monotonic()
+        tasks = [(name, c, s, max(BUDGETS)) for c in range(len(_CASES)) for s in range(first, last)]
+        with mp.get_context("fork").Pool(jobs) as pool:
+            results = pool.map(replay, tasks, chunksize=1)
+        per: dict[int, list] = {}
+        for c, _, trajectory in results:
+            per.setdefault(c, []).append(trajectory)
+        means = {b: np.mean([np.mean([t[b - 1] for t in per[c]]) for c in per]) for b in BUDGETS}
+        figures = " ".join(f"{means[b]:.3f}" for b in BUDGETS)
+        click.echo(f"{name}: {figures} at {BUDGETS} ({time.monotonic() - start:.0f} s)")
+        if save:
+            Path(save).write_text(json.dumps({str(c): per[c] for c in per}))
+
+
+if __name__ == "__main__":
+    main()
