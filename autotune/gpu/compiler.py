@@ -227,11 +227,15 @@ class Compiler:
                     future = pool.submit(_nvrtc_compile, *args)
                 cubin, log = future.result()
             except BrokenProcessPool:
-                # A worker died inside NVRTC: this candidate fails, the next ones get a new pool.
+                # A worker died inside NVRTC: this candidate fails, the next ones get a new pool
+                # (unless stop_pool ended the workers: then nobody waits for the next ones).
                 with _pool_restart_lock:
                     if self._pool is pool:
                         self.start_pool(pool._max_workers)  # type: ignore[attr-defined]
-                raise CompileError("the NVRTC worker process died compiling this") from None
+                raise CompileError(
+                    "the NVRTC worker process ended before this compile finished (it died, or the "
+                    "compile pool was stopped)"
+                ) from None
         compiled = CompiledKernel(
             cubin=cubin,
             arch=self.arch,
