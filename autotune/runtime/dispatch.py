@@ -67,6 +67,14 @@ class Runtime:
         self.database = str(database)
         names = list(families) if families is not None else list(FAMILIES)
         self.families: dict[str, Family] = {n: get_family(n) for n in names}
+        if families is None:  # by default every family that computes the calls served here
+            self.families = {n: f for n, f in self.families.items() if serves_calls(f)}
+        for name, family in self.families.items():
+            if not serves_calls(family):
+                raise CallError(
+                    f"{name} computes {'/'.join(family.dtypes)} {'/'.join(family.layouts)} "
+                    "tensors; the runtime serves FP32 NCHW calls only"
+                )
         self.cache_dir = cache_dir
         self.tune_budget = tune_budget
         self.tune_timing = tune_timing
@@ -358,3 +366,8 @@ __all__ = [
     "conv2d",
     "runtime",
 ]
+
+
+def serves_calls(family: Family) -> bool:
+    """Whether the family computes the calls the runtime serves: FP32 (TF32 off) NCHW tensors."""
+    return "fp32" in family.dtypes and "NCHW" in family.layouts

@@ -47,3 +47,15 @@ def test_pytorch_pairs_and_numpy_integers_are_read_as_ints():
 def test_calls_the_kernels_cannot_serve_are_refused(kwargs, message):
     with pytest.raises(CallError, match=message):
         call(**kwargs).problem()
+
+
+def test_a_runtime_of_families_that_compute_other_dtypes_is_refused():
+    from autotune.runtime import Runtime
+    from autotune.runtime.dispatch import serves_calls
+
+    with pytest.raises(CallError, match="tc_wgmma computes tf32/bf16/fp16 NHWC tensors"):
+        Runtime(families=["implicit_gemm", "tc_wgmma"])
+    default = Runtime()
+    assert "implicit_gemm" in default.families
+    assert "tc_wgmma" not in default.families and "tc_implicit_gemm" not in default.families
+    assert all(serves_calls(family) for family in default.families.values())
