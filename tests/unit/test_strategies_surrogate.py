@@ -146,3 +146,54 @@ def test_the_start_spreads_over_a_large_space_and_not_a_small_one(space, monkeyp
     assert len(space) < surrogate.SPREAD_MIN
     monkeypatch.setattr(surrogate, "SPREAD_MIN", 0)
     assert second_distance_rank() >= 0.9
+
+
+def _differ(a, b) -> int:
+    return sum(a.as_dict()[k] != v for k, v in b.as_dict().items())
+
+
+def test_the_trust_region_halves_without_progress_opens_below_one_and_doubles_on_a_new_best(
+    space: BoundSpace,
+) -> None:
+    strategy = SurrogateSearch(space, seed=0)
+    configs = iter(space.configs)
+    assert strategy._region_full == 4  # FIXED takes one value
+    radii = []
+    for time_ms in [1.0] * N_INIT + [2.0] * 9 + [0.5, 0.25, 0.1, 3.0, None, 3.0]:
+        strategy.tell(next(configs), time_ms)
+        radii.append(strategy._radius)
+    assert radii[:N_INIT] == [2] * N_INIT  # the random start moves nothing
+    # Three results without a new best halve it (2 -> 1); below 1 the whole space (4); then 2.
+    assert radii[N_INIT:] == [2, 2, 1, 1, 1, 4, 4, 4, 2, 4, 4, 4, 4, 4, 2]
+
+
+def test_a_cold_search_asks_near_its_best_and_a_warm_one_anywhere(space: BoundSpace) -> None:
+    def time_ms(config) -> float:
+        d = config.as_dict()
+        return (math.log2(d["BLOCK"]) - 5) ** 2 + (d["TILE"] - 3) ** 2 + d["OFFSET"] + 1
+
+    cold = SurrogateSearch(space, seed=1)
+    best = None
+    checked = 0
+    for step in range(30):
+        radius, config = cold._radius, cold.ask()
+        if step >= N_INIT and radius < cold._region_full:
+            assert _differ(config, best) <= radius, (step, radius, config, best)
+            checked += 1
+        cold.tell(config, time_ms(config))
+        if best is None or time_ms(config) < time_ms(best):
+            best = config
+    assert checked >= 10
+    # Started from given configs, the same ask weighs candidates in the whole space.
+    warm = SurrogateSearch(space, seed=1)
+    warm.start_from(space.configs[:N_INIT])
+    for _ in range(N_INIT + 1):
+        config = warm.ask()
+        warm.tell(config, time_ms(config))
+    told = np.array(warm._told)
+    order = told[np.argsort([time_ms(space.configs[i]) for i in told])]
+    rows = warm._coords.rows
+    warm._radius = cold._radius = 1
+    for strategy, anywhere in ((warm, True), (cold, False)):
+        differ = (rows[strategy._candidates(order)] != rows[order[0]]).sum(axis=1)
+        assert (differ > 1).any() == anywhere

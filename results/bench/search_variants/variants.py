@@ -10,6 +10,14 @@ and 50 evaluations, averaged per space over the seeds, then over the spaces).
     python results/bench/search_variants/variants.py refit1 --seeds 100:130 --save r1.json
     python results/bench/search_variants/variants.py --paired base.json r1.json
     python results/bench/search_variants/variants.py baseline --trace A6000 --seeds 0:10
+
+The further variants (hand_over_*, trust_region*, final_sweep_*, flag_mean) install a subclass of
+the strategy as S.SurrogateSearch (one change each; the functions above the table say which).
+
+Since 2026-11-27 the default has `trust_region`'s region (surrogate.py, REGION_START), so
+`baseline` is the default with it and `no_region` the default before, on which every other
+variant's figures in results/README.md were made; replayed now, their patches apply on top of the
+region (and the trust_region* variants add a second one).
 """
 
 from __future__ import annotations
@@ -275,10 +283,217 @@ def forest(x, y, xc, rng, trees=40):
     return means.mean(0), np.sqrt(means.var(0) + variances.mean(0) + 1e-9)
 
 
+# -- issue 25, further variants: subclasses of the strategy (installed as S.SurrogateSearch) -----
+
+
+def _default_scores(self):
+    """The default's model ask (no prior) up to the acquisition: candidates, EI, the told
+    indices of the ok results fastest first; the same RNG draws as the default."""
+    told, y, failed, order = _targets(self)
+    keep = order[: S.MAX_TRAIN]
+    ok_order = told[order[~failed[order]]]
+    candidates = self._candidates(ok_order)
+    x, yk = self._x[told[keep]], _transformed(y[keep])
+    if self._since_fit >= S.REFIT:
+        self._fit(x, yk)
+        self._since_fit = 0
+    scale = self._column_lengths()
+    xs = x / scale
+    gram = S._kern(S._sqdist(xs, xs)) + self._extra_gram(told[keep], told[keep])
+    chol = S._cholesky(gram)
+    alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, yk))
+    k = S._kern(S._sqdist(self._x[candidates] / scale, xs))
+    k = k + self._extra_gram(candidates, told[keep])
+    mu = k @ alpha
+    v = np.linalg.solve(chol, k.T)
+    sd = np.sqrt(np.maximum(1.0 + self._extra_var() - (v * v).sum(axis=0), 1e-12))
+    return candidates, S.expected_improvement(mu, sd, yk.min() - S.XI), ok_order
+
+
+class NoRegion(S.SurrogateSearch):
+    """The default without its trust region (the default before 2026-11-27)."""
+
+    def __init__(self, space, seed=None):
+        super().__init__(space, seed)
+        self._warm = True  # the region is a cold search's only
+
+
+class Variant(S.SurrogateSearch):
+    """The default with its model ask split at _default_scores (a kernel term may be added)."""
+
+    def _extra_gram(self, a, b):
+        return 0.0
+
+    def _extra_var(self):
+        return 0.0
+
+    def _best_candidate(self):
+        candidates, ei, _ = _default_scores(self)
+        return _pick(self, candidates, ei)
+
+
+def trust_region(start=0.5, patience=3, metric="hamming", after=0, base=None, recentre=False):
+    """TuRBO-like, discrete: after the random start, candidates are only the unvisited configs
+    within a radius of the best (parameters that differ, or steps on any one parameter's sorted
+    values for metric "box"); it starts at `start` of the (multi-valued) parameters (of the
+    longest value list for "box"), halves after `patience` results in a row without a new best,
+    doubles after one; below 1 it restarts global (every candidate of the default). With
+    `after`, the region starts only once that many results are in (the default's asks before).
+    With `recentre`, a region that would fall below 1 moves instead (at its starting radius) to
+    the best result more than that radius from its centre (a second basin; global if none), and
+    a new best of its own (not only a new best overall) moves its centre and doubles it."""
+
+    class TrustRegion(base or Variant):
+        def __init__(self, space, seed=None):
+            super().__init__(space, seed)
+            sizes = [len(p) for p in self._coords.positions]
+            self._full = sum(n > 1 for n in sizes) if metric == "hamming" else max(sizes) - 1
+            self._r = self._r0 = max(1, round(start * self._full))
+            self._fails, self._best_y = 0, math.inf
+            self._centre, self._centre_y = None, math.inf
+
+        def tell(self, config, time_ms):
+            n = len(self._told)
+            super().tell(config, time_ms)
+            if len(self._told) == n:
+                return
+            y = self._y[-1]
+            better = not math.isnan(y) and y < self._best_y
+            self._best_y = y if better else self._best_y
+            if n < max(S.N_INIT, after):  # the random start (or the asks before) moves nothing
+                return
+            if recentre:
+                return self._recentre_tell(y)
+            if better:
+                self._r, self._fails = min(2 * self._r, self._full), 0
+                return
+            self._fails += 1
+            if self._fails >= patience:
+                self._fails = 0
+                self._r = self._r // 2 if self._r // 2 >= 1 else self._full
+
+        def _recentre_tell(self, y):
+            if self._centre is None:  # the first model result: the best before it
+                prev = [
+                    (v, i) for i, v in zip(self._told[:-1], self._y[:-1], strict=True) if v == v
+                ]
+                self._centre_y, self._centre = min(prev) if prev else (math.inf, None)
+            if not math.isnan(y) and y < self._centre_y:
+                self._centre, self._centre_y = self._told[-1], y
+                self._r, self._fails = min(2 * self._r, self._full), 0
+                return
+            self._fails += 1
+            if self._fails < patience:
+                return
+            self._fails = 0
+            if self._r // 2 >= 1:
+                self._r //= 2
+                return
+            rows = self._coords.rows
+            told = np.array(self._told)
+            y_all = np.array(self._y)
+            d = (rows[told] != rows[self._centre]).sum(axis=1)
+            far = np.flatnonzero((d > self._r0) & ~np.isnan(y_all))
+            if len(far):
+                k = far[np.argmin(y_all[far])]
+                self._centre, self._centre_y, self._r = int(told[k]), float(y_all[k]), self._r0
+            else:
+                k = int(np.nanargmin(y_all))
+                self._centre, self._centre_y, self._r = int(told[k]), float(y_all[k]), self._full
+
+        def _candidates(self, order):
+            base = _candidates(self, order)
+            if recentre and self._centre is not None:
+                order = np.array([self._centre])
+            if self._r >= self._full or not len(order) or len(self._told) < after:
+                return base
+            rows = self._coords.rows
+            diff = np.abs(rows - rows[order[0]])
+            if metric == "hamming":
+                d = (diff > 0).sum(axis=1)
+            else:
+                d = np.where(self._coords.categorical, np.minimum(diff, 1), diff).max(axis=1)
+            near = np.flatnonzero((d <= self._r) & ~self._visited)
+            if len(near) > S.POOL:
+                near = base[d[base] <= self._r]
+            return near if len(near) else base
+
+    return TrustRegion
+
+
+def final_sweep(threshold, base=None):
+    """When the largest EI among the candidates is below `threshold` (standardised log time),
+    the ask is the unvisited one-step neighbour of the best of largest EI instead."""
+
+    class FinalSweep(base or Variant):
+        def _best_candidate(self):
+            candidates, ei, order = _default_scores(self)
+            if ei.max() < threshold and len(order):
+                d = self._coords.distances(self._coords.rows[order[0]])[candidates]
+                step = np.flatnonzero(d == 1)
+                if len(step):
+                    return _pick(self, candidates[step], ei[step])
+            return _pick(self, candidates, ei)
+
+    return FinalSweep
+
+
+EI_LOG: list = []
+
+
+class LogEI(Variant):
+    """The default, recording (results so far, largest EI) per model ask in EI_LOG."""
+
+    def _best_candidate(self):
+        candidates, ei, _ = _default_scores(self)
+        EI_LOG.append((len(self._told), float(ei.max())))
+        return _pick(self, candidates, ei)
+
+
+def flag_mean(weights=(0.0, 0.1, 0.3, 1.0)):
+    """A separate mean per combination of the two-valued parameters: the kernel plus w where two
+    configs share every flag (a random offset per combination of variance w; w of largest
+    marginal likelihood among `weights` at each refit, the lengths held)."""
+
+    class FlagMean(Variant):
+        def __init__(self, space, seed=None):
+            super().__init__(space, seed)
+            flags = [j for j, p in enumerate(self._coords.positions) if len(p) == 2]
+            rows = self._coords.rows[:, flags]
+            self._combo = np.unique(rows, axis=0, return_inverse=True)[1].reshape(-1)
+            self._w = 0.0 if not flags else weights[-1]
+
+        def _extra_gram(self, a, b):
+            return self._w * (self._combo[a][:, None] == self._combo[b][None, :])
+
+        def _extra_var(self):
+            return self._w
+
+        def _fit(self, x, y):
+            super()._fit(x, y)
+            told = np.array(self._told)
+            t = np.array(self._y)  # the rows that x holds: _targets' keep
+            t[np.isnan(t)] = np.nanmax(t) + S.FAILURE_PENALTY
+            keep = told[np.argsort(t, kind="stable")[: S.MAX_TRAIN]]
+            xs = x / self._column_lengths()
+            base = S._kern(S._sqdist(xs, xs))
+            same = self._combo[keep][:, None] == self._combo[keep][None, :]
+
+            def likelihood(w):
+                chol = S._cholesky(base + w * same)
+                alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y))
+                return float(-0.5 * y @ alpha - np.log(np.diag(chol)).sum())
+
+            self._w = max(weights, key=likelihood) if len(set(self._combo)) > 1 else 0.0
+
+    return FlagMean
+
+
 # -- variants ---------------------------------------------------------------------------------
 
 VARIANTS: dict[str, dict] = {
     "baseline": {},
+    "no_region": {"SurrogateSearch": NoRegion},  # the default before it took the trust region
     "pool_all": {"POOL": 10**9},
     "pair_features": {"features": pair_features},
     "allcat_features": {"features": allcat_features},
@@ -298,6 +513,24 @@ VARIANTS: dict[str, dict] = {
     "refit1_rank": {"REFIT": 1, "options": {"ytrans": "rank"}},
     "forest": {"options": {"model": "forest"}},
     "gp_forest_alternate": {"options": {"alternate": 2}},
+    # issue 25, further variants (each one change; see the functions above)
+    "variant_copy": {"SurrogateSearch": Variant},  # the default through _default_scores: a check
+    "log_ei": {"SurrogateSearch": LogEI},  # the default, logging each ask's largest EI
+    "hand_over_30": {"HAND_OVER": 30},  # local search from the 30th result on (not the 50th)
+    "hand_over_35": {"HAND_OVER": 35},  # ... from the 35th
+    "hand_over_40": {"HAND_OVER": 40},  # ... from the 40th
+    "trust_region": {"SurrogateSearch": trust_region()},  # EI within a Hamming radius of the best
+    "trust_region_patience_5": {"SurrogateSearch": trust_region(patience=5)},  # halves after 5
+    "trust_region_from_20": {"SurrogateSearch": trust_region(after=20)},  # default's asks before
+    "trust_region_box": {"SurrogateSearch": trust_region(metric="box")},  # per-parameter steps
+    "final_sweep_001": {"SurrogateSearch": final_sweep(0.01)},  # EI < 0.01: best's neighbours
+    "final_sweep_0003": {"SurrogateSearch": final_sweep(0.003)},  # ... below 0.003
+    "final_sweep_003": {"SurrogateSearch": final_sweep(0.03)},  # ... below 0.03
+    "trust_region_start_025": {"SurrogateSearch": trust_region(start=0.25)},  # from 1/4 of them
+    "trust_region_patience_2": {"SurrogateSearch": trust_region(patience=2)},  # halves after 2
+    "trust_region_recentre": {"SurrogateSearch": trust_region(recentre=True)},  # next basin
+    "trust_region_sweep_003": {"SurrogateSearch": final_sweep(0.03, trust_region())},  # both
+    "flag_mean": {"SurrogateSearch": flag_mean()},  # a mean per combination of the flags
 }
 
 _CASES: list = []
