@@ -357,6 +357,11 @@ def conv2d(x, w, stride: int = 1, padding: int = 0, *, on_miss: str = "nearest",
     return rt.conv2d(x, w, stride, padding, on_miss)
 
 
+def serves_calls(family: Family) -> bool:
+    """Whether the family computes the calls the runtime serves: FP32 (TF32 off) NCHW tensors."""
+    return "fp32" in family.dtypes and "NCHW" in family.layouts
+
+
 __all__ = [
     "DEFAULT_DATABASE",
     "MISS_POLICIES",
@@ -365,9 +370,6 @@ __all__ = [
     "Runtime",
     "conv2d",
     "runtime",
+    "serves_calls",
 ]
 
-
-def serves_calls(family: Family) -> bool:
-    """Whether the family computes the calls the runtime serves: FP32 (TF32 off) NCHW tensors."""
-    return "fp32" in family.dtypes and "NCHW" in family.layouts

@@ -72,11 +72,12 @@ XI = 0.1
 # parameters. The radius starts at REGION_START of the parameters that take several values,
 # doubles after a new best, halves after REGION_PATIENCE results in a row without one, and
 # opens to the whole space when it would fall below 1 (the next halvings close it again). On the
-# published spaces +0.017 +- 0.004 of the optimum at 50 (seeds 100-129; +0.007 on seeds 0-9),
-# nothing lost at 10 and 20; most of it on the convolution_milo spaces, whose runs otherwise end
-# one parameter away from the optimum. Halving after 2 or 5, starting at a quarter, a radius in
-# steps of one parameter's values, and moving the region to another basin did no better
-# (results/bench/search_variants/variants.py). A warm search's seeds already sit in the basin.
+# published spaces +0.017 +- 0.004 of the optimum at 50 on seeds 100-129, +0.002 +- 0.005 on
+# the benchmark's seeds 0-19, nothing lost at 10 and 20; most of it on the convolution_milo
+# spaces, whose runs otherwise end one parameter away from the optimum. Halving after 2 or 5,
+# starting at a quarter, a radius in steps of one parameter's values, and moving the region to
+# another basin did no better (results/bench/search_variants/variants.py). A warm search's seeds
+# already sit in the basin.
 REGION_START = 0.5
 REGION_PATIENCE = 3
 # With a prior (another GPU's ranking of the configs, use_prior): the model's mean is the prior
