@@ -372,4 +372,3 @@ __all__ = [
     "runtime",
     "serves_calls",
 ]
-
