@@ -27,6 +27,23 @@ from autotune.model.parsing import parse_shape
 from autotune.model.space import Config
 
 
+def prepared(session: GpuSession, compiled, plan, problem):
+    """The plan's timed run, ready to call, and its arrays: the cubin loaded, the inputs drawn,
+    the setup launches run and the constants copied (bound/bound.py uses it too)."""
+    module, functions = load_module(compiled.cubin, plan.entries, session._tmp.name, False)
+    for launch in plan.all_launches:
+        if launch.smem_bytes > 48 * 1024:
+            functions[launch.kernel].max_dynamic_shared_size_bytes = launch.smem_bytes
+    arrays = session.fresh_inputs(buffers(problem), 0)
+    for name, shp in (*buffers(problem).outputs, *plan.scratch):
+        arrays[name] = cp.zeros(shp, dtype=cp.float32)
+    session.runner(plan.setup, functions, arrays)()
+    for symbol, buffer in plan.constants:
+        source = arrays[buffer]
+        module.get_global(symbol).copy_from_device(source.data, source.nbytes)
+    return session.runner(plan.launches, functions, arrays), arrays
+
+
 def main(path: str, repeats: int = 2) -> None:
     family = get_family("maxdnn")
     defaults = {p.name: p.values[0] for p in family.load_space().parameters}
@@ -40,18 +57,7 @@ def main(path: str, repeats: int = 2) -> None:
         res = compiled.resources.get("maxdnn")
         usage = f"regs={res.registers} spills={res.spill_stores + res.spill_loads}" if res else ""
         print(f"{shape} {json.dumps(config, sort_keys=True)} {usage}", flush=True)
-        module, functions = load_module(compiled.cubin, plan.entries, session._tmp.name, False)
-        for launch in plan.all_launches:
-            if launch.smem_bytes > 48 * 1024:
-                functions[launch.kernel].max_dynamic_shared_size_bytes = launch.smem_bytes
-        arrays = session.fresh_inputs(buffers(problem), 0)
-        for name, shp in (*buffers(problem).outputs, *plan.scratch):
-            arrays[name] = cp.zeros(shp, dtype=cp.float32)
-        session.runner(plan.setup, functions, arrays)()
-        for symbol, buffer in plan.constants:
-            source = arrays[buffer]
-            module.get_global(symbol).copy_from_device(source.data, source.nbytes)
-        run = session.runner(plan.launches, functions, arrays)
+        run, arrays = prepared(session, compiled, plan, problem)
         for _ in range(repeats):
             run()
         session.sync()

@@ -36,12 +36,13 @@ from pathlib import Path
 import cupy as cp
 
 from autotune.families import get_family
-from autotune.families.conv2d import buffers
 from autotune.gpu.compiler import Compiler
-from autotune.gpu.launch import load_module
 from autotune.gpu.session import GpuSession
 from autotune.model.parsing import parse_shape
 from autotune.model.space import Config
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from drive import prepared  # noqa: E402  (the profile scripts' launch set-up)
 
 COPY = (
     "        if (kt + 1 < kt_end) copy_tile(kt + 1, stage ^ 1);  // in flight during the multiply\n"
@@ -68,18 +69,7 @@ def time_plan(session, compiler, plan, problem) -> tuple[float, str]:
     compiled = compiler.compile(plan)
     res = compiled.resources.get("maxdnn")
     usage = f"{res.registers} regs, {res.spill_stores + res.spill_loads} B spilled" if res else ""
-    module, functions = load_module(compiled.cubin, plan.entries, session._tmp.name, False)
-    for launch in plan.all_launches:
-        if launch.smem_bytes > 48 * 1024:
-            functions[launch.kernel].max_dynamic_shared_size_bytes = launch.smem_bytes
-    arrays = session.fresh_inputs(buffers(problem), 0)
-    for name, shp in (*buffers(problem).outputs, *plan.scratch):
-        arrays[name] = cp.zeros(shp, dtype=cp.float32)
-    session.runner(plan.setup, functions, arrays)()
-    for symbol, buffer in plan.constants:
-        source = arrays[buffer]
-        module.get_global(symbol).copy_from_device(source.data, source.nbytes)
-    run = session.runner(plan.launches, functions, arrays)
+    run, arrays = prepared(session, compiled, plan, problem)
     times = []
     for i in range(33):
         start, stop = cp.cuda.Event(), cp.cuda.Event()
