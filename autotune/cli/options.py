@@ -13,6 +13,7 @@ import click
 
 from autotune.families import UnknownFamily, UnsupportedProblem
 from autotune.gpu.compiler import DEFAULT_CACHE
+from autotune.gpu.interrupt import signals_end_at_once
 from autotune.gpu.nvrtc_library import CompilerUnavailable
 from autotune.model.precision import (
     DEFAULT_DTYPE,
@@ -64,10 +65,14 @@ def friendly_errors(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from autotune.gpu.session import NoGpu
-        from autotune.replay.recording import MalformedRecording, RecordingError
-        from autotune.reports import ReportError
-        from autotune.store import StoreError
+        # Nothing to clean up yet, and these load the extension modules (CuPy, pandas,
+        # SQLAlchemy) that a KeyboardInterrupt must not break off half-way: a stop signal during
+        # them ends the process at once.
+        with signals_end_at_once():
+            from autotune.gpu.session import NoGpu
+            from autotune.replay.recording import MalformedRecording, RecordingError
+            from autotune.reports import ReportError
+            from autotune.store import StoreError
 
         try:
             return fn(*args, **kwargs)

@@ -71,6 +71,28 @@ def watch_signals() -> None:
 
 
 @contextmanager
+def signals_end_at_once() -> Iterator[None]:
+    """Within the block SIGINT and SIGTERM end the process at once with the shell's code (128 +
+    the signal), as before the commands are loaded: for start-up work that has nothing to clean
+    up and must not be broken off half-way. A KeyboardInterrupt raised inside an extension
+    module's import (pandas, CuPy, matplotlib) leaves it half-initialised, and the process then
+    fails with an ImportError or SystemError, or crashes at exit. Main thread only; the previous
+    handlers return afterwards."""
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum in previous:
+        signal.signal(signum, _end_now)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _end_now(signum: int, _frame: object) -> None:
+    os._exit(128 + signum)
+
+
+@contextmanager
 def terminate_as_interrupt() -> Iterator[list[int]]:
     """Within the block SIGTERM raises KeyboardInterrupt in the main thread; yields the list of
     signals received, so the caller can exit with the right code. The previous handler is put
@@ -122,6 +144,7 @@ __all__ = [
     "enable_watchdog",
     "exit_code",
     "children_ignore_interrupts",
+    "signals_end_at_once",
     "terminate_as_interrupt",
     "watch_signals",
 ]

@@ -35,6 +35,27 @@ def test_sigterm_inside_the_block_is_a_keyboard_interrupt_and_the_old_handler_re
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+def test_a_signal_inside_signals_end_at_once_ends_the_process_with_the_shells_code() -> None:
+    # The commands' start-up imports run in this block: a KeyboardInterrupt inside an extension
+    # module's import left pandas or matplotlib half-initialised (exit -2, -6, SystemError).
+    code = (
+        "import os, signal, time\n"
+        "from autotune.gpu.interrupt import signals_end_at_once\n"
+        "before = signal.getsignal(signal.SIGINT)\n"
+        "with signals_end_at_once():\n"
+        "    pass\n"
+        "assert signal.getsignal(signal.SIGINT) is before\n"
+        "with signals_end_at_once():\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(5)\n"
+        "print('not reached')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (EXIT_TERMINATED, "", "")
+
+
 @pytest.mark.slow  # a campaign in a subprocess
 def test_a_terminated_campaign_releases_its_studies_and_records_its_end(tmp_path: Path) -> None:
     try:
