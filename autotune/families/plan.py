@@ -7,7 +7,35 @@ from pathlib import Path
 
 from autotune.model.space import Value
 
-Arg = str | int  # a buffer name, or an int passed by value as a 32-bit integer
+
+@dataclass(frozen=True, slots=True)
+class TensorMap:
+    """A TMA tensor map of a buffer, passed by value (a 128-byte `__grid_constant__`
+    CUtensorMap). It holds the buffer's address, so the launcher encodes it when it binds the
+    buffer (autotune.gpu.tensor_map). Extents and strides run innermost first, as the driver
+    takes them; `strides` are in bytes, one fewer than `dims` (the innermost is the element).
+
+    Tiled (`corners` empty): each copy loads a box of `box` elements. Im2col (`corners` =
+    (lower, upper) of the pixel box over the spatial dimensions, the upper relative to the far
+    edge): each copy loads `box` = (channels a pixel, pixels) from consecutive filter-window
+    origins, the traversal stepping by `element_strides` over the spatial dimensions."""
+
+    buffer: str
+    dtype: str  # storage type: "float32", "float16" or "bfloat16"
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    swizzle_bytes: int = 128  # 0 (none), 32, 64 or 128: the shared-memory swizzle of a copy
+    corners: tuple[tuple[int, ...], tuple[int, ...]] | tuple[()] = ()
+
+    @property
+    def im2col(self) -> bool:
+        return bool(self.corners)
+
+
+# A buffer name, an int passed by value as a 32-bit integer, or a tensor map of a buffer.
+Arg = str | int | TensorMap
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,13 +15,16 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from autotune.families.plan import Launch
+from autotune.families.plan import Launch, TensorMap
+from autotune.gpu.tensor_map import EncodedMap
 from autotune.model.space import DeviceLimits
 
 try:
     import cupy as cp
+    from cupy.cuda.function import CPointer
 except ImportError:  # pragma: no cover - cupy is a dependency; without it there is no GPU path
     cp = None
+    CPointer = object
 
 # Above this, dynamic shared memory needs the function's opt-in attribute.
 DEFAULT_DYNAMIC_SMEM = 48 * 1024
@@ -39,7 +42,8 @@ CUDA_ATTR = {
 }
 
 # A launch ready to bind: (function, grid, block, argument spec, dynamic shared memory), where
-# the spec holds buffer names (bound per call) and int32 values (fixed).
+# the spec holds buffer names and tensor maps of buffers (bound per call) and int32 values
+# (fixed).
 Prepared = tuple
 
 
@@ -100,7 +104,7 @@ def prepare(launches: tuple[Launch, ...], functions: Mapping[str, object]) -> tu
             functions[launch.kernel],
             launch.grid,
             launch.block,
-            tuple(a if isinstance(a, str) else np.int32(a) for a in launch.args),
+            tuple(a if isinstance(a, (str, TensorMap)) else np.int32(a) for a in launch.args),
             launch.smem_bytes,
         )
         for launch in launches
@@ -109,11 +113,30 @@ def prepare(launches: tuple[Launch, ...], functions: Mapping[str, object]) -> tu
 
 def bind(prepared: tuple[Prepared, ...], buffers: Mapping[str, object]) -> list[tuple]:
     """(function, grid, block, args, shared memory) per launch, buffer names replaced by what
-    `buffers` holds for them: CuPy arrays, or device pointers as Python ints (64-bit)."""
+    `buffers` holds for them: CuPy arrays, or device pointers as Python ints (64-bit); tensor
+    maps encoded for their buffer's address."""
     return [
-        (fn, grid, block, tuple(buffers[a] if a.__class__ is str else a for a in spec), smem)
+        (fn, grid, block, tuple(_bound(a, buffers) for a in spec), smem)
         for fn, grid, block, spec, smem in prepared
     ]
+
+
+def _bound(arg, buffers: Mapping[str, object]):
+    if arg.__class__ is str:
+        return buffers[arg]
+    if arg.__class__ is TensorMap:
+        return MapArgument(arg, buffers[arg.buffer])
+    return arg
+
+
+class MapArgument(CPointer):
+    """A tensor map as a kernel argument of CuPy's launch: CuPy hands a CPointer's address to
+    the driver as the argument's storage, and the driver copies the map's 128 bytes from it."""
+
+    def __init__(self, spec: TensorMap, buffer) -> None:
+        address = buffer if isinstance(buffer, int) else buffer.data.ptr
+        self.encoded = EncodedMap(spec, address)  # the storage the pointer points into
+        super().__init__(self.encoded.pointer)
 
 
 def run(calls: list[tuple], stream=None) -> None:
@@ -179,6 +202,9 @@ class DriverLaunch:
         self.dims = (*launch.grid, *launch.block, launch.smem_bytes)
         values, slots = [], []
         for arg in launch.args:
+            if isinstance(arg, TensorMap):
+                # The runtime serves FP32 NCHW calls; no family that takes a map computes those.
+                raise ValueError(f"{launch.kernel}: tensor-map arguments launch through CuPy only")
             if isinstance(arg, str):
                 value = ctypes.c_uint64(0)
                 slots.append((arg, value))

@@ -1,0 +1,93 @@
+"""Tensor maps without a GPU: the driver call's arguments, and the driver's rules checked before
+the call (the encoding itself runs in tests/gpu/test_gpu_tc_wgmma.py)."""
+
+from __future__ import annotations
+
+import ctypes
+
+import pytest
+
+from autotune.families.plan import Launch, TensorMap
+from autotune.gpu.tensor_map import TensorMapError, arguments
+
+FILTERS = TensorMap(
+    "w", "bfloat16", dims=(64, 9, 100), strides=(128, 9 * 128), box=(64, 1, 96),
+    element_strides=(1, 1, 1),
+)  # fmt: skip
+INPUT = TensorMap(
+    "x", "float32", dims=(32, 29, 29, 3), strides=(128, 29 * 128, 29 * 29 * 128), box=(32, 128),
+    element_strides=(1, 2, 2, 1), corners=((0, 0), (-4, -4)),
+)  # fmt: skip
+ADDRESS = 0x7F0000000200
+
+
+def test_a_tiled_map_passes_extents_strides_and_box_innermost_first() -> None:
+    dtype, rank, address, dims, strides, box, elem, interleave, swizzle, l2, fill = arguments(
+        FILTERS, ADDRESS
+    )
+    assert (dtype, rank, address.value) == (9, 3, ADDRESS)  # CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+    assert list(dims) == [64, 9, 100] and list(strides) == [128, 1152]
+    assert isinstance(dims, ctypes.Array) and dims._type_ is ctypes.c_uint64
+    assert list(box) == [64, 1, 96] and list(elem) == [1, 1, 1]
+    assert (interleave, swizzle, l2, fill) == (0, 3, 2, 0)  # none, 128 B, 128 B lines, zeros
+
+
+def test_an_im2col_map_passes_its_corners_and_copy_shape() -> None:
+    args = arguments(INPUT, ADDRESS)
+    assert args[0] == 7 and args[1] == 4  # FLOAT32, rank 4
+    lower, upper, channels, pixels, elem = args[5:10]
+    assert list(lower) == [0, 0] and list(upper) == [-4, -4] and lower._type_ is ctypes.c_int
+    assert (channels, pixels) == (32, 128) and list(elem) == [1, 2, 2, 1]
+
+
+@pytest.mark.parametrize(
+    ("changes", "address", "message"),
+    [
+        ({}, ADDRESS + 8, "not 16-byte aligned"),
+        ({"strides": (100, 900)}, ADDRESS, "multiples of 16"),
+        ({"box": (128, 1, 96)}, ADDRESS, "256 bytes"),  # wider than the 128-byte swizzle
+        ({"box": (64, 1, 512)}, ADDRESS, "outside 1..256"),
+        ({"dtype": "float64"}, ADDRESS, "no TMA data type"),
+        ({"strides": (128,)}, ADDRESS, "need 2 strides"),
+        ({"element_strides": (1, 9, 1)}, ADDRESS, "1 to 8"),
+        ({"swizzle_bytes": 256}, ADDRESS, "no 256-byte swizzle"),
+        ({"corners": ((0,), (-4,))}, ADDRESS, "a corner per spatial dimension"),
+    ],
+)
+def test_what_the_driver_would_refuse_is_a_sentence(changes, address, message) -> None:
+    spec = FILTERS if "corners" not in changes else INPUT
+    fields = {name: getattr(spec, name) for name in spec.__slots__} | changes
+    with pytest.raises(TensorMapError, match=message):
+        arguments(TensorMap(**fields), address)
+
+
+class FakeEncoded:
+    """Stands in for the driver's encoding: records the address a map was made for."""
+
+    def __init__(self, spec: TensorMap, address: int) -> None:
+        self.spec, self.address, self.pointer = spec, address, 0x1000
+
+
+def test_binding_encodes_each_map_for_its_buffers_address(monkeypatch) -> None:
+    from autotune.gpu import launch
+
+    monkeypatch.setattr(launch, "EncodedMap", FakeEncoded)
+    plan = Launch("k", grid=(1, 1, 1), block=(128, 1, 1), args=("x", 7, INPUT, FILTERS))
+    ((fn, grid, block, spec, smem),) = launch.prepare((plan,), {"k": "function"})
+    assert spec[2] is INPUT and spec[3] is FILTERS  # kept for binding, not made int32
+    ((_, _, _, args, _),) = launch.bind(((fn, grid, block, spec, smem),), {"x": 0x200, "w": 0x400})
+    assert args[:2] == (0x200, 7)
+    assert [(a.encoded.spec, a.encoded.address) for a in args[2:]] == [
+        (INPUT, 0x200),
+        (FILTERS, 0x400),
+    ]
+
+
+def test_the_runtimes_driver_launch_refuses_maps() -> None:
+    from types import SimpleNamespace
+
+    from autotune.gpu.launch import DriverLaunch
+
+    plan = Launch("k", grid=(1, 1, 1), block=(128, 1, 1), args=("x", INPUT))
+    with pytest.raises(ValueError, match="tensor-map arguments"):
+        DriverLaunch(SimpleNamespace(ptr=1), plan)
