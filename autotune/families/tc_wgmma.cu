@@ -27,8 +27,15 @@
 // before through its `empty` mbarrier once their wgmma on it retired (setmaxnreg moves
 // registers from producer to consumers with two consumer warpgroups).
 //
+// TMA = 1 (with PRODUCER and C_OUTER): one producer thread loads each slot with two tensor-memory
+// copies instead: the A tile by an im2col-mode map of the input (BM consecutive filter-window
+// origins, one tap's BK channels each: the hardware walks the output pixels, steps by STRIDE and
+// zero-fills past the batch and past C) and the B tile by a tiled map of the filters viewed as
+// (C, K*K, F). Both land in the 128-byte swizzle, and complete on the slot's `full` mbarrier by
+// their byte count. The maps come as __grid_constant__ parameters, encoded by the launcher.
+//
 // Defines: B C N K F STRIDE (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM BN WG STAGES
-// SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK.
+// SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA.
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "tc_wgmma needs the sm_90a target (wgmma): compile the plan with arch_specific"
@@ -72,6 +79,9 @@ typedef u16 out_t;
 
 #if C_OUTER && !CHUNKED
 #error "C_OUTER needs C to be a whole number of 16-byte chunks"
+#endif
+#if TMA && !(PRODUCER && C_OUTER)
+#error "TMA copies are issued by the producer warpgroup, a tap of a channel block each (C_OUTER)"
 #endif
 
 #define THREADS (128 * (WG + PRODUCER))
@@ -422,6 +432,46 @@ __device__ __forceinline__ void mbar_arrive(unsigned bar)
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+// A CUtensorMap, opaque: 128 bytes the driver encoded, 64-byte aligned.
+struct __align__(64) tensor_map_t {
+    unsigned long long bits[16];
+};
+
+// The producer's arrive on a slot's `full` barrier, which then also waits for `bytes` of
+// tensor-memory copies to land.
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void prefetch_map(const tensor_map_t* map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"((u64)map) : "memory");
+}
+
+// BM pixels x BK channels of the input: the filter-window origins from (w, h, n) on, each at
+// tap (dw, dh), channels from c.
+__device__ __forceinline__ void tma_im2col(
+    unsigned dst, const tensor_map_t* map, int c, int w, int h, int n, u16 dw, u16 dh, unsigned bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(dst),
+        "l"((u64)map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(dw), "h"(dh)
+        : "memory");
+}
+
+// A box of the filters viewed as (C, K*K, F): BK channels of one tap, BN filters from f.
+__device__ __forceinline__ void tma_tile3(
+    unsigned dst, const tensor_map_t* map, int c, int tap, int f, unsigned bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+        "l"((u64)map), "r"(c), "r"(tap), "r"(f), "r"(bar)
+        : "memory");
+}
+
 // The barrier completes once every earlier cp.async of this thread has landed (counted in its
 // initial count: noinc).
 __device__ __forceinline__ void cp_async_arrive(unsigned bar)
@@ -531,8 +581,13 @@ __device__ __forceinline__ void zero(float (&acc)[MI][BN / 2])
 // A block computes the output tiles blockIdx.x, blockIdx.x + gridDim.x, ... (TILES_PER_BLOCK of
 // them at most; filter tiles fastest, so that neighbouring blocks share their gathered rows), each
 // over its split's share of the reduction.
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-    tc_wgmma(const elem_t* __restrict__ x, const elem_t* __restrict__ w, gemm_out_t* __restrict__ y)
+extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
+    const elem_t* __restrict__ x, const elem_t* __restrict__ w, gemm_out_t* __restrict__ y
+#if TMA
+    ,
+    const __grid_constant__ tensor_map_t x_map, const __grid_constant__ tensor_map_t w_map
+#endif
+)
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const unsigned raw = (unsigned)__cvta_generic_to_shared(smem_raw);
@@ -556,7 +611,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
     const unsigned empty = full + 8 * STAGES;
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + 8 * s, LOADERS);
+            mbar_init(full + 8 * s, TMA ? 1 : LOADERS);
             mbar_init(empty + 8 * s, WG);
         }
     }
@@ -565,6 +620,32 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 #if WG > 1
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
 #endif
+#if TMA
+        if (tid != 0) return;
+        prefetch_map(&x_map);
+        prefetch_map(&w_map);
+        int g = 0;
+        for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+            const int f0 = (tile % TILES_F) * BN;
+            const int m0 = (tile / TILES_F) * BM;  // the first output pixel (b, oy, ox)
+            const int b = m0 / (N * N);
+            const int oy = (m0 - b * (N * N)) / N;
+            const int ox = m0 - b * (N * N) - oy * N;
+            for (int t = 0; t < steps; ++t, ++g) {
+                const int s = g % STAGES;
+                if (g >= STAGES) mbar_wait(empty + 8 * s, ((g / STAGES) + 1) & 1);
+                const int kt = kt0 + t;
+                const int tap = kt % (K * K);
+                const int c = (kt / (K * K)) * BK;
+                const unsigned slot = base + s * STAGE_BYTES;
+                mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
+                const u16 kx = (u16)(tap % K), ky = (u16)(tap / K);
+                tma_im2col(slot, &x_map, c, ox * STRIDE, oy * STRIDE, b, kx, ky, full + 8 * s);
+                tma_tile3(slot + A_BYTES, &w_map, c, tap, f0, full + 8 * s);
+            }
+        }
+        return;
+#else
         const int row0 = tid / CHUNK_COLS;
         const int j = tid % CHUNK_COLS;
         int g = 0;
@@ -585,6 +666,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         }
         cp_async_wait<0>();
         return;
+#endif
     }
 #if WG > 1
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(CONSUMER_REGS));
@@ -598,7 +680,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
         for (int t = 0; t < steps; ++t, ++g) {
             const int s = g % STAGES;
             mbar_wait(full + 8 * s, (g / STAGES) & 1);
+#if !TMA
             fence_proxy_async();  // the loaders' generic-proxy writes, for the wgmma's async proxy
+#endif
             mma_step(acc, base + s * STAGE_BYTES, cwg);
             wgmma_wait<1>();
             if (t > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from autotune.families.base import Family, KernelPlan, Launch, cdiv
 from autotune.families.conv2d import problem_defines, storage_define
-from autotune.families.plan import split_k_plan
+from autotune.families.plan import TensorMap, split_k_plan
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -14,12 +16,42 @@ SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots sta
 WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
+    "TMA",
 )  # fmt: skip
 
 
 def reduction_step(problem: ConvProblem) -> int:
     """Reduction elements a step (BK): 64 16-bit or 32 FP32 values."""
     return ROW_BYTES // problem.precision.bytes
+
+
+def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, TensorMap]:
+    """TMA's maps (TMA = 1): the NHWC input in im2col mode, BM filter-window origins of BK
+    channels a copy (the window's far corner K - 1 short of the edge, origins STRIDE apart), and
+    the FKKC filters as a (C, K*K, F) tensor, BK channels x 1 tap x BN filters a copy."""
+    p = problem
+    storage = p.precision.storage
+    elem = p.precision.bytes
+    side = p.input_size  # padding materialised: (N - 1) * stride + K
+    step, bm, bn = reduction_step(p), int(config["BM"]), int(config["BN"])
+    x_map = TensorMap(
+        "x",
+        storage,
+        dims=(p.C, side, side, p.B),
+        strides=(p.C * elem, side * p.C * elem, side * side * p.C * elem),
+        box=(step, bm),
+        element_strides=(1, p.stride, p.stride, 1),
+        corners=((0, 0), (1 - p.K, 1 - p.K)),
+    )
+    w_map = TensorMap(
+        "w",
+        storage,
+        dims=(p.C, p.K * p.K, p.F),
+        strides=(p.C * elem, p.K * p.K * p.C * elem),
+        box=(step, 1, bn),
+        element_strides=(1, 1, 1),
+    )
+    return x_map, w_map
 
 
 def threads(config: Config) -> int:
@@ -41,7 +73,8 @@ class TcWgmma(Family):
         "128-byte-swizzled shared memory (matrix descriptors) and FP32 accumulators; a "
         "multi-stage cp.async pipeline (16-byte chunks where C fills whole ones, an element "
         "gather otherwise), one or two consumer warpgroups, an optional producer warpgroup on "
-        "mbarriers, optional split-K; output in the storage type (BF16/FP16 rounded, FP32)"
+        "mbarriers, optional split-K, or (TMA) tensor-memory copies of both tiles through an "
+        "im2col-mode and a tiled tensor map; output in the storage type (BF16/FP16 rounded, FP32)"
     )
     paper = "issue 20 (tensor cores), Hopper's wgmma path"
     layout = "NHWC input, FKKC filters, NHWF output"
@@ -49,6 +82,8 @@ class TcWgmma(Family):
     dtypes = ("tf32", "bf16", "fp16")
     layouts = ("NHWC",)
     default_shape_set = "alexnet"
+    # Configs stored before the TMA path loaded by cp.async.
+    later_tunables = MappingProxyType({"TMA": 0})
 
     def check(self, problem: ConvProblem) -> None:
         super().check(problem)
@@ -56,6 +91,7 @@ class TcWgmma(Family):
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem
+        config = self.complete(config)
         values = {name: int(config[name]) for name in TUNABLES}
         defines = (*problem_defines(p), storage_define(p), *values.items())
         pixels = p.B * p.N * p.N
@@ -65,7 +101,12 @@ class TcWgmma(Family):
             "tc_wgmma",
             grid=(cdiv(tiles, values["TILES_PER_BLOCK"]), 1, split),
             block=(threads(config), 1, 1),
-            args=("x", "w", "y" if split == 1 else "y_split"),
+            args=(
+                "x",
+                "w",
+                "y" if split == 1 else "y_split",
+                *(tensor_maps(p, config) if values["TMA"] else ()),
+            ),
             smem_bytes=shared_bytes(config),
         )
         # Split-K: FP32 partial sums, added up and stored into y by tc_wgmma_reduce.

@@ -18,15 +18,15 @@ from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
-from tests.nvrtc.test_tc_wgmma import ODD, cfg, nhwc
+from tests.nvrtc.test_tc_wgmma import ODD, cfg, nhwc, tma
 
 pytestmark = pytest.mark.gpu
 
 QUICK = TimingPolicy(warmup=1, min_repeats=2, min_time_s=0.0, max_repeats=3, max_time_s=0.5)
 FAMILY = get_family("tc_wgmma")
 # Every loader and pipeline case: one and two consumer warpgroups, m64 tiles one and two a
-# warpgroup, the producer warpgroup, split-K, the channel-block order through L1, shallow and
-# deep pipelines, every tile width.
+# warpgroup, the producer warpgroup, split-K, the channel-block order through L1, TMA copies,
+# shallow and deep pipelines, every tile width.
 CONFIGS = [
     cfg(64, 64, 1, 2),
     cfg(128, 128, 1, 4),
@@ -35,6 +35,10 @@ CONFIGS = [
     cfg(128, 192, 2, 3, split=2, producer=1),
     cfg(64, 256, 1, 6, split=4, c_outer=1),
     cfg(128, 64, 1, 3, split=8, producer=1, c_outer=1, l1=1),
+    tma(64, 64, 1, 2),
+    tma(256, 128, 2, 4, tiles=2),
+    tma(128, 96, 1, 5, split=2),
+    tma(128, 256, 2, 3),
 ]
 # The odd shapes of the CPU tests and more: B = 1 and 3, N = 1, 7, 13, 37, F = 7, 10, 33, 64, 100,
 # C = 3, 5, 8, 12, 16, 20, 40, 64, 96, K = 1, 3, 5, 11, strides 1, 2, 4. C = 12 and 20 are whole
@@ -80,8 +84,8 @@ def test_odd_shapes_correct_in_every_pipeline_case(tuner, evaluator, dtype):
         fixed = [c for c in CONFIGS if study.space.is_valid(c)]
         extra = min(max(1, 3 - len(fixed)), len(study.space.configs))
         configs = fixed + rng.sample(study.space.configs, extra)
-        # Where the space holds them, a channel-block-order and a split-K config as well.
-        for name, least in (("C_OUTER", 1), ("SPLIT_K", 2)):
+        # Where the space holds them, a channel-block-order, a split-K and a TMA config as well.
+        for name, least in (("C_OUTER", 1), ("SPLIT_K", 2), ("TMA", 1)):
             some = [c for c in study.space.configs if int(c[name]) >= least]
             configs += [rng.choice(some)] if some else []
         picks += [(study, c) for c in dict.fromkeys(configs)]

@@ -10,12 +10,13 @@ import re
 import pytest
 
 from autotune.families import UnsupportedProblem, get_family
-from autotune.families.plan import REDUCE_BLOCK
+from autotune.families.plan import REDUCE_BLOCK, TensorMap
 from autotune.families.tc_wgmma import (
     ROW_BYTES,
     WARPGROUP,
     reduction_step,
     shared_bytes,
+    tensor_maps,
     threads,
 )
 from autotune.gpu.compiler import CompileError, Compiler
@@ -56,11 +57,16 @@ def bound(problem: ConvProblem):
     return FAMILY.load_space().bind(problem.fields(), LIMITS)
 
 
-def cfg(bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1) -> Config:
+def cfg(bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0) -> Config:
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
-        | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles)
+        | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma)
     )
+
+
+def tma(bm, bn, wg, stages, split=1, tiles=1) -> Config:
+    """A configuration loading by TMA: from the producer warpgroup, in channel-block order."""
+    return cfg(bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1)
 
 
 def test_only_tensor_core_nhwc_problems_are_computed() -> None:
@@ -112,7 +118,9 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         loaders = WARPGROUP * (1 if producer else wg)
         assert bm % (loaders // 8) == 0 and bn % (loaders // 8) == 0  # whole rows a thread
         if problem.C % (16 // problem.precision.bytes):  # C not whole 16-byte chunks
-            assert config["C_OUTER"] == 0
+            assert config["C_OUTER"] == 0 and config["TMA"] == 0
+        if config["TMA"]:
+            assert (producer, config["C_OUTER"], config["L1_CACHE"]) == (1, 1, 0)
         plan = FAMILY.plan(problem, config)
         assert plan.arch_specific
         launch = plan.launches[0]
@@ -126,8 +134,11 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         assert gy == 1 and gz == split
         defines = dict(plan.defines)
         assert defines["STORAGE"] == {"tf32": 0, "fp16": 1, "bf16": 2}[problem.dtype]
+        output = "y" if split == 1 else "y_split"
+        maps = tensor_maps(problem, config) if config["TMA"] else ()
+        assert launch.args == ("x", "w", output, *maps)
         if split == 1:
-            assert launch.args == ("x", "w", "y") and len(plan.launches) == 1
+            assert len(plan.launches) == 1
         else:
             assert split * 4 * reduction_step(problem) <= problem.C * problem.K**2
             assert plan.scratch == (("y_split", (split, pixels, problem.F)),)
@@ -149,6 +160,42 @@ def test_the_space_holds_the_fast_tiles_and_refuses_what_cannot_launch() -> None
     assert {int(c["SPLIT_K"]) for c in small} == {1, 2, 4, 8}
     first = bound(nhwc(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4)))
     assert {int(c["C_OUTER"]) for c in first} == {0}
+
+
+def test_tma_maps_describe_the_tiles_the_kernel_multiplies() -> None:
+    """The input map walks BM output pixels (origins STRIDE apart, the window's far corner K - 1
+    short of the edge) a tap's BK channels at a time; the filter map reads BK channels of one
+    tap of BN filters; both rows are the 128-byte swizzle rows the descriptors read."""
+    conv = nhwc(ConvProblem(N=13, K=5, C=64, F=100, B=3, stride=2), "bf16")
+    x_map, w_map = tensor_maps(conv, tma(128, 96, 1, 4))
+    side = 12 * 2 + 5
+    assert x_map == TensorMap(
+        "x", "bfloat16", dims=(64, side, side, 3), strides=(128, side * 128, side * side * 128),
+        box=(64, 128), element_strides=(1, 2, 2, 1), corners=((0, 0), (-4, -4)),
+    )  # fmt: skip
+    assert x_map.im2col and not w_map.im2col
+    assert w_map == TensorMap(
+        "w", "bfloat16", dims=(64, 25, 100), strides=(128, 25 * 128), box=(64, 1, 96),
+        element_strides=(1, 1, 1),
+    )  # fmt: skip
+    # TF32 keeps FP32 storage: 32 channels make the same 128-byte row.
+    x32, w32 = tensor_maps(nhwc(conv, "tf32"), tma(128, 96, 1, 4))
+    assert x32.dtype == w32.dtype == "float32" and x32.box == (32, 128) and w32.box == (32, 1, 96)
+    assert x32.strides[0] == 64 * 4
+
+
+def test_tma_is_offered_only_where_its_maps_can_be_made() -> None:
+    conv3 = bound(nhwc(ConvProblem(N=13, K=3, C=192, F=384, B=128)))
+    assert conv3.is_valid(tma(128, 256, 2, 4)) and conv3.is_valid(tma(128, 128, 1, 6, split=1))
+    assert not conv3.is_valid(cfg(128, 256, 2, 4, tma=1))  # no producer warpgroup
+    assert not conv3.is_valid(cfg(128, 256, 2, 4, producer=1, tma=1))  # reduction order
+    assert not conv3.is_valid(cfg(128, 256, 2, 4, producer=1, c_outer=1, l1=1, tma=1))
+    # C = 3 (and C = 12 in 16 bits) rows are not whole 16-byte chunks: no stride TMA can take.
+    first = bound(nhwc(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4)))
+    assert {int(c["TMA"]) for c in first} == {0}
+    c12 = ConvProblem(N=7, K=1, C=12, F=64, B=3)
+    assert {int(c["TMA"]) for c in bound(nhwc(c12, "bf16"))} == {0}
+    assert {int(c["TMA"]) for c in bound(nhwc(c12, "tf32"))} == {0, 1}
 
 
 def test_tf32_steps_are_32_deep() -> None:
@@ -189,6 +236,12 @@ COMPILE_SAMPLE = [
     (ConvProblem(N=13, K=5, C=5, F=100, B=3, stride=2), "tf32", cfg(256, 128, 2, 3, producer=1)),
     (ConvProblem(N=13, K=11, C=3, F=100, B=3, stride=4), "tf32", cfg(128, 64, 1, 4, 2, producer=1)),
     (ConvProblem(N=7, K=3, C=256, F=64), "tf32", cfg(64, 64, 1, 6, split=8)),
+    # TMA: both operand types, one and two consumer warpgroups (setmaxnreg), split-K, several
+    # tiles a block, the widest tiles.
+    (ConvProblem(N=13, K=3, C=192, F=384, B=128), "bf16", tma(128, 256, 2, 4)),
+    (ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32", tma(256, 128, 2, 4, tiles=2)),
+    (ConvProblem(N=27, K=5, C=64, F=192, B=128), "fp16", tma(128, 96, 1, 6)),
+    (ConvProblem(N=7, K=3, C=256, F=64), "tf32", tma(64, 64, 1, 6, split=4)),
 ]
 
 
