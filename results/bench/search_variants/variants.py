@@ -18,6 +18,10 @@ Since 2026-11-27 the default has `trust_region`'s region (surrogate.py, REGION_S
 `baseline` is the default with it and `no_region` the default before, on which every other
 variant's figures in results/README.md were made; replayed now, their patches apply on top of the
 region (and the trust_region* variants add a second one).
+
+The third round (few_*, additive, linear_trend, region_*, flag_sweep*, length_prior*, xi_*,
+noise_1e3; figures in README.md beside this file) patches the default with its region. `--budgets
+10,20,50,100` scores at other budgets (past HAND_OVER the default goes on as local search).
 """
 
 from __future__ import annotations
@@ -489,6 +493,195 @@ def flag_mean(weights=(0.0, 0.1, 0.3, 1.0)):
     return FlagMean
 
 
+# -- issue 25, third round (2026-11-27): what the milo spaces' tile sizes and flags ask for -----
+
+
+def _few_values(coords, j, most):
+    """A numeric parameter of 3 to `most` values that are not all powers of two (a method
+    number 0..3, a tile size 1..4): a step between values says nothing about the next step."""
+    values = list(coords.positions[j])
+    if coords.categorical[j] or not 3 <= len(values) <= most:
+        return False
+    return not all(isinstance(v, int) and v > 0 and v & (v - 1) == 0 for v in values)
+
+
+def few_values_features(coords, most=4, keep_numeric=False):
+    """The default's features, but such a parameter one-hot (as a category), or with
+    `keep_numeric` both: its coordinate and a one-hot group, each with its own length."""
+    x, groups = _features(coords)
+    multi = [j for j, p in enumerate(coords.positions) if len(p) > 1]
+    cols, out = [], []
+    for g, j in zip(groups, multi, strict=True):
+        few = _few_values(coords, j, most)
+        if not few or keep_numeric:
+            out.append(np.arange(len(cols), len(cols) + len(g)))
+            cols += [x[:, c] for c in g]
+        if few:
+            out.append(np.arange(len(cols), len(cols) + len(coords.positions[j])))
+            cols += onehot_columns(coords, j)
+    return np.stack(cols, axis=1), out
+
+
+class Gram(Variant):
+    """The default with its kernel replaced by _gram (of feature rows) and a weight _w of its
+    extra term chosen by marginal likelihood among WEIGHTS at each refit (lengths as the
+    default fits them)."""
+
+    WEIGHTS: tuple = (0.0,)
+    _w = 0.0
+
+    def _gram(self, a, b):
+        scale = self._column_lengths()
+        return S._kern(S._sqdist(a / scale, b / scale))
+
+    def _prior_var(self, a):
+        return np.ones(len(a))
+
+    def _fit(self, x, y):
+        super()._fit(x, y)
+
+        def likelihood(w):
+            self._w = w
+            chol = S._cholesky(self._gram(x, x))
+            alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y))
+            return float(-0.5 * y @ alpha - np.log(np.diag(chol)).sum())
+
+        self._w = max(self.WEIGHTS, key=likelihood)
+
+    def _best_candidate(self):
+        told, y, failed, order = _targets(self)
+        keep = order[: S.MAX_TRAIN]
+        candidates = self._candidates(told[order[~failed[order]]])
+        x, yk = self._x[told[keep]], _transformed(y[keep])
+        if self._since_fit >= S.REFIT:
+            self._fit(x, yk)
+            self._since_fit = 0
+        chol = S._cholesky(self._gram(x, x))
+        alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, yk))
+        xc = self._x[candidates]
+        k = self._gram(xc, x)
+        v = np.linalg.solve(chol, k.T)
+        sd = np.sqrt(np.maximum(self._prior_var(xc) - (v * v).sum(axis=0), 1e-12))
+        ei = S.expected_improvement(k @ alpha, sd, yk.min() - S.XI)
+        return _pick(self, candidates, ei)
+
+
+def additive(weights=(0.0, 0.25, 0.5)):
+    """The kernel (1 - w) * the default's product over all parameters + w * the mean of one
+    kernel per parameter (an additive part that generalises a parameter's effect from the
+    results in other corners)."""
+
+    class Additive(Gram):
+        WEIGHTS = weights
+
+        def _gram(self, a, b):
+            k = super()._gram(a, b)
+            if self._w == 0.0:
+                return k
+            scale = self._column_lengths()
+            xa, xb = a / scale, b / scale
+            parts = [S._kern(S._sqdist(xa[:, g], xb[:, g])) for g in self._groups]
+            return (1 - self._w) * k + self._w * np.mean(parts, axis=0)
+
+    return Additive
+
+
+def linear_trend(weights=(0.0, 0.1, 0.3, 1.0)):
+    """The default's kernel plus w * a linear one (x - 1/2) . (x' - 1/2) / d over the features:
+    Bayesian linear regression under the GP, so that a trend (larger tiles faster) carries on
+    to the edges of the space, where the zero-mean GP falls back to the mean."""
+
+    class LinearTrend(Gram):
+        WEIGHTS = weights
+
+        def _gram(self, a, b):
+            k = super()._gram(a, b)
+            return k + self._w * (a - 0.5) @ (b - 0.5).T / a.shape[1]
+
+        def _prior_var(self, a):
+            return 1.0 + self._w * ((a - 0.5) ** 2).sum(axis=1) / a.shape[1]
+
+    return LinearTrend
+
+
+def flag_sweep(most_flips=3):
+    """When the trust region halves (REGION_PATIENCE results without a new best), the best
+    result not swept yet is asked with every other combination of the two-valued parameters
+    (at most `most_flips` of them changed, fewest first), the others kept: the corner whose
+    random configs are poorest may hold the optimum along the same tiles (the milo spaces'
+    no-shared-memory corner), and the model, having seen its poor ones, rarely asks there."""
+
+    class FlagSweep(Variant):
+        def __init__(self, space, seed=None):
+            super().__init__(space, seed)
+            self._flags = [j for j, p in enumerate(self._coords.positions) if len(p) == 2]
+            self._swept: set[int] = set()
+            self._queue: list[int] = []
+
+        def tell(self, config, time_ms):
+            radius = self._radius
+            super().tell(config, time_ms)
+            if self._radius < radius and not self._warm and self._flags:
+                self._sweep()
+
+        def _sweep(self):
+            ok = [(y, i) for i, y in zip(self._told, self._y, strict=True) if y == y]
+            if not ok:
+                return
+            best = min(ok)[1]
+            if best in self._swept:
+                return
+            self._swept.add(best)
+            rows = self._coords.rows
+            others = [j for j in range(rows.shape[1]) if j not in self._flags]
+            same = (rows[:, others] == rows[best, others]).all(axis=1) & ~self._visited
+            flips = (rows[:, self._flags] != rows[best, self._flags]).sum(axis=1)
+            found = np.flatnonzero(same & (flips <= most_flips))
+            self._queue += found[np.argsort(flips[found], kind="stable")].tolist()
+
+        def ask(self):
+            while self._queue and len(self._told) < S.HAND_OVER:
+                i = self._queue.pop(0)
+                if not self._visited[i]:
+                    return self._take(i)
+            return super().ask()
+
+    return FlagSweep
+
+
+def length_prior(centre=0.65, spread=1.0):
+    """The kernel lengths fitted by maximum a posteriori, not likelihood alone: a log-normal
+    prior on each (median `centre`, sd `spread` in log length) steadies the fit, whose lengths
+    on the milo spaces jump between 0.25 and 4 from one refit to the next (20-50 results, seven
+    parameters), as BoTorch's priors on lengths do."""
+
+    def penalty(lengths):
+        return 0.5 * float((np.log(np.asarray(lengths) / centre) ** 2).sum()) / spread**2
+
+    class LengthPrior(Variant):
+        def _fit(self, x, y):
+            d2 = S._sqdist(x, x)
+            n = len(self._groups)
+
+            def one(length):
+                return S._likelihood(d2 / length**2, y) - penalty([length] * n)
+
+            self._lengths[:] = max(S.LENGTHS, key=one)
+            if len(y) < S.ARD_MIN:
+                return
+
+            def likelihood(g, length):
+                self._lengths[g] = length
+                xs = x / self._column_lengths()
+                return S._likelihood(S._sqdist(xs, xs), y) - penalty(self._lengths)
+
+            for _ in range(S.ARD_PASSES):
+                for g in range(n):
+                    self._lengths[g] = max(S.ARD_LENGTHS, key=lambda v: likelihood(g, v))
+
+    return LengthPrior
+
+
 # -- variants ---------------------------------------------------------------------------------
 
 VARIANTS: dict[str, dict] = {
@@ -531,6 +724,21 @@ VARIANTS: dict[str, dict] = {
     "trust_region_recentre": {"SurrogateSearch": trust_region(recentre=True)},  # next basin
     "trust_region_sweep_003": {"SurrogateSearch": final_sweep(0.03, trust_region())},  # both
     "flag_mean": {"SurrogateSearch": flag_mean()},  # a mean per combination of the flags
+    # issue 25, third round (see the functions above the table)
+    "few_cat": {"features": few_values_features},  # 3-4 values, not powers of two: one-hot
+    "few_both": {"features": lambda c: few_values_features(c, keep_numeric=True)},  # and numeric
+    "additive": {"SurrogateSearch": additive()},  # product kernel plus per-parameter kernels
+    "linear_trend": {"SurrogateSearch": linear_trend()},  # plus a linear kernel (a trend)
+    "region_025": {"REGION_START": 0.25},  # the default's region from a quarter of them
+    "region_075": {"REGION_START": 0.75},  # ... from three quarters
+    "region_patience_4": {"REGION_PATIENCE": 4},  # halved after 4 results without a new best
+    "flag_sweep": {"SurrogateSearch": flag_sweep()},  # a stalled best in every flag corner
+    "flag_sweep_1": {"SurrogateSearch": flag_sweep(1)},  # ... one flag changed at a time
+    "length_prior": {"SurrogateSearch": length_prior()},  # MAP lengths, log-normal prior
+    "length_prior_tight": {"SurrogateSearch": length_prior(spread=0.5)},  # ... a tighter one
+    "xi_0": {"XI": 0.0},  # plain expected improvement
+    "xi_03": {"XI": 0.3},  # less greed
+    "noise_1e3": {"NOISE": 1e-3},  # a sharper fit of narrow peaks
 }
 
 _CASES: list = []
@@ -598,6 +806,17 @@ def paired(base_path: str, other_path: str) -> None:
         click.echo(f"at {b}: {d.mean():+.4f} +- {d.std(ddof=1) / math.sqrt(len(d)):.4f}")
 
 
+def best_of(paths) -> None:
+    """Per space the best mean among saved runs (a choice made after seeing them: no variant),
+    averaged over the spaces: how far picking among the variants could go on those seeds."""
+    saved = [json.loads(Path(p).read_text()) for p in paths]
+    for b in BUDGETS:
+        per = [
+            [np.mean([t[b - 1] for t in runs[k]]) for k in sorted(runs, key=int)] for runs in saved
+        ]
+        click.echo(f"at {b}: {np.max(per, axis=0).mean():.3f} (best of {len(saved)} per space)")
+
+
 @click.command()
 @click.argument("names", nargs=-1)
 @click.option("--seeds", default="0:10", show_default=True, help="first:last (exclusive)")
@@ -606,8 +825,14 @@ def paired(base_path: str, other_path: str) -> None:
 @click.option("--save", default=None, help="Write each space's trajectories (one variant).")
 @click.option("--paired", "pair", nargs=2, default=None, help="Compare two --save files.")
 @click.option("--trace", "space", default=None, help="One space (a part of its name): per seed.")
-def main(names, seeds, recordings, jobs, save, pair, space):
-    global _CASES
+@click.option("--budgets", default=",".join(map(str, BUDGETS)), show_default=True)
+@click.option("--best-of", "best", is_flag=True, help="NAMES are --save files: best per space.")
+def main(names, seeds, recordings, jobs, save, pair, space, budgets, best):
+    global _CASES, BUDGETS
+    BUDGETS = tuple(int(b) for b in budgets.split(","))
+    if best:
+        best_of(names)
+        return
     if pair:
         paired(*pair)
         return
