@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autotune.families import Family, UnknownFamily, UnsupportedProblem, get_family
-from autotune.families.plan import KernelPlan
+from autotune.families.plan import KernelPlan, TensorMap
 from autotune.model.parsing import problem_from_dict
 from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
 from autotune.model.problem import ConvProblem
@@ -155,6 +155,9 @@ def exported_plan(row: Any, registry: Mapping[str, Family] | None = None) -> Exp
         plan = family.plan(problem, config)
     except (UnsupportedProblem, KeyError, ValueError) as err:
         raise NotExportable(f"its plan cannot be built here: {err}") from None
+    if any(isinstance(a, TensorMap) for launch in plan.all_launches for a in launch.args):
+        # A map holds its buffer's address: the C++ launcher would have to encode it per call.
+        raise NotExportable(f"{name}'s plan passes TMA tensor maps, which the C++ tree cannot make")
     buffers = family.buffers(problem)
     inputs = dict(buffers.inputs)
     if inputs.get("x") != problem.input_shape or inputs.get("w") != problem.filter_shape:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -25,6 +26,7 @@ from autotune.export.cuda_tree import (
 from autotune.export.plans import NotExportable, exported_plan
 from autotune.families import FAMILIES, UnknownFamily
 from autotune.families.base import INCLUDE_DIR, Buffers
+from autotune.families.plan import TensorMap
 from autotune.families.smem_channels import SmemChannels
 from autotune.gpu.compiler import DEFAULT_OPTIONS
 from autotune.model.parsing import parse_shape
@@ -162,6 +164,30 @@ def test_a_bias_the_call_has_not_is_given_zeros_and_other_inputs_are_refused(sto
         exported_plan(row, {**FAMILIES, "scaled": Scaled()})
     with pytest.raises(NotExportable, match="not known"):
         exported_plan(SimpleNamespace(**{**vars(row), "family": "gone"}), FAMILIES)
+
+
+def test_a_plan_passing_tensor_maps_is_refused(store) -> None:
+    e = select(store, families=["smem_channels"]).plans[0]
+
+    class Mapped(SmemChannels):
+        name = "mapped"
+
+        def plan(self, problem, config):
+            plain = super().plan(problem, config)
+            x_map = TensorMap("x", "float32", (4, 4), (16,), (4, 4), (1, 1))
+            first = dataclasses.replace(plain.launches[0], args=(*plain.launches[0].args, x_map))
+            return dataclasses.replace(plain, launches=(first, *plain.launches[1:]))
+
+    row = SimpleNamespace(
+        family="mapped",
+        shape=e.problem.as_dict(),
+        config=e.config.to_json(),
+        time_ms=1.0,
+        gflops=1.0,
+    )
+    with pytest.raises(NotExportable, match="TMA tensor maps"):
+        exported_plan(row, {**FAMILIES, "mapped": Mapped()})
+    assert exported_plan(SimpleNamespace(**{**vars(row), "family": "smem_channels"}), FAMILIES)
 
 
 def test_unroll_counts_named_by_a_macro_go_through_pragma_and_nothing_else_changes() -> None:
