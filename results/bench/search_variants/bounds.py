@@ -11,7 +11,6 @@ after how many evaluations the default's mean over the spaces reaches TARGET.
 
 from __future__ import annotations
 
-import math
 import sys
 from pathlib import Path
 
@@ -21,8 +20,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-import autotune.strategies.surrogate as S  # noqa: E402
 from autotune.bench.search import load_cases  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from variants import trajectory  # noqa: E402  (the same replay, no variant installed)
 
 BUDGETS = (10, 20, 50, 100)
 AT = 50
@@ -31,17 +32,7 @@ TARGET = 0.95
 
 def run(case, seed: int) -> list[float]:
     """The default's fraction of the optimum after each evaluation, to BUDGETS[-1]."""
-    strategy = S.SurrogateSearch(case.space, seed)
-    best, trajectory = math.inf, []
-    for _ in range(BUDGETS[-1]):
-        config = strategy.ask()
-        if config is None:
-            break
-        strategy.tell(config, case.times[config])
-        if case.ok[config] is not None:
-            best = min(best, case.ok[config])
-        trajectory.append(case.optimum_ms / best if math.isfinite(best) else 0.0)
-    return trajectory + trajectory[-1:] * (BUDGETS[-1] - len(trajectory))
+    return trajectory(case, seed, BUDGETS[-1])
 
 
 def within(case, share: float) -> int:

@@ -155,6 +155,21 @@ def _targets(self):
     return told, y, failed, order
 
 
+def _training(self):
+    """What the default's model ask starts from: the told indices, the kept (fastest
+    MAX_TRAIN) positions among them, the ok results' indices fastest first, the candidates,
+    the training rows and their transformed targets; the kernel refitted when it is due."""
+    told, y, failed, order = _targets(self)
+    keep = order[: S.MAX_TRAIN]
+    ok_order = told[order[~failed[order]]]
+    candidates = self._candidates(ok_order)
+    x, yk = self._x[told[keep]], _transformed(y[keep])
+    if self._since_fit >= S.REFIT:
+        self._fit(x, yk)
+        self._since_fit = 0
+    return told, keep, ok_order, candidates, x, yk
+
+
 def _transformed(yk):
     if OPTIONS["ytrans"] == "rank":
         yk = _normal_scores(yk)
@@ -173,13 +188,7 @@ def _pick(self, candidates, score):
 
 def gp_ask(self):
     """The default's ask without the prior, with OPTIONS' output transform and acquisition."""
-    told, y, failed, order = _targets(self)
-    keep = order[: S.MAX_TRAIN]
-    candidates = self._candidates(told[order[~failed[order]]])
-    x, yk = self._x[told[keep]], _transformed(y[keep])
-    if self._since_fit >= S.REFIT:
-        self._fit(x, yk)
-        self._since_fit = 0
+    told, keep, _, candidates, x, yk = _training(self)
     scale = self._column_lengths()
     xs = x / scale
     chol = S._cholesky(S._kern(S._sqdist(xs, xs)))
@@ -293,14 +302,7 @@ def forest(x, y, xc, rng, trees=40):
 def _default_scores(self):
     """The default's model ask (no prior) up to the acquisition: candidates, EI, the told
     indices of the ok results fastest first; the same RNG draws as the default."""
-    told, y, failed, order = _targets(self)
-    keep = order[: S.MAX_TRAIN]
-    ok_order = told[order[~failed[order]]]
-    candidates = self._candidates(ok_order)
-    x, yk = self._x[told[keep]], _transformed(y[keep])
-    if self._since_fit >= S.REFIT:
-        self._fit(x, yk)
-        self._since_fit = 0
+    told, keep, ok_order, candidates, x, yk = _training(self)
     scale = self._column_lengths()
     xs = x / scale
     gram = S._kern(S._sqdist(xs, xs)) + self._extra_gram(told[keep], told[keep])
@@ -549,13 +551,7 @@ class Gram(Variant):
         self._w = max(self.WEIGHTS, key=likelihood)
 
     def _best_candidate(self):
-        told, y, failed, order = _targets(self)
-        keep = order[: S.MAX_TRAIN]
-        candidates = self._candidates(told[order[~failed[order]]])
-        x, yk = self._x[told[keep]], _transformed(y[keep])
-        if self._since_fit >= S.REFIT:
-            self._fit(x, yk)
-            self._since_fit = 0
+        told, keep, _, candidates, x, yk = _training(self)
         chol = S._cholesky(self._gram(x, x))
         alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, yk))
         xc = self._x[candidates]
@@ -759,9 +755,14 @@ def install(name: str) -> None:
 def replay(task):
     name, case_index, seed, budget = task
     install(name)
-    case = _CASES[case_index]
+    return case_index, seed, trajectory(_CASES[case_index], seed, budget)
+
+
+def trajectory(case, seed: int, budget: int) -> list[float]:
+    """The installed search's fraction of the optimum after each of `budget` evaluations (a
+    search that ends sooner keeps its last figure)."""
     strategy = S.SurrogateSearch(case.space, seed)
-    best, trajectory = math.inf, []
+    best, fractions = math.inf, []
     for _ in range(budget):
         config = strategy.ask()
         if config is None:
@@ -769,9 +770,8 @@ def replay(task):
         strategy.tell(config, case.times[config])
         if case.ok[config] is not None:
             best = min(best, case.ok[config])
-        trajectory.append(case.optimum_ms / best if math.isfinite(best) else 0.0)
-    trajectory += trajectory[-1:] * (budget - len(trajectory))
-    return case_index, seed, trajectory
+        fractions.append(case.optimum_ms / best if math.isfinite(best) else 0.0)
+    return fractions + fractions[-1:] * (budget - len(fractions))
 
 
 def trace(name: str, case, seeds: range) -> None:
