@@ -138,6 +138,14 @@ def test_a_layout_converting_plan_keeps_the_evaluators_order_and_its_scratch(sto
     assert timed_launches[-1].smem_bytes > 0
 
 
+def _best_row(family: str, e) -> SimpleNamespace:
+    """A `best` row of `family` with exported plan e's shape and config."""
+    config = e.config.to_json()
+    return SimpleNamespace(
+        family=family, shape=e.problem.as_dict(), config=config, time_ms=1.0, gflops=1.0
+    )
+
+
 def test_a_bias_the_call_has_not_is_given_zeros_and_other_inputs_are_refused(store) -> None:
     chosen = select(store, families=["smem_channels"])
     e = chosen.plans[0]
@@ -153,13 +161,7 @@ def test_a_bias_the_call_has_not_is_given_zeros_and_other_inputs_are_refused(sto
             plain = super().buffers(problem)
             return Buffers(inputs=(*plain.inputs[:2], ("scale", (1,))), outputs=plain.outputs)
 
-    row = SimpleNamespace(
-        family="scaled",
-        shape=e.problem.as_dict(),
-        config=e.config.to_json(),
-        time_ms=1.0,
-        gflops=1.0,
-    )
+    row = _best_row("scaled", e)
     with pytest.raises(NotExportable, match="scale"):
         exported_plan(row, {**FAMILIES, "scaled": Scaled()})
     with pytest.raises(NotExportable, match="not known"):
@@ -178,13 +180,7 @@ def test_a_plan_passing_tensor_maps_is_refused(store) -> None:
             first = dataclasses.replace(plain.launches[0], args=(*plain.launches[0].args, x_map))
             return dataclasses.replace(plain, launches=(first, *plain.launches[1:]))
 
-    row = SimpleNamespace(
-        family="mapped",
-        shape=e.problem.as_dict(),
-        config=e.config.to_json(),
-        time_ms=1.0,
-        gflops=1.0,
-    )
+    row = _best_row("mapped", e)
     with pytest.raises(NotExportable, match="TMA tensor maps"):
         exported_plan(row, {**FAMILIES, "mapped": Mapped()})
     assert exported_plan(SimpleNamespace(**{**vars(row), "family": "smem_channels"}), FAMILIES)
