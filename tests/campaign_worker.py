@@ -25,6 +25,7 @@ from autotune.gpu.compiler import Compiler
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.model.problem import ConvProblem
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.conftest import SyntheticEvaluator
 
@@ -72,8 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     studies, skipped = plan_studies([(family, p) for p in problems], evaluator.limits)
     store = Store(args.storage)
     tuner = Tuner(
-        Compiler(arch="sm_90", cache_dir=Path(args.cache_dir)),
-        evaluator,
+        GpuRunner(Compiler(arch="sm_90", cache_dir=Path(args.cache_dir)), evaluator),
         store,
         strategy="random",
         command=f"campaign_worker {pid}",

@@ -45,43 +45,40 @@ def _figures(evals: int, wall_s: float, best_gflops: float | None) -> dict:
 
 
 def run_autotune(k: int, evals: int, seed: int, storage: str, jobs: int | None, gpu: int):
-    from autotune.families import get_family
-    from autotune.gpu.compiler import Compiler
-    from autotune.gpu.evaluator import GpuEvaluator
-    from autotune.store import Store
-    from autotune.tuning.tuner import Tuner, plan_studies
+    from autotune.tuning.session import open_gpu_session
 
     problem = _problem(k)
-    with (
-        tempfile.TemporaryDirectory(prefix="autotune-bench-cubins-") as cache,
-        GpuEvaluator(gpu) as evaluator,
-    ):
+    with tempfile.TemporaryDirectory(prefix="autotune-bench-cubins-") as cache:
         # A cold cache, as Kernel Tuner's run starts without one.
-        compiler = Compiler(arch=evaluator.device.arch, cache_dir=Path(cache))
-        studies, skipped = plan_studies([(get_family("tiled2d"), problem)], evaluator.limits)
-        if not studies:
-            raise click.ClickException(f"tiled2d cannot run {problem.key}: {skipped[0].reason}")
-        tuner = Tuner(
-            compiler,
-            evaluator,
-            Store(storage),
-            strategy="random",
-            seed=seed,
-            command=f"autotune bench throughput (K={k})",
-            jobs=jobs,
-            compile_processes=True,
-        )
-        start = time.monotonic()
-        outcome = tuner.run(studies, evals)
-        wall = time.monotonic() - start
-        (study,) = outcome.studies
-        best = study.best[1].time_ms if study.best else None
-        figures = _figures(outcome.evaluated, wall, _gflops(problem, best))
-        figures["gpu_busy"] = (
-            None if outcome.gpu_busy_fraction is None else round(outcome.gpu_busy_fraction, 3)
-        )
-        figures["failures"] = study.failures
-        return evaluator.device.name, figures
+        session = open_gpu_session(storage, gpu=gpu, cache_dir=Path(cache))
+        try:
+            figures = _tuned(session, problem, seed, evals, jobs, k)
+        finally:
+            session.close()
+        return session.device.name, figures
+
+
+def _tuned(session, problem, seed: int, evals: int, jobs: int | None, k: int) -> dict:
+    from autotune.families import get_family
+    from autotune.tuning.tuner import plan_studies
+
+    studies, skipped = plan_studies([(get_family("tiled2d"), problem)], session.runner.limits)
+    if not studies:
+        raise click.ClickException(f"tiled2d cannot run {problem.key}: {skipped[0].reason}")
+    tuner = session.tuner(
+        f"autotune bench throughput (K={k})", strategy="random", seed=seed, jobs=jobs
+    )
+    start = time.monotonic()
+    outcome = tuner.run(studies, evals)
+    wall = time.monotonic() - start
+    (study,) = outcome.studies
+    best = study.best[1].time_ms if study.best else None
+    figures = _figures(outcome.evaluated, wall, _gflops(problem, best))
+    figures["gpu_busy"] = (
+        None if outcome.gpu_busy_fraction is None else round(outcome.gpu_busy_fraction, 3)
+    )
+    figures["failures"] = study.failures
+    return figures
 
 
 # ---------------------------------------------------------------------------------------------

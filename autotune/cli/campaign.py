@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from autotune.cli.measure import Say, say_on_stderr, start_gpu, versions
+from autotune.cli.measure import Say, ceilings_and_baselines, say_on_stderr
 from autotune.cli.options import DEFAULT_BUDGET, DEFAULT_CACHE, family_precisions
 from autotune.families import get_family, with_directories
 from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
@@ -54,12 +54,10 @@ class RunRequest:
 
 @dataclass
 class Campaign:
-    """A run's open store and evaluator and its planned studies (`tune` and each `--ray` actor)."""
+    """A run's open session (store and runner) and its planned studies (`tune` and each `--ray`
+    actor)."""
 
-    store: Any
-    evaluator: Any
-    compiler: Any
-    device_id: int | None
+    session: Any  # tuning.session.Session
     storage: str
     baselines: bool
     studies: list
@@ -67,26 +65,40 @@ class Campaign:
 
     @property
     def info(self):
-        return self.evaluator.device
+        return self.session.device
+
+    @property
+    def store(self):
+        return self.session.store
+
+    @property
+    def cache_error(self) -> str | None:
+        """Why the cubin cache could not be written, if it could not (a replay has none)."""
+        compiler = getattr(self.session.runner, "compiler", None)
+        return compiler.cache_error if compiler is not None else None
 
     def tuner(self, request: RunRequest, on_progress=None, **options):
-        from autotune.tuning.tuner import Tuner
-
-        return Tuner(
-            self.compiler,
-            self.evaluator,
-            self.store,
+        return self.session.tuner(
+            request.command,
             strategy=request.strategy,
             seed=request.seed,
             timing=QUICK_TIMING if request.quick_timing else TimingPolicy(),
-            command=request.command,
-            versions=versions(self.info, self.compiler),
             on_progress=on_progress,
             jobs=request.jobs,
-            compile_processes=not request.replay,
-            device_id=self.device_id,
             **options,
         )
+
+    def measure_libraries(self, problems: list, say: Say = say_on_stderr) -> None:
+        """The device's ceilings and these problems' library baselines, where not stored."""
+        if self.baselines:
+            runner = self.session.runner
+            ceilings_and_baselines(
+                runner.evaluator, runner.compiler, self.store, self.session.device_id, problems, say
+            )
+
+    def stop(self) -> None:
+        """Stop the runner (the GPU worker); the store stays open for the summary."""
+        self.session.runner.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,32 +205,36 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
             + _reasons([], pairing.refused)
             + ")"
         )
-    device_id = None  # a replay's device is registered by the tuner
-    if request.replay:
-        from autotune.replay.evaluator import open_replay
+    from autotune.tuning.session import open_gpu_session, open_replay_session
+    from autotune.tuning.studies import Study
 
-        store, evaluator, compiler = open_replay(
-            request.replay, request.storage, share=request.share
-        )
+    if request.replay:
+        session = open_replay_session(request.replay, request.storage, share=request.share)
         storage, baselines = request.storage or "memory", False
     else:
         storage, baselines = request.storage, request.baselines
-        store, evaluator, compiler, device_id = start_gpu(
-            request.gpu if gpu is None else gpu, storage, request.cache_dir, request.share, say
+        session = open_gpu_session(
+            storage,
+            gpu=request.gpu if gpu is None else gpu,
+            cache_dir=request.cache_dir,
+            share=request.share,
+            say=say,
+            compile_processes=True,
         )
+    runner = session.runner
     try:
-        info = evaluator.device
+        info = runner.device
         # Spaces recorded elsewhere (Kernel Tuner's caches) bring their own studies.
-        recorded = evaluator.recorded_studies(request.families) if request.replay else None
+        recorded = runner.recorded_pairs(request.families) if request.replay else None
         refused: list[str] = []
         if recorded is not None:
-            studies, skipped = recorded, []
+            studies, skipped = [Study(*pair) for pair in recorded], []
         else:
             pairing = tuned_pairs() if pairing is None else pairing
             refused = pairing.refused
-            studies, skipped = plan_studies(pairing.pairs, evaluator.limits)
+            studies, skipped = plan_studies(pairing.pairs, runner.limits)
             if request.replay:  # a study the recording does not hold cannot be replayed
-                held = [s for s in studies if evaluator.study(s.family.name, s.problem)]
+                held = [s for s in studies if runner.study(s.family.name, s.problem)]
                 skipped += [
                     Skipped(s.family.name, s.problem, "not in the recording")
                     for s in studies
@@ -226,12 +242,12 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
                 ]
                 studies = held
         # A replay searches the subspaces its recording was made over unless told otherwise.
-        pins = evaluator.pins
+        pins = runner.pins
         if request.subspace or pins:
             from autotune.replay.subspaces import load_pins, restrict_studies
 
             pins = load_pins(request.subspace) if request.subspace else pins
-            studies, cut = restrict_studies(studies, pins, evaluator.limits)
+            studies, cut = restrict_studies(studies, pins, runner.limits)
             skipped += cut
         studies, too_large = _fitting(studies, info.memory_bytes)
         skipped += too_large
@@ -248,15 +264,16 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
         budget = request.budget
         say(
             f"autotune: {info.name} (sm_{info.compute_capability.replace('.', '')}, "
-            f"{info.sm_count} SMs, CUDA driver {info.driver_version}, NVRTC {compiler.version}); "
+            f"{info.sm_count} SMs, CUDA driver {info.driver_version}, "
+            f"NVRTC {runner.compiler_version}); "
             f"{len(studies)} studies, strategy {request.strategy}, "
             f"budget {'exhaustive' if budget is None else budget} per study; "
             f"storage {hide_passwords(storage)}"
         )
     except BaseException:
-        evaluator.close()
+        session.close()
         raise
-    return Campaign(store, evaluator, compiler, device_id, storage, baselines, studies, skipped)
+    return Campaign(session, storage, baselines, studies, skipped)
 
 
 def _fitting(studies: list, memory_bytes: int) -> tuple[list, list]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import platform
 import shlex
 import sys
 from collections.abc import Callable
@@ -10,7 +9,6 @@ from pathlib import Path
 
 import click
 
-from autotune import __version__
 from autotune.cli.options import (
     DEFAULT_CACHE,
     fail,
@@ -21,7 +19,6 @@ from autotune.cli.options import (
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
 from autotune.families import get_family
-from autotune.gpu.compiler import Compiler
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.precision import CEILING_NAMES
@@ -35,19 +32,6 @@ def say_on_stderr(text: str) -> None:
     click.echo(text, err=True)
 
 
-def versions(info, compiler) -> dict[str, str]:
-    """What a run records of the software that measured (DESIGN section 2)."""
-    return {
-        "autotune": __version__,
-        "nvrtc": compiler.version,
-        "driver": info.driver_version,
-        "cuda_runtime": info.runtime_version,
-        "cupy": str(info.extra.get("cupy", "")),
-        "python": platform.python_version(),
-        "timing_protocol": str(TIMING_PROTOCOL),
-    }
-
-
 def library_name(problem) -> str:
     """How messages name the library a problem is compared with ("" for none)."""
     from autotune.model.kinds import KIND_SPECS
@@ -59,34 +43,11 @@ def ceiling_text(ceilings) -> str:
     return ", ".join(f"{c.name} {c.value:,.0f} {c.unit}" for c in ceilings)
 
 
-def start_gpu(
-    gpu: int,
-    storage: str,
-    cache_dir: Path | None = DEFAULT_CACHE,
-    share: bool = False,
-    say: Say = say_on_stderr,
-):
-    """Open the store, start the GPU worker and register the device (the one registration of a
-    command: a Tuner is given its id): (store, evaluator, compiler, device_id)."""
-    from autotune.gpu.evaluator import GpuEvaluator
-    from autotune.store import Store
-    from autotune.tuning.tuner import register_device
+def start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE):
+    """The session of a command that measures on the GPU (tuning/session.py)."""
+    from autotune.tuning.session import open_gpu_session
 
-    # A database that exists is opened before the GPU, so that a bad URL or a foreign database
-    # fails fast; a new SQLite file only once the GPU is up, so that a machine without one is
-    # left without an empty results/autotune.db.
-    new_file = "://" not in storage and not Path(storage).expanduser().exists()
-    store = None if new_file else Store(storage, share=share)
-    say("autotune: starting the GPU worker ...")
-    evaluator = GpuEvaluator(gpu)
-    if store is None:
-        try:
-            store = Store(storage, share=share)
-        except BaseException:
-            evaluator.close()
-            raise
-    compiler = Compiler(arch=evaluator.device.arch, cache_dir=cache_dir)
-    return store, evaluator, compiler, register_device(store, evaluator, compiler)
+    return open_gpu_session(storage, gpu=gpu, cache_dir=cache_dir, say=say_on_stderr)
 
 
 def ceilings_and_baselines(
@@ -141,11 +102,12 @@ def device(gpu, remeasure, only, storage) -> None:
     the dense tensor-core GEMM peak of each tensor-core dtype (tc_peak_tf32/bf16/fp16)."""
     from autotune.tuning.baselines import ensure_ceilings
 
-    store, evaluator, compiler, device_id = start_gpu(gpu, storage)
+    session = start_gpu(gpu, storage)
+    store, evaluator, compiler = session.store, session.runner.evaluator, session.runner.compiler
     try:
         info = evaluator.device
         result = ensure_ceilings(
-            evaluator, compiler, store, device_id, TimingPolicy(), remeasure, only=only
+            evaluator, compiler, store, session.device_id, TimingPolicy(), remeasure, only=only
         )
     finally:
         evaluator.close()
@@ -179,7 +141,9 @@ def baseline(shape_sets, shapes, shape_files, dtypes, layouts, remeasure, gpu, s
     problems = collect_shapes(shape_sets, shapes, shape_files, dtypes, layouts)
     if not problems:
         raise click.UsageError("name the shapes: --shapes SET, --shape ... or --shape-file F")
-    store, evaluator, compiler, device_id = start_gpu(gpu, storage)
+    session = start_gpu(gpu, storage)
+    store, evaluator, compiler = session.store, session.runner.evaluator, session.runner.compiler
+    device_id = session.device_id
     measured: dict[str, int] = {}
     for problem in problems:
         if library_name(problem):
@@ -296,12 +260,13 @@ def remeasure(
     from autotune.reports import format_table
     from autotune.store import hide_passwords
     from autotune.tuning.remeasure import protocol_comparison, remeasure_studies
-    from autotune.tuning.tuner import Tuner
 
     for name in families:
         get_family(name)
     keys = {p.key for p in collect_shapes(shape_sets, shapes, shape_files, dtypes, layouts)}
-    store, evaluator, compiler, device_id = start_gpu(gpu, storage, cache_dir)
+    session = start_gpu(gpu, storage, cache_dir)
+    store, evaluator, compiler = session.store, session.runner.evaluator, session.runner.compiler
+    device_id = session.device_id
     try:
         info = evaluator.device
         studies, skipped, unreadable = remeasure_studies(
@@ -319,16 +284,10 @@ def remeasure(
             f"storage {hide_passwords(storage)}",
             err=True,
         )
-        tuner = Tuner(
-            compiler,
-            evaluator,
-            store,
-            command=hide_passwords(shlex.join(["autotune", *sys.argv[1:]])),
-            versions=versions(info, compiler),
+        tuner = session.tuner(
+            hide_passwords(shlex.join(["autotune", *sys.argv[1:]])),
             on_progress=ProgressPrinter(),
             jobs=jobs,
-            compile_processes=True,
-            device_id=device_id,
         )
         if not no_baseline:
             problems = [s.problem for s in studies]

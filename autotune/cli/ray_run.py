@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from autotune.cli.campaign import NothingToTune, RunRequest, check_runnable, open_campaign
-from autotune.cli.measure import ceilings_and_baselines, say_on_stderr
+from autotune.cli.measure import say_on_stderr
 from autotune.cli.progress import ProgressPrinter, campaign_line
 
 
@@ -31,7 +31,7 @@ class CampaignSession:
             self._held = self.tuner.hold()
             self._held.__enter__()
         except BaseException:
-            self.campaign.evaluator.close()
+            self.campaign.session.close()
             raise
         self.by_key = {(s.family.name, s.problem.key): s for s in self.campaign.studies}
 
@@ -48,11 +48,8 @@ class CampaignSession:
         from autotune.tuning.ray_workers import StudyReport
 
         study = self.by_key[key]
-        c = self.campaign
-        if c.baselines:  # this study's library baseline (and the device's ceilings) once
-            ceilings_and_baselines(
-                c.evaluator, c.compiler, c.store, self.tuner.device_id, [study.problem]
-            )
+        # This study's library baseline (and the device's ceilings) once.
+        self.campaign.measure_libraries([study.problem])
         outcome = self.tuner.run([study], self.request.budget, time_left_s)
         done = outcome.studies[0] if outcome.studies else None
         return StudyReport(
@@ -67,8 +64,7 @@ class CampaignSession:
         try:
             self._held.__exit__(None, None, None)
         finally:
-            self.campaign.evaluator.close()
-            self.campaign.store.close()
+            self.campaign.session.close()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from autotune.cli.campaign import NothingToTune, RunRequest, open_campaign
-from autotune.cli.measure import Say, ceilings_and_baselines, say_on_stderr
+from autotune.cli.measure import Say, say_on_stderr
 from autotune.cli.options import (
     DEFAULT_BUDGET,
     DEFAULT_CACHE,
@@ -266,24 +266,19 @@ def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> Run
     from autotune.reports import best_table
 
     campaign = open_campaign(request, say)
-    store, evaluator, compiler, info = (
-        campaign.store, campaign.evaluator, campaign.compiler, campaign.info
-    )  # fmt: skip
     try:
         tuner = campaign.tuner(request, on_progress)
         studies = campaign.studies
-        if campaign.baselines:
-            problems = [s.problem for s in studies]
-            ceilings_and_baselines(evaluator, compiler, store, tuner.device_id, problems, say)
+        campaign.measure_libraries([s.problem for s in studies], say)
         with terminate_as_interrupt() as signals:
             outcome = tuner.run(studies, request.budget, request.time_limit_s, campaign.skipped)
     finally:
-        evaluator.close()
-    table = best_table(store, device=info.name, family=None)
+        campaign.stop()
+    table = best_table(campaign.store, device=campaign.info.name, family=None)
     tuned = {(s.study.family.name, s.study.problem.key) for s in outcome.studies}
     table = table[[(f, k) in tuned for f, k in zip(table["family"], table["shape"], strict=True)]]
     table = table[[c for c in SUMMARY_COLUMNS if c in table.columns]]
-    return RunResult(outcome, signals, getattr(compiler, "cache_error", None), table)
+    return RunResult(outcome, signals, campaign.cache_error, table)
 
 
 __all__ = ["NothingToTune", "RunRequest", "RunResult", "open_campaign", "run", "tune"]

@@ -48,9 +48,6 @@ class Family:
     # Where <name>.cu and <name>.toml are read from: the package for the built-in families; a
     # family from a user's kernel directory sets its own.
     directory: Path = BUILTIN_DIR
-    # How a run is checked, when not against buffers() and reference_plan(): a kernel given
-    # through tune_kernel is checked against its caller's answer (gpu/given.py's GivenCheck).
-    given_check: object | None = None
 
     @property
     def source_path(self) -> Path:

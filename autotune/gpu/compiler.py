@@ -7,20 +7,17 @@ import ctypes
 import ctypes.util
 import hashlib
 import json
-import multiprocessing as mp
 import os
 import stat
 import tempfile
-import threading
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autotune.families.base import INCLUDE_DIR, KernelPlan
 from autotune.families.headers import Headers, option_dirs, quoted_headers
-from autotune.gpu.interrupt import children_ignore_interrupts
+from autotune.gpu.child import ChildEnded, ChildPool
 from autotune.gpu.nvrtc_library import load_nvrtc, nvrtc_version
 from autotune.gpu.ptxas import parse_resources
 from autotune.model.records import Resources
@@ -30,7 +27,6 @@ DEFAULT_OPTIONS = ("-std=c++17", "-Xptxas=-v", "--fmad=true")
 ELF_MAGIC = b"\x7fELF"  # every cubin is an ELF file
 # Where the commands and the runtime keep compiled cubins between processes.
 DEFAULT_CACHE = Path.home() / ".cache" / "autotune" / "cubins"
-_pool_restart_lock = threading.Lock()  # threads that saw the pool break restart it once
 
 
 class CompileError(RuntimeError):
@@ -120,7 +116,7 @@ class Compiler:
     options: tuple[str, ...] = DEFAULT_OPTIONS
     include_dirs: tuple[Path, ...] = (INCLUDE_DIR,)
     _version: str = field(default="", init=False)
-    _pool: Executor | None = field(default=None, init=False, repr=False)
+    _pool: ChildPool | None = field(default=None, init=False, repr=False)
     cache_error: str | None = field(default=None, init=False)  # why the cache was not written
 
     # NVRTC serialises compilations within a process (measured on 2 cores, 8 compiles of a
@@ -131,23 +127,16 @@ class Compiler:
         """Compile in `processes` worker processes from now on, until stop_pool()."""
         self.stop_pool()
         if processes > 1:
-            # Spawned, not forked: the parent holds threads and database connections.
-            self._pool = ProcessPoolExecutor(processes, mp_context=mp.get_context("spawn"))
+            # Children of our own (gpu/child.py), not multiprocessing's: those re-run the
+            # caller's main script, which a script without a main guard or a notebook cannot take.
+            self._pool = ChildPool("autotune.gpu.compiler:_nvrtc_compile", processes)
 
     def stop_pool(self) -> None:
-        """End the worker processes and wait until the pool has wound down. A compile in flight
-        is abandoned (its cubin would only have gone to the cache; a stop on Ctrl-C must not wait
-        for it). A pool left winding down while the interpreter exits prints tracebacks: its exit
-        hook writes to a pipe that the pool's thread is closing (CPython 3.11), and a worker still
-        starting finds its parent gone."""
+        """End the worker processes at once. A compile in flight is abandoned (its cubin would
+        only have gone to the cache; a stop on Ctrl-C must not wait for it)."""
         pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        # The dict the pool adds its workers to (private, present in CPython 3.9-3.14).
-        for worker in list((getattr(pool, "_processes", None) or {}).values()):
-            with contextlib.suppress(OSError, ValueError):
-                worker.kill()
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.stop()
 
     @property
     def version(self) -> str:
@@ -223,15 +212,10 @@ class Compiler:
             cubin, log = _nvrtc_compile(*args)
         else:
             try:
-                with children_ignore_interrupts():  # submit starts the pool's processes
-                    future = pool.submit(_nvrtc_compile, *args)
-                cubin, log = future.result()
-            except BrokenProcessPool:
-                # A worker died inside NVRTC: this candidate fails, the next ones get a new pool
-                # (unless stop_pool ended the workers: then nobody waits for the next ones).
-                with _pool_restart_lock:
-                    if self._pool is pool:
-                        self.start_pool(pool._max_workers)  # type: ignore[attr-defined]
+                cubin, log = pool.submit(*args).result()
+            except (ChildEnded, CancelledError):
+                # A worker died inside NVRTC (it is replaced for the next compile), or
+                # stop_pool ended the workers: this candidate fails either way.
                 raise CompileError(
                     "the NVRTC worker process ended before this compile finished (it died, or the "
                     "compile pool was stopped)"

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import ctypes
-import multiprocessing as mp
 import os
 from collections.abc import Callable
 from typing import Any
 
-from autotune.gpu.interrupt import children_ignore_interrupts
+from autotune.gpu.child import Child
 from autotune.gpu.session import Job, NoGpu
 from autotune.model.evaluator import Evaluator, Task
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
 
 __all__ = ["Evaluator", "GpuEvaluator", "Job", "NoGpu", "Task"]
+
+DEFAULT_SESSION = "autotune.gpu.session:GpuSession"
 
 
 def no_gpu_reason(text: str, driver_present: Callable[[], bool] | None = None) -> str:
@@ -33,25 +34,28 @@ def _driver_present() -> bool:
     return True
 
 
-def _worker_main(conn, device_index: int) -> None:
+def worker_main(conn, device_index: int, session: str = DEFAULT_SESSION) -> None:
+    """The GPU worker's loop (in a child of gpu/child.py): open the session, then run each
+    task it is sent and answer with the result."""
     # Imported here so the parent process never loads CuPy's runtime.
-    from autotune.gpu.session import GpuSession, StickyCudaError
+    from autotune.gpu.child import resolve
+    from autotune.gpu.session import StickyCudaError
 
     try:
-        session = GpuSession(device_index)
-        conn.send(("ready", session.info(), session.limits()))
+        opened = resolve(session)(device_index)
+        conn.send(("ready", opened.info(), opened.limits()))
     except NoGpu as err:
         conn.send(("nogpu", str(err)))
         return
     while True:
         try:
-            job = conn.recv()
-        except (EOFError, KeyboardInterrupt):
+            task = conn.recv()
+        except (EOFError, OSError, KeyboardInterrupt):
             return
-        if job is None:
+        if task is None:
             return
         try:
-            conn.send(("done", job.run(session)))
+            conn.send(("done", task.run(opened)))
         except StickyCudaError as err:
             conn.send(("sticky", str(err)))
             conn.close()
@@ -63,53 +67,54 @@ def _worker_main(conn, device_index: int) -> None:
 
 
 class GpuEvaluator(Evaluator):
-    """Owns one worker process per GPU; replaces it after a timeout, a crash or a sticky error."""
+    """Owns one worker process per GPU; replaces it after a timeout, a crash or a sticky error.
+
+    `session` names the class the worker opens ("package.module:Class"; the GPU's by default):
+    a test suite names a stand-in of its own, which then runs behind the same process boundary.
+    """
 
     protocol = TIMING_PROTOCOL
 
-    def __init__(self, device_index: int = 0, start_timeout_s: float = 180.0) -> None:
+    def __init__(
+        self,
+        device_index: int = 0,
+        start_timeout_s: float = 180.0,
+        session: str = DEFAULT_SESSION,
+    ) -> None:
         self.device_index = device_index
         self.start_timeout_s = start_timeout_s
-        self._ctx = mp.get_context("spawn")
-        self._proc = None
-        self._conn = None
+        self.session = session
+        self._child: Child | None = None
         self.restarts = 0
         self.device, self.limits = self._start()
 
     def _start(self) -> tuple[DeviceInfo, DeviceLimits]:
-        parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(
-            target=_worker_main,
-            args=(child, self.device_index),
-            daemon=True,
-            name=f"autotune-gpu{self.device_index}",
-        )
-        with children_ignore_interrupts():
-            proc.start()
-        child.close()
-        self._proc, self._conn = proc, parent
-        if not parent.poll(self.start_timeout_s):
+        child = Child("autotune.gpu.evaluator:worker_main", self.device_index, self.session)
+        self._child = child
+        if not child.conn.poll(self.start_timeout_s):
             self._kill()
             raise NoGpu(f"GPU worker did not start within {self.start_timeout_s:.0f} s")
         try:
-            message = parent.recv()
-        except EOFError:
+            message = child.conn.recv()
+        except (EOFError, OSError):
+            code = child.proc.wait()
             self._kill()
-            raise NoGpu(f"GPU worker exited while starting (exit code {proc.exitcode})") from None
+            raise NoGpu(f"GPU worker exited while starting (exit code {code})") from None
         if message[0] == "nogpu":
             self._kill()
             raise NoGpu(no_gpu_reason(message[1]))
         _, info, limits = message
         return info, limits
 
+    @property
+    def worker_pid(self) -> int | None:
+        """The worker process's id (None between a crash and its restart)."""
+        return self._child.proc.pid if self._child is not None else None
+
     def _kill(self) -> None:
-        if self._proc is not None and self._proc.is_alive():
-            self._proc.kill()
-        if self._proc is not None:
-            self._proc.join(timeout=10)
-        if self._conn is not None:
-            self._conn.close()
-        self._proc = self._conn = None
+        if self._child is not None:
+            self._child.kill()
+        self._child = None
 
     def _restart(self) -> None:
         self._kill()
@@ -122,18 +127,26 @@ class GpuEvaluator(Evaluator):
     def call(self, task: Task, timeout_s: float) -> Any:
         """Run a task in the worker. A hang, a dead worker or a poisoned context comes back as
         a TIMEOUT or CRASH Measurement (whatever the task returns otherwise)."""
-        if self._proc is None:
+        if self._child is None:
             self._restart()
-        self._conn.send(task)
-        if not self._conn.poll(timeout_s):
+        conn = self._child.conn
+        try:
+            conn.send(task)
+            answered = conn.poll(timeout_s)
+        except OSError:  # the worker died before it could take the task
+            answered = True
+        if not answered:
             self._restart()
             return Measurement(
                 Status.TIMEOUT, error=f"no answer within {timeout_s:.0f} s; GPU worker replaced"
             )
         try:
-            kind, payload = self._conn.recv()
-        except (EOFError, ConnectionError):
-            code = self._proc.exitcode if self._proc else None
+            kind, payload = conn.recv()
+        except (EOFError, OSError):
+            try:
+                code = self._child.proc.wait(timeout=10)
+            except Exception:
+                code = None
             self._restart()
             return Measurement(Status.CRASH, error=f"GPU worker died (exit code {code})")
         if kind == "sticky":
@@ -142,14 +155,9 @@ class GpuEvaluator(Evaluator):
         return payload
 
     def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.send(None)
-            except (OSError, BrokenPipeError):
-                pass
-        if self._proc is not None:
-            self._proc.join(timeout=10)
-        self._kill()
+        if self._child is not None:
+            self._child.close()
+        self._child = None
 
     def __enter__(self) -> GpuEvaluator:
         return self

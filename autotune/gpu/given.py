@@ -101,8 +101,9 @@ class GivenCheck:
     answered: tuple[int, ...]  # arguments with an answer (None entries are not checked)
     atol: float
     timing: TimingPolicy
-    verify: Callable | None = None  # Kernel Tuner's verify(answer, result_host, atol=...)
-    verify_atol: bool = True
+    # A verify function of the caller's checks the outputs instead of the answer: it is called
+    # in the caller's process, so the worker sends the checked run's outputs back.
+    outputs_back: bool = False
     seed: int = 0
 
     def arrays(self, session, plan: KernelPlan) -> dict[str, object]:
@@ -135,9 +136,10 @@ class GivenCheck:
     def verdict(self, session, arrays: dict) -> tuple[Measurement | None, float | None]:
         """Kernel Tuner's default check, numpy.allclose(answer, output, atol=atol) with NaN equal
         to NaN where the answer has NaN, on the device: one fused reduction per output counts
-        the elements that miss (one kernel to compile, not one per array operation)."""
-        if self.verify is not None:
-            return self._custom(arrays), None
+        the elements that miss (one kernel to compile, not one per array operation). With a
+        verify of the caller's there is nothing to check here: the outputs go back."""
+        if self.outputs_back:
+            return None, None
         import cupy as cp
 
         given = self._on_device()
@@ -160,21 +162,28 @@ class GivenCheck:
             return Measurement(Status.WRONG_RESULT, error="; ".join(failed)), None
         return None, None
 
-    def _custom(self, arrays: dict[str, object]) -> Measurement | None:
+    def host_outputs(self, arrays: dict[str, object]) -> list:
+        """The arguments after the checked run, on the host in argument order (what Kernel
+        Tuner's verify receives as its result)."""
         import cupy as cp
 
-        given = self._on_device()
         names = argument_names(self.count)
-        host = [cp.asnumpy(a) if isinstance(a, cp.ndarray) else a for a in map(arrays.get, names)]
-        answer = [
-            cp.asnumpy(given[f"answer{i}"]) if f"answer{i}" in given else None
-            for i in range(self.count)
-        ]
+        return [cp.asnumpy(a) if isinstance(a, cp.ndarray) else a for a in map(arrays.get, names)]
+
+
+def user_verify(
+    verify: Callable, answer: Sequence[Any] | None, count: int, atol: float
+) -> Callable[[list], Measurement | None]:
+    """Kernel Tuner's verify(answer, result_host[, atol=atol]) as a check of a run's outputs,
+    called in the caller's process: WRONG_RESULT when it returns False or raises, else None."""
+    expected = [None] * count
+    for i, value in enumerate(answer or ()):
+        expected[i] = None if value is None else np.asarray(value)
+    with_atol = takes_atol(verify)
+
+    def check(outputs: list) -> Measurement | None:
         try:
-            if self.verify_atol:
-                ok = self.verify(answer, host, atol=self.atol)
-            else:
-                ok = self.verify(answer, host)
+            ok = verify(expected, outputs, atol=atol) if with_atol else verify(expected, outputs)
         except Exception as err:  # the user's function: its failure is this config's
             why = f"verify raised {type(err).__name__}: {err}"
             return Measurement(Status.WRONG_RESULT, error=why)
@@ -182,5 +191,7 @@ class GivenCheck:
             return None
         return Measurement(Status.WRONG_RESULT, error="the verify function returned False")
 
+    return check
 
-__all__ = ["GivenCheck", "takes_atol", "write_arguments"]
+
+__all__ = ["GivenCheck", "takes_atol", "user_verify", "write_arguments"]

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from multiprocessing import resource_tracker
 
+from autotune.gpu.child import kill_all
+
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 EXIT_TERMINATED = 143  # 128 + SIGTERM
 # From the first signal to the end of the process. A clean stop (the evaluation in flight,
@@ -45,6 +47,8 @@ def arm_exit_watchdog(code: int, after_s: float = WATCHDOG_S) -> None:
         with suppress(Exception):
             for child in multiprocessing.active_children():
                 child.kill()
+        with suppress(Exception):
+            kill_all()
         os._exit(code)
 
     _watchdog = threading.Timer(after_s, fire)

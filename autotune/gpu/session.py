@@ -31,6 +31,7 @@ from autotune.gpu.storage import (
     storage_of,
 )
 from autotune.gpu.timing import TimingPolicy, flush_bytes
+from autotune.model.evaluator import WithOutputs
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
 
@@ -77,6 +78,7 @@ class Check:
     tolerance: float
     timing: TimingPolicy
     seed: int
+    outputs_back = False  # the float64 reference checks here, in the worker
 
     def arrays(self, session: GpuSession, plan: KernelPlan) -> dict[str, object]:
         """The run's device arrays: fresh random inputs; outputs (in the storage type) and scratch
@@ -257,12 +259,14 @@ class GpuSession:
         wrong, rel_error = check.verdict(self, arrays)
         if wrong is not None:
             return wrong
+        # Before the timed runs, which may change them: the checked run's outputs.
+        outputs = check.host_outputs(arrays) if check.outputs_back else None
         samples = self.time_runs(run, check.timing, job.best_ms)
+        m = Measurement.from_samples(samples, rel_error=rel_error)
         stop = check.timing.early_stop
         if stop is not None and stop.stops(samples, job.best_ms):
-            m = Measurement.from_samples(samples, rel_error=rel_error)
-            return replace(m, status=Status.SLOW, error=stop.reason(samples, job.best_ms))
-        return Measurement.from_samples(samples, rel_error=rel_error)
+            m = replace(m, status=Status.SLOW, error=stop.reason(samples, job.best_ms))
+        return m if outputs is None else WithOutputs(m, outputs)
 
     def load(self, cubin: bytes, entries: tuple[str, ...]) -> dict[str, object]:
         """Entry functions of a cubin (kept loaded until the next load)."""

@@ -1,10 +1,9 @@
-"""The evaluator interface: what the tuner evaluates with (the GPU worker, a replay of a
-recording, a test double), and the tasks a GPU worker runs."""
+"""The evaluator interface: the GPU worker (or a test double) behind the GPU runner, and the
+tasks a GPU worker runs."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from types import MappingProxyType
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement
@@ -12,6 +11,15 @@ from autotune.model.space import DeviceLimits
 
 if TYPE_CHECKING:
     from autotune.gpu.session import Job
+
+
+@dataclass(frozen=True, slots=True)
+class WithOutputs:
+    """A worker's answer to a job whose outputs are checked by the caller (a verify function
+    of theirs, called in their process): the measurement and the checked run's outputs."""
+
+    measurement: Measurement
+    outputs: list
 
 
 class Task(Protocol):
@@ -22,33 +30,19 @@ class Task(Protocol):
 
 
 class Evaluator(Protocol):
-    """What the tuner evaluates with: the GPU worker, a replay of a recording, or a test double.
-    Subclass it for the defaults of an evaluator that measures (no recording, every subspace)."""
+    """The GPU worker's interface (gpu/evaluator.py), or a test double's: a Job in, a
+    Measurement (or WithOutputs) out; any other Task's own result from call()."""
 
     device: DeviceInfo
     limits: DeviceLimits
-    # The timing protocol of the times it returns (DESIGN section 2): the tuner resumes, seeds
-    # and stops early only from stored measurements of the same protocol.
+    # The timing protocol of the times it returns (DESIGN section 2).
     protocol: int = TIMING_PROTOCOL
-    # The value lists per family and parameter it can answer for (a recording's subspaces);
-    # empty when it measures whatever it is given.
-    pins: Mapping[str, Mapping[str, tuple]] = MappingProxyType({})
 
-    @property
-    def replays(self) -> bool:
-        """True when answers come from a recording: nothing is compiled or launched, and one
-        config at a time keeps a replayed search decided by its seed alone."""
-        return False
-
-    def recorded(self, study: Any, config: Any) -> Measurement:
-        """The recorded outcome of a config (only asked when replays is True)."""
-        raise NotImplementedError(f"{type(self).__name__} measures; it holds no recording")
-
-    def evaluate(self, job: Job, timeout_s: float) -> Measurement: ...
+    def evaluate(self, job: Job, timeout_s: float) -> Measurement | WithOutputs: ...
 
     def call(self, task: Task, timeout_s: float) -> Any: ...
 
     def close(self) -> None: ...
 
 
-__all__ = ["Evaluator", "Task"]
+__all__ = ["Evaluator", "Task", "WithOutputs"]

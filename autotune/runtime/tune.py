@@ -6,13 +6,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from autotune.families import Family
-from autotune.gpu.compiler import Compiler
-from autotune.gpu.evaluator import GpuEvaluator
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.runtime.lookup import LookupMiss, callable_family
-from autotune.store import Store
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.session import open_gpu_session
+from autotune.tuning.tuner import plan_studies
 
 
 def tune_shape(
@@ -31,19 +29,16 @@ def tune_shape(
     pairs = [(f, problem) for f in families.values() if callable_family(f, problem) is None]
     if not pairs:
         raise LookupMiss(f"no family the runtime can call computes {problem.key}")
-    with GpuEvaluator(device_index) as evaluator:
-        studies, skipped = plan_studies(pairs, evaluator.limits)
+    session = open_gpu_session(database, gpu=device_index, cache_dir=cache_dir)
+    try:
+        studies, skipped = plan_studies(pairs, session.runner.limits)
         if not studies:
             reasons = "; ".join(f"{s.family}: {s.reason}" for s in skipped[:3])
             raise LookupMiss(f"nothing can tune {problem.key} ({reasons})")
-        compiler = Compiler(arch=evaluator.device.arch, cache_dir=cache_dir)
-        tuner = Tuner(
-            compiler,
-            evaluator,
-            Store(database),
-            timing=timing or TimingPolicy(),
-            command=f"autotune.conv2d(on_miss='tune') {problem.key}",
-            compile_processes=True,
+        tuner = session.tuner(
+            f"autotune.conv2d(on_miss='tune') {problem.key}", timing=timing or TimingPolicy()
         )
         outcome = tuner.run(studies, budget)
+    finally:
+        session.close()
     return outcome.evaluated

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
-import platform
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,19 +19,19 @@ from typing import Any
 
 from autotune import __version__
 from autotune.families.given import GivenKernel, GivenKernelError
-from autotune.gpu.compiler import DEFAULT_OPTIONS, Compiler
-from autotune.gpu.given import GivenCheck, takes_atol, write_arguments
+from autotune.gpu.compiler import DEFAULT_OPTIONS
+from autotune.gpu.evaluator import GpuEvaluator
+from autotune.gpu.given import GivenCheck, user_verify, write_arguments
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.evaluator import Evaluator
 from autotune.model.problem import KernelProblem
 from autotune.model.records import TIMING_PROTOCOL, Status
 from autotune.replay.kt_cache import kt_cache
 from autotune.replay.recording import Outcome, RecordedStudy
-from autotune.store import Store
 from autotune.tuning.kt_args import KernelRequest, TuneKernelError, budget, check_request
 from autotune.tuning.kt_space import bind_space, evaluate_metric, fixed_sizes, signature
+from autotune.tuning.session import Session, open_gpu_session
 from autotune.tuning.studies import Study
-from autotune.tuning.tuner import Tuner
 
 DEFAULT_STORAGE = "results/autotune.db"  # the CLI's default (cli/options.py)
 CACHE_ROOT = Path.home() / ".cache" / "autotune"  # the CLI's cubin cache is cubins/ under it
@@ -117,29 +115,34 @@ def tune_kernel(
     results database; resume comes from there), `evaluator` (a stand-in for the GPU worker, for
     tests) and `compiler_cache` (the cubin cache directory, None for none)."""
     started = time.perf_counter()
-    if multiprocessing.parent_process() is not None:
-        raise TuneKernelError(
-            "tune_kernel was called in a worker process that imported your script: call it "
-            'under `if __name__ == "__main__":` (autotune\'s GPU worker and compilers are '
-            "processes of their own)"
-        )
-    request = check_request(dict(locals()))
-    own_evaluator = evaluator is None
-    if own_evaluator:
-        from autotune.gpu.evaluator import GpuEvaluator
-
-        evaluator = GpuEvaluator(request.device)
+    request = check_request(dict(locals()))  # every argument checked before the GPU starts
+    options = (*DEFAULT_OPTIONS, *request.compiler_options)
+    if request.include_dir is not None:
+        options += (f"-I{request.include_dir}",)
+    own_worker = evaluator is None
+    session = open_gpu_session(
+        storage,
+        gpu=request.device,
+        cache_dir=compiler_cache,
+        evaluator=evaluator,
+        options=options,
+        # NVRTC in processes beside a GPU worker process; threads for a stand-in in this one.
+        compile_processes=own_worker or isinstance(evaluator, GpuEvaluator),
+    )
     try:
-        return _tune(request, evaluator, storage, compiler_cache, started, own_evaluator)
+        return _tune(request, session, storage, started)
     finally:
-        if own_evaluator:
-            evaluator.close()
+        if own_worker:
+            session.close()
+        else:  # the caller's stand-in stays theirs to close
+            session.store.close()
 
 
-def _tune(request: KernelRequest, evaluator: Evaluator, storage, cubins, started, processes):
-    info = evaluator.device
+def _tune(request: KernelRequest, session: Session, storage: str, started: float):
+    runner = session.runner
+    info = runner.device
     root = CACHE_ROOT / "tune_kernel"
-    space = bind_space(request, evaluator.limits)
+    space = bind_space(request, runner.limits)
     if not len(space):
         raise TuneKernelError("tune_kernel: no configuration of tune_params meets the restrictions")
     family = GivenKernel(
@@ -161,56 +164,22 @@ def _tune(request: KernelRequest, evaluator: Evaluator, storage, cubins, started
         raise TuneKernelError(f"tune_kernel: {err}") from None
     timing = TimingPolicy(min_repeats=request.iterations)
     data, digest = write_arguments(root, request.arguments, request.answer, request.cmem_args)
-    family.given_check = GivenCheck(
+    count = len(request.arguments)
+    check = GivenCheck(
         data=data,
         digest=digest,
-        count=len(request.arguments),
+        count=count,
         answered=tuple(i for i, a in enumerate(request.answer or ()) if a is not None),
         atol=request.atol,
         timing=timing,
-        verify=request.verify,
-        verify_atol=takes_atol(request.verify) if request.verify else True,
+        outputs_back=request.verify is not None,
     )
+    # The caller's verify is called here, in their process, on the outputs the worker sends.
+    verify = None
+    if request.verify is not None:
+        verify = user_verify(request.verify, request.answer, count, request.atol)
     problem = KernelProblem(*fixed_sizes(request), args=signature(request))
-    arch = "sm_" + info.compute_capability.replace(".", "")
-    options = (*DEFAULT_OPTIONS, *request.compiler_options)
-    if request.include_dir is not None:
-        options += (f"-I{request.include_dir}",)
-    compiler = Compiler(arch=arch, cache_dir=cubins, options=options)
-    store = Store(storage)
-    try:
-        return _run(
-            request,
-            info,
-            family,
-            space,
-            problem,
-            compiler,
-            store,
-            evaluator,
-            processes,
-            timing,
-            storage,
-            started,
-        )
-    finally:
-        store.close()  # its last connection: SQLite folds the write-ahead log into the file
-
-
-def _run(
-    request,
-    info,
-    family,
-    space,
-    problem,
-    compiler,
-    store,
-    evaluator,
-    processes,
-    timing,
-    storage,
-    started,
-):
+    study = Study(family, problem, space, check=check, verify=verify)
     new: dict[str, dict] = {}
 
     def progress(p) -> None:
@@ -220,27 +189,21 @@ def _run(
             if not request.quiet:
                 print(_line(row, request))
 
-    tuner = Tuner(
-        compiler,
-        evaluator,
-        store,
+    tuner = session.tuner(
+        f"tune_kernel {request.kernel_name}",
         strategy=request.strategy,
         seed=request.seed or 0,
         timing=timing,
-        command=f"tune_kernel {request.kernel_name}",
-        versions=_versions(info, compiler),
         on_progress=progress,
-        compile_processes=processes,  # NVRTC in processes with the GPU; threads for a stand-in
     )
-    study = Study(family, problem, space)
     outcome = tuner.run([study], budget(request, len(space)), request.time_limit_s)
-    stored = store.evaluations(tuner.device_id, family.name, problem, evaluator.protocol)
+    stored = session.store.evaluations(session.device_id, family.name, problem, runner.protocol)
     results = [
         new.get(h.config.to_json()) or _result(h.config, h, request, stored=True)
         for h in stored
         if space.is_valid(h.config)
     ]
-    env = _environment(request, info, compiler, outcome, results, storage, problem, started)
+    env = _environment(request, info, runner, outcome, results, storage, problem, started)
     if results and not request.quiet and "best_config" in env:
         print(f"best performing configuration: {_line(env['best_config'], request)}")
     if request.cache is not None:
@@ -299,16 +262,16 @@ def _line(row: dict, request: KernelRequest) -> str:
     return ", ".join(parts)
 
 
-def _environment(request, info, compiler, outcome, results, storage, problem, started) -> dict:
+def _environment(request, info, runner, outcome, results, storage, problem, started) -> dict:
     ok = [r for r in results if isinstance(r["time"], float) and r["status"] == Status.OK.value]
     env: dict[str, Any] = {
         "device_name": info.name,
         "compute_capability": info.compute_capability,
         "sm_count": info.sm_count,
         "driver_version": info.driver_version,
-        "nvrtc_version": compiler.version,
+        "nvrtc_version": runner.compiler_version,
         "iterations": request.iterations,
-        "compiler_options": list(compiler.options),
+        "compiler_options": list(runner.compiler.options),
         "block_size_names": list(request.block_size_names),
         "problem_size": request.problem_size if not callable(request.problem_size) else "callable",
         "strategy": request.strategy,
@@ -327,17 +290,6 @@ def _environment(request, info, compiler, outcome, results, storage, problem, st
     env["total_compile_time"] = sum(r["compile_time"] for r in results if not r.get("stored"))
     env["overhead_time"] = 1e3 * (time.perf_counter() - started)
     return env
-
-
-def _versions(info, compiler) -> dict[str, str]:
-    return {
-        "autotune": __version__,
-        "nvrtc": compiler.version,
-        "driver": info.driver_version,
-        "cuda_runtime": info.runtime_version,
-        "python": platform.python_version(),
-        "timing_protocol": str(TIMING_PROTOCOL),
-    }
 
 
 def _write_cache(request: KernelRequest, device: str, stored, problem) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from autotune.families import Family, UnsupportedProblem
 from autotune.gpu.compiler import CompiledKernel
@@ -37,12 +38,19 @@ def job_timeout_s(flops: int, timing: TimingPolicy, best_ms: float | None = None
 @dataclass(frozen=True, slots=True)
 class Study:
     """One (family, problem) pair to tune, with its valid configurations on this device. With
-    `configs`, exactly those are evaluated (in order) instead of a search: a re-measurement."""
+    `configs`, exactly those are evaluated (in order) instead of a search: a re-measurement.
+
+    A kernel given through tune_kernel brings its own check: `check` (data the GPU worker checks
+    with, in place of fresh inputs and the float64 reference) and, where the caller passed a
+    verify function, `verify`: called here, in the caller's process, on the outputs the worker
+    sends back (None when they pass, else the WRONG_RESULT Measurement)."""
 
     family: Family
     problem: Problem
     space: BoundSpace
     configs: tuple[Config, ...] | None = None
+    check: Any = None
+    verify: Callable[[list], Measurement | None] | None = None
 
     @property
     def label(self) -> str:

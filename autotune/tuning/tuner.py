@@ -5,19 +5,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-import zlib
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
-from autotune.families import Family
-from autotune.families.plan import KernelPlan
-from autotune.gpu.compiler import CompileError, Compiler
-from autotune.gpu.session import Check, Job, TimingPolicy
-from autotune.model.evaluator import Evaluator
-from autotune.model.problem import Problem
+from autotune.gpu.timing import TimingPolicy
 from autotune.model.records import Measurement, Status
+from autotune.model.runner import Runner
 from autotune.model.space import Config
 from autotune.store import Store
 from autotune.strategies import DEFAULT_STRATEGY, make_strategy
@@ -31,30 +26,28 @@ from autotune.tuning.studies import (
     Study,
     StudyOutcome,
     estimated_cost_s,
-    job_timeout_s,
     plan_studies,
-    resource_problem,
     study_target,
     valid_count,
 )
 from autotune.tuning.warmstart import warm_start
 
 
-def register_device(store: Store, evaluator: Evaluator, compiler: Compiler) -> int:
+def register_device(store: Store, runner: Runner) -> int:
     """The device's id in the store, inserting it the first time it is seen. The worker
     describes the GPU; the compiler that builds the cubins is known here."""
-    device = dataclasses.replace(evaluator.device, nvrtc_version=compiler.version)
+    device = dataclasses.replace(runner.device, nvrtc_version=runner.compiler_version)
     return store.register_device(device)
 
 
 class Tuner:
-    """Runs studies against one evaluator and one store. Budgets count stored evaluations of a
-    study (earlier runs included), so running the same command again resumes, never repeats."""
+    """Runs studies against one runner and one store. Budgets count stored evaluations of a
+    study (earlier runs included), so running the same command again resumes, never repeats.
+    Built by the session setup (tuning/session.py) for every caller."""
 
     def __init__(
         self,
-        compiler: Compiler,
-        evaluator: Evaluator,
+        runner: Runner,
         store: Store,
         *,
         strategy: str = DEFAULT_STRATEGY,
@@ -64,12 +57,10 @@ class Tuner:
         versions: dict[str, str] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         jobs: int | None = None,
-        compile_processes: bool = False,
         device_id: int | None = None,
         claim_studies: bool = True,
     ) -> None:
-        self.compiler = compiler
-        self.evaluator = evaluator
+        self.runner = runner
         self.store = store
         self.strategy = strategy
         self.seed = seed
@@ -77,19 +68,10 @@ class Tuner:
         self.on_progress = on_progress or (lambda p: None)
         # A caller that opened the GPU has registered the device already (the CLI, for its
         # ceilings and baselines) and passes its id: one registration per run.
-        self.device_id = (
-            register_device(store, evaluator, compiler) if device_id is None else device_id
-        )
+        self.device_id = register_device(store, runner) if device_id is None else device_id
         self.run_id = store.start_run(self.device_id, command, versions or {})
-        self._references: dict[KernelPlan, tuple] = {}
-        self.jobs = max(1, jobs or os.cpu_count() or 1)
-        if evaluator.replays:
-            # A recording answers at once: one config in flight keeps every tell in ask order,
-            # so the seed alone decides a replayed search.
-            self.jobs = 1
-        # NVRTC compiles one program at a time per process: real parallelism needs processes
-        # (the CLI asks for them; tests of the loop keep threads, which need no start-up).
-        self.compile_processes = compile_processes
+        # A runner that answers in order (a replay) gets one config in flight at a time.
+        self.jobs = 1 if runner.in_order else max(1, jobs or os.cpu_count() or 1)
         self.gpu_busy_s = 0.0
         self._pool: ThreadPoolExecutor | None = None
         self._held = False  # inside hold(): pools and run stay open between run() calls
@@ -129,12 +111,10 @@ class Tuner:
 
     def _start_pools(self) -> None:
         self._pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="autotune-compile")
-        if self.compile_processes:
-            self.compiler.start_pool(self.jobs)
+        self.runner.start(self.jobs)
 
     def _stop_pools(self) -> None:
-        if self.compile_processes:
-            self.compiler.stop_pool()
+        self.runner.stop()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
@@ -182,7 +162,7 @@ class Tuner:
     def _history(self, study: Study) -> list:
         """The study's stored evaluations, configs stored before a later tunable completed."""
         stored = self.store.evaluations(
-            self.device_id, study.family.name, study.problem, self.evaluator.protocol
+            self.device_id, study.family.name, study.problem, self.runner.protocol
         )
         return [dataclasses.replace(h, config=study.family.complete(h.config)) for h in stored]
 
@@ -193,7 +173,7 @@ class Tuner:
             strategy = make_strategy(self.strategy, study.space, self.seed)
             # Transfer: start at the stored best configs of this family's nearest other shapes.
             strategy = warm_start(
-                strategy, self.store, self.evaluator.device.name, study, self.evaluator.protocol
+                strategy, self.store, self.runner.device.name, study, self.runner.protocol
             )
         seen: set[Config] = set()
         for h in history:
@@ -209,8 +189,8 @@ class Tuner:
             ):
                 result.best = (h.config, Measurement(Status.OK, time_ms=h.time_ms))
         self._emit(study, "start", result, target, counters)
-        # Compile ahead: keep up to `jobs` asked configs compiling (on NVRTC worker processes
-        # when compile_processes, else threads) while the GPU evaluates whichever is ready.
+        # Prepare ahead: keep up to `jobs` asked configs compiling (the runner's NVRTC processes
+        # or these threads) while the GPU evaluates whichever is ready.
         pending: deque[tuple[Config, Future]] = deque()
         try:
             while True:
@@ -229,14 +209,15 @@ class Tuner:
                         continue
                     seen.add(config)
                     counters.setdefault("compile_start", time.monotonic())
-                    pending.append((config, self._pool.submit(self._compile, study, config)))
+                    prepare = self.runner.prepare
+                    pending.append((config, self._pool.submit(prepare, study, config)))
                 if timed_out:
                     result.stopped = "time limit"
                 if not pending or timed_out:
                     break
                 config, future = next_ready(pending)  # whichever finished compiling first
                 best_ms = result.best[1].time_ms if result.best else None
-                m = self._launch(study, config, *future.result(), best_ms=best_ms)
+                m = self._measure(study, config, future.result(), best_ms)
                 self.store.record(
                     self.run_id,
                     self.device_id,
@@ -292,97 +273,18 @@ class Tuner:
     # -- one configuration ---------------------------------------------------------------------
 
     def evaluate(self, study: Study, config: Config) -> Measurement:
-        """Compile, check resources, then hand the job to the evaluator. Never raises for a
-        failing configuration: every outcome becomes a Measurement with its status."""
-        return self._launch(study, config, *self._compile(study, config))
+        """Prepare and measure one configuration. Never raises for a failing configuration:
+        every outcome becomes a Measurement with its status."""
+        return self._measure(study, config, self.runner.prepare(study, config), None)
 
-    def _compile(self, study: Study, config: Config):
-        """The CPU half of an evaluation (runs on the compile threads): plan and cubin, or the
-        Measurement of a configuration that fails before reaching the GPU."""
-        if self.evaluator.replays:  # a recording answers: nothing to plan, compile or launch
-            return None, None, self.evaluator.recorded(study, config)
-        plan = study.family.plan(study.problem, config)
-        try:
-            compiled = self.compiler.compile(plan)
-        except CompileError as err:
-            return (
-                plan,
-                None,
-                Measurement(
-                    Status.COMPILE_ERROR, error=str(err)[-4000:], scratch_bytes=plan.scratch_bytes
-                ),
-            )
-        timed = [lc for lc in plan.launches if lc.kernel in compiled.resources]
-        extra = {
-            "compile_s": 0.0 if compiled.cached else compiled.compile_s,
-            # What the timed kernels use (untimed layout helpers are not the candidate).
-            "registers": max(
-                (compiled.resources[lc.kernel].registers for lc in timed), default=None
-            ),
-            "smem_bytes": max(
-                (compiled.resources[lc.kernel].smem_bytes + lc.smem_bytes for lc in timed),
-                default=None,
-            ),
-            "spills": compiled.spills,
-            "scratch_bytes": plan.scratch_bytes,
-        }
-        why = resource_problem(compiled, plan.all_launches, self.evaluator.limits)
-        if why:
-            return plan, None, Measurement(Status.RESOURCES, error=why, **extra)
-        return plan, compiled, Measurement(Status.OK, **extra)
-
-    def _launch(
-        self,
-        study: Study,
-        config: Config,
-        plan,
-        compiled,
-        early: Measurement,
-        best_ms: float | None = None,
-    ):
-        """The GPU half: check and time a compiled plan; passes early failures through."""
-        if compiled is None:
-            return early
-        family, problem = study.family, study.problem
-        # A kernel given through tune_kernel brings its own check (its caller's answer).
-        check = getattr(family, "given_check", None)
-        if check is None:
-            ref_plan, ref_compiled = self._reference(family, problem)
-            check = Check(
-                buffers=family.buffers(problem),
-                reference_plan=ref_plan,
-                reference_cubin=ref_compiled.cubin,
-                reference_key=ref_compiled.key,
-                tolerance=family.tolerance_for(problem),
-                timing=self.timing,
-                seed=zlib.crc32(f"{self.seed}|{study.label}|{config.to_json()}".encode()),
-            )
-        job = Job(
-            label=f"{study.label} {config}",
-            plan=plan,
-            cubin=compiled.cubin,
-            check=check,
-            best_ms=best_ms,
-        )
+    def _measure(self, study: Study, config: Config, prepared, best_ms: float | None):
         busy_from = time.monotonic()
         try:
-            m = self.evaluator.evaluate(job, job_timeout_s(problem.flops, self.timing, best_ms))
+            return self.runner.measure(
+                study, config, prepared, best_ms=best_ms, timing=self.timing, seed=self.seed
+            )
         finally:
             self.gpu_busy_s += time.monotonic() - busy_from
-        return dataclasses.replace(
-            m,
-            compile_s=early.compile_s,
-            registers=early.registers,
-            smem_bytes=early.smem_bytes,
-            spills=early.spills,
-            scratch_bytes=early.scratch_bytes,
-        )
-
-    def _reference(self, family: Family, problem: Problem):
-        plan = family.reference_plan(problem)
-        if plan not in self._references:
-            self._references[plan] = (plan, self.compiler.compile(plan))
-        return self._references[plan]
 
 
 __all__ = [
@@ -395,6 +297,4 @@ __all__ = [
     "estimated_cost_s",
     "plan_studies",
     "register_device",
-    "resource_problem",
-    "job_timeout_s",
 ]

@@ -17,6 +17,7 @@ from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.model.shapes import in_precisions
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 
@@ -40,7 +41,7 @@ ODD_SHAPES = [
 def tuner(evaluator, tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu") / "gpu.db"
     compiler = Compiler(arch=evaluator.device.arch)
-    return Tuner(compiler, evaluator, Store(str(path)), strategy="random", timing=QUICK)
+    return Tuner(GpuRunner(compiler, evaluator), Store(str(path)), strategy="random", timing=QUICK)
 
 
 CONV2D_FAMILIES = [name for name, f in FAMILIES.items() if f.problem_type is ConvProblem]

@@ -14,6 +14,7 @@ from autotune.gpu.session import TimingPolicy
 from autotune.model.problem import Conv3dProblem
 from autotune.model.space import Config
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 
@@ -97,7 +98,7 @@ WALKS += RING_WALKS
 def tuner(evaluator, tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu3d") / "gpu.db"
     compiler = Compiler(arch=evaluator.device.arch)
-    return Tuner(compiler, evaluator, Store(str(path)), strategy="random", timing=QUICK)
+    return Tuner(GpuRunner(compiler, evaluator), Store(str(path)), strategy="random", timing=QUICK)
 
 
 def test_correct_on_random_configs_at_odd_shapes(tuner, evaluator):

@@ -11,6 +11,7 @@ from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.model.space import Config
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.fault_family import FaultInjection, expected_status
 
@@ -30,7 +31,7 @@ def test_fault_campaign_records_every_fault_and_keeps_going(tmp_path):
         # The pre-launch check needs the ptxas report of this GPU's compiler.
         over = family.plan(problem, Config.of(dict(FAULT="too_much_smem", BLOCK=64)))
         assert "fault_injection" in compiler.compile(over).resources, compiler.compile(over).log
-        tuner = Tuner(compiler, evaluator, store, timing=QUICK)
+        tuner = Tuner(GpuRunner(compiler, evaluator), store, timing=QUICK)
         outcome = tuner.run(studies, budget=None, skipped=skipped)  # every configuration
         restarts = evaluator.restarts
 

@@ -14,6 +14,7 @@ from autotune.model.problem import GemmProblem
 from autotune.model.records import Status
 from autotune.model.space import Config
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 
@@ -42,7 +43,7 @@ FIXED = [  # the SGEMM-class configuration and its split-K and single-buffer var
 def tuner(evaluator, tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu_gemm") / "gpu.db"
     compiler = Compiler(arch=evaluator.device.arch)
-    return Tuner(compiler, evaluator, Store(str(path)), strategy="random", timing=QUICK)
+    return Tuner(GpuRunner(compiler, evaluator), Store(str(path)), strategy="random", timing=QUICK)
 
 
 def test_sgemm_correct_on_random_configs_at_odd_shapes(tuner, evaluator):

@@ -13,6 +13,7 @@ from autotune.gpu.compiler import Compiler
 from autotune.gpu.session import TimingPolicy
 from autotune.model.space import Config
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 from tests.nvrtc.test_implicit_gemm import STRIDED
@@ -30,7 +31,9 @@ def tuner(evaluator, tmp_path_factory):
     # A disk cache, so that the candidates compiled ahead in parallel below are not compiled again.
     compiler = Compiler(arch=evaluator.device.arch, cache_dir=path / "cubins")
     compiler.start_pool(os.cpu_count() or 1)
-    yield Tuner(compiler, evaluator, Store(str(path / "gpu.db")), strategy="random", timing=QUICK)
+    yield Tuner(
+        GpuRunner(compiler, evaluator), Store(str(path / "gpu.db")), strategy="random", timing=QUICK
+    )
     compiler.stop_pool()
 
 

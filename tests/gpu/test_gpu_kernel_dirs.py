@@ -18,6 +18,7 @@ from autotune.gpu.session import TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 
@@ -37,7 +38,7 @@ def test_example_family_correct_on_sampled_configs(evaluator, tmp_path):
     family = with_directories([EXAMPLE])["direct_conv2d"]
     compiler = Compiler(arch=evaluator.device.arch)
     store = Store(str(tmp_path / "g.db"))
-    tuner = Tuner(compiler, evaluator, store, strategy="random", timing=QUICK)
+    tuner = Tuner(GpuRunner(compiler, evaluator), store, strategy="random", timing=QUICK)
     studies, skipped = plan_studies([(family, p) for p in SHAPES], evaluator.limits)
     assert not skipped and len(studies) == len(SHAPES)
     rng = random.Random(11)

@@ -17,6 +17,7 @@ from autotune.gpu.session import GpuSession, TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.nvrtc.test_tc_wgmma import ODD, cfg, nhwc, tma
 
@@ -69,7 +70,9 @@ def tuner(evaluator, tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu_tc_wgmma")
     compiler = Compiler(arch=evaluator.device.arch, cache_dir=path / "cubins")
     compiler.start_pool(os.cpu_count() or 1)
-    yield Tuner(compiler, evaluator, Store(str(path / "gpu.db")), strategy="random", timing=QUICK)
+    yield Tuner(
+        GpuRunner(compiler, evaluator), Store(str(path / "gpu.db")), strategy="random", timing=QUICK
+    )
     compiler.stop_pool()
 
 

@@ -132,3 +132,19 @@ def block_sums_ok(answer, result_host, atol=1e-6):
         if np.allclose(sums[:blocks], x.reshape(blocks, width).sum(axis=1), atol=1e-3):
             return True
     return False
+
+
+@pytest.mark.parametrize("how", ["script", "python -c"])
+def test_a_script_without_a_main_guard_runs_on_the_gpu(tmp_path, how):
+    # The CPU suite's script (tests/nvrtc/test_user_code.py) with the real GPU worker: no
+    # re-import of the script, the nested verify called in the script's own process.
+    from tests.nvrtc.test_user_code import check_report, run_python, script
+
+    text = script(tmp_path, session="autotune.gpu.session:GpuSession")
+    if how == "script":
+        path = tmp_path / "tune_scale.py"
+        path.write_text(text)
+        proc = run_python([str(path)], tmp_path)
+    else:
+        proc = run_python(["-c", text], tmp_path)
+    check_report(tmp_path, proc)

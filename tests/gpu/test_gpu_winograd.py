@@ -12,6 +12,7 @@ from autotune.gpu.compiler import Compiler
 from autotune.gpu.session import TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.gpu_checks import failures
 
@@ -33,7 +34,7 @@ ODD_SHAPES = [
 def tuner(evaluator, tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu_winograd") / "gpu.db"
     compiler = Compiler(arch=evaluator.device.arch)
-    return Tuner(compiler, evaluator, Store(str(path)), strategy="random", timing=QUICK)
+    return Tuner(GpuRunner(compiler, evaluator), Store(str(path)), strategy="random", timing=QUICK)
 
 
 @pytest.mark.parametrize("m", [2, 4, 5, 6])

@@ -17,6 +17,7 @@ from autotune.model.problem import ConvProblem
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 
 SAMPLES = Path(__file__).parents[1] / "data" / "early_stop_samples.json.gz"
@@ -100,7 +101,9 @@ def test_tuner_passes_best_and_never_makes_a_slow_candidate_best(tmp_path) -> No
     evaluator = _SampledEvaluator(sequences)
     store = Store(str(tmp_path / "t.db"))
     studies, _ = plan_studies([(DirectNaive(), ConvProblem(N=29, K=5, C=7, F=9))], DeviceLimits())
-    tuner = Tuner(Compiler(cache_dir=tmp_path / "cubins"), evaluator, store, strategy="brute_force")
+    tuner = Tuner(
+        GpuRunner(Compiler(cache_dir=tmp_path / "cubins"), evaluator), store, strategy="brute_force"
+    )
     outcome = tuner.run(studies, None)
     (study,) = outcome.studies
     assert evaluator.jobs[0].best_ms is None
@@ -122,7 +125,9 @@ def test_tuner_passes_best_and_never_makes_a_slow_candidate_best(tmp_path) -> No
     assert all(h.time_ms > 4 * best_time for h in slow)
     assert study.failures == 0  # slower is not failed
     # Resumed, the stored SLOW rows are history like any other: nothing is evaluated again.
-    again = Tuner(Compiler(cache_dir=tmp_path / "cubins"), evaluator, store, strategy="tpe")
+    again = Tuner(
+        GpuRunner(Compiler(cache_dir=tmp_path / "cubins"), evaluator), store, strategy="tpe"
+    )
     assert again.run(studies, None).evaluated == 0
 
 

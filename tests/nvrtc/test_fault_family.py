@@ -8,7 +8,7 @@ from autotune.gpu.compiler import CompileError
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.model.space import ARCH_LIMITS, Config
-from autotune.tuning.tuner import resource_problem
+from autotune.tuning.studies import resource_problem
 from tests.fault_family import FAULTS, FaultInjection, expected_status
 
 FAMILY = FaultInjection()

@@ -18,10 +18,11 @@ from autotune.gpu.timing import FLUSH_MIN_BYTES, TimingPolicy, flush_bytes
 from autotune.model.problem import ConvProblem
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status, spread
 from autotune.model.space import Config, DeviceLimits
-from autotune.replay.evaluator import ReplayEvaluator
 from autotune.replay.recording import RecordedStudy, RecordingError, load_recording, save_recording
+from autotune.replay.runner import ReplayRunner
 from autotune.store import Store
 from autotune.tuning.remeasure import protocol_comparison, remeasure_studies
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
@@ -167,7 +168,9 @@ def test_a_study_of_another_protocol_is_tuned_again_not_resumed(
 ) -> None:
     _seed_protocol_1(store, synthetic_evaluator)
     studies, _ = plan_studies([(DirectNaive(), PROBLEM)], DeviceLimits())
-    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="random").run(studies, 5)
+    outcome = Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="random").run(
+        studies, 5
+    )
     assert outcome.evaluated == 5  # the 12 protocol-1 evaluations do not count
     assert len(store.history()) == 5 and len(store.history(protocol=1)) == 12
 
@@ -187,12 +190,12 @@ def test_remeasure_times_exactly_the_top_configs_once_and_keeps_the_old_rows(
             if k == study.problem.key and not isinstance(t, Status)
         }
         assert list(study.configs) == sorted(ok, key=ok.get)[:3]
-    outcome = Tuner(compiler, synthetic_evaluator, store).run(studies, None)
+    outcome = Tuner(GpuRunner(compiler, synthetic_evaluator), store).run(studies, None)
     assert outcome.evaluated == 6 and all(not s.stopped for s in outcome.studies)
     measured = {Config.from_json(c) for c in store.history()["config"]}
     assert measured == {c for s in studies for c in s.configs}
     assert len(store.history(protocol=1)) == 24  # nothing stored is lost
-    again = Tuner(compiler, synthetic_evaluator, store).run(studies, None)
+    again = Tuner(GpuRunner(compiler, synthetic_evaluator), store).run(studies, None)
     assert again.evaluated == 0  # resumes: done is done
     table = protocol_comparison(store, device, studies, old=1)
     assert len(table) == 2 and set(table.columns) >= {"old_gflops", "new_gflops", "ratio"}
@@ -225,9 +228,9 @@ def test_a_recording_keeps_its_protocol_and_an_old_file_is_protocol_1(tmp_path) 
     )
     (loaded,) = load_recording(old_file)
     assert loaded.protocol == 1
-    assert ReplayEvaluator([loaded]).protocol == 1
+    assert ReplayRunner([loaded]).protocol == 1
     with pytest.raises(RecordingError, match="one timing protocol"):
-        ReplayEvaluator([loaded, _study(2)])
+        ReplayRunner([loaded, _study(2)])
 
 
 def test_best_reads_one_protocol_and_says_which_is_missing(tmp_path) -> None:
@@ -261,4 +264,4 @@ def test_a_recording_naming_no_architecture_is_malformed(tmp_path, arch) -> None
 def test_a_replay_of_an_sm_90a_recording_is_compute_capability_9_0() -> None:
     study = _study(2)
     study.arch = "sm_90a"
-    assert ReplayEvaluator([study]).device.compute_capability == "9.0"
+    assert ReplayRunner([study]).device.compute_capability == "9.0"

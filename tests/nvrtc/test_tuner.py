@@ -12,6 +12,7 @@ from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.model.space import Config, DeviceLimits
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
@@ -40,11 +41,17 @@ def _configs(evaluator):
 
 def test_budget_counts_stored_evaluations_and_a_rerun_resumes(compiler, store, synthetic_evaluator):
     studies = _studies()
-    first = Tuner(compiler, synthetic_evaluator, store, strategy="random").run(studies, budget=10)
+    first = Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="random").run(
+        studies, budget=10
+    )
     assert first.evaluated == 10
-    again = Tuner(compiler, synthetic_evaluator, store, strategy="random").run(studies, budget=10)
+    again = Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="random").run(
+        studies, budget=10
+    )
     assert again.evaluated == 0
-    more = Tuner(compiler, synthetic_evaluator, store, strategy="tpe").run(studies, budget=15)
+    more = Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="tpe").run(
+        studies, budget=15
+    )
     assert more.evaluated == 5
     assert len(set(_configs(synthetic_evaluator))) == len(synthetic_evaluator.jobs) == 15
     device_id = store.register_device(synthetic_evaluator.device)
@@ -55,7 +62,7 @@ def test_budget_is_capped_by_the_space_and_brute_force_covers_it(
     compiler, store, synthetic_evaluator
 ):
     study = _studies()[0]
-    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="brute_force").run(
+    outcome = Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="brute_force").run(
         [study], budget=10_000
     )
     assert outcome.evaluated == len(study.space)
@@ -66,7 +73,9 @@ def test_budget_is_capped_by_the_space_and_brute_force_covers_it(
 
 def test_failures_are_stored_with_status_and_never_best(compiler, store, synthetic_evaluator):
     study = _studies()[0]
-    Tuner(compiler, synthetic_evaluator, store, strategy="brute_force").run([study], None)
+    Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="brute_force").run(
+        [study], None
+    )
     device_id = store.register_device(synthetic_evaluator.device)
     stored = store.evaluations(device_id, "direct_naive", PROBLEM)
     wrong = [e for e in stored if e.status is Status.WRONG_RESULT]
@@ -91,7 +100,9 @@ def test_compile_errors_are_recorded_and_the_run_goes_on(
             return source
 
     study = _studies(Broken())[0]
-    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="brute_force").run([study], None)
+    outcome = Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="brute_force").run(
+        [study], None
+    )
     device_id = store.register_device(synthetic_evaluator.device)
     stored = store.evaluations(device_id, "direct_naive", PROBLEM)
     errors = [e for e in stored if e.status is Status.COMPILE_ERROR]
@@ -104,7 +115,9 @@ def test_compile_errors_are_recorded_and_the_run_goes_on(
 def test_resource_limits_are_checked_before_launch(compiler, store, synthetic_evaluator):
     synthetic_evaluator.limits = DeviceLimits(REGS_PER_BLOCK=4096)
     study = _studies()[0]
-    Tuner(compiler, synthetic_evaluator, store, strategy="brute_force").run([study], None)
+    Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="brute_force").run(
+        [study], None
+    )
     device_id = store.register_device(synthetic_evaluator.device)
     stored = store.evaluations(device_id, "direct_naive", PROBLEM)
     over = [e for e in stored if e.status is Status.RESOURCES]
@@ -121,7 +134,7 @@ def test_time_limit_stops_the_run(compiler, store, synthetic_evaluator):
         return 1.0
 
     synthetic_evaluator.cost = slow
-    outcome = Tuner(compiler, synthetic_evaluator, store).run(
+    outcome = Tuner(GpuRunner(compiler, synthetic_evaluator), store).run(
         _studies(), budget=50, time_limit_s=1.0
     )
     assert 1 <= outcome.evaluated <= 5
@@ -141,10 +154,10 @@ def test_interrupt_keeps_finished_work_and_the_rerun_completes(
         return base(defines)
 
     synthetic_evaluator.cost = interrupt_third
-    outcome = Tuner(compiler, synthetic_evaluator, store).run(_studies(), budget=8)
+    outcome = Tuner(GpuRunner(compiler, synthetic_evaluator), store).run(_studies(), budget=8)
     assert outcome.interrupted and outcome.evaluated == 2
     synthetic_evaluator.cost = base
-    resumed = Tuner(compiler, synthetic_evaluator, store).run(_studies(), budget=8)
+    resumed = Tuner(GpuRunner(compiler, synthetic_evaluator), store).run(_studies(), budget=8)
     assert resumed.evaluated == 6
     device_id = store.register_device(synthetic_evaluator.device)
     stored = store.evaluations(device_id, "direct_naive", PROBLEM)
@@ -155,7 +168,9 @@ def test_interrupt_keeps_finished_work_and_the_rerun_completes(
 
 def test_progress_events_report_counts_and_eta(compiler, store, synthetic_evaluator):
     events = []
-    Tuner(compiler, synthetic_evaluator, store, on_progress=events.append).run(_studies(), 6)
+    Tuner(GpuRunner(compiler, synthetic_evaluator), store, on_progress=events.append).run(
+        _studies(), 6
+    )
     evals = [e for e in events if e.event == "eval"]
     assert [e.done for e in evals] == [1, 2, 3, 4, 5, 6]
     assert evals[-1].campaign_done == 6 == evals[-1].campaign_planned
@@ -198,7 +213,9 @@ def test_gemm_studies_run_and_record_their_scratch_bytes(compiler, store):
     problem = GemmProblem(M=1, N=1000, K=4096)
     evaluator = SyntheticEvaluator(lambda d: 1.0 + d["SPLIT_K"] / 16 + d["BM"] / 8)
     studies, _ = plan_studies([(Sgemm(), problem)], DeviceLimits())
-    outcome = Tuner(compiler, evaluator, store, strategy="random", seed=3).run(studies, budget=6)
+    outcome = Tuner(GpuRunner(compiler, evaluator), store, strategy="random", seed=3).run(
+        studies, budget=6
+    )
     assert outcome.evaluated == 6
     history = store.history(kind="gemm")
     assert len(history) == 6 and set(history["problem_key"]) == {problem.key}
@@ -228,7 +245,9 @@ def test_studies_are_tuned_longest_first(compiler, store, synthetic_evaluator):
     small, large = ConvProblem(N=9, K=3, C=2, F=3), ConvProblem(N=61, K=5, C=7, F=9)
     medium = ConvProblem(N=29, K=5, C=7, F=9)
     studies = _studies(problems=(small, large, medium))
-    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="random").run(studies, budget=3)
+    outcome = Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="random").run(
+        studies, budget=3
+    )
     # The campaign's end is bounded by its last study: the biggest go first.
     assert [r.study.problem for r in outcome.studies] == [large, medium, small]
     first_n = [dict(j.plan.defines)["N"] for j in synthetic_evaluator.jobs[:3]]
@@ -237,10 +256,10 @@ def test_studies_are_tuned_longest_first(compiler, store, synthetic_evaluator):
 
 def test_a_finished_study_is_ranked_last_whatever_its_size(compiler, store, synthetic_evaluator):
     small, large = ConvProblem(N=9, K=3, C=2, F=3), ConvProblem(N=61, K=5, C=7, F=9)
-    Tuner(compiler, synthetic_evaluator, store, strategy="random").run(
+    Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="random").run(
         _studies(problems=(large,)), budget=3
     )
-    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="random").run(
+    outcome = Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="random").run(
         _studies(problems=(large, small)), budget=3
     )
     assert [r.study.problem for r in outcome.studies] == [small, large]

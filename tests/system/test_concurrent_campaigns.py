@@ -21,6 +21,7 @@ from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import Config, DeviceLimits
 from autotune.store import SCHEMA_VERSION, Store, StudyClaim
 from autotune.tuning.claims import StudyClaims, host_identity, process_gone
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
 from tests.campaign_worker import evaluated as logged
@@ -152,7 +153,9 @@ def _tuner(store: Store, tmp_path: Path, evaluator: SyntheticEvaluator) -> Tuner
         nvrtc_version()
     except CompilerUnavailable as err:
         pytest.skip(str(err))
-    tuner = Tuner(Compiler(cache_dir=tmp_path / "cubins"), evaluator, store, strategy="random")
+    tuner = Tuner(
+        GpuRunner(Compiler(cache_dir=tmp_path / "cubins"), evaluator), store, strategy="random"
+    )
     tuner.claims.poll_s = 0.05
     return tuner
 

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 import autotune.gpu.evaluator
 import autotune.store
+import autotune.tuning.session
 from autotune.cli.app import main
 from autotune.store import Store, hide_passwords
 from tests.conftest import SyntheticEvaluator
@@ -39,6 +40,7 @@ def test_run_and_status_never_show_the_password(tmp_path, monkeypatch) -> None:
     # The PostgreSQL URL leads to an SQLite file: what is under test is what is shown and stored.
     real_store = Store
     monkeypatch.setattr(autotune.store, "Store", lambda url, **kw: real_store(db, **kw))
+    monkeypatch.setattr(autotune.tuning.session, "Store", lambda url, **kw: real_store(db, **kw))
     monkeypatch.setattr(
         autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
     )

@@ -12,6 +12,7 @@ from autotune.model.records import Measurement, Status
 from autotune.model.space import Config, DeviceLimits
 from autotune.replay.recording import Outcome, RecordedStudy, load_recording, save_recording
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
@@ -43,7 +44,9 @@ def test_a_stored_config_predating_a_tunable_counts_and_is_not_evaluated_again(
         run_id, device_id, "direct_naive", PROBLEM, old, Measurement.from_samples([1.0]), 1
     )
     studies, _ = plan_studies([(NaiveWithLaterConst(), PROBLEM)], DeviceLimits())
-    outcome = Tuner(compiler, synthetic_evaluator, store, strategy="brute_force").run(studies, 4)
+    outcome = Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="brute_force").run(
+        studies, 4
+    )
     # Read as FILTER_IN_CONST=0, the stored config is one of the 4: 3 new evaluations, and the
     # brute-force walk never asks for it again.
     assert outcome.evaluated == 3

@@ -20,7 +20,6 @@ from autotune.families import get_family
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import ARCH_LIMITS, Config
-from autotune.replay.evaluator import ReplayCompiler, ReplayEvaluator, ReplayMissing
 from autotune.replay.recording import (
     Outcome,
     RecordedStudy,
@@ -28,6 +27,7 @@ from autotune.replay.recording import (
     load_recording,
     save_recording,
 )
+from autotune.replay.runner import ReplayMissing, ReplayRunner
 from autotune.replay.subspaces import SUBSPACE_DIR, load_pins, restrict
 from autotune.store import Store
 from autotune.strategies import DEFAULT_STRATEGY, make_strategy
@@ -125,11 +125,11 @@ def test_the_committed_recording_subspaces_bind_and_are_a_few_hundred_configs() 
 
 
 def replay_run(recording, strategy: str, seed: int, budget: int | None, store_path=None):
-    evaluator = ReplayEvaluator.from_paths(recording)
+    evaluator = ReplayRunner.from_paths(recording)
     store = Store(store_path or "sqlite://")
     studies, _ = plan_studies([(get_family("direct_naive"), p) for p in SHAPES], evaluator.limits)
     tuner = Tuner(
-        ReplayCompiler(), evaluator, store, strategy=strategy, seed=seed, jobs=2
+        evaluator, store, strategy=strategy, seed=seed, jobs=2
     )  # no NVRTC behind ReplayCompiler: compiling would raise
     outcome = tuner.run(studies, budget)
     device_id = store.register_device(evaluator.device)
@@ -168,9 +168,9 @@ def test_a_config_missing_from_the_recording_is_an_error(tmp_path) -> None:
     missing = sorted(partial.outcomes, key=Config.to_json)[0]
     del partial.outcomes[missing]
     path = save_recording([partial], tmp_path / "partial.jsonl.gz")
-    evaluator = ReplayEvaluator.from_paths(path)
+    evaluator = ReplayRunner.from_paths(path)
     (study,), _ = plan_studies([(get_family("direct_naive"), SHAPES[0])], evaluator.limits)
-    tuner = Tuner(ReplayCompiler(), evaluator, Store("sqlite://"), strategy="brute_force")
+    tuner = Tuner(evaluator, Store("sqlite://"), strategy="brute_force")
     with pytest.raises(ReplayMissing, match="no outcome for config"):
         tuner.run([study], None)
     result = CliRunner().invoke(
@@ -243,12 +243,12 @@ def test_transfer_asks_its_seeds_first_then_the_rest_once(inner) -> None:
 
 
 def test_the_tuner_seeds_a_study_with_the_best_of_stored_neighbour_shapes(recording) -> None:
-    evaluator = ReplayEvaluator.from_paths(recording)
+    evaluator = ReplayRunner.from_paths(recording)
     store = Store("sqlite://")
     family = get_family("direct_naive")
     done, new = plan_studies([(family, p) for p in (SHAPES[0], SHAPES[1])], evaluator.limits)[0]
-    Tuner(ReplayCompiler(), evaluator, store, strategy="brute_force").run([done], None)
-    Tuner(ReplayCompiler(), evaluator, store, strategy="local", seed=0).run([new], 1)
+    Tuner(evaluator, store, strategy="brute_force").run([done], None)
+    Tuner(evaluator, store, strategy="local", seed=0).run([new], 1)
     device_id = store.register_device(evaluator.device)
     (first,) = store.evaluations(device_id, "direct_naive", SHAPES[1])
     best_of_done = min(

@@ -1,14 +1,15 @@
-"""Replay: an evaluator that answers from a recording instead of the GPU (no NVRTC, no CuPy)."""
+"""Replay: a runner that answers from a recording instead of the GPU (no NVRTC, no CuPy)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from autotune.model.evaluator import Evaluator
 from autotune.model.problem import Problem
 from autotune.model.records import DeviceInfo, Measurement
-from autotune.model.space import Config
+from autotune.model.runner import Prepared
+from autotune.model.space import BoundSpace, Config
+from autotune.replay.recorded import RecordedFamily
 from autotune.replay.recording import RecordedStudy, RecordingError, load_recordings, timed
 
 REPLAY_SUFFIX = " (replay)"  # keeps replayed rows apart from real measurements of that GPU
@@ -18,13 +19,12 @@ class ReplayMissing(RecordingError):
     """The tuner asked for a configuration the recording does not hold."""
 
 
-class ReplayEvaluator(Evaluator):
-    """Answers each (family, problem, config) with its recorded status and time.
+class ReplayRunner:
+    """Answers each (family, problem, config) with its recorded status and time (a Runner):
+    nothing is compiled or launched. Answers are pure lookups, and one configuration is in
+    flight at a time, so a replayed run is as deterministic as the strategy's seed."""
 
-    The tuner asks `replay(study, config)` instead of compiling and launching (see
-    Tuner._compile); evaluate() is never reached. Answers are pure lookups, so a replayed run is
-    as deterministic as the strategy's seed.
-    """
+    in_order = True
 
     def __init__(self, studies: list[RecordedStudy]) -> None:
         if not studies:
@@ -55,18 +55,16 @@ class ReplayEvaluator(Evaluator):
         for s in studies:
             if s.pins:
                 self.pins.setdefault(s.family, s.pins)
+        self.compiler_version = first.nvrtc or "replay"
         self.calls = 0
 
     @classmethod
-    def from_paths(cls, *paths: str | Path) -> ReplayEvaluator:
+    def from_paths(cls, *paths: str | Path) -> ReplayRunner:
         return cls(load_recordings(paths))
 
-    def recorded_studies(self, families=()) -> list | None:
-        """Studies (autotune.tuning.tuner.Study) of the spaces recorded elsewhere (problem kind
-        "recorded": no family of ours), those of `families` if given; None if there is none."""
-        from autotune.replay.recorded import RecordedFamily
-        from autotune.tuning.tuner import Study
-
+    def recorded_pairs(self, families=()) -> list[tuple[RecordedFamily, Problem, BoundSpace]]:
+        """(family, problem, space) of the spaces recorded elsewhere (problem kind "recorded":
+        no family of ours), those of `families` if given; None if there is none."""
         recorded = [s for s in self.studies.values() if s.problem.kind == "recorded"]
         if not recorded:
             return None
@@ -75,7 +73,7 @@ class ReplayEvaluator(Evaluator):
             known = ", ".join(sorted({s.family for s in recorded}))
             raise RecordingError(f"the recording has no family {sorted(unknown)[0]!r} ({known})")
         return [
-            Study(RecordedFamily(s.family), s.problem, s.space())
+            (RecordedFamily(s.family), s.problem, s.space())
             for s in recorded
             if not families or s.family in families
         ]
@@ -83,9 +81,17 @@ class ReplayEvaluator(Evaluator):
     def study(self, family: str, problem: Problem) -> RecordedStudy | None:
         return self.studies.get((family, problem.key))
 
-    @property
-    def replays(self) -> bool:
-        return True
+    def start(self, jobs: int) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def prepare(self, study, config: Config) -> Prepared:
+        return Prepared(self.recorded(study, config))
+
+    def measure(self, study, config: Config, prepared: Prepared, **_policy) -> Measurement:
+        return prepared.early
 
     def recorded(self, study, config: Config) -> Measurement:
         recorded = self.study(study.family.name, study.problem)
@@ -103,36 +109,19 @@ class ReplayEvaluator(Evaluator):
             )
         return Measurement(outcome.status, error=outcome.error, protocol=self.protocol)
 
-    def evaluate(self, job, timeout_s: float) -> Measurement:  # pragma: no cover - never called
-        raise RecordingError("a replay evaluates nothing on a GPU")
-
-    def call(self, task, timeout_s: float):  # pragma: no cover - baselines are skipped
-        raise RecordingError("a replay runs nothing on a GPU")
-
     def close(self) -> None:
         pass
 
 
-class ReplayCompiler:
-    """Stands in for the Compiler under a replay: it names the recording's NVRTC version and
-    compiles nothing (the tuner skips compilation when the evaluator replays)."""
-
-    def __init__(self, version: str = "") -> None:
-        self.version = version or "replay"
-
-    def compile(self, plan):  # pragma: no cover - the tuner never compiles under a replay
-        raise RecordingError("a replay compiles nothing")
-
-
 def open_replay(paths: str | Path | list, storage: str | None, share: bool = False):
-    """(store, evaluator, compiler) for `autotune run --replay`; storage None is in memory."""
+    """(store, runner) for `autotune run --replay`; storage None is in memory."""
     from autotune.store import Store
 
     paths = paths if isinstance(paths, list | tuple) else [paths]
-    evaluator = ReplayEvaluator.from_paths(*paths)
+    runner = ReplayRunner.from_paths(*paths)
     # The replayed times keep the recording's protocol; so do the store's reads (best table).
-    store = Store(storage if storage else "sqlite://", share=share, protocol=evaluator.protocol)
-    return store, evaluator, ReplayCompiler(evaluator.device.nvrtc_version)
+    store = Store(storage if storage else "sqlite://", share=share, protocol=runner.protocol)
+    return store, runner
 
 
-__all__ = ["REPLAY_SUFFIX", "ReplayCompiler", "ReplayEvaluator", "ReplayMissing", "open_replay"]
+__all__ = ["REPLAY_SUFFIX", "ReplayMissing", "ReplayRunner", "open_replay"]

@@ -1,0 +1,132 @@
+"""The session setup: store, runner and device registration, and the one place a Tuner is built.
+
+Every caller that tunes (the CLI's commands, a Ray actor, the runtime's tune-on-miss,
+tune_kernel, the benches) opens a session and asks it for a tuner, so every run records the same
+versions and measures through the same runner seam.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from autotune import __version__
+from autotune.gpu.compiler import DEFAULT_CACHE, DEFAULT_OPTIONS, Compiler
+from autotune.gpu.timing import TimingPolicy
+from autotune.model.evaluator import Evaluator
+from autotune.model.records import TIMING_PROTOCOL
+from autotune.model.runner import Runner
+from autotune.store import Store
+from autotune.strategies import DEFAULT_STRATEGY
+from autotune.tuning.runners import GpuRunner
+from autotune.tuning.tuner import Progress, Tuner, register_device
+
+
+def versions(runner: Runner) -> dict[str, str]:
+    """What a run records of the software that measured (DESIGN section 2)."""
+    info = runner.device
+    return {
+        "autotune": __version__,
+        "nvrtc": runner.compiler_version,
+        "driver": info.driver_version,
+        "cuda_runtime": info.runtime_version,
+        "cupy": str(info.extra.get("cupy", "")),
+        "python": platform.python_version(),
+        "timing_protocol": str(TIMING_PROTOCOL),
+    }
+
+
+@dataclass
+class Session:
+    """An open store, a runner, and the device's id in the store."""
+
+    store: Store
+    runner: Runner
+    device_id: int
+
+    @property
+    def device(self):
+        return self.runner.device
+
+    def tuner(
+        self,
+        command: str,
+        *,
+        strategy: str = DEFAULT_STRATEGY,
+        seed: int = 0,
+        timing: TimingPolicy | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        jobs: int | None = None,
+        claim_studies: bool = True,
+    ) -> Tuner:
+        """A tuner over this session's runner and store (`command` is stored with the run: the
+        caller hides its passwords)."""
+        return Tuner(
+            self.runner,
+            self.store,
+            strategy=strategy,
+            seed=seed,
+            timing=timing,
+            command=command,
+            versions=versions(self.runner),
+            on_progress=on_progress,
+            jobs=jobs,
+            device_id=self.device_id,
+            claim_studies=claim_studies,
+        )
+
+    def close(self) -> None:
+        """Stop the runner (the GPU worker) and close the store (SQLite folds its log in)."""
+        try:
+            self.runner.close()
+        finally:
+            self.store.close()
+
+
+def open_gpu_session(
+    storage: str,
+    *,
+    gpu: int = 0,
+    cache_dir: Path | None = DEFAULT_CACHE,
+    share: bool = False,
+    say: Callable[[str], None] = lambda line: None,
+    evaluator: Evaluator | None = None,
+    options: tuple[str, ...] = DEFAULT_OPTIONS,
+    compile_processes: bool = True,
+) -> Session:
+    """Open the store, start the GPU worker (or take `evaluator`, a stand-in with its
+    interface) and register the device. A database that exists is opened before the GPU, so
+    that a bad URL or a foreign database fails fast; a new SQLite file only once the GPU is up,
+    so that a machine without one is left without an empty database."""
+    from autotune.gpu.evaluator import GpuEvaluator
+
+    new_file = "://" not in storage and not Path(storage).expanduser().exists()
+    store = None if new_file else Store(storage, share=share)
+    try:
+        if evaluator is None:
+            say("autotune: starting the GPU worker ...")
+            evaluator = GpuEvaluator(gpu)
+        if store is None:
+            store = Store(storage, share=share)
+    except BaseException:
+        if evaluator is not None:
+            evaluator.close()
+        if store is not None:
+            store.close()
+        raise
+    compiler = Compiler(arch=evaluator.device.arch, cache_dir=cache_dir, options=options)
+    runner = GpuRunner(compiler, evaluator, processes=compile_processes)
+    return Session(store, runner, register_device(store, runner))
+
+
+def open_replay_session(paths, storage: str | None, share: bool = False) -> Session:
+    """A replay of recordings; storage None keeps the results in memory."""
+    from autotune.replay.runner import open_replay
+
+    store, runner = open_replay(paths, storage, share=share)
+    return Session(store, runner, register_device(store, runner))
+
+
+__all__ = ["Session", "open_gpu_session", "open_replay_session", "versions"]
