@@ -69,6 +69,29 @@ def choose_device(store: Store, device: str | None) -> dict[str, object]:
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
 
 
+def asked_families(families: Iterable[str], registry: Mapping[str, Family] | None) -> set[str]:
+    """The families an export is limited to (none: every one); an unknown name is a usage error
+    (UnknownFamily), not an empty export."""
+    wanted = set(families)
+    for name in wanted:
+        get_family(name, registry)
+    return wanted
+
+
+def described(device: Mapping[str, object]) -> dict[str, object]:
+    """A devices row as an export writes it into JSON: without its store-local id, each value a
+    JSON scalar (anything else as its text)."""
+    return {k: _plain(v) for k, v in device.items() if k != "id"}
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)
+
+
 def select(
     store: Store,
     device: str | None = None,
@@ -83,9 +106,7 @@ def select(
     A shape whose first choice cannot be exported falls back to the next one and the reason is
     kept; a shape with nothing exportable is listed in `excluded` only."""
     row = choose_device(store, device)
-    wanted = set(families)
-    for name in wanted:
-        get_family(name, registry)  # an unknown name is a usage error, not an empty export
+    wanted = asked_families(families, registry)
     known = dict(FAMILIES if registry is None else registry)
     catalogue = Catalogue.from_store(
         store,
