@@ -243,7 +243,8 @@ def readme(data: dict) -> str:
             "",
             f"The fastest verified kernel per shape on {device.get('name')} (compute capability "
             f"{device.get('compute_capability')}, {device.get('sm_count')} SMs), from "
-            f"`{data['store']}`, timing protocol {data['timing_protocol']}.",
+            f"`{data['store']}`, timing protocol {data['timing_protocol']}, counting the layout "
+            "conversions a plan makes on every call (the runtime's choice).",
             "",
             "- `kernels/`: the kernel sources used, once each",
             "- `plans.json`: per shape, the source, defines, entry points, each launch in order "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from autotune.export.plans import ExportedPlan, Selection
+from autotune.export.plans import ExportedPlan, Selection, described
 from autotune.families.plan import Launch
 from autotune.model.space import Value
 
@@ -160,7 +160,7 @@ def table(selection: Selection, store_url: str) -> dict[str, object]:
         )
     return {
         "schema": SCHEMA,
-        "device": {k: _plain(v) for k, v in selection.device.items() if k != "id"},
+        "device": described(selection.device),
         "arch": selection.arch,
         "timing_protocol": selection.protocol,
         "store": store_url,
@@ -171,11 +171,3 @@ def table(selection: Selection, store_url: str) -> dict[str, object]:
             {"key": x.key, "family": x.family, "reason": x.reason} for x in selection.excluded
         ],
     }
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return str(value)

@@ -1,22 +1,17 @@
-"""What an export holds: per conv2d shape, the fastest verified configuration and its plan."""
+"""What an export holds: per conv2d shape, the plan the runtime's plan choice takes, launchable."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from autotune.families import Family, UnknownFamily, UnsupportedProblem, get_family
+from autotune.families import FAMILIES, Family, get_family
 from autotune.families.plan import KernelPlan, TensorMap
-from autotune.model.parsing import problem_from_dict
 from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
+from autotune.runtime.lookup import Catalogue, Choice
 from autotune.store import Store
-
-# Inputs beyond x and w that a plan may read and that zeros make neutral.
-ZERO_INPUTS = frozenset({"bias"})
 
 
 class ExportError(RuntimeError):
@@ -74,6 +69,29 @@ def choose_device(store: Store, device: str | None) -> dict[str, object]:
     return {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()}
 
 
+def asked_families(families: Iterable[str], registry: Mapping[str, Family] | None) -> set[str]:
+    """The families an export is limited to (none: every one); an unknown name is a usage error
+    (UnknownFamily), not an empty export."""
+    wanted = set(families)
+    for name in wanted:
+        get_family(name, registry)
+    return wanted
+
+
+def described(device: Mapping[str, object]) -> dict[str, object]:
+    """A devices row as an export writes it into JSON: without its store-local id, each value a
+    JSON scalar (anything else as its text)."""
+    return {k: _plain(v) for k, v in device.items() if k != "id"}
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)
+
+
 def select(
     store: Store,
     device: str | None = None,
@@ -81,37 +99,48 @@ def select(
     problems: Iterable[ConvProblem] = (),
     registry: Mapping[str, Family] | None = None,
 ) -> Selection:
-    """Per conv2d shape stored for the device (or only `problems`), the fastest OK evaluation of
-    any family (or of `families`) under the store's timing protocol, with its launch plan.
+    """Per conv2d shape stored for the device (or only `problems`), the plan the runtime would
+    run for it (the plan choice's rule 1, runtime/lookup.py) among every family (or
+    `families`), under the store's timing protocol, with its launch plan.
 
-    A shape whose winner cannot be exported falls back to the next family's best and the
-    reason is kept; a shape with nothing exportable is listed in `excluded` only."""
+    A shape whose first choice cannot be exported falls back to the next one and the reason is
+    kept; a shape with nothing exportable is listed in `excluded` only."""
     row = choose_device(store, device)
-    wanted_families = set(families)
-    for name in wanted_families:
-        get_family(name, registry)  # an unknown name is a usage error, not an empty export
+    wanted = asked_families(families, registry)
+    known = dict(FAMILIES if registry is None else registry)
+    catalogue = Catalogue.from_store(
+        store,
+        str(row["name"]),
+        store.protocol,
+        {n: f for n, f in known.items() if n in wanted} if wanted else known,
+    )
     wanted_keys = {p.key for p in problems}
-    best = store.best(device=str(row["name"]), kind="conv2d")
-    if wanted_families:
-        best = best[best["family"].isin(wanted_families)]
-    if wanted_keys:
-        best = best[best["problem_key"].isin(wanted_keys)]
-    missing = wanted_keys - set(best["problem_key"])
+    keys = [
+        key
+        for key, rows in catalogue.best.items()
+        if (not wanted_keys or key in wanted_keys)
+        and (not wanted or any(s.family in wanted for s in rows))
+    ]
     excluded: list[Excluded] = [
         Excluded(key, "", "no verified measurement of the chosen families")
-        for key in sorted(missing)
+        for key in sorted(wanted_keys - set(keys))
     ]
     chosen: list[ExportedPlan] = []
-    for key, group in best.groupby("problem_key", sort=False):
-        found = None
-        for r in group.sort_values(["time_ms", "family"]).itertuples(index=False):
+    for key in keys:
+        problem = catalogue.problems[key]
+        for refused in catalogue.refusals(problem):
+            why = refused.reason
+            if wanted and refused.family not in wanted:
+                continue  # a family not asked for is no exclusion
+            if refused.family not in known:
+                why = f"family {refused.family!r} is not known here (a kernel directory: --kernels)"
+            excluded.append(Excluded(key, refused.family, why))
+        for choice in catalogue.stored(problem):
             try:
-                found = exported_plan(r, registry)
+                chosen.append(exported_plan(choice, known[choice.family]))
                 break
             except NotExportable as why:
-                excluded.append(Excluded(str(key), str(r.family), str(why)))
-        if found is not None:
-            chosen.append(found)
+                excluded.append(Excluded(key, choice.family, str(why)))
     if not chosen:
         raise ExportError(
             f"nothing to export for {row['name']} under timing protocol {store.protocol}"
@@ -129,19 +158,10 @@ class NotExportable(Exception):
     """This family's plan cannot stand in the exported tree (the reason is its message)."""
 
 
-def exported_plan(row: Any, registry: Mapping[str, Family] | None = None) -> ExportedPlan:
-    """The launch plan of one `best` row."""
-    name = str(row.family)
-    try:
-        family = get_family(name, registry)
-    except UnknownFamily:
-        raise NotExportable(
-            f"family {name!r} is not known here (a kernel directory: --kernels)"
-        ) from None
-    problem = problem_from_dict(row.shape, "conv2d")
-    assert isinstance(problem, ConvProblem)
-    raw = row.config
-    config = family.complete(Config.of(json.loads(raw) if isinstance(raw, str) else dict(raw)))
+def exported_plan(choice: Choice, family: Family) -> ExportedPlan:
+    """The launch plan of a choice of the plan choice for its own (stored) shape, which the
+    runtime can call: what the C++ tree needs beyond that is checked here."""
+    name, problem = family.name, choice.problem
     if family.precision != "fp32":
         raise NotExportable(f"{name} computes in {family.precision}; the C++ API takes FP32 data")
     # The C++ table is keyed by sizes alone and its call takes float NCHW tensors: a plan
@@ -150,11 +170,7 @@ def exported_plan(row: Any, registry: Mapping[str, Family] | None = None) -> Exp
         raise NotExportable(
             f"measured in {problem.dtype} {problem.layout}; the C++ API takes FP32 NCHW data"
         )
-    try:
-        family.check(problem)
-        plan = family.plan(problem, config)
-    except (UnsupportedProblem, KeyError, ValueError) as err:
-        raise NotExportable(f"its plan cannot be built here: {err}") from None
+    plan = family.plan(problem, choice.config)
     if any(isinstance(a, TensorMap) for launch in plan.all_launches for a in launch.args):
         # A map holds its buffer's address: the C++ launcher would have to encode it per call.
         raise NotExportable(f"{name}'s plan passes TMA tensor maps, which the C++ tree cannot make")
@@ -164,19 +180,16 @@ def exported_plan(row: Any, registry: Mapping[str, Family] | None = None) -> Exp
         raise NotExportable(f"{name} does not read NCHW x and FCKK w")
     if dict(buffers.outputs) != {"y": problem.output_shape}:
         raise NotExportable(f"{name} does not write one NFHW output y")
-    # An input the conv2d call has no argument for: a bias (smem_channels') is given zeros, which
-    # makes the verified convolution-plus-bias the plain convolution; anything else is refused.
+    # The call has no argument for a bias (smem_channels'): it is given zeros, which makes the
+    # verified convolution-plus-bias the plain convolution (callable_family refuses any other).
     extra = tuple((n, s) for n, s in buffers.inputs if n not in ("x", "w"))
-    for extra_name, _ in extra:
-        if extra_name not in ZERO_INPUTS:
-            raise NotExportable(f"{name} reads an input {extra_name!r} the conv2d call has not")
     return ExportedPlan(
         problem=problem,
         family=family,
-        config=config,
+        config=choice.config,
         plan=plan,
-        time_ms=float(row.time_ms),
-        gflops=float(row.gflops),
+        time_ms=choice.time_ms,
+        gflops=choice.gflops,
         extra_inputs=extra,
     )
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from autotune import __version__
-from autotune.export.plans import ExportError, choose_device
-from autotune.families import Family, get_family
+from autotune.export.plans import ExportError, asked_families, choose_device, described
+from autotune.families import Family
 from autotune.model.problem import Problem
 from autotune.model.records import Status
 from autotune.replay.kt_cache import KT_ERROR, slug
@@ -106,13 +106,13 @@ def kt_cache_file(study: pd.DataFrame, kernel_name: str) -> dict:
 
 def t4_metadata(device: Mapping[str, object]) -> dict[str, object]:
     """A T4 metadata document for the device the measurements were made on."""
-    described = {k: _plain(v) for k, v in device.items() if k != "id"}
+    hardware = described(device)
     return {
         "schema_version": T4_VERSION,
         "metadata": {
-            "hardware": {"hardware_description": [described]},
+            "hardware": {"hardware_description": [hardware]},
             "environment": {
-                "device_query": {"autotune": described},
+                "device_query": {"autotune": hardware},
                 "requirements": [f"autotune=={__version__}"],
             },
         },
@@ -133,9 +133,7 @@ def write_t4(
     <output>/<device>_metadata_T4.json. The number of T4 results files written."""
     row = choose_device(store, device)
     name = str(row["name"])
-    wanted = set(families)
-    for f in wanted:
-        get_family(f, registry)
+    wanted = asked_families(families, registry)
     keys = {p.key for p in problems}
     history = store.history(device=name)
     if wanted:
@@ -174,11 +172,3 @@ def _sorted(values: Iterable[object]) -> list[object]:
 
 def _finite(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return str(value)

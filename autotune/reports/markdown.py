@@ -11,6 +11,7 @@ import pandas as pd
 
 from autotune.families import FAMILIES
 from autotune.model.kinds import KIND_SPECS, KindSpec
+from autotune.reports.figures import embedded
 from autotune.reports.plots import plot_gflops, plot_roofline, plot_speedup
 from autotune.reports.precisions import precision_sections
 from autotune.reports.seeds import FFT_NOTE, seed_sections
@@ -28,7 +29,6 @@ from autotune.reports.views import COPY_BANDWIDTH, FMA_PEAK, SGEMM, ReportError
 from autotune.store import Store
 
 REPORT_NAME = "REPORT.md"
-IMAGE_DIR = "report"  # beside REPORT.md, referenced with relative paths
 CEILING_NAMES = (FMA_PEAK, COPY_BANDWIDTH, SGEMM)
 FP32 = "fp32"  # the dtype of the sections before the per-dtype ones (and of the papers)
 
@@ -294,23 +294,12 @@ def _maxdnn_form_section(store: Store, device: str | None, devices: list[str]) -
 
 
 def _plots_section(store: Store, device: str | None, out_dir: Path) -> str:
-    images = out_dir / IMAGE_DIR
     plots = (
         ("GFlop/s per shape, per family, beside cuDNN and the FMA peak", plot_gflops, "gflops"),
         ("Roofline: arithmetic intensity against GFlop/s", plot_roofline, "roofline"),
         ("Speedup over cuDNN per shape", plot_speedup, "speedup"),
     )
-    parts = ["## Plots\n"]
-    for title, plot, stem in plots:
-        parts.append(f"### {title}\n")
-        try:
-            paths = plot(store, images / stem, device=device, dtype=FP32)
-        except ReportError as err:
-            parts.append(f"Not plotted: {err}.\n")
-            continue
-        png, svg = (p.relative_to(out_dir).as_posix() for p in paths)
-        parts.append(f"![{title}]({png})\n\n[SVG]({svg})\n")
-    return "\n".join(parts)
+    return "\n".join(["## Plots\n", *embedded(store, out_dir, plots, device, FP32)])
 
 
 def _devices(store: Store, device: str | None) -> list[str]:

@@ -12,10 +12,10 @@ from autotune.model.parsing import parse_shape
 from autotune.model.precision import DEFAULT_DTYPE, DTYPES, precision_of
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import shape_set_kinds
+from autotune.reports.figures import embedded
 from autotune.reports.plots import plot_roofline, plot_speedup
 from autotune.reports.tables import best_table, config_text, markdown_table, percent
 from autotune.reports.views import (
-    ReportError,
     device_ceilings,
     geometric_mean,
     named_layers,
@@ -23,8 +23,6 @@ from autotune.reports.views import (
     peak_name,
 )
 from autotune.store import Store
-
-IMAGE_DIR = "report"  # as markdown.py's: beside REPORT.md
 
 
 def precision_sections(
@@ -168,22 +166,15 @@ def _summary(rows: pd.DataFrame, label: str) -> str:
 
 
 def _plots(store: Store, dtype: str, label: str, device: str | None, out_dir: Path) -> str:
-    images = out_dir / IMAGE_DIR
     plots = (
-        (f"{label} roofline (copy bandwidth and the {label} peak)", plot_roofline, "roofline"),
-        (f"{label} speedup over cuDNN in {label}", plot_speedup, "speedup"),
+        (
+            f"{label} roofline (copy bandwidth and the {label} peak)",
+            plot_roofline,
+            f"roofline_{dtype}",
+        ),
+        (f"{label} speedup over cuDNN in {label}", plot_speedup, f"speedup_{dtype}"),
     )
-    parts = []
-    for title, plot, stem in plots:
-        parts.append(f"### {title}\n")
-        try:
-            paths = plot(store, images / f"{stem}_{dtype}", device=device, dtype=dtype)
-        except ReportError as err:
-            parts.append(f"Not plotted: {err}.\n")
-            continue
-        png, svg = (p.relative_to(out_dir).as_posix() for p in paths)
-        parts.append(f"![{title}]({png})\n\n[SVG]({svg})\n")
-    return "\n".join(parts)
+    return "\n".join(embedded(store, out_dir, plots, device, dtype))
 
 
 __all__ = ["layer_names", "precision_sections"]

@@ -1,13 +1,24 @@
-"""The plan lookup: which stored configuration of which family serves a shape (no GPU needed).
+"""The plan choice: which stored configuration of which family serves a shape (no GPU needed).
 
-From the store only: the fastest verified configuration of any family for this device and shape
-under the current timing protocol, or, for a shape with nothing stored, the best configuration
-of the nearest stored shape's fastest family, made valid for this shape as the transfer strategy
-makes its seeds valid (the nearest valid configuration in the space's coordinates).
+The one rule, used by the runtime (`dispatch`) and the export (`autotune.export.plans`), from the
+store only, for one device and timing protocol:
 
-Stored times count the timed run only. A plan that also converts layouts on every call
-(maxdnn's CHWN setup and finish) or copies a buffer into constant memory does that work outside
-the timed region, so candidates are ranked by their stored time plus that work priced at the
+1. A stored shape: its stored bests (each family's fastest verified configuration), of the
+   families that can compute the call (`callable_family`), ranked by their expected time per
+   call, then by family name.
+2. A shape with nothing stored: the other stored shapes of the same dtype and layout, nearest
+   first by the transfer strategy's log-shape distance; at each, its families in the order of
+   rule 1 there, each one's best made valid for this shape as the transfer strategy makes its
+   seeds valid (the nearest valid configuration in the space's coordinates). The export serves
+   stored shapes only and never takes this step.
+
+A caller tries the choices in turn and takes the first it can use (the runtime: one that
+compiles and fits the device; the export: one the C++ tree can launch).
+
+The expected time per call is the stored median plus the work the plan does outside the timed
+region on every call: stored times count the timed run only, and a plan that also converts
+layouts (maxdnn's CHWN setup and finish) or copies a buffer into constant memory pays for that
+on every call, in the runtime and in the exported C++ tree alike. That work is priced at the
 device's measured copy bandwidth (a ceiling the store keeps); without that ceiling, a plan with
 conversions ranks after every plan without.
 """
@@ -55,6 +66,7 @@ class Choice:
     measured_on: str  # the key of the problem it was measured on
     time_ms: float  # its stored median there (protocol `TIMING_PROTOCOL`)
     untimed_ms: float  # per-call work outside the timed region, estimated (0 without any)
+    gflops: float = math.nan  # its stored GFlop/s there
 
     @property
     def exact(self) -> bool:
@@ -114,12 +126,21 @@ class Stored:
     family: str
     config: Config
     time_ms: float
+    gflops: float = math.nan
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A stored best that cannot serve a shape, and why."""
+
+    family: str
+    reason: str
 
 
 class Catalogue:
     """A device's stored best configurations of 2D convolutions under one timing protocol,
     read from the store once; `candidates` answers per shape from memory (binding a space only for
-    a shape with nothing stored)."""
+    a shape with nothing stored). Rows of families outside `families` are kept, and refused."""
 
     def __init__(
         self,
@@ -132,8 +153,6 @@ class Catalogue:
         self.problems: dict[str, ConvProblem] = {}
         self.best: dict[str, list[Stored]] = {}
         for problem, stored in rows:
-            if stored.family not in self.families:
-                continue
             self.problems[problem.key] = problem
             self.best.setdefault(problem.key, []).append(stored)
 
@@ -148,15 +167,17 @@ class Catalogue:
         """What `store` holds for `device` (its name, as the store files it) and `protocol`."""
         frame = store.best(device=device, kind="conv2d", protocol=protocol)
         rows = []
-        for family, shape, config, time_ms in zip(
-            frame["family"], frame["shape"], frame["config"], frame["time_ms"], strict=True
+        columns = ("family", "shape", "config", "time_ms", "gflops")
+        for family, shape, config, time_ms, gflops in zip(
+            *(frame[c] for c in columns), strict=True
         ):
             try:
                 values = json.loads(shape) if isinstance(shape, str) else shape
                 problem = problem_from_dict(values, "conv2d")
             except (ProblemError, TypeError, ValueError):
                 continue  # a row this version cannot read serves nothing
-            rows.append((problem, Stored(family, Config.from_json(config), float(time_ms))))
+            config = Config.from_json(config)
+            rows.append((problem, Stored(family, config, float(time_ms), float(gflops))))
         ceilings = store.ceilings(device=device, protocol=protocol)
         copy = ceilings[ceilings["name"] == "copy_bandwidth"]["value"]
         return cls(rows, float(copy.iloc[0]) if len(copy) else None, families)
@@ -164,18 +185,20 @@ class Catalogue:
     # -- one shape ---------------------------------------------------------------------------
 
     def stored(self, problem: ConvProblem) -> list[Choice]:
-        """Every stored best of this very shape that the runtime can call, fastest first."""
-        choices = []
-        for s in self.best.get(problem.key, []):
-            choice = self._choice(s, problem, problem)
-            if choice is not None:
-                choices.append(choice)
-        return sorted(choices, key=_rank)
+        """Every stored best of this very shape that can serve it, as choices for it, best
+        first (rule 1)."""
+        offers = (self._offer(s, problem, problem) for s in self._rows(problem))
+        return sorted((o for o in offers if isinstance(o, Choice)), key=_rank)
+
+    def refusals(self, problem: ConvProblem) -> list[Refusal]:
+        """Why each other stored best of this very shape cannot serve it, fastest first."""
+        offers = (self._offer(s, problem, problem) for s in self._rows(problem))
+        return [o for o in offers if isinstance(o, Refusal)]
 
     def nearest(self, problem: ConvProblem, limits: DeviceLimits) -> Iterator[Choice]:
         """For a shape with nothing stored: the other stored shapes nearest first (log-shape
-        distance, as the transfer strategy); at each, its families fastest first, each one's
-        best configuration made valid for `problem` (skipped where none is)."""
+        distance, as the transfer strategy); at each, its families in rule 1's order there, each
+        one's best configuration made valid for `problem` (skipped where none is)."""
         others = sorted(
             (shape_distance(problem, p), key) for key, p in self.problems.items()
             if key != problem.key
@@ -187,7 +210,7 @@ class Catalogue:
             neighbour = self.problems[key]
             if (neighbour.dtype, neighbour.layout) != (problem.dtype, problem.layout):
                 continue  # a bf16 or NHWC plan never serves an fp32 NCHW call (nor the reverse)
-            for choice in sorted(self._at(neighbour), key=_rank):
+            for choice in self.stored(neighbour):
                 family = self.families[choice.family]
                 if family.name not in spaces:
                     spaces[family.name] = _coordinates(family, problem, limits)
@@ -197,8 +220,9 @@ class Catalogue:
                 near = coords.nearest(family.complete(choice.config))
                 if near is None:
                     continue
-                made = self._choice(Stored(family.name, near, choice.time_ms), problem, neighbour)
-                if made is not None:
+                stored = Stored(family.name, near, choice.time_ms, choice.gflops)
+                made = self._offer(stored, problem, neighbour)
+                if isinstance(made, Choice):
                     yield made
 
     def candidates(
@@ -225,26 +249,23 @@ class Catalogue:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _at(self, measured: ConvProblem) -> list[Choice]:
-        """The stored bests of a shape, as choices for that shape (their rank there)."""
-        out = []
-        for s in self.best.get(measured.key, []):
-            choice = self._choice(s, measured, measured)
-            if choice is not None:
-                out.append(choice)
-        return out
+    def _rows(self, measured: ConvProblem) -> list[Stored]:
+        return sorted(self.best.get(measured.key, []), key=lambda s: (s.time_ms, s.family))
 
-    def _choice(self, s: Stored, problem: ConvProblem, measured: ConvProblem) -> Choice | None:
-        family = self.families[s.family]
-        if callable_family(family, problem) is not None:
-            return None
+    def _offer(self, s: Stored, problem: ConvProblem, measured: ConvProblem) -> Choice | Refusal:
+        family = self.families.get(s.family)
+        if family is None:
+            return Refusal(s.family, f"family {s.family!r} is not among the families given")
+        why = callable_family(family, problem)
+        if why is not None:
+            return Refusal(s.family, why)
         config = family.complete(s.config)
         try:
             plan = family.plan(problem, config)
-        except (KeyError, ValueError):
-            return None  # a config this version's family no longer reads
+        except (KeyError, ValueError) as err:  # a config this version's family no longer reads
+            return Refusal(s.family, f"its plan cannot be built here: {err}")
         extra = untimed_ms(family, problem, plan, self.copy_gbps)
-        return Choice(family.name, config, problem, measured.key, s.time_ms, extra)
+        return Choice(family.name, config, problem, measured.key, s.time_ms, extra, s.gflops)
 
 
 def resolve(
@@ -288,6 +309,7 @@ __all__ = [
     "Choice",
     "LookupMiss",
     "MISS_POLICIES",
+    "Refusal",
     "Stored",
     "callable_family",
     "resolve",

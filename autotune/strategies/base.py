@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Protocol
 
 from autotune.model.space import Config
@@ -24,3 +25,13 @@ class Strategy(Protocol):
 
 class StrategyUnavailable(RuntimeError):
     """A registered strategy whose optional dependency is not installed."""
+
+
+def first_unseen(candidates: Iterator[Config], seen: set[Config]) -> Config | None:
+    """The next of `candidates` not in `seen` (now added to it), or None when they run out: how
+    a strategy walks a list, or another strategy's asks, without asking a config twice."""
+    for config in candidates:
+        if config not in seen:
+            seen.add(config)
+            return config
+    return None

@@ -3,27 +3,21 @@
 from __future__ import annotations
 
 from autotune.model.space import BoundSpace, Config
+from autotune.strategies.base import first_unseen
 
 
 class BruteForce:
     name = "brute_force"
 
     def __init__(self, space: BoundSpace, seed: int | None = None) -> None:
-        self._order = self._ordered(space.configs, seed)
-        self._next = 0
+        self._walk = iter(self._ordered(space.configs, seed))
         self._seen: set[Config] = set()
 
     def _ordered(self, configs: list[Config], seed: int | None) -> list[Config]:
         return list(configs)
 
     def ask(self) -> Config | None:
-        while self._next < len(self._order):
-            config = self._order[self._next]
-            self._next += 1
-            if config not in self._seen:
-                self._seen.add(config)
-                return config
-        return None
+        return first_unseen(self._walk, self._seen)
 
     def tell(self, config: Config, time_ms: float | None) -> None:
         # History told before (or between) asks is skipped when the walk reaches it.
@@ -37,6 +31,5 @@ class GivenConfigs(BruteForce):
     name = "given"
 
     def __init__(self, configs: list[Config]) -> None:
-        self._order = list(dict.fromkeys(configs))
-        self._next = 0
+        self._walk = iter(list(dict.fromkeys(configs)))
         self._seen = set()

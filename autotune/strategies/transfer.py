@@ -10,7 +10,7 @@ import numpy as np
 
 from autotune.model.problem import Problem
 from autotune.model.space import BoundSpace, Config
-from autotune.strategies.base import Strategy
+from autotune.strategies.base import Strategy, first_unseen
 from autotune.strategies.local import Coordinates
 
 # Seeds come from at most this many neighbouring shapes, nearest first: the nearest shapes'
@@ -165,25 +165,19 @@ class Transfer:
     def __init__(self, inner: Strategy, seeds: Sequence[Config]) -> None:
         self.inner = inner
         self.name = f"transfer+{inner.name}"
-        self._seeds = list(seeds)
         self._out: set[Config] = set()  # handed out here or by the inner strategy
         start = getattr(inner, "start_from", None)
         if start is not None:
-            start(self._seeds)
-            self._seeds = []
+            start(list(seeds))
+            seeds = ()
+        self._seeds = iter(list(seeds))
 
     def ask(self) -> Config | None:
-        while self._seeds:
-            config = self._seeds.pop(0)
-            if config not in self._out:
-                self._out.add(config)
-                return config
-        # The inner strategy may propose a seed still in flight: skip it, its result comes.
-        while (config := self.inner.ask()) is not None:
-            if config not in self._out:
-                self._out.add(config)
-                return config
-        return None
+        config = first_unseen(self._seeds, self._out)
+        if config is None:
+            # The inner strategy may propose a seed still in flight: skip it, its result comes.
+            config = first_unseen(iter(self.inner.ask, None), self._out)
+        return config
 
     def tell(self, config: Config, time_ms: float | None) -> None:
         self._out.add(config)

@@ -212,4 +212,7 @@ def test_a_family_left_out_of_the_runtime_is_never_chosen(synthetic):
     synthetic.record("chen_general", A, config_of("chen_general", A), 0.015)
     synthetic.record("implicit_gemm", A, config_of("implicit_gemm", A), 0.020)
     only = {"implicit_gemm": FAMILIES["implicit_gemm"]}
-    assert [c.family for c in synthetic.catalogue(families=only).stored(A)] == ["implicit_gemm"]
+    catalogue = synthetic.catalogue(families=only)
+    assert [c.family for c in catalogue.stored(A)] == ["implicit_gemm"]
+    (refused,) = catalogue.refusals(A)
+    assert refused.family == "chen_general" and "not among the families" in refused.reason
