@@ -11,6 +11,7 @@ from autotune.cli.measure import Say, ceilings_and_baselines, say_on_stderr
 from autotune.cli.options import DEFAULT_BUDGET, DEFAULT_CACHE, family_precisions
 from autotune.families import get_family, with_directories
 from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
+from autotune.model.campaigns import FULL, named_campaign
 from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
 from autotune.model.shapes import collect_shapes, in_precisions, named_shapes
 from autotune.strategies import DEFAULT_STRATEGY
@@ -25,6 +26,9 @@ class RunRequest:
     """What `autotune run` was asked, as plain values."""
 
     families: tuple[str, ...] = ()
+    # A named campaign (model/campaigns.py) names the families and shapes itself; None or "full":
+    # the families asked (default: every one) on the shapes asked (default: each family's own).
+    campaign: str | None = None
     # Kernel directories whose families join the built-in ones.
     kernel_dirs: tuple[Path, ...] = ()
     shape_sets: tuple[str, ...] = ()
@@ -111,11 +115,14 @@ class Pairing:
 
 
 def pair_request(request: RunRequest) -> Pairing:
-    """The (family, problem) pairs a request names: its families (default: every one) on its
-    shapes (default: each family's own set), each 2D convolution in the dtypes and layouts asked
-    (default: the family's own) that the family computes; the others are refused in one line
-    per family and value, not per shape."""
+    """The (family, problem) pairs a request names: a named campaign's, else its families
+    (default: every one) on its shapes (default: each family's own set), each 2D convolution
+    in the dtypes and layouts asked (default: the family's own) that the family computes; the
+    others are refused in one line per family and value, not per shape."""
     registry = with_directories(request.kernel_dirs)
+    if request.campaign not in (None, FULL):
+        spec = named_campaign(request.campaign)
+        return Pairing([(get_family(name, registry), p) for name, p in spec.pairs], [])
     chosen = [get_family(name, registry) for name in request.families]
     chosen = chosen or list(registry.values())
     explicit = request.shape_sets or request.shapes or request.shape_files
@@ -266,7 +273,9 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
             f"autotune: {info.name} (sm_{info.compute_capability.replace('.', '')}, "
             f"{info.sm_count} SMs, CUDA driver {info.driver_version}, "
             f"NVRTC {runner.compiler_version}); "
-            f"{len(studies)} studies, strategy {request.strategy}, "
+            f"{len(studies)} studies"
+            + (f" (campaign {request.campaign})" if request.campaign else "")
+            + f", strategy {request.strategy}, "
             f"budget {'exhaustive' if budget is None else budget} per study; "
             f"storage {hide_passwords(storage)}"
         )

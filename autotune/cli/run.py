@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from autotune.cli.campaign import NothingToTune, RunRequest, open_campaign
+from autotune.cli.estimate import Eta, describe_estimate, plan_estimate
 from autotune.cli.measure import Say, say_on_stderr
 from autotune.cli.options import (
     DEFAULT_BUDGET,
@@ -26,6 +27,7 @@ from autotune.cli.options import (
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
+from autotune.model.campaigns import FULL, QUICK, campaign_names
 from autotune.strategies import DEFAULT_STRATEGY, STRATEGIES
 
 if TYPE_CHECKING:
@@ -56,6 +58,15 @@ class RunResult:
 
 
 @click.command()
+@click.option(
+    "--campaign",
+    type=click.Choice(campaign_names()),
+    default=None,
+    help=f"A named set of studies. {QUICK!r}: the seeds' headline families on a few shapes and "
+    f"one tensor-core study, about two minutes on an H100 (what a bare `autotune run` does); "
+    f"{FULL!r}: every family on its own shape set ({FULL!r} takes --dtype and --layout). "
+    "Not with --family or shape options.",
+)
 @click.option(
     "--family",
     "families",
@@ -159,6 +170,7 @@ class RunResult:
 )
 @friendly_errors
 def run(
+    campaign,
     families,
     kernel_dirs,
     shape_sets,
@@ -185,9 +197,9 @@ def run(
 ) -> None:
     """Tune kernel families on problem shapes and store every measurement.
 
-    With no options: every family on its own default shape set, a budget of 12 evaluations per
-    (family, shape), which takes a few minutes on an H100. Interrupt with Ctrl-C at any time; the
-    same command resumes without evaluating anything again.
+    With no options: the quick campaign (--campaign quick), nine studies of 12 evaluations, about
+    two minutes on an H100; --campaign full tunes every family on its own shape set. Interrupt
+    with Ctrl-C at any time; the same command resumes without evaluating anything again.
     """
     from autotune.reports import format_table
     from autotune.store import hide_passwords
@@ -203,9 +215,13 @@ def run(
         if replay or source("gpu") != click.core.ParameterSource.DEFAULT:
             raise click.UsageError("--gpus cannot be combined with --gpu or --replay")
         sys.exit(run_on_gpus(gpus, storage, sys.argv[1:], share=share_database))
+    campaign = _campaign(
+        campaign, families, shape_sets, shapes, shape_files, dtypes, layouts, replay, subspace
+    )
     # A replay keeps its results in memory unless --storage is given.
     storage_given = source("storage") != click.core.ParameterSource.DEFAULT
     request = RunRequest(
+        campaign=campaign,
         families=families,
         kernel_dirs=tuple(kernel_dirs),
         shape_sets=shape_sets,
@@ -256,6 +272,8 @@ def run(
         )
     if len(result.summary):
         click.echo(format_table(result.summary, "markdown"))
+    if not replay or storage_given:
+        click.echo(next_steps(request.storage or "", storage_given), err=True)
     if outcome.interrupted:
         sys.exit(exit_code(result.signals))
 
@@ -266,9 +284,18 @@ def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> Run
     from autotune.reports import best_table
 
     campaign = open_campaign(request, say)
+    eta: list[Eta] = []  # set once the plan is known; the tuner reports through it
+
+    def progress(p) -> None:
+        on_progress(eta[0](p) if eta else p)
+
     try:
-        tuner = campaign.tuner(request, on_progress)
+        tuner = campaign.tuner(request, progress if on_progress else None)
         studies = campaign.studies
+        if not request.replay:  # a recording answers at once: nothing to estimate
+            estimate = plan_estimate(campaign, tuner, request.budget)
+            say(describe_estimate(estimate))
+            eta.append(Eta(estimate))
         campaign.measure_libraries([s.problem for s in studies], say)
         with terminate_as_interrupt() as signals:
             outcome = tuner.run(studies, request.budget, request.time_limit_s, campaign.skipped)
@@ -279,6 +306,44 @@ def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> Run
     table = table[[(f, k) in tuned for f, k in zip(table["family"], table["shape"], strict=True)]]
     table = table[[c for c in SUMMARY_COLUMNS if c in table.columns]]
     return RunResult(outcome, signals, campaign.cache_error, table)
+
+
+def _campaign(campaign, families, shape_sets, shapes, shape_files, dtypes, layouts, replay, sub):
+    """The campaign a run tunes: the one named, or the quick one where nothing else says what
+    to tune (a replay or a subspace keeps tuning every family, as its recording was made)."""
+    chosen = families or shape_sets or shapes or shape_files
+    if campaign is None:
+        nothing_named = not (chosen or dtypes or layouts or replay or sub)
+        return QUICK if nothing_named else None
+    if chosen:
+        raise click.UsageError(
+            "--campaign names its families and shapes itself: not with --family, --shapes, "
+            "--shape or --shape-file"
+        )
+    if campaign != FULL and (dtypes or layouts):
+        raise click.UsageError(
+            f"the {campaign} campaign names its own dtypes and layouts: --dtype and --layout "
+            f"go with --campaign {FULL} or with --family and shape options"
+        )
+    return campaign
+
+
+def next_steps(storage: str, storage_given: bool) -> str:
+    """Where the results went and the commands that read them (they need no GPU)."""
+    from autotune.store import hide_passwords
+
+    where = f" --storage {shlex.quote(hide_passwords(storage))}" if storage_given else ""
+    commands = [
+        (f"autotune best{where}", "the best configuration per shape, beside cuDNN"),
+        (f"autotune plot{where}", "GFlop/s per shape beside cuDNN (PNG and SVG)"),
+        (f"autotune report{where} --output-dir report", "REPORT.md with tables and plots"),
+        (f"autotune run --campaign {FULL}{where}", "every family on its own shape set"),
+    ]
+    width = max(len(command) for command, _ in commands)
+    return "\n".join(
+        [f"autotune: results stored in {hide_passwords(storage)}; next (only run needs a GPU):"]
+        + [f"  {command:<{width}}  {what}" for command, what in commands]
+    )
 
 
 __all__ = ["NothingToTune", "RunRequest", "RunResult", "open_campaign", "run", "tune"]
