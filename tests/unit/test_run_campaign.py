@@ -8,6 +8,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
+import autotune.cli.campaign as campaign_module
 import autotune.cli.run as run_module
 import autotune.gpu.evaluator
 from autotune.cli.app import main
@@ -32,7 +33,7 @@ def recorded(monkeypatch):
     monkeypatch.setattr(
         autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: SyntheticEvaluator(lambda d: 1.0)
     )
-    monkeypatch.setattr(run_module, "ceilings_and_baselines", lambda *args, **kwargs: None)
+    monkeypatch.setattr(campaign_module.Campaign, "measure_libraries", lambda *args, **kwargs: None)
     asked = []
 
     def run(self, studies, budget, time_limit_s=None, skipped=None):
