@@ -31,7 +31,7 @@ def __getattr__(name: str):
         globals()[name] = value
         return value
     if name == "tune_kernel":
-        from autotune.tuning.kt_api import tune_kernel
+        from autotune.kt.api import tune_kernel
 
         return tune_kernel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

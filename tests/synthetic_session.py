@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autotune.families.given import argument_names
+from autotune.gpu.given import argument_names
 from autotune.model.evaluator import WithOutputs
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import DeviceLimits

@@ -62,7 +62,7 @@ def kt_unknown(name: str) -> str | None:
 def write_caches(cases: Sequence) -> tempfile.TemporaryDirectory:
     """Each case as a Kernel Tuner cache file (JSON, as its simulation mode reads them), in a
     directory that lives as long as the returned object."""
-    from autotune.replay.kt_cache import kt_cache
+    from autotune.kt.cache import kt_cache
 
     folder = tempfile.TemporaryDirectory(prefix="autotune-kt-")
     _FILES.clear()
@@ -88,8 +88,8 @@ def run_kt(name: str, case, case_index: int, seed: int, budget: int):
     from constraint import FunctionConstraint
     from kernel_tuner import tune_kernel
 
+    from autotune.kt.cache import kt_problem_size
     from autotune.model.space import Config
-    from autotune.replay.kt_cache import kt_problem_size
 
     tunables = tunables_of_case(case)
     keys = [k for k, _ in tunables]

@@ -72,7 +72,7 @@ def export(
     store = Store(storage, create=False, protocol=protocol)
     try:
         if fmt == "t4":
-            from autotune.export.t4 import write_t4
+            from autotune.kt.t4 import write_t4
 
             with writing("--output", output):
                 written = write_t4(store, output, device, families, problems, registry)

@@ -35,8 +35,8 @@ def import_kt_cache(files, output, family, device):
     a recording (problem kind "recorded") for `autotune run --replay` and `autotune bench
     search`. The configurations in a file are its space: a brute-force cache holds every
     configuration its restrictions allow; failures stay failures."""
+    from autotune.kt.cache import read_kt_file, slug
     from autotune.model.records import Status
-    from autotune.replay.kt_cache import read_kt_file, slug
     from autotune.replay.recording import save_recording
 
     # Every file is read before any is written: a bad file among them leaves nothing half done.

@@ -19,12 +19,22 @@ from typing import Any
 
 import numpy as np
 
-from autotune.families.given import argument_names, cmem_buffer
 from autotune.families.plan import KernelPlan
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.records import Measurement, Status
 
 RTOL = 1e-5  # numpy.allclose's, which Kernel Tuner's default check uses beside atol
+
+
+def argument_names(count: int) -> tuple[str, ...]:
+    """The buffer names of a kernel's positional arguments, in order."""
+    return tuple(f"arg{i}" for i in range(count))
+
+
+def cmem_buffer(symbol: str) -> str:
+    """The buffer a __constant__ symbol is copied from."""
+    return f"cmem:{symbol}"
+
 
 # The worker's device copies of the arguments, by the data's digest (one set at a time).
 _ON_DEVICE: dict[str, dict[str, Any]] = {}

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from autotune.kt import api
+from autotune.kt.api import tune_kernel
 from autotune.model.records import Status
-from autotune.tuning import kt_api
-from autotune.tuning.kt_api import tune_kernel
 from tests.conftest import SyntheticEvaluator
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -26,7 +26,7 @@ __global__ void vector_add(float *c, const float *a, const float *b, int n) {
 
 @pytest.fixture(autouse=True)
 def _nvrtc_and_scratch(compiler, tmp_path, monkeypatch):
-    monkeypatch.setattr(kt_api, "CACHE_ROOT", tmp_path / "cache")
+    monkeypatch.setattr(api, "CACHE_ROOT", tmp_path / "cache")
 
 
 def vector_add_args(n=1000):

@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from autotune.cli.app import main
-from autotune.export.t4 import INVALIDITY, T4_VERSION, write_t4
+from autotune.kt.cache import read_kt_file
+from autotune.kt.t4 import INVALIDITY, T4_VERSION, write_t4
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import Config
-from autotune.replay.kt_cache import read_kt_file
 from autotune.store import Store
 
 H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, "580", "13.0", "13.0", 1980, 80 << 30)

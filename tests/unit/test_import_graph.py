@@ -130,6 +130,9 @@ ALLOWED = {
     "replay": {"model", "store", "families"},
     "reports": {"model", "store", "families"},
     "export": {"model", "store", "families", "replay", "runtime"},
+    # Kernel Tuner compatibility: tune_kernel drives the tuner and hands the worker its check;
+    # T4 files are an export of the store.
+    "kt": {"model", "families", "strategies", "gpu", "store", "replay", "tuning", "export"},
     "tuning": {"model", "families", "strategies", "gpu", "store", "replay"},
     # The runtime API: its lookup reads the store; dispatch launches through the GPU side and
     # tunes a miss through the tuner.
@@ -146,6 +149,7 @@ ALLOWED = {
         "runtime",
         "bench",
         "export",
+        "kt",
     },
     "bench": {
         "model",
@@ -157,6 +161,7 @@ ALLOWED = {
         "reports",
         "tuning",
         "runtime",
+        "kt",
     },
 }
 

@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from autotune.cli.app import main
+from autotune.kt.cache import KtCacheError, kt_cache, read_kt_file
 from autotune.model.parsing import problem_from_dict
 from autotune.model.problem import RecordedProblem
 from autotune.model.records import Status
 from autotune.model.space import Config
-from autotune.replay.kt_cache import KtCacheError, kt_cache, read_kt_file
 from autotune.replay.recorded import ListedSpace
 from autotune.replay.recording import load_recording, load_recordings, save_recording
 

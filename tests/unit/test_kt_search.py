@@ -9,8 +9,8 @@ import pytest
 from autotune.bench.kt_search import DEFAULT_WARM, TRANSFER_GPU, other_devices, versus_kt
 from autotune.bench.scoring import Case
 from autotune.bench.search import benchmark
+from autotune.kt.cache import read_kt_file
 from autotune.model.space import Config
-from autotune.replay.kt_cache import read_kt_file
 from autotune.strategies import DEFAULT_STRATEGY, make_strategy
 from autotune.strategies.transfer import device_seeds
 from tests.unit.test_kt_cache import cache_data, write

@@ -55,7 +55,7 @@ def test_a_bare_run_plans_the_quick_campaign_and_says_what_comes_next(recorded, 
     db = str(tmp_path / "r.db")
     result = CliRunner().invoke(main, ["run", "--storage", db, "--cache-dir", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    (studies, budget), = recorded
+    ((studies, budget),) = recorded
     assert budget == 12
     families = {s.family.name for s in studies}
     assert families == set(named_campaign(QUICK).families)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autotune.families.given import GivenKernel, GivenKernelError
 from autotune.gpu.given import takes_atol, write_arguments
+from autotune.kt.api import tune_kernel
+from autotune.kt.arguments import UNSUPPORTED, TuneKernelError, budget, check_request
+from autotune.kt.kernel import GivenKernel, GivenKernelError
+from autotune.kt.space import bind_space, evaluate_metric, fixed_sizes, signature
 from autotune.model.problem import KernelProblem
 from autotune.model.space import Config, DeviceLimits
-from autotune.tuning.kt_api import tune_kernel
-from autotune.tuning.kt_args import UNSUPPORTED, TuneKernelError, budget, check_request
-from autotune.tuning.kt_space import bind_space, evaluate_metric, fixed_sizes, signature
 
 SOURCE = "__global__ void k(float *y, const float *x, int n) { }\n"
 

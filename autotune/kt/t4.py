@@ -12,9 +12,9 @@ import pandas as pd
 from autotune import __version__
 from autotune.export.plans import ExportError, asked_families, choose_device, described
 from autotune.families import Family
+from autotune.kt.cache import KT_ERROR, slug
 from autotune.model.problem import Problem
 from autotune.model.records import Status
-from autotune.replay.kt_cache import KT_ERROR, slug
 from autotune.store import Store
 
 T4_VERSION = "1.0.0"  # the T4 results and metadata schemas Kernel Tuner 1.5.0 writes and ships

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from autotune.kt.arguments import KernelRequest, TuneKernelError
 from autotune.model.expression import Expression, SpaceError
 from autotune.model.space import DeviceLimits, Parameter, SearchSpace
 from autotune.replay.recorded import ListedSpace
-from autotune.tuning.kt_args import KernelRequest, TuneKernelError
 
 # -- the search space ----------------------------------------------------------------------------
 

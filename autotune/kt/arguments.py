@@ -3,7 +3,7 @@
 Each argument keeps Kernel Tuner 1.5's meaning; one that autotune does not support raises one
 TuneKernelError naming it, never ignored. What Kernel Tuner evaluates as Python text (restrictions,
 problem size, grid divisors, defines, metrics) goes through the whitelisted expression evaluator.
-The search space, the metrics and the study's key are kt_space.py's.
+The search space, the metrics and the study's key are kt/space.py's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from autotune.families.given import DEFAULT_BLOCK_SIZE_NAMES
+from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES
 from autotune.model.expression import Expression, SpaceError
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from autotune.families.base import Family
 from autotune.families.plan import Buffers, KernelPlan, Launch
+from autotune.gpu.given import argument_names, cmem_buffer
 from autotune.model.expression import Expression, SpaceError
 from autotune.model.problem import KernelProblem
 from autotune.model.space import Config, SearchSpace, Value
@@ -32,16 +33,6 @@ Spec = int | str | Callable[[dict], Any] | Sequence[Any] | None
 
 class GivenKernelError(ValueError):
     """A launch value of a given kernel that cannot be computed (one line, naming the argument)."""
-
-
-def argument_names(count: int) -> tuple[str, ...]:
-    """The buffer names of a kernel's positional arguments, in order."""
-    return tuple(f"arg{i}" for i in range(count))
-
-
-def cmem_buffer(symbol: str) -> str:
-    """The buffer a __constant__ symbol is copied from."""
-    return f"cmem:{symbol}"
 
 
 class GivenKernel(Family):
@@ -203,8 +194,6 @@ __all__ = [
     "DEFAULT_BLOCK_SIZE_NAMES",
     "GivenKernel",
     "GivenKernelError",
-    "argument_names",
-    "cmem_buffer",
     "evaluate",
     "substitute",
 ]

@@ -1,8 +1,8 @@
 """tune_kernel: Kernel Tuner's entry point, run by our tuner (compile, verify, time, store).
 
 A Kernel Tuner script runs after changing `from kernel_tuner import tune_kernel` to
-`from autotune import tune_kernel`: the arguments keep Kernel Tuner 1.5's meaning (kt_args.py),
-the kernel becomes a family of its own (families/given.py) and a study of the problem kind
+`from autotune import tune_kernel`: the arguments keep Kernel Tuner 1.5's meaning (kt/arguments.py),
+the kernel becomes a family of its own (kt/kernel.py) and a study of the problem kind
 `kernel`, keyed by kernel name, problem size and the arguments' dtypes and shapes, so a second
 call resumes from the results database instead of measuring again. What comes back is what
 Kernel Tuner returns: a list of result dicts and an environment dict.
@@ -18,18 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from autotune import __version__
-from autotune.families.given import GivenKernel, GivenKernelError
 from autotune.gpu.compiler import DEFAULT_OPTIONS
 from autotune.gpu.evaluator import GpuEvaluator
 from autotune.gpu.given import GivenCheck, user_verify, write_arguments
 from autotune.gpu.timing import TimingPolicy
+from autotune.kt.arguments import KernelRequest, TuneKernelError, budget, check_request
+from autotune.kt.cache import kt_cache
+from autotune.kt.kernel import GivenKernel, GivenKernelError
+from autotune.kt.space import bind_space, evaluate_metric, fixed_sizes, signature
 from autotune.model.evaluator import Evaluator
 from autotune.model.problem import KernelProblem
 from autotune.model.records import TIMING_PROTOCOL, Status
-from autotune.replay.kt_cache import kt_cache
 from autotune.replay.recording import Outcome, RecordedStudy
-from autotune.tuning.kt_args import KernelRequest, TuneKernelError, budget, check_request
-from autotune.tuning.kt_space import bind_space, evaluate_metric, fixed_sizes, signature
 from autotune.tuning.session import Session, open_gpu_session
 from autotune.tuning.studies import Study
 
