@@ -11,7 +11,6 @@ Kernel Tuner returns: a list of result dicts and an environment dict.
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,13 +22,14 @@ from autotune.gpu.evaluator import GpuEvaluator
 from autotune.gpu.given import GivenCheck, user_verify, write_arguments
 from autotune.gpu.timing import TimingPolicy
 from autotune.kt.arguments import KernelRequest, TuneKernelError, budget, check_request
-from autotune.kt.cache import kt_cache
+from autotune.kt.cache import KtCacheError
+from autotune.kt.cache_file import CacheFile, entry_key
 from autotune.kt.kernel import GivenKernel, GivenKernelError
 from autotune.kt.space import bind_space, evaluate_metric, fixed_sizes, signature
 from autotune.model.evaluator import Evaluator
 from autotune.model.problem import KernelProblem
-from autotune.model.records import TIMING_PROTOCOL, Status
-from autotune.replay.recording import Outcome, RecordedStudy
+from autotune.model.records import TIMING_PROTOCOL, Measurement, Status
+from autotune.model.space import Config
 from autotune.tuning.session import Session, open_gpu_session
 from autotune.tuning.studies import Study
 
@@ -180,12 +180,15 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
         verify = user_verify(request.verify, request.answer, count, request.atol)
     problem = KernelProblem(*fixed_sizes(request), args=signature(request))
     study = Study(family, problem, space, check=check, verify=verify)
+    cache = _open_cache(request, session, family, problem, space) if request.cache else None
     new: dict[str, dict] = {}
 
     def progress(p) -> None:
         if p.event == "eval" and p.last is not None:
             row = _result(p.config, p.last, request)
             new[p.config.to_json()] = row
+            if cache is not None:
+                cache.append(entry_key(row, list(request.tune_params)), row)
             if not request.quiet:
                 print(_line(row, request))
 
@@ -196,8 +199,16 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
         timing=timing,
         on_progress=progress,
     )
-    outcome = tuner.run([study], budget(request, len(space)), request.time_limit_s)
-    stored = session.store.evaluations(session.device_id, family.name, problem, runner.protocol)
+    try:
+        outcome = tuner.run([study], budget(request, len(space)), request.time_limit_s)
+    finally:
+        stored = session.store.evaluations(session.device_id, family.name, problem, runner.protocol)
+        if cache is not None:  # every stored result, those of earlier calls too, then closed
+            for h in stored:
+                key = entry_key(h.config.as_dict(), list(request.tune_params))
+                if h.config.to_json() not in new and key not in cache.entries:
+                    cache.append(key, _result(h.config, h, request))
+            cache.close()
     results = [
         new.get(h.config.to_json()) or _result(h.config, h, request, stored=True)
         for h in stored
@@ -206,9 +217,73 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
     env = _environment(request, info, runner, outcome, results, storage, problem, started)
     if results and not request.quiet and "best_config" in env:
         print(f"best performing configuration: {_line(env['best_config'], request)}")
-    if request.cache is not None:
-        _write_cache(request, info.name, stored, problem)
     return results, env
+
+
+def _open_cache(request: KernelRequest, session, family, problem, space) -> CacheFile:
+    """The call's cache file, opened for appending; what autotune measured into it before (same
+    device, same timing protocol) and the database lacks joins the database, so the call goes on
+    from there."""
+    size = request.problem_size
+    header = {
+        "device_name": session.device.name,
+        "kernel_name": request.kernel_name,
+        "problem_size": "callable" if callable(size) else list(size),
+        "tune_params_keys": list(request.tune_params),
+        "tune_params": {k: list(v) for k, v in request.tune_params.items()},
+        "objective": "time",
+    }
+    cache = CacheFile(request.cache, header)
+    try:
+        entries = cache.open()
+    except (KtCacheError, OSError) as err:
+        raise TuneKernelError(f"tune_kernel: {err}") from None
+    cache.entries = set(entries)
+    if not cache.ours:
+        if entries and not request.quiet:
+            print(
+                f"tune_kernel: {request.cache} was written by Kernel Tuner: its {len(entries)} "
+                "results stay in it and are measured again (another timing protocol)"
+            )
+        return cache
+    store, protocol = session.store, session.runner.protocol
+    known = {h.config for h in store.evaluations(session.device_id, family.name, problem, protocol)}
+    imported = []
+    for entry in entries.values():
+        config = _cached_config(entry, request, space)
+        if config is not None and config not in known:
+            imported.append((config, _cached_measurement(entry)))
+    if imported:
+        run = store.start_run(session.device_id, f"tune_kernel cache file {request.cache}", {})
+        for config, m in imported:
+            store.record(run, session.device_id, family.name, problem, config, m, problem.flops)
+        store.finish_run(run)
+    return cache
+
+
+def _cached_config(entry: dict, request: KernelRequest, space):
+    """The configuration of a cache entry, or None if it is not one of this call's space."""
+    try:
+        config = Config.of({k: entry[k] for k in request.tune_params})
+    except (KeyError, TypeError):
+        return None
+    return config if space.is_valid(config) else None
+
+
+def _cached_measurement(entry: dict) -> Measurement:
+    """A cache entry autotune wrote, back as the Measurement it was made from."""
+    time_ms = entry.get("time")
+    try:
+        status = Status(entry.get("status", "OK" if isinstance(time_ms, float) else "CRASH"))
+    except ValueError:
+        status = Status.CRASH
+    error = str(entry.get("error", ""))
+    if not isinstance(time_ms, int | float) or isinstance(time_ms, bool):
+        return Measurement(status if not status.timed else Status.CRASH, error=error)
+    samples = tuple(float(t) for t in entry.get("times") or (time_ms,))
+    compile_ms = entry.get("compile_time")
+    compile_s = compile_ms / 1e3 if isinstance(compile_ms, int | float) else None
+    return Measurement(status, float(time_ms), samples, error=error, compile_s=compile_s)
 
 
 def _source_file(request: KernelRequest, root: Path) -> Path:
@@ -290,22 +365,6 @@ def _environment(request, info, runner, outcome, results, storage, problem, star
     env["total_compile_time"] = sum(r["compile_time"] for r in results if not r.get("stored"))
     env["overhead_time"] = 1e3 * (time.perf_counter() - started)
     return env
-
-
-def _write_cache(request: KernelRequest, device: str, stored, problem) -> None:
-    """Kernel Tuner's cache file of the study (every stored evaluation), for its own tools."""
-    recorded = RecordedStudy(
-        family=request.kernel_name,
-        problem=problem,
-        device=device,
-        outcomes={h.config: Outcome(h.status, h.time_ms, h.error) for h in stored},
-        tunables=list(request.tune_params.items()),
-    )
-    data = kt_cache(recorded, kernel_name=request.kernel_name)
-    size = request.problem_size
-    data["problem_size"] = "callable" if callable(size) else list(size)
-    request.cache.parent.mkdir(parents=True, exist_ok=True)
-    request.cache.write_text(json.dumps(data, indent=1))
 
 
 __all__ = ["TuneKernelError", "tune_kernel"]

@@ -12,6 +12,7 @@ import pytest
 
 from autotune.kt import api
 from autotune.kt.api import tune_kernel
+from autotune.kt.arguments import TuneKernelError
 from autotune.model.records import Status
 from tests.conftest import SyntheticEvaluator
 
@@ -125,10 +126,90 @@ def test_budget_iterations_and_failures(tmp_path):
 
 def test_cache_file_in_kernel_tuners_format(tmp_path):
     run(synthetic(), tmp_path, cache=str(tmp_path / "vadd"))
-    data = json.loads((tmp_path / "vadd.json").read_text())
+    text = (tmp_path / "vadd.json").read_text()
+    assert text.endswith("}\n}")  # closed as Kernel Tuner closes it
+    data = json.loads(text)
     assert data["kernel_name"] == "vector_add" and data["problem_size"] == [1000]
     assert data["tune_params_keys"] == ["block_size_x"]
-    assert data["cache"]["256"]["time"] == 1.0
+    assert data["tune_params"] == {"block_size_x": [64, 128, 256, 512]}
+    assert set(data["cache"]) == {"64", "128", "256", "512"}
+    entry = data["cache"]["256"]
+    assert entry["time"] == 1.0 and entry["block_size_x"] == 256 and len(entry["times"]) == 3
+    assert data["cache"]["512"]["time"] == 1.0 + 256 / 256
+
+
+class Interrupting(SyntheticEvaluator):
+    """Stops the run (as Ctrl-C would) at its n-th evaluation."""
+
+    def __init__(self, cost, after: int) -> None:
+        super().__init__(cost)
+        self.after = after
+
+    def evaluate(self, job, timeout_s):
+        if len(self.jobs) == self.after:
+            raise KeyboardInterrupt
+        return super().evaluate(job, timeout_s)
+
+
+def test_cache_entries_are_appended_as_measured_and_a_second_call_resumes_from_them(tmp_path):
+    path = tmp_path / "vadd.json"
+    ev = Interrupting(lambda d: 1.0 + abs(d["block_size_x"] - 256) / 256, after=2)
+    run(ev, tmp_path, cache=str(path), strategy="brute_force", storage=str(tmp_path / "a.db"))
+    # Interrupted after two results: each was appended as it was measured, and the file still
+    # reads as Kernel Tuner reads an open one.
+    first = json.loads(path.read_text())["cache"]
+    assert len(first) == 2
+    # Another database, the same cache file: the two are not measured again.
+    again = synthetic()
+    results, env = run(again, tmp_path, cache=str(path), storage=str(tmp_path / "b.db"))
+    assert len(again.jobs) == 2 and len(results) == 4
+    assert env["new_evaluations"] == 2
+    assert {k: v["time"] for k, v in first.items()} == {
+        k: v["time"] for k, v in json.loads(path.read_text())["cache"].items() if k in first
+    }
+    assert len(json.loads(path.read_text())["cache"]) == 4
+
+
+def test_a_cache_file_of_another_kernel_or_size_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "vadd.json"
+    run(synthetic(), tmp_path, cache=str(path))
+    before = path.read_bytes()
+    arguments, answer = vector_add_args(500)
+    with pytest.raises(TuneKernelError, match="problem_size") as err:
+        tune_kernel(
+            "vector_add",
+            VECTOR_ADD,
+            500,
+            arguments,
+            {"block_size_x": [64, 128]},
+            answer=answer,
+            evaluator=synthetic(),
+            storage=str(tmp_path / "r.db"),
+            compiler_cache=None,
+            quiet=True,
+            cache=str(path),
+        )
+    assert "\n" not in str(err.value)
+    assert path.read_bytes() == before
+
+
+def test_a_kernel_tuner_cache_is_kept_but_measured_again(tmp_path, capsys):
+    path = tmp_path / "vadd.json"
+    header = {
+        "device_name": "Synthetic GPU",
+        "kernel_name": "vector_add",
+        "problem_size": [1000],
+        "tune_params_keys": ["block_size_x"],
+        "tune_params": {"block_size_x": [64, 128, 256, 512]},
+        "objective": "time",
+        "cache": {"64": {"block_size_x": 64, "time": 0.5}},
+    }
+    path.write_text(json.dumps(header)[:-2] + ",")  # open, as Kernel Tuner leaves it
+    ev = synthetic()
+    run(ev, tmp_path, cache=str(path), quiet=False)
+    assert len(ev.jobs) == 4  # Kernel Tuner's timing is another protocol: measured again
+    assert "written by Kernel Tuner" in capsys.readouterr().out
+    assert json.loads(path.read_text())["cache"]["64"]["time"] == 1.75
 
 
 def test_compiler_options_defines_and_includes_reach_nvrtc(tmp_path):

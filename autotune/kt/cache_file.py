@@ -1,0 +1,100 @@
+"""tune_kernel's `cache=`: Kernel Tuner's cache file, kept as Kernel Tuner keeps it.
+
+The header is written first and left open (`"cache": {`), each result is appended the moment it
+is measured (`"key": {...},`), and the file is closed (`}` `}`) when the call returns; a run
+that stops half-way leaves an open file, which Kernel Tuner and autotune both read as closed.
+A second call with the same file continues it: entries autotune wrote under the current timing
+protocol on the same device count as measured (they join the results database if it lacks
+them); entries Kernel Tuner wrote stay in the file but are measured again (another timing
+protocol, DESIGN section 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from autotune.kt.cache import KtCacheError, read_json
+from autotune.model.records import TIMING_PROTOCOL
+
+# The header key that says autotune wrote the file, and under which timing protocol.
+MARKER = "autotune_timing_protocol"
+
+
+def entry_key(values: Mapping[str, Any], keys: Sequence[str]) -> str:
+    """Kernel Tuner's cache key: the tunables' values joined by commas, in tune_params order."""
+    return ",".join(str(values[k]) for k in keys)
+
+
+def _plain(value: Any) -> Any:
+    """JSON for NumPy scalars and arrays too (Kernel Tuner's encoder does the same)."""
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+class CacheFile:
+    """One cache file of one tune_kernel call."""
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.header = {**header, MARKER: TIMING_PROTOCOL}
+
+    def open(self) -> dict[str, dict]:
+        """Start the file, or continue the one there: its entries, by key, once the header is
+        checked against this call's (another device, kernel, size or tunables is refused, as
+        Kernel Tuner refuses it). The file is left open for appending."""
+        entries: dict[str, dict] = {}
+        if self.path.exists():
+            if not self.path.is_file():
+                raise KtCacheError(f"cache={self.path}: not a regular file")
+            data = read_json(self.path)
+            if not isinstance(data, dict) or not isinstance(data.get("cache"), dict):
+                raise KtCacheError(f"cache={self.path}: not a Kernel Tuner cache file")
+            for field in ("device_name", "kernel_name", "problem_size", "tune_params_keys"):
+                if field in data and data[field] != self.header[field]:
+                    raise KtCacheError(
+                        f"cache={self.path} holds results for {field} {data[field]!r}, this call "
+                        f"has {self.header[field]!r}: name another file"
+                    )
+            entries = dict(data["cache"])
+            self.ours = data.get(MARKER) == TIMING_PROTOCOL
+        else:
+            self.ours = True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({**self.header, "cache": {}}, indent="", default=_plain)[:-3]
+        text += "".join(self._line(k, v) for k, v in entries.items())
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(self.path)
+        return entries
+
+    @staticmethod
+    def _line(key: str, entry: Mapping[str, Any]) -> str:
+        return "\n" + json.dumps({key: entry}, default=_plain)[1:-1] + ","
+
+    def append(self, key: str, entry: Mapping[str, Any]) -> None:
+        """Add one result now (an interrupted run keeps what it measured)."""
+        with self.path.open("a") as fh:
+            fh.write(self._line(key, entry))
+            fh.flush()
+
+    def close(self) -> None:
+        """Close the JSON as Kernel Tuner does: the last entry's comma becomes the braces."""
+        text = self.path.read_text().rstrip()
+        text = text[:-1] if text.endswith(",") else text
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text + "}\n}")
+        tmp.replace(self.path)
+
+
+__all__ = ["MARKER", "CacheFile", "entry_key"]
