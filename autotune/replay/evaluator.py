@@ -120,6 +120,11 @@ class ReplayCompiler:
     def __init__(self, version: str = "") -> None:
         self.version = version or "replay"
 
+    def kernel_digest(self, family) -> str:
+        """The family's digest as the tuner's compiler would build it: a replay's rows are of
+        the code at hand."""
+        return family.kernel_digest()
+
     def compile(self, plan):  # pragma: no cover - the tuner never compiles under a replay
         raise RecordingError("a replay compiles nothing")
 

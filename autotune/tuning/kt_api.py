@@ -234,7 +234,13 @@ def _run(
     )
     study = Study(family, problem, space)
     outcome = tuner.run([study], budget(request, len(space)), request.time_limit_s)
-    stored = store.evaluations(tuner.device_id, family.name, problem, evaluator.protocol)
+    stored = store.evaluations(
+        tuner.device_id,
+        family.name,
+        problem,
+        evaluator.protocol,
+        kernel_digest=compiler.kernel_digest(family),
+    )
     results = [
         new.get(h.config.to_json()) or _result(h.config, h, request, stored=True)
         for h in stored

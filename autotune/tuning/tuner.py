@@ -82,6 +82,7 @@ class Tuner:
         )
         self.run_id = store.start_run(self.device_id, command, versions or {})
         self._references: dict[KernelPlan, tuple] = {}
+        self._digests: dict[str, str] = {}  # family -> the digest its evaluations are stored with
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         if evaluator.replays:
             # A recording answers at once: one config in flight keeps every tell in ask order,
@@ -179,10 +180,21 @@ class Tuner:
 
     # -- one study -----------------------------------------------------------------------------
 
+    def _digest(self, family: Family) -> str:
+        """The digest of the family's code as this run builds it, read once per run."""
+        if family.name not in self._digests:
+            self._digests[family.name] = self.compiler.kernel_digest(family)
+        return self._digests[family.name]
+
     def _history(self, study: Study) -> list:
-        """The study's stored evaluations, configs stored before a later tunable completed."""
+        """The study's stored evaluations of the current code (those of other code are measured
+        again), configs stored before a later tunable completed."""
         stored = self.store.evaluations(
-            self.device_id, study.family.name, study.problem, self.evaluator.protocol
+            self.device_id,
+            study.family.name,
+            study.problem,
+            self.evaluator.protocol,
+            kernel_digest=self._digest(study.family),
         )
         return [dataclasses.replace(h, config=study.family.complete(h.config)) for h in stored]
 
@@ -193,7 +205,12 @@ class Tuner:
             strategy = make_strategy(self.strategy, study.space, self.seed)
             # Transfer: start at the stored best configs of this family's nearest other shapes.
             strategy = warm_start(
-                strategy, self.store, self.evaluator.device.name, study, self.evaluator.protocol
+                strategy,
+                self.store,
+                self.evaluator.device.name,
+                study,
+                self.evaluator.protocol,
+                kernel_digest=self._digest(study.family),
             )
         seen: set[Config] = set()
         for h in history:
@@ -245,6 +262,7 @@ class Tuner:
                     config,
                     m,
                     study.problem.flops,
+                    kernel_digest=self._digest(study.family),
                 )
                 strategy.tell(config, m.time_ms if m.status.timed else None)
                 result.stored += 1
