@@ -25,6 +25,7 @@ from autotune.model.parsing import problem_from_dict
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import BoundSpace, Config, DeviceLimits
+from autotune.store.campaigns import shipped_best
 from autotune.strategies.local import Coordinates
 from autotune.strategies.transfer import shape_distance
 
@@ -145,17 +146,30 @@ class Catalogue:
         protocol: int = TIMING_PROTOCOL,
         families: Mapping[str, Family] | None = None,
     ) -> Catalogue:
-        """What `store` holds for `device` (its name, as the store files it) and `protocol`."""
+        """What `store` holds for `device` (its name, as the store files it) and `protocol`,
+        over the best configurations shipped for it (package data, store/campaigns.py): the
+        store's own best of a (family, shape) replaces the shipped one. Shipped rows of other
+        code than the family's current are left out, as the store's reads leave out theirs."""
         frame = store.best(device=device, kind="conv2d", protocol=protocol)
-        rows = []
-        for family, shape, config, time_ms in zip(
-            frame["family"], frame["shape"], frame["config"], frame["time_ms"], strict=True
-        ):
+        known = FAMILIES if families is None else families
+        shipped = [
+            r
+            for r in shipped_best(device, protocol)
+            if r["family"] in known and r.get("kernel_digest") == known[r["family"]].kernel_digest()
+        ]
+        rows, mine = [], set()
+        for family, shape, config, time_ms in [
+            *zip(frame["family"], frame["shape"], frame["config"], frame["time_ms"], strict=True),
+            *((r["family"], r["shape"], r["config"], r["time_ms"]) for r in shipped),
+        ]:
             try:
                 values = json.loads(shape) if isinstance(shape, str) else shape
                 problem = problem_from_dict(values, "conv2d")
             except (ProblemError, TypeError, ValueError):
                 continue  # a row this version cannot read serves nothing
+            if (family, problem.key) in mine:
+                continue  # shipped, and the store has its own
+            mine.add((family, problem.key))
             rows.append((problem, Stored(family, Config.from_json(config), float(time_ms))))
         ceilings = store.ceilings(device=device, protocol=protocol)
         copy = ceilings[ceilings["name"] == "copy_bandwidth"]["value"]

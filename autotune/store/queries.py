@@ -106,10 +106,10 @@ class Queries(StoreBase):
         A device is its name: measurements on one GPU model under several drivers are one study.
         Columns: device, family, kind, the conv2d columns (empty for other kinds), config,
         time_ms, spread, gflops, registers, smem_bytes, scratch_bytes, evaluations, failures
-        (both of that protocol), protocol, problem_key and shape (the problem's fields as a dict,
-        every kind). Rows are ordered by device, family and the shape's fields. Only the current
-        code's evaluations count (the store's `kernels` unless given): a family whose kernel
-        changed has no best until it is measured again.
+        (both of that protocol), protocol, problem_key, shape (the problem's fields as a dict,
+        every kind) and kernel_digest. Rows are ordered by device, family and the shape's
+        fields. Only the current code's evaluations count (the store's `kernels` unless given):
+        a family whose kernel changed has no best until it is measured again.
         """
         e, d = evaluations_table.c, devices_table.c
         study = (d.name, e.family, e.problem_key)
@@ -145,6 +145,7 @@ class Queries(StoreBase):
                 e.smem_bytes,
                 e.scratch_bytes,
                 e.protocol,
+                e.kernel_digest,
                 sa.func.row_number()
                 .over(partition_by=study, order_by=(e.time_ms, e.id))
                 .label("place"),
@@ -172,6 +173,7 @@ class Queries(StoreBase):
                 r.protocol,
                 r.problem_key,
                 r.shape,
+                r.kernel_digest,
             )
             .select_from(
                 ranked.join(

@@ -29,13 +29,12 @@ from autotune.model.problem import KernelProblem
 from autotune.model.records import TIMING_PROTOCOL, Status
 from autotune.replay.kt_cache import kt_cache
 from autotune.replay.recording import Outcome, RecordedStudy
-from autotune.store import Store
+from autotune.store import Store, default_storage
 from autotune.tuning.kt_args import KernelRequest, TuneKernelError, budget, check_request
 from autotune.tuning.kt_space import bind_space, evaluate_metric, fixed_sizes, signature
 from autotune.tuning.studies import Study
 from autotune.tuning.tuner import Tuner
 
-DEFAULT_STORAGE = "results/autotune.db"  # the CLI's default (cli/options.py)
 CACHE_ROOT = Path.home() / ".cache" / "autotune"  # the CLI's cubin cache is cubins/ under it
 
 
@@ -108,14 +107,15 @@ def tune_kernel(
     objectives=None,
     seed=None,
     *,
-    storage: str = DEFAULT_STORAGE,
+    storage: str | None = None,
     evaluator: Evaluator | None = None,
     compiler_cache: Path | None = CACHE_ROOT / "cubins",
 ):
     """Tune a CUDA kernel as Kernel Tuner's tune_kernel does (same arguments, same meaning, same
     return value: results, env), through autotune's tuner. Beyond Kernel Tuner's: `storage` (the
-    results database; resume comes from there), `evaluator` (a stand-in for the GPU worker, for
-    tests) and `compiler_cache` (the cubin cache directory, None for none)."""
+    results database, resume comes from there; store/location.py's default when None),
+    `evaluator` (a stand-in for the GPU worker, for tests) and `compiler_cache` (the cubin cache
+    directory, None for none)."""
     started = time.perf_counter()
     if multiprocessing.parent_process() is not None:
         raise TuneKernelError(
@@ -130,6 +130,7 @@ def tune_kernel(
 
         evaluator = GpuEvaluator(request.device)
     try:
+        storage = storage or default_storage()
         return _tune(request, evaluator, storage, compiler_cache, started, own_evaluator)
     finally:
         if own_evaluator:
