@@ -23,6 +23,7 @@ import click
 
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
+from autotune.store.location import default_storage
 
 DEFAULT_SETS = ("general", "alexnet", "overfeat")
 DEFAULT_OUTPUT = Path("results/bench")
@@ -185,8 +186,8 @@ def _summary(rows: list[dict]) -> list[str]:
 @click.command("dispatch")
 @click.option(
     "--storage",
-    default="results/autotune.db",
-    show_default=True,
+    default=default_storage,
+    show_default="the commands' default, $AUTOTUNE_DB or the user's data directory",
     help="The results database whose stored bests autotune.conv2d runs.",
 )
 @click.option(

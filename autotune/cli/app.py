@@ -9,6 +9,7 @@ import click
 
 from autotune import __version__
 from autotune.cli.catalogue import families, shapes, space
+from autotune.cli.data import data
 from autotune.cli.export import export
 from autotune.cli.kt_cache import import_kt_cache
 from autotune.cli.measure import baseline, device, remeasure
@@ -82,6 +83,7 @@ for command in (
     export_recording,
     import_kt_cache,
     status,
+    data,
 ):
     main.add_command(command)
 

@@ -11,6 +11,7 @@ from autotune.cli.options import (
     friendly_errors,
     kernels_option,
     protocol_option,
+    reading_store,
     shape_options,
     storage_option,
     writing,
@@ -63,13 +64,13 @@ def export(
     """Export the results database for use outside the tool: a self-contained C++/CUDA tree of
     the tuned convolutions (--format cuda), or Kernel Tuner's T4 results files (--format t4)."""
     from autotune.export import ExportError, select, write_tree
-    from autotune.store import Store, hide_passwords
+    from autotune.store import hide_passwords
 
     problems = collect_shapes(shape_sets, shapes, shape_files, dtypes, layouts)
     if (dtypes or layouts) and not problems:
         raise click.UsageError("--dtype and --layout apply to the shapes named: name them too")
     registry = with_directories(kernel_dirs)
-    store = Store(storage, create=False, protocol=protocol)
+    store = reading_store(storage, protocol, kernel_dirs)
     try:
         if fmt == "t4":
             from autotune.kt.t4 import write_t4

@@ -30,7 +30,18 @@ from autotune.model.shapes import shape_set_names
 from autotune.model.space import SpaceError
 from autotune.strategies import StrategyUnavailable, UnknownStrategy
 
-DEFAULT_STORAGE = "results/autotune.db"
+# What --storage says it defaults to (store/location.py decides, when a command runs).
+STORAGE_DEFAULT_TEXT = "$AUTOTUNE_DB, else autotune/autotune.db in $XDG_DATA_HOME (~/.local/share)"
+
+
+def default_storage() -> str:
+    """--storage's default, asked for when a command runs (the store package loads SQLAlchemy
+    and pandas, which `--help` and the commands without a database never need)."""
+    from autotune.store.location import default_storage as where
+
+    return where()
+
+
 DEFAULT_BUDGET = 12
 SHAPE_METAVAR = (
     "N=..,K=..,C=..,F=..[,B=..,stride=..,dtype=..,layout=..] | M=..,N=..,K=.. | "
@@ -39,6 +50,26 @@ SHAPE_METAVAR = (
 
 # Errors that describe bad input: one line, exit 2. Everything here is expected, never a traceback.
 USAGE_ERRORS = (ProblemError, SpaceError, UnknownFamily, UnknownStrategy, UnsupportedProblem)
+
+
+def reading_store(storage: str, protocol: int, kernel_dirs=()):
+    """The results database a reading command (best, plot, report, export) reads: only the
+    current code's evaluations of every family it knows (built-in and --kernels), and, when
+    --storage was not given and the working directory holds committed campaign files
+    (results/campaigns/), those merged beneath the user's database first (store/campaigns.py)."""
+    from autotune.families import kernel_digests, with_directories
+    from autotune.store import Store
+    from autotune.store.campaigns import campaign_files, load_campaigns
+
+    source = click.get_current_context().get_parameter_source("storage")
+    if source is click.core.ParameterSource.DEFAULT and campaign_files():
+        store = Store(storage, protocol=protocol)
+        for name in load_campaigns(store):
+            click.echo(f"autotune: merged the committed campaign {name} into {storage}", err=True)
+    else:
+        store = Store(storage, create=False, protocol=protocol)
+    store.read_current(kernel_digests(with_directories(kernel_dirs)))
+    return store
 
 
 def fail(message: str, code: int) -> None:
@@ -114,8 +145,8 @@ kernels_option = click.option(
 
 storage_option = click.option(
     "--storage",
-    default=DEFAULT_STORAGE,
-    show_default=True,
+    default=default_storage,
+    show_default=STORAGE_DEFAULT_TEXT,
     help="Results database: a SQLite file path or any SQLAlchemy URL.",
 )
 
@@ -258,7 +289,8 @@ __all__ = [
     "DEFAULT_CACHE",
     "DEFAULT_DTYPE",
     "DEFAULT_LAYOUT",
-    "DEFAULT_STORAGE",
+    "STORAGE_DEFAULT_TEXT",
+    "default_storage",
     "PRECISION_HELP",
     "SHAPE_METAVAR",
     "USAGE_ERRORS",
@@ -268,6 +300,7 @@ __all__ = [
     "friendly_errors",
     "kernels_option",
     "one_name",
+    "reading_store",
     "precision_options",
     "protocol_option",
     "shape_options",

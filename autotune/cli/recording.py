@@ -12,6 +12,7 @@ from autotune.cli.options import (
     friendly_errors,
     precision_options,
     protocol_option,
+    reading_store,
     storage_option,
     writing,
 )
@@ -49,13 +50,12 @@ def export_recording(
     valid configuration of the (sub)space recorded."""
     from autotune.replay.recording import export_studies, save_recording
     from autotune.replay.subspaces import load_pins
-    from autotune.store import Store
 
     for name in families:
         get_family(name)
     keys = [p.key for p in collect_shapes((), shapes, (), dtypes, layouts)]
     pins = load_pins(subspace)
-    store = Store(storage, create=False, protocol=protocol)
+    store = reading_store(storage, protocol)
     studies = export_studies(store, device, families, keys, pins, protocol)
     kept = []
     for s in studies:

@@ -13,6 +13,7 @@ from autotune.cli.options import (
     friendly_errors,
     kernels_option,
     protocol_option,
+    reading_store,
     storage_option,
     writing,
 )
@@ -65,12 +66,11 @@ def best(
     for fp32, the dtype's tensor-core peak otherwise). dtype and layout columns appear when some
     shape is not fp32 NCHW (its key names them too)."""
     from autotune.reports import best_table, format_table
-    from autotune.store import Store
 
     if family is not None:
         get_family(family, with_directories(kernel_dirs))
     table = best_table(
-        Store(storage, create=False, protocol=protocol),
+        reading_store(storage, protocol, kernel_dirs),
         device=device,
         family=family,
         kind=problem_kind,
@@ -169,12 +169,11 @@ def plot(family, device, kind, output, problem_kind, dtype, kernel_dirs, protoco
     (device, family, dtype and layout), each against the peak of its dtype's units (a roofline:
     one panel per device and dtype)."""
     from autotune import reports as report
-    from autotune.store import Store
 
     if family is not None:
         get_family(family, with_directories(kernel_dirs))
     output = output or Path("results") / kind
-    store = Store(storage, create=False, protocol=protocol)
+    store = reading_store(storage, protocol, kernel_dirs)
     with writing("--output", output):
         output.parent.mkdir(parents=True, exist_ok=True)
         if kind == "roofline":
@@ -208,9 +207,8 @@ def report(device, output_dir, protocol, storage) -> None:
     beside cuDNN in that dtype, percent of its tensor-core peak, its roofline), and each seed
     paper's experiment beside our figures, all from the measurements of one timing protocol."""
     from autotune.reports import write_report
-    from autotune.store import Store
 
-    store = Store(storage, create=False, protocol=protocol)
+    store = reading_store(storage, protocol)
     with writing("--output-dir", output_dir):
         path = write_report(store, output_dir, device)
     click.echo(f"autotune: wrote {path}", err=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from autotune.cli.options import STORAGE_DEFAULT_TEXT, default_storage
 from autotune.cli.progress import ProgressPrinter, campaign_line, format_duration
 from autotune.gpu.interrupt import terminate_as_interrupt
 
@@ -78,8 +79,8 @@ def report_outcome(outcome, workers: int) -> int:
 @click.option("--all", "all_runs", is_flag=True, help="Every run, not only the active ones.")
 @click.option(
     "--storage",
-    default="results/autotune.db",
-    show_default=True,
+    default=default_storage,
+    show_default=STORAGE_DEFAULT_TEXT,
     help="Results database: a SQLite file path or any SQLAlchemy URL.",
 )
 def status(minutes, all_runs, storage) -> None:

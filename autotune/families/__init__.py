@@ -55,6 +55,12 @@ def get_family(name: str, registry: Mapping[str, Family] | None = None) -> Famil
         raise UnknownFamily(name, tuple(families)) from None
 
 
+def kernel_digests(registry: Mapping[str, Family] | None = None) -> dict[str, str]:
+    """family -> the digest of its current code (Family.kernel_digest), for every family of
+    the registry (the built-in ones by default): what the store's reads take as current."""
+    return {name: f.kernel_digest() for name, f in (registry or FAMILIES).items()}
+
+
 def with_directories(directories: Iterable[str | Path]) -> dict[str, Family]:
     """The built-in families and every family of these kernel directories; a user's family may
     not take a name already taken (a built-in one, or one of an earlier directory)."""
@@ -81,5 +87,6 @@ __all__ = [
     "UnknownFamily",
     "UnsupportedProblem",
     "get_family",
+    "kernel_digests",
     "with_directories",
 ]

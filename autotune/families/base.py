@@ -8,6 +8,7 @@ from types import MappingProxyType
 
 from autotune import package_path
 from autotune.families import conv2d
+from autotune.families.digest import BUILD_OPTIONS, kernel_digest
 from autotune.families.plan import Arg, Buffers, KernelPlan, Launch, cdiv
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config, SearchSpace, Value
@@ -48,6 +49,9 @@ class Family:
     # Where <name>.cu and <name>.toml are read from: the package for the built-in families; a
     # family from a user's kernel directory sets its own.
     directory: Path = BUILTIN_DIR
+    # The float64 reference kernels reference_plan() compiles (part of the kernel digest; the
+    # family contract checks that reference_plan's source is among them).
+    reference_sources: tuple[Path, ...] = (conv2d.REFERENCE_SOURCE,)
 
     @property
     def source_path(self) -> Path:
@@ -59,6 +63,20 @@ class Family:
 
     def load_space(self) -> SearchSpace:
         return SearchSpace.from_toml(self.space_path)
+
+    def kernel_sources(self) -> tuple[Path, ...]:
+        """The files whose text makes this family's code: its kernel and its references."""
+        return (self.source_path, *self.reference_sources)
+
+    def kernel_digest(
+        self,
+        options: tuple[str, ...] = BUILD_OPTIONS,
+        include_dirs: tuple[Path, ...] = (INCLUDE_DIR,),
+    ) -> str:
+        """The digest of the code this family's measurements come from (families/digest.py),
+        built with these compile options: stored with every evaluation, so that no query
+        presents a measurement of other code as current."""
+        return kernel_digest(self.kernel_sources(), options, include_dirs)
 
     def complete(self, config: Config) -> Config:
         """`config` with the later tunables it predates (stored before they existed) filled in."""

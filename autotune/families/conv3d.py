@@ -78,6 +78,7 @@ class Conv3d(Family):
         "Kd output depths as a ring of accumulators, so no depth halo is re-read"
     )
     paper = "004 (LeetGPU blog), tiled, coarsened and warp-aware Conv3d"
+    reference_sources = (REFERENCE_SOURCE,)
     problem_type = Conv3dProblem
     layout = "input D x R x Cc, filter Kd x Kr x Kc, output (D-Kd+1) x (R-Kr+1) x (Cc-Kc+1)"
     default_shape_set = "conv3d"

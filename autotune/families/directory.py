@@ -47,6 +47,7 @@ class Kind:
     reference_plan: Callable[[Any], KernelPlan]
     layout: str
     default_shape_set: str
+    reference_source: Path  # the file reference_plan compiles (part of the kernel digest)
 
 
 _CONV3D = Conv3d()
@@ -57,6 +58,7 @@ KINDS: dict[str, Kind] = {
         conv2d.reference_plan,
         Family.layout,
         "general",
+        conv2d.REFERENCE_SOURCE,
     ),
     "gemm": Kind(
         gemm.buffers,
@@ -64,9 +66,15 @@ KINDS: dict[str, Kind] = {
         gemm.reference_plan,
         "row-major A (M x K), B (K x N), C (M x N)",
         "alexnet_fc",
+        gemm.REFERENCE_SOURCE,
     ),
     "conv3d": Kind(
-        _CONV3D.buffers, conv3d_defines, _CONV3D.reference_plan, _CONV3D.layout, "conv3d"
+        _CONV3D.buffers,
+        conv3d_defines,
+        _CONV3D.reference_plan,
+        _CONV3D.layout,
+        "conv3d",
+        *_CONV3D.reference_sources,
     ),
 }
 
@@ -116,6 +124,12 @@ class TomlFamily(Family):
         self.tolerance = tolerance
         self.layout = layout or KINDS[kind].layout
         self.default_shape_set = default_shape_set or KINDS[kind].default_shape_set
+        self.reference_sources = (KINDS[kind].reference_source,)
+
+    def kernel_sources(self) -> tuple[Path, ...]:
+        # The hooks module is code of the family too: a plan() there shapes every launch.
+        hooks = (self.hooks_path,) if self.hooks_path is not None else ()
+        return (*super().kernel_sources(), *hooks)
 
     def load_space(self) -> SearchSpace:
         return self.space

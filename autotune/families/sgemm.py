@@ -33,6 +33,7 @@ class Sgemm(Family):
     paper = "001 (course report), tiled shared-memory matrix multiplication of the FC layers"
     problem_type = GemmProblem
     layout = "row-major A (M x K), B (K x N), C (M x N)"
+    reference_sources = (gemm.REFERENCE_SOURCE,)
     default_shape_set = "alexnet_fc"
 
     def check(self, problem: GemmProblem) -> None:  # type: ignore[override]

@@ -23,6 +23,7 @@ class SmemChannels(Family):
         "memory) added by a separate kernel; time = zero + convolution + bias launches"
     )
     paper = "001 (course report), shared-memory convolution parallel across channels"
+    reference_sources = (REFERENCE_SOURCE,)
     layout = "NCHW input, FCKK filters, NFHW output, bias (F,)"
     default_shape_set = "general"
 

@@ -15,7 +15,8 @@ from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autotune.families.base import INCLUDE_DIR, KernelPlan
+from autotune.families.base import INCLUDE_DIR, Family, KernelPlan
+from autotune.families.digest import BUILD_OPTIONS
 from autotune.families.headers import Headers, option_dirs, quoted_headers
 from autotune.gpu.child import ChildEnded, ChildPool
 from autotune.gpu.nvrtc_library import load_nvrtc, nvrtc_version
@@ -23,7 +24,7 @@ from autotune.gpu.ptxas import parse_resources
 from autotune.model.records import Resources
 from autotune.model.space import Value
 
-DEFAULT_OPTIONS = ("-std=c++17", "-Xptxas=-v", "--fmad=true")
+DEFAULT_OPTIONS = BUILD_OPTIONS
 ELF_MAGIC = b"\x7fELF"  # every cubin is an ELF file
 # Where the commands and the runtime keep compiled cubins between processes.
 DEFAULT_CACHE = Path.home() / ".cache" / "autotune" / "cubins"
@@ -156,6 +157,11 @@ class Compiler:
         """The headers `text` (the file `source`) includes with quotes, by name."""
         search = (*option_dirs(self.options), *self.include_dirs)
         return quoted_headers(text, Path(source).parent, search)
+
+    def kernel_digest(self, family: Family) -> str:
+        """The digest of the family's code as this compiler builds it (its options and include
+        directories): what every evaluation of the family is stored with."""
+        return family.kernel_digest(self.options, self.include_dirs)
 
     def _flags(
         self,

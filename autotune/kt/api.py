@@ -30,10 +30,10 @@ from autotune.model.evaluator import Evaluator
 from autotune.model.problem import KernelProblem
 from autotune.model.records import TIMING_PROTOCOL, Measurement, Status
 from autotune.model.space import Config
+from autotune.store import default_storage
 from autotune.tuning.session import Session, open_gpu_session
 from autotune.tuning.studies import Study
 
-DEFAULT_STORAGE = "results/autotune.db"  # the CLI's default (cli/options.py)
 CACHE_ROOT = Path.home() / ".cache" / "autotune"  # the CLI's cubin cache is cubins/ under it
 
 
@@ -106,16 +106,18 @@ def tune_kernel(
     objectives=None,
     seed=None,
     *,
-    storage: str = DEFAULT_STORAGE,
+    storage: str | None = None,
     evaluator: Evaluator | None = None,
     compiler_cache: Path | None = CACHE_ROOT / "cubins",
 ):
     """Tune a CUDA kernel as Kernel Tuner's tune_kernel does (same arguments, same meaning, same
     return value: results, env), through autotune's tuner. Beyond Kernel Tuner's: `storage` (the
-    results database; resume comes from there), `evaluator` (a stand-in for the GPU worker, for
-    tests) and `compiler_cache` (the cubin cache directory, None for none)."""
+    results database, resume comes from there; store/location.py's default when None),
+    `evaluator` (a stand-in for the GPU worker, for tests) and `compiler_cache` (the cubin cache
+    directory, None for none)."""
     started = time.perf_counter()
     request = check_request(dict(locals()))  # every argument checked before the GPU starts
+    storage = storage or default_storage()
     options = (*DEFAULT_OPTIONS, *request.compiler_options)
     if request.include_dir is not None:
         options += (f"-I{request.include_dir}",)
@@ -202,7 +204,13 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
     try:
         outcome = tuner.run([study], budget(request, len(space)), request.time_limit_s)
     finally:
-        stored = session.store.evaluations(session.device_id, family.name, problem, runner.protocol)
+        stored = session.store.evaluations(
+            session.device_id,
+            family.name,
+            problem,
+            runner.protocol,
+            kernel_digest=runner.kernel_digest(family),
+        )
         if cache is not None:  # every stored result, those of earlier calls too, then closed
             for h in stored:
                 key = entry_key(h.config.as_dict(), list(request.tune_params))
@@ -233,21 +241,25 @@ def _open_cache(request: KernelRequest, session, family, problem, space) -> Cach
         "tune_params": {k: list(v) for k, v in request.tune_params.items()},
         "objective": "time",
     }
-    cache = CacheFile(request.cache, header)
+    digest = session.runner.kernel_digest(family)
+    cache = CacheFile(request.cache, header, digest)
     try:
         entries = cache.open()
     except (KtCacheError, OSError) as err:
         raise TuneKernelError(f"tune_kernel: {err}") from None
-    cache.entries = set(entries)
     if not cache.ours:
         if entries and not request.quiet:
             print(
-                f"tune_kernel: {request.cache} was written by Kernel Tuner: its {len(entries)} "
-                "results stay in it and are measured again (another timing protocol)"
+                f"tune_kernel: the {len(entries)} results in {request.cache} were measured by "
+                "Kernel Tuner, under another timing protocol or of other code: they stay in it "
+                "and are measured again"
             )
         return cache
     store, protocol = session.store, session.runner.protocol
-    known = {h.config for h in store.evaluations(session.device_id, family.name, problem, protocol)}
+    known = {
+        h.config
+        for h in store.evaluations(session.device_id, family.name, problem, protocol, digest)
+    }
     imported = []
     for entry in entries.values():
         config = _cached_config(entry, request, space)
@@ -256,7 +268,9 @@ def _open_cache(request: KernelRequest, session, family, problem, space) -> Cach
     if imported:
         run = store.start_run(session.device_id, f"tune_kernel cache file {request.cache}", {})
         for config, m in imported:
-            store.record(run, session.device_id, family.name, problem, config, m, problem.flops)
+            store.record(
+                run, session.device_id, family.name, problem, config, m, problem.flops, digest
+            )
         store.finish_run(run)
     return cache
 

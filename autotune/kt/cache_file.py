@@ -6,7 +6,8 @@ that stops half-way leaves an open file, which Kernel Tuner and autotune both re
 A second call with the same file continues it: entries autotune wrote under the current timing
 protocol on the same device count as measured (they join the results database if it lacks
 them); entries Kernel Tuner wrote stay in the file but are measured again (another timing
-protocol, DESIGN section 2).
+protocol, DESIGN section 2), and so are autotune's of other code (the kernel's digest is in
+the header). A header is only rewritten over entries it describes.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import numpy as np
 from autotune.kt.cache import KtCacheError, read_json
 from autotune.model.records import TIMING_PROTOCOL
 
-# The header key that says autotune wrote the file, and under which timing protocol.
+# The header keys that say autotune wrote the file, under which timing protocol, of which code.
 MARKER = "autotune_timing_protocol"
+DIGEST = "autotune_kernel_digest"
 
 
 def entry_key(values: Mapping[str, Any], keys: Sequence[str]) -> str:
@@ -42,12 +44,18 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _header_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k != "cache"}
+
+
 class CacheFile:
     """One cache file of one tune_kernel call."""
 
-    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+    def __init__(self, path: Path, header: dict[str, Any], kernel_digest: str) -> None:
         self.path = Path(path)
-        self.header = {**header, MARKER: TIMING_PROTOCOL}
+        self.header = {**header, MARKER: TIMING_PROTOCOL, DIGEST: kernel_digest}
+        self.ours = True  # the entries there were measured as this call measures
+        self.entries: set[str] = set()
 
     def open(self) -> dict[str, dict]:
         """Start the file, or continue the one there: its entries, by key, once the header is
@@ -67,11 +75,13 @@ class CacheFile:
                         f"has {self.header[field]!r}: name another file"
                     )
             entries = dict(data["cache"])
-            self.ours = data.get(MARKER) == TIMING_PROTOCOL
+            self.ours = all(data.get(k) == self.header[k] for k in (MARKER, DIGEST))
+            header = self.header if self.ours or not entries else _header_of(data)
         else:
-            self.ours = True
+            header = self.header
+        self.entries = set(entries)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps({**self.header, "cache": {}}, indent="", default=_plain)[:-3]
+        text = json.dumps({**header, "cache": {}}, indent="", default=_plain)[:-3]
         text += "".join(self._line(k, v) for k, v in entries.items())
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(text)
@@ -97,4 +107,4 @@ class CacheFile:
         tmp.replace(self.path)
 
 
-__all__ = ["MARKER", "CacheFile", "entry_key"]
+__all__ = ["DIGEST", "MARKER", "CacheFile", "entry_key"]

@@ -44,6 +44,11 @@ class Runner(Protocol):
     # search is decided by its seed alone.
     in_order: bool
 
+    def kernel_digest(self, family: Any) -> str:
+        """The digest of the family's code as this runner builds it: stored with each of its
+        evaluations, and what a resume takes as current."""
+        ...
+
     def start(self, jobs: int) -> None:
         """Make ready to prepare up to `jobs` configurations at once (compile processes)."""
 

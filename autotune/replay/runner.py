@@ -87,6 +87,10 @@ class ReplayRunner:
     def stop(self) -> None:
         pass
 
+    def kernel_digest(self, family) -> str:
+        """The family's digest as it is here: a replay's rows are of the code at hand."""
+        return family.kernel_digest()
+
     def prepare(self, study, config: Config) -> Prepared:
         return Prepared(self.recorded(study, config))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import cupy as cp
 import numpy as np
 
-from autotune.families import FAMILIES, Family, get_family
+from autotune.families import FAMILIES, Family, get_family, kernel_digests
 from autotune.gpu.compiler import DEFAULT_CACHE, CompileError, Compiler
 from autotune.gpu.launch import (
     LAUNCHERS,
@@ -38,9 +38,8 @@ from autotune.runtime.lookup import (
     resolve,
 )
 from autotune.runtime.plans import DEFAULT_LAUNCHER, Call, CallError, Entry, NoFit, build_entry
+from autotune.store import default_storage
 
-# The commands' default database (cli/options.py), relative to the working directory.
-DEFAULT_DATABASE = "results/autotune.db"
 # Evaluations per family when a shape is tuned on a miss: local search with transfer reaches
 # about 0.98 of the optimum at 10 on the recorded spaces (README, strategies).
 DEFAULT_TUNE_BUDGET = 10
@@ -52,7 +51,7 @@ class Runtime:
 
     def __init__(
         self,
-        database: str = DEFAULT_DATABASE,
+        database: str | None = None,
         *,
         families: Iterable[str] | None = None,
         cache_dir: Path | None = DEFAULT_CACHE,
@@ -64,7 +63,8 @@ class Runtime:
         if launcher not in LAUNCHERS:
             raise CallError(f"launcher must be one of {', '.join(LAUNCHERS)}, not {launcher!r}")
         self.launcher = launcher
-        self.database = str(database)
+        # The commands' default (store/location.py) when none is named.
+        self.database = str(database) if database else default_storage()
         names = list(families) if families is not None else list(FAMILIES)
         self.families: dict[str, Family] = {n: get_family(n) for n in names}
         if families is None:  # by default every family that computes the calls served here
@@ -236,6 +236,8 @@ class Runtime:
             from autotune.store import Store
 
             self._store = Store(self.database, protocol=self.protocol)
+            # Only measurements of the kernels as they are now choose a plan.
+            self._store.read_current(kernel_digests(self.families))
         return self._store
 
     def catalogue(self, device: int, reload: bool = False) -> Catalogue:
@@ -333,7 +335,7 @@ _RUNTIMES: dict[str, Runtime] = {}
 
 def runtime(database: str | None = None) -> Runtime:
     """The process's runtime for a database (the default one when None)."""
-    key = DEFAULT_DATABASE if database is None else str(database)
+    key = default_storage() if database is None else str(database)
     found = _RUNTIMES.get(key)
     if found is None:
         found = _RUNTIMES[key] = Runtime(key)
@@ -348,10 +350,10 @@ def conv2d(x, w, stride: int = 1, padding: int = 0, *, on_miss: str = "nearest",
     current stream. `padding` zeros on every side (a pre-padded input with padding=0 is used in
     place). `on_miss` for a shape with nothing stored: "nearest" (the nearest stored shape's
     best, made valid), "tune" (tune it now and store it) or "error" (LookupMiss).
-    `database`: the results database (SQLite path or SQLAlchemy URL); results/autotune.db when
-    None.
+    `database`: the results database (SQLite path or SQLAlchemy URL); the user's (AUTOTUNE_DB,
+    else in the user's data directory: store/location.py) when None.
     """
-    rt = _RUNTIMES.get(DEFAULT_DATABASE if database is None else database)
+    rt = _RUNTIMES.get(default_storage() if database is None else database)
     if rt is None:
         rt = runtime(database)
     return rt.conv2d(x, w, stride, padding, on_miss)
@@ -363,7 +365,6 @@ def serves_calls(family: Family) -> bool:
 
 
 __all__ = [
-    "DEFAULT_DATABASE",
     "MISS_POLICIES",
     "Call",
     "CallError",

@@ -36,6 +36,7 @@ from autotune.model.parsing import problem_from_dict
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import BoundSpace, Config, DeviceLimits
+from autotune.store.campaigns import shipped_best
 from autotune.strategies.local import Coordinates
 from autotune.strategies.transfer import shape_distance
 
@@ -164,18 +165,31 @@ class Catalogue:
         protocol: int = TIMING_PROTOCOL,
         families: Mapping[str, Family] | None = None,
     ) -> Catalogue:
-        """What `store` holds for `device` (its name, as the store files it) and `protocol`."""
+        """What `store` holds for `device` (its name, as the store files it) and `protocol`,
+        over the best configurations shipped for it (package data, store/campaigns.py): the
+        store's own best of a (family, shape) replaces the shipped one. Shipped rows of other
+        code than the family's current are left out, as the store's reads leave out theirs."""
         frame = store.best(device=device, kind="conv2d", protocol=protocol)
-        rows = []
+        known = FAMILIES if families is None else families
+        shipped = [
+            r
+            for r in shipped_best(device, protocol)
+            if r["family"] in known and r.get("kernel_digest") == known[r["family"]].kernel_digest()
+        ]
         columns = ("family", "shape", "config", "time_ms", "gflops")
-        for family, shape, config, time_ms, gflops in zip(
-            *(frame[c] for c in columns), strict=True
-        ):
+        rows, mine = [], set()
+        for family, shape, config, time_ms, gflops in [
+            *zip(*(frame[c] for c in columns), strict=True),
+            *((*(r[c] for c in columns[:4]), r.get("gflops", math.nan)) for r in shipped),
+        ]:
             try:
                 values = json.loads(shape) if isinstance(shape, str) else shape
                 problem = problem_from_dict(values, "conv2d")
             except (ProblemError, TypeError, ValueError):
                 continue  # a row this version cannot read serves nothing
+            if (family, problem.key) in mine:
+                continue  # shipped, and the store has its own
+            mine.add((family, problem.key))
             config = Config.from_json(config)
             rows.append((problem, Stored(family, config, float(time_ms), float(gflops))))
         ceilings = store.ceilings(device=device, protocol=protocol)

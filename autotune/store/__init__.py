@@ -6,6 +6,7 @@ without touching them."""
 from autotune.store.claims import StudyClaim
 from autotune.store.database import Store
 from autotune.store.engine import StoreError, hide_passwords
+from autotune.store.location import default_storage
 from autotune.store.merge import MergeCounts, open_merge_source
 from autotune.store.queries import StoredEvaluation
 from autotune.store.schema import SCHEMA_VERSION, SHAPE_COLUMNS
@@ -18,6 +19,7 @@ __all__ = [
     "StoreError",
     "StoredEvaluation",
     "StudyClaim",
+    "default_storage",
     "hide_passwords",
     "open_merge_source",
 ]

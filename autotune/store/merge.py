@@ -39,7 +39,14 @@ CHUNK_ROWS = 2_000  # rows read and inserted at a time: a large source never sit
 IDENTITY = {
     devices_table: ("name", "compute_capability", "sm_count", "driver_version"),
     runs_table: ("device_id", "started_at", "host", "command"),
-    evaluations_table: ("device_id", "family", "problem_key", "config", "protocol"),
+    evaluations_table: (
+        "device_id",
+        "family",
+        "problem_key",
+        "config",
+        "protocol",
+        "kernel_digest",
+    ),
     baselines_table: ("device_id", "library", "problem_key", "protocol"),
     ceilings_table: ("device_id", "name", "protocol", "created_at"),
 }

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from autotune.model.problem import KIND_FIELDS
+from autotune.store.samples import pack_json
 from autotune.store.schema import (
     KIND_DEFAULT,
     SCHEMA_VERSION,
@@ -26,13 +27,17 @@ from autotune.store.schema import (
 # Versions this one can open by adding what it lacks: 1 had no ceilings and no baselines tables;
 # 2 knew only 2D convolutions (no kind, no shape JSON, no scratch_bytes, conv2d columns required);
 # 3 had no claims table (an older autotune would ignore other runs' claims, hence the new number);
-# 4 had no timing protocol and no spread (its rows are protocol 1, DESIGN section 2).
-UPGRADABLE_FROM = ("1", "2", "3", "4")
+# 4 had no timing protocol and no spread (its rows are protocol 1, DESIGN section 2);
+# 5 kept timing samples as JSON text (packed into `samples` now) and no kernel digest (its rows
+# have none: stale until `autotune data backfill` gives them their family's).
+UPGRADABLE_FROM = ("1", "2", "3", "4", "5")
 
 # Not Alembic (installed with Optuna): it keeps its revision in a table of its own, while every
 # autotune ever released reads meta.schema_version to refuse a schema it does not know, so the two
 # would have to be kept in step; and each of versions 1 to 4 comes up by one "add what is missing"
 # step, under the cross-process lock below, which Alembic would not take for us.
+
+PACK_FUNCTION = "autotune_pack_samples"  # SQL name of samples.pack_json in the SQLite upgrade
 
 
 @contextmanager
@@ -114,9 +119,15 @@ def _rebuild_sqlite_table(conn: sa.Connection, table: sa.Table, old_columns: set
     new.create(conn)
     old = sa.table(table.name, *(sa.column(name) for name in old_columns))
     copied = [c.name for c in table.columns if c.name in old_columns]
-    derived = {}
+    derived: dict[str, sa.ColumnElement[Any]] = {}
     if "shape" in table.columns and "shape" not in old_columns:
         derived = {"kind": sa.literal(KIND_DEFAULT), "shape": _conv2d_shape_json(old.c)}
+    if "samples" not in old_columns and "samples_ms" in old_columns:
+        # The JSON text packed row by row, inside the copy: Python's function called by SQLite.
+        conn.connection.driver_connection.create_function(
+            PACK_FUNCTION, 1, pack_json, deterministic=True
+        )
+        derived["samples"] = getattr(sa.func, PACK_FUNCTION)(old.c.samples_ms)
     # Columns new to this version that the old rows cannot fill from others (protocol, spread)
     # take their server defaults.
     extra = [n for n in derived if n not in old_columns]
@@ -128,17 +139,28 @@ def _rebuild_sqlite_table(conn: sa.Connection, table: sa.Table, old_columns: set
 
 def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) -> None:
     """Other databases (PostgreSQL) alter in place: add the new columns, widen the unique
-    constraints that gained a column, drop the NOT NULLs of the conv2d columns, and fill the
-    shape JSON of the stored rows."""
+    constraints that gained a column, drop the NOT NULLs of the conv2d columns, fill the
+    shape JSON of the stored rows, and pack their JSON timing samples."""
     preparer = conn.dialect.identifier_preparer
     name = preparer.format_table(table)
     added = set()
+    packing = "samples" not in old_columns and "samples_ms" in old_columns
     for column in table.columns:
         if column.name in old_columns:
             continue
         added.add(column.name)
+        if column.name == "samples":  # filled below, then required
+            column = sa.Column("samples", column.type, nullable=True)
         ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
         conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {ddl}")
+    if packing:
+        old = sa.table(table.name, sa.column("id"), sa.column("samples_ms", sa.Text))
+        new = sa.table(table.name, sa.column("id"), sa.column("samples", sa.LargeBinary))
+        rows = conn.execute(sa.select(old.c.id, sa.cast(old.c.samples_ms, sa.Text))).all()
+        for row_id, text in rows:
+            conn.execute(new.update().where(new.c.id == row_id).values(samples=pack_json(text)))
+        conn.exec_driver_sql(f"ALTER TABLE {name} ALTER COLUMN samples SET NOT NULL")
+        conn.exec_driver_sql(f"ALTER TABLE {name} DROP COLUMN samples_ms")
     for constraint in table.constraints:
         if isinstance(constraint, sa.UniqueConstraint) and added & set(constraint.columns.keys()):
             quoted = preparer.format_constraint(constraint)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 
 import pandas as pd
 import sqlalchemy as sa
@@ -14,6 +16,7 @@ from autotune.model.problem import KIND_FIELDS, Problem
 from autotune.model.records import Status
 from autotune.model.space import Config
 from autotune.store.engine import StoreBase
+from autotune.store.samples import unpack
 from autotune.store.schema import (
     SHAPE_COLUMNS,
     baselines_table,
@@ -36,15 +39,37 @@ class StoredEvaluation:
     error: str
 
 
+Kernels = Mapping[str, str]  # family name -> the digest of its current code
+
+
 class Queries(StoreBase):
-    """Reads, each of one timing protocol: the store's reading protocol unless told otherwise."""
+    """Reads, each of one timing protocol (the store's reading protocol unless told otherwise)
+    and of the current code: for every family in the store's `kernels` (read_current), only
+    evaluations stored with that family's digest; stale ones (of other code, or stored before
+    digests, until backfilled) are left out. Families it does not name are read whole: the
+    caller does not know their code."""
+
+    kernels: Kernels = MappingProxyType({})
+
+    def read_current(self, kernels: Kernels) -> None:
+        """From now on, read only the evaluations of these families' current code (family ->
+        Family.kernel_digest()); set once by whoever opens the store for reading."""
+        self.kernels = MappingProxyType(dict(kernels))
 
     def evaluations(
-        self, device_id: int, family: str, problem: Problem, protocol: int | None = None
+        self,
+        device_id: int,
+        family: str,
+        problem: Problem,
+        protocol: int | None = None,
+        kernel_digest: str | None = None,
     ) -> list[StoredEvaluation]:
-        """Everything stored for one study under one timing protocol, in insertion order (to
-        resume it: a study measured under another protocol is tuned again, not compared)."""
+        """Everything stored for one study under one timing protocol and of the code whose
+        digest is kernel_digest (the store's current one of the family if not given), in
+        insertion order: to resume it. A study measured under another protocol or of other code
+        is tuned again, not compared."""
         e = evaluations_table.c
+        kernels = {family: kernel_digest} if kernel_digest is not None else None
         query = (
             sa.select(e.config, e.status, e.time_ms, e.gflops, e.error)
             .where(
@@ -52,6 +77,7 @@ class Queries(StoreBase):
                 e.family == family,
                 e.problem_key == problem.key,
                 e.protocol == self._protocol(protocol),
+                *self._current(kernels),
             )
             .order_by(e.id)
         )
@@ -71,6 +97,7 @@ class Queries(StoreBase):
         kind: str | None = None,
         protocol: int | None = None,
         top: int = 1,
+        kernels: Kernels | None = None,
     ) -> pd.DataFrame:
         """Fastest OK evaluation per (device, family, problem) under one timing protocol (the
         store's reading protocol unless given; the `top` fastest with top > 1, fastest first);
@@ -79,12 +106,18 @@ class Queries(StoreBase):
         A device is its name: measurements on one GPU model under several drivers are one study.
         Columns: device, family, kind, the conv2d columns (empty for other kinds), config,
         time_ms, spread, gflops, registers, smem_bytes, scratch_bytes, evaluations, failures
-        (both of that protocol), protocol, problem_key and shape (the problem's fields as a dict,
-        every kind). Rows are ordered by device, family and the shape's fields.
+        (both of that protocol), protocol, problem_key, shape (the problem's fields as a dict,
+        every kind) and kernel_digest. Rows are ordered by device, family and the shape's
+        fields. Only the current code's evaluations count (the store's `kernels` unless given):
+        a family whose kernel changed has no best until it is measured again.
         """
         e, d = evaluations_table.c, devices_table.c
         study = (d.name, e.family, e.problem_key)
-        where = [*self._filters(device, family, kind), e.protocol == self._protocol(protocol)]
+        where = [
+            *self._filters(device, family, kind),
+            e.protocol == self._protocol(protocol),
+            *self._current(kernels),
+        ]
         counts = (
             sa.select(
                 *study,
@@ -112,6 +145,7 @@ class Queries(StoreBase):
                 e.smem_bytes,
                 e.scratch_bytes,
                 e.protocol,
+                e.kernel_digest,
                 sa.func.row_number()
                 .over(partition_by=study, order_by=(e.time_ms, e.id))
                 .label("place"),
@@ -139,6 +173,7 @@ class Queries(StoreBase):
                 r.protocol,
                 r.problem_key,
                 r.shape,
+                r.kernel_digest,
             )
             .select_from(
                 ranked.join(
@@ -221,12 +256,15 @@ class Queries(StoreBase):
         kind: str | None = None,
         protocol: int | None = None,
         every_protocol: bool = False,
+        kernels: Kernels | None = None,
     ) -> pd.DataFrame:
         """Every stored evaluation of one timing protocol (the store's reading protocol unless
-        given; all of them with every_protocol) with its device name, in insertion order."""
+        given; all of them with every_protocol) and of the current code (the store's `kernels`
+        unless given) with its device name, in insertion order; the samples unpacked as
+        `samples_ms` (a list of ms each)."""
         e, d = evaluations_table.c, devices_table.c
         columns = [c for c in evaluations_table.c if c.name != "id"]
-        where = self._filters(device, family, kind)
+        where = [*self._filters(device, family, kind), *self._current(kernels)]
         if not every_protocol:
             where.append(e.protocol == self._protocol(protocol))
         query = (
@@ -235,7 +273,12 @@ class Queries(StoreBase):
             .where(*where)
             .order_by(e.id)
         )
-        return self._frame(query, "cannot read history")
+        frame = self._frame(query, "cannot read history")
+        where_samples = frame.columns.get_loc("samples")
+        samples = [unpack(s) for s in frame.pop("samples")]
+        column = pd.Series(samples, index=frame.index, dtype=object)
+        frame.insert(where_samples, "samples_ms", column)
+        return frame
 
     def ceilings(self, device: str | None = None, protocol: int | None = None) -> pd.DataFrame:
         """The newest measurement of each ceiling per device under one timing protocol: device,
@@ -349,6 +392,16 @@ class Queries(StoreBase):
             .order_by(d.name, e.family)
         )
         return self._frame(query, "cannot read summary")
+
+    def _current(self, kernels: Kernels | None) -> list[sa.ColumnElement[bool]]:
+        """The evaluations of the current code of the families in kernels (the store's unless
+        given); rows of any other family pass."""
+        kernels = self.kernels if kernels is None else kernels
+        if not kernels:
+            return []
+        e = evaluations_table.c
+        current = [sa.and_(e.family == f, e.kernel_digest == d) for f, d in kernels.items()]
+        return [sa.or_(e.family.not_in(list(kernels)), *current)]
 
     def _filters(
         self, device: str | None, family: str | None, kind: str | None = None

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from autotune.model.kinds import KIND_SPECS
 from autotune.model.problem import Problem
 
-SCHEMA_VERSION = 5  # kept in the meta table; migrations.py brings older databases to it
+SCHEMA_VERSION = 6  # kept in the meta table; migrations.py brings older databases to it
 
 METADATA = sa.MetaData()
 SHAPE_COLUMNS = KIND_SPECS["conv2d"].columns  # a 2D convolution's fields, as integer columns
@@ -33,6 +33,11 @@ def _timing_columns() -> list[sa.Column]:
         sa.Column("protocol", sa.Integer, nullable=False, server_default="1"),
         sa.Column("spread", sa.Float),
     ]
+
+
+def _samples_column() -> sa.Column:
+    """The timing samples, packed (store/samples.py); frames read them back as `samples_ms`."""
+    return sa.Column("samples", sa.LargeBinary, nullable=False)
 
 
 def shape_values(problem: Problem) -> dict[str, Any]:
@@ -97,7 +102,7 @@ evaluations_table = sa.Table(
     sa.Column("rel_error", sa.Float),
     sa.Column("compile_s", sa.Float),
     sa.Column("time_ms", sa.Float),  # median of samples_ms
-    sa.Column("samples_ms", sa.JSON, nullable=False),
+    _samples_column(),
     sa.Column("gflops", sa.Float),
     sa.Column("registers", sa.Integer),
     sa.Column("smem_bytes", sa.Integer),
@@ -105,10 +110,21 @@ evaluations_table = sa.Table(
     sa.Column("scratch_bytes", sa.BigInteger),  # extra device memory of the plan (im2col's matrix)
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     *_timing_columns(),
-    # One row per finished evaluation and protocol (a re-measurement under a new protocol is a new
-    # row; the old one stays); the index also serves the per-study queries.
+    # The digest of the code measured (Family.kernel_digest); "" (none known) for rows stored
+    # before version 6 until `autotune data backfill` gives them their family's. Not NULL: a
+    # unique constraint takes NULLs as all different, and would store one evaluation twice.
+    sa.Column("kernel_digest", sa.String(64), nullable=False, server_default=""),
+    # One row per finished evaluation, protocol and kernel digest (a re-measurement under a new
+    # protocol, or of changed code, is a new row; the old one stays); the index also serves the
+    # per-study queries.
     sa.UniqueConstraint(
-        "device_id", "family", "problem_key", "config", "protocol", name="uq_evaluations"
+        "device_id",
+        "family",
+        "problem_key",
+        "config",
+        "protocol",
+        "kernel_digest",
+        name="uq_evaluations",
     ),
 )
 
@@ -121,7 +137,7 @@ ceilings_table = sa.Table(
     sa.Column("value", sa.Float, nullable=False),
     sa.Column("unit", sa.String(32), nullable=False),  # GFlop/s, GB/s
     sa.Column("detail", sa.Text, nullable=False),  # how it was measured
-    sa.Column("samples_ms", sa.JSON, nullable=False),
+    _samples_column(),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     *_timing_columns(),
 )
@@ -139,7 +155,7 @@ baselines_table = sa.Table(
     sa.Column("status", sa.String(32), nullable=False),
     sa.Column("error", sa.Text, nullable=False),
     sa.Column("time_ms", sa.Float),
-    sa.Column("samples_ms", sa.JSON, nullable=False),
+    _samples_column(),
     sa.Column("gflops", sa.Float),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     *_timing_columns(),

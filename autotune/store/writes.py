@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -13,6 +14,7 @@ from autotune.model.problem import Problem
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status, spread
 from autotune.model.space import Config
 from autotune.store.engine import StoreBase, StoreError, one_line
+from autotune.store.samples import pack
 from autotune.store.schema import (
     baselines_table,
     ceilings_table,
@@ -81,8 +83,12 @@ class Writes(StoreBase):
         config: Config,
         m: Measurement,
         flops: int,
+        kernel_digest: str = "",
     ) -> bool:
-        """Store one finished evaluation; False (nothing changed) if the study already has it."""
+        """Store one finished evaluation of the code whose digest is kernel_digest
+        (Family.kernel_digest; the tuner always gives it, a row without one, "", is stale
+        wherever its family's digest is known); False (nothing changed) if the study already
+        has it."""
         gflops = m.gflops(flops)
         row = {
             "run_id": run_id,
@@ -96,7 +102,7 @@ class Writes(StoreBase):
             "rel_error": _float(m.rel_error),
             "compile_s": _float(m.compile_s),
             "time_ms": _float(m.time_ms),
-            "samples_ms": _samples(m.samples_ms),
+            "samples": pack(m.samples_ms),
             "gflops": _float(gflops),
             "registers": m.registers,
             "smem_bytes": m.smem_bytes,
@@ -105,6 +111,7 @@ class Writes(StoreBase):
             "created_at": _now(),
             "protocol": m.protocol,
             "spread": _float(m.spread),
+            "kernel_digest": kernel_digest,
         }
         with self._errors("cannot record evaluation"):
             try:
@@ -113,7 +120,9 @@ class Writes(StoreBase):
                 return True
             except IntegrityError as err:
                 # The same error comes from the UNIQUE constraint and from a foreign key.
-                if self._has(device_id, family, problem.key, row["config"], m.protocol):
+                if self._has(
+                    device_id, family, problem.key, row["config"], m.protocol, kernel_digest
+                ):
                     return False
                 raise StoreError(
                     f"cannot record evaluation ({self.url}): {one_line(err)}"
@@ -136,7 +145,7 @@ class Writes(StoreBase):
             "value": float(value),
             "unit": unit,
             "detail": detail,
-            "samples_ms": _samples(samples_ms),
+            "samples": pack(samples_ms),
             "created_at": _now(),
             "protocol": protocol,
             "spread": _float(spread(samples_ms)),
@@ -166,7 +175,7 @@ class Writes(StoreBase):
             "status": m.status.value,
             "error": m.error,
             "time_ms": _float(m.time_ms),
-            "samples_ms": _samples(m.samples_ms),
+            "samples": pack(m.samples_ms),
             "gflops": _float(m.gflops(flops)),
             "created_at": _now(),
             "protocol": m.protocol,
@@ -199,7 +208,13 @@ class Writes(StoreBase):
             return conn.execute(query).first() is not None
 
     def _has(
-        self, device_id: int, family: str, problem_key: str, config_json: str, protocol: int
+        self,
+        device_id: int,
+        family: str,
+        problem_key: str,
+        config_json: str,
+        protocol: int,
+        kernel_digest: str,
     ) -> bool:
         e = evaluations_table.c
         with self._engine.connect() as conn:
@@ -210,9 +225,37 @@ class Writes(StoreBase):
                     e.problem_key == problem_key,
                     e.config == config_json,
                     e.protocol == protocol,
+                    e.kernel_digest == kernel_digest,
                 )
             ).first()
         return found is not None
+
+    def backfill_digests(self, digests: Mapping[str, str]) -> int:
+        """Give every evaluation stored without a kernel digest ("", before schema version 6) the
+        current digest of its family, for the families named, in one transaction; returns how
+        many. This asserts that those rows measured the code as it is now: run it once, on
+        results known to be of the current sources. A row whose study already holds the same
+        configuration under that digest keeps none (it stays stale)."""
+        e = evaluations_table.c
+        newer = evaluations_table.alias("newer")
+        n = newer.c
+        changed = 0
+        with self._errors("cannot backfill kernel digests"), self._engine.begin() as conn:
+            for family, digest in sorted(digests.items()):
+                measured = sa.exists().where(
+                    n.device_id == e.device_id,
+                    n.family == e.family,
+                    n.problem_key == e.problem_key,
+                    n.config == e.config,
+                    n.protocol == e.protocol,
+                    n.kernel_digest == digest,
+                )
+                changed += conn.execute(
+                    evaluations_table.update()
+                    .where(e.family == family, e.kernel_digest == "", ~measured)
+                    .values(kernel_digest=digest)
+                ).rowcount
+        return changed
 
     def forget(self, family: str, device: str | None = None, problem_key: str | None = None) -> int:
         """Delete a family's evaluations (one device's, one shape's), in one transaction; returns
@@ -227,13 +270,6 @@ class Writes(StoreBase):
             where.append(e.problem_key == problem_key)
         with self._errors("cannot delete evaluations"), self._engine.begin() as conn:
             return conn.execute(sa.delete(evaluations_table).where(*where)).rowcount
-
-
-def _samples(samples_ms) -> list[float]:
-    """Timing samples as stored: CUDA events resolve about half a microsecond, so 1 ns (six
-    decimals of a millisecond) keeps every digit that means anything, in half the bytes of a
-    float32 value printed as a double (the samples are most of the database)."""
-    return [round(float(s), 6) for s in samples_ms]
 
 
 def _now() -> datetime:

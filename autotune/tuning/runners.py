@@ -39,6 +39,10 @@ class GpuRunner:
     def compiler_version(self) -> str:
         return self.compiler.version
 
+    def kernel_digest(self, family: Family) -> str:
+        """The family's code as this runner's compiler builds it (source, headers, options)."""
+        return self.compiler.kernel_digest(family)
+
     def start(self, jobs: int) -> None:
         # NVRTC compiles one program at a time per process: real parallelism needs processes.
         if self.processes:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
+from autotune.families import Family
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.records import Measurement, Status
 from autotune.model.runner import Runner
@@ -70,6 +71,7 @@ class Tuner:
         # ceilings and baselines) and passes its id: one registration per run.
         self.device_id = register_device(store, runner) if device_id is None else device_id
         self.run_id = store.start_run(self.device_id, command, versions or {})
+        self._digests: dict[str, str] = {}  # family -> the digest its evaluations are stored with
         # A runner that answers in order (a replay) gets one config in flight at a time.
         self.jobs = 1 if runner.in_order else max(1, jobs or os.cpu_count() or 1)
         self.gpu_busy_s = 0.0
@@ -159,10 +161,21 @@ class Tuner:
 
     # -- one study -----------------------------------------------------------------------------
 
+    def _digest(self, family: Family) -> str:
+        """The digest of the family's code as this run builds it, read once per run."""
+        if family.name not in self._digests:
+            self._digests[family.name] = self.runner.kernel_digest(family)
+        return self._digests[family.name]
+
     def _history(self, study: Study) -> list:
-        """The study's stored evaluations, configs stored before a later tunable completed."""
+        """The study's stored evaluations of the current code (those of other code are measured
+        again), configs stored before a later tunable completed."""
         stored = self.store.evaluations(
-            self.device_id, study.family.name, study.problem, self.runner.protocol
+            self.device_id,
+            study.family.name,
+            study.problem,
+            self.runner.protocol,
+            kernel_digest=self._digest(study.family),
         )
         return [dataclasses.replace(h, config=study.family.complete(h.config)) for h in stored]
 
@@ -173,7 +186,12 @@ class Tuner:
             strategy = make_strategy(self.strategy, study.space, self.seed)
             # Transfer: start at the stored best configs of this family's nearest other shapes.
             strategy = warm_start(
-                strategy, self.store, self.runner.device.name, study, self.runner.protocol
+                strategy,
+                self.store,
+                self.runner.device.name,
+                study,
+                self.runner.protocol,
+                kernel_digest=self._digest(study.family),
             )
         seen: set[Config] = set()
         for h in history:
@@ -226,6 +244,7 @@ class Tuner:
                     config,
                     m,
                     study.problem.flops,
+                    kernel_digest=self._digest(study.family),
                 )
                 strategy.tell(config, m.time_ms if m.status.timed else None)
                 result.stored += 1

@@ -18,16 +18,26 @@ NOT_SEEDED = {"brute_force"}
 
 
 def warm_start(
-    strategy: Strategy, store: Store, device: str, study, protocol: int = TIMING_PROTOCOL
+    strategy: Strategy,
+    store: Store,
+    device: str,
+    study,
+    protocol: int = TIMING_PROTOCOL,
+    kernel_digest: str | None = None,
 ) -> Strategy:
     """The strategy wrapped in Transfer when the store holds other shapes of the study's family
     on this device measured under `protocol` (seeded with their best configs, made valid here),
-    or else this shape on other devices (their best configs); else unchanged."""
+    or else this shape on other devices (their best configs); else unchanged. With a
+    kernel_digest, only measurements of that code seed it (the store's current one else)."""
     if strategy.name in NOT_SEEDED:
         return strategy
-    history = store.history(device=device, family=study.family.name, protocol=protocol)
+    kernels = {study.family.name: kernel_digest} if kernel_digest is not None else None
+    history = store.history(
+        device=device, family=study.family.name, protocol=protocol, kernels=kernels
+    )
     if not len(history):
-        return warm_across_devices(strategy, study.space, other_devices_times(store, device, study))
+        others = other_devices_times(store, device, study, kernels)
+        return warm_across_devices(strategy, study.space, others)
     ok = history[(history["status"] == Status.OK.value) & (history["kind"] == study.problem.kind)]
     ok = ok[ok["problem_key"] != study.problem.key].sort_values(["time_ms", "id"])
     neighbours = []
@@ -48,13 +58,15 @@ def warm_start(
     return Transfer(strategy, seeds) if seeds else strategy
 
 
-def other_devices_times(store: Store, device: str, study) -> list[dict[Config, float | None]]:
+def other_devices_times(
+    store: Store, device: str, study, kernels: dict[str, str] | None = None
+) -> list[dict[Config, float | None]]:
     """Every stored result of the same family and shape on each other device (this one left
     out), in device name order: config -> time, None for a failure (a config measured more than
     once keeps its best time). The tile that suits one GPU is often near the best on another:
     on Kernel Tuner's published spaces, the default seeded from the other GPUs' results is the
     `default_warm` row of results/bench/search_published.md."""
-    history = store.history(family=study.family.name)
+    history = store.history(family=study.family.name, kernels=kernels)
     if not len(history):
         return []
     rows = history[

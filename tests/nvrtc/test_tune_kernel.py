@@ -208,7 +208,7 @@ def test_a_kernel_tuner_cache_is_kept_but_measured_again(tmp_path, capsys):
     ev = synthetic()
     run(ev, tmp_path, cache=str(path), quiet=False)
     assert len(ev.jobs) == 4  # Kernel Tuner's timing is another protocol: measured again
-    assert "written by Kernel Tuner" in capsys.readouterr().out
+    assert "measured by Kernel Tuner" in capsys.readouterr().out
     assert json.loads(path.read_text())["cache"]["64"]["time"] == 1.75
 
 
@@ -275,3 +275,43 @@ def test_the_convolution_example_compiles_with_its_constant_memory(tmp_path, mon
         > 48 * 1024
     ]
     assert all(r["status"] in ("COMPILE_ERROR", "RESOURCES") for r in big)
+
+
+def test_an_edited_header_makes_the_stored_results_stale(tmp_path):
+    # The study's key holds a digest of the source text only; the kernel digest stored with
+    # every evaluation also covers the headers it includes: an edited header is other code.
+    header = tmp_path / "src" / "scale.h"
+    header.parent.mkdir()
+    header.write_text("#define SCALE 2.0f\n")
+    source = header.with_name("scaled.cu")
+    source.write_text(
+        '#include "scale.h"\n'
+        "__global__ void scaled(float *y, const float *x, int n) {\n"
+        "    int i = blockIdx.x * block_size_x + threadIdx.x;\n"
+        "    if (i < n) y[i] = SCALE * x[i];\n}\n"
+    )
+    arguments, _ = vector_add_args()
+
+    def tune():
+        ev = SyntheticEvaluator(lambda d: 1.0)
+        results, env = tune_kernel(
+            "scaled",
+            str(source),
+            1000,
+            [arguments[0], arguments[1], arguments[3]],
+            {"block_size_x": [32, 64]},
+            evaluator=ev,
+            storage=str(tmp_path / "r.db"),
+            compiler_cache=None,
+            quiet=True,
+        )
+        return ev, results
+
+    ev, results = tune()
+    assert len(ev.jobs) == 2
+    ev, results = tune()
+    assert ev.jobs == [] and all(r["stored"] for r in results)  # the same code: resumed
+    header.write_text("#define SCALE 3.0f\n")
+    ev, results = tune()
+    assert len(ev.jobs) == 2 and len(results) == 2
+    assert not any(r.get("stored") for r in results)

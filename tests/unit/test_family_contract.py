@@ -157,3 +157,15 @@ def test_every_shape_of_its_own_set_binds_and_every_config_launches(name: str) -
             for launch in _launches(plan):
                 unknown = [a for a in launch.args if isinstance(a, str) and a not in names]
                 assert not unknown, f"{name} {config}: {launch.kernel} takes unknown {unknown}"
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_the_kernel_digest_covers_every_file_the_family_compiles(name: str) -> None:
+    # Its digest is stored with every evaluation (DESIGN section 2): a kernel or reference file
+    # outside kernel_sources() could change without making the stored measurements stale.
+    family = FAMILIES[name]
+    problem = in_precisions(named_shapes(family.default_shape_set), *family_precisions(family))[0]
+    config = next(iter(family.load_space().bind(problem.fields(), LIMITS)))
+    sources = set(family.kernel_sources())
+    assert family.plan(problem, config).source in sources
+    assert family.reference_plan(problem).source in sources

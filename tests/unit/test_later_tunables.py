@@ -40,9 +40,9 @@ def test_a_stored_config_predating_a_tunable_counts_and_is_not_evaluated_again(
     device_id = store.register_device(synthetic_evaluator.device)
     run_id = store.start_run(device_id, "old", {})
     old = Config.of({"BLOCK_X": 32, "BLOCK_Y": 4})
-    store.record(
-        run_id, device_id, "direct_naive", PROBLEM, old, Measurement.from_samples([1.0]), 1
-    )
+    m = Measurement.from_samples([1.0])
+    digest = compiler.kernel_digest(NaiveWithLaterConst())  # the code is the same; its space grew
+    store.record(run_id, device_id, "direct_naive", PROBLEM, old, m, 1, kernel_digest=digest)
     studies, _ = plan_studies([(NaiveWithLaterConst(), PROBLEM)], DeviceLimits())
     outcome = Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="brute_force").run(
         studies, 4

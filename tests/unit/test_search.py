@@ -130,7 +130,7 @@ def replay_run(recording, strategy: str, seed: int, budget: int | None, store_pa
     studies, _ = plan_studies([(get_family("direct_naive"), p) for p in SHAPES], evaluator.limits)
     tuner = Tuner(
         evaluator, store, strategy=strategy, seed=seed, jobs=2
-    )  # no NVRTC behind ReplayCompiler: compiling would raise
+    )  # a replay: nothing is compiled
     outcome = tuner.run(studies, budget)
     device_id = store.register_device(evaluator.device)
     return (
