@@ -251,7 +251,8 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
         # A replay searches the subspaces its recording was made over unless told otherwise.
         pins = runner.pins
         if request.subspace or pins:
-            from autotune.replay.subspaces import load_pins, restrict_studies
+            from autotune.replay.subspaces import load_pins
+            from autotune.tuning.studies import restrict_studies
 
             pins = load_pins(request.subspace) if request.subspace else pins
             studies, cut = restrict_studies(studies, pins, runner.limits)

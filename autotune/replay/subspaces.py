@@ -84,27 +84,4 @@ def restrict(space: SearchSpace, pins: Mapping[str, Iterable]) -> SearchSpace:
     return SearchSpace(space.name, tuple(params), space.constraints, space.defaults)
 
 
-def restrict_studies(studies: list, pins: Mapping[str, Mapping[str, Iterable]], limits):
-    """Studies (autotune.tuning.tuner.Study) with each pinned family's space cut to its
-    subspace, and the ones left with no valid config as Skipped."""
-    import dataclasses
-
-    from autotune.tuning.tuner import Skipped
-
-    kept, skipped = [], []
-    for study in studies:
-        family_pins = pins.get(study.family.name)
-        if not family_pins:
-            kept.append(study)
-            continue
-        space = restrict(study.family.load_space(), family_pins)
-        bound = space.bind(study.problem.fields(), limits)
-        if len(bound):
-            kept.append(dataclasses.replace(study, space=bound))
-        else:
-            reason = "no valid configuration in the recording subspace"
-            skipped.append(Skipped(study.family.name, study.problem, reason))
-    return kept, skipped
-
-
-__all__ = ["SUBSPACE_DIR", "load_pins", "pinned_values", "restrict", "restrict_studies"]
+__all__ = ["SUBSPACE_DIR", "load_pins", "pinned_values", "restrict"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ from autotune.gpu.timing import TimingPolicy
 from autotune.model.problem import Problem
 from autotune.model.records import Measurement
 from autotune.model.space import BoundSpace, Config, DeviceLimits
+from autotune.replay.subspaces import restrict
 
 # A job's timeout: the floor covers what any job may spend besides its runs (module load, a fresh
 # worker's first-use compiles of CuPy's kernels); the runs are priced at the slower of a rate no
@@ -184,6 +186,25 @@ def valid_count(history, space: BoundSpace) -> int:
     return len({h.config for h in history if space.is_valid(h.config)})
 
 
+def restrict_studies(studies: list[Study], pins: Mapping[str, Mapping[str, Iterable]], limits):
+    """The studies with each pinned family's space cut to its subspace (a recording's, or a
+    subspace file's), and those left with no valid config as Skipped."""
+    kept, skipped = [], []
+    for study in studies:
+        family_pins = pins.get(study.family.name)
+        if not family_pins:
+            kept.append(study)
+            continue
+        space = restrict(study.family.load_space(), family_pins)
+        bound = space.bind(study.problem.fields(), limits)
+        if len(bound):
+            kept.append(dataclasses.replace(study, space=bound))
+        else:
+            reason = "no valid configuration in the recording subspace"
+            skipped.append(Skipped(study.family.name, study.problem, reason))
+    return kept, skipped
+
+
 __all__ = [
     "CampaignOutcome",
     "Progress",
@@ -194,6 +215,7 @@ __all__ = [
     "job_timeout_s",
     "plan_studies",
     "resource_problem",
+    "restrict_studies",
     "study_target",
     "valid_count",
 ]
