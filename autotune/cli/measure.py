@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import platform
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -294,7 +293,7 @@ def remeasure(
     ceilings likewise. Old measurements stay (they keep their protocol number); rerunning
     resumes. Follow with `autotune run` where the best may have moved."""
     from autotune.reports import format_table
-    from autotune.store import hide_passwords
+    from autotune.store import hide_passwords, masked_command
     from autotune.tuning.remeasure import protocol_comparison, remeasure_studies
     from autotune.tuning.tuner import Tuner
 
@@ -323,7 +322,7 @@ def remeasure(
             compiler,
             evaluator,
             store,
-            command=hide_passwords(shlex.join(["autotune", *sys.argv[1:]])),
+            command=masked_command(["autotune", *sys.argv[1:]]),
             versions=versions(info, compiler),
             on_progress=ProgressPrinter(),
             jobs=jobs,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -190,7 +189,7 @@ def run(
     same command resumes without evaluating anything again.
     """
     from autotune.reports import format_table
-    from autotune.store import hide_passwords
+    from autotune.store import masked_command
 
     source = click.get_current_context().get_parameter_source
     if ray_address is not None and (
@@ -226,7 +225,7 @@ def run(
         subspace=subspace,
         storage=storage if storage_given or not replay else None,
         share=share_database,
-        command=hide_passwords(shlex.join(["autotune", *sys.argv[1:]])),
+        command=masked_command(["autotune", *sys.argv[1:]]),
     )
     if ray_address is not None:  # the driver: Ray's actors do the rest
         from autotune.cli.ray_run import run_on_ray

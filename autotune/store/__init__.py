@@ -4,8 +4,9 @@ Other packages import from here, never from the modules inside, so the store's i
 without touching them."""
 
 from autotune.store.claims import StudyClaim
+from autotune.store.credentials import hide_passwords, masked_command
 from autotune.store.database import Store
-from autotune.store.engine import StoreError, hide_passwords
+from autotune.store.engine import StoreError
 from autotune.store.merge import MergeCounts, open_merge_source
 from autotune.store.queries import StoredEvaluation
 from autotune.store.schema import SCHEMA_VERSION, SHAPE_COLUMNS
@@ -19,5 +20,6 @@ __all__ = [
     "StoredEvaluation",
     "StudyClaim",
     "hide_passwords",
+    "masked_command",
     "open_merge_source",
 ]

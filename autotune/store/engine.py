@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +14,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from autotune.model.records import TIMING_PROTOCOL
+from autotune.store.credentials import check_url, hide_passwords
 from autotune.store.migrations import UPGRADABLE_FROM, upgrade
 from autotune.store.schema import METADATA, SCHEMA_VERSION, SHAPE_COLUMNS, meta_table
 
@@ -38,16 +38,6 @@ def one_line(err: BaseException) -> str:
     cause = err.orig if isinstance(err, DBAPIError) and err.orig is not None else err
     lines = str(cause).strip().splitlines()
     return lines[0] if lines else type(cause).__name__
-
-
-# user:password@ in any URL of a text (a command line, a message); SQLAlchemy's own masking
-# needs a URL it can parse. The password runs to the last @ before the host.
-_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*):[^\s/]*@")
-
-
-def hide_passwords(text: str) -> str:
-    """The text with every URL's password shown as ***, as SQLAlchemy shows it."""
-    return _PASSWORD.sub(r"\1:***@", text)
 
 
 def _sqlite_file(url: URL) -> Path | None:
@@ -96,15 +86,16 @@ class StoreBase:
         tables, reports and searches never mix protocols."""
         text = str(url)
         self._share = share
-        self.url = text
+        self.url = hide_passwords(text)
         self.protocol = protocol
         if not create and "://" not in text and not Path(text).expanduser().is_file():
             raise StoreError(f"no results database at {text}")
         try:
             if "://" not in text:
                 text = default_url(text)
+            check_url(text)
             parsed = make_url(text)
-            self.url = parsed.render_as_string(hide_password=True)
+            self.url = hide_passwords(parsed.render_as_string(hide_password=True))
             if parsed.drivername == "postgresql":
                 # SQLAlchemy's default PostgreSQL driver is psycopg2; the postgres extra
                 # installs psycopg (3), so a plain postgresql:// URL means that one.
@@ -115,9 +106,10 @@ class StoreBase:
             if file is not None:
                 file.parent.mkdir(parents=True, exist_ok=True)
             self._engine: Engine = sa.create_engine(parsed)
-        except (SQLAlchemyError, OSError, ImportError) as err:
+        except (SQLAlchemyError, OSError, ImportError, ValueError) as err:
+            # ValueError: a URL SQLAlchemy or the driver cannot read (a port that is no number).
             raise StoreError(
-                f"cannot open results database ({self.url}): {one_line(err)}"
+                f"cannot open results database ({self.url}): {hide_passwords(one_line(err))}"
             ) from None
         if parsed.get_backend_name() == "sqlite":
             sa.event.listen(self._engine, "connect", _on_sqlite_connect)
@@ -206,7 +198,7 @@ class StoreBase:
         except StoreError:
             raise
         except (SQLAlchemyError, sqlite3.Error, OSError) as err:
-            raise StoreError(f"{doing} ({self.url}): {one_line(err)}") from None
+            raise StoreError(f"{doing} ({self.url}): {hide_passwords(one_line(err))}") from None
 
     def close(self) -> None:
         self._engine.dispose()
