@@ -16,7 +16,12 @@ from autotune.cli.options import (
     DEFAULT_CACHE,
     DEFAULT_DTYPE,
     DEFAULT_LAYOUT,
+    MAX_JOBS,
+    MAX_SEED,
     PRECISION_HELP,
+    RegularFile,
+    StrictFloatRange,
+    StrictIntRange,
     finite_seconds,
     friendly_errors,
     kernels_option,
@@ -73,7 +78,7 @@ class RunResult:
 )
 @click.option(
     "--budget",
-    type=click.IntRange(min=1),
+    type=StrictIntRange(min=1),
     default=DEFAULT_BUDGET,
     show_default=True,
     help="Evaluations per (family, shape), earlier runs included: rerunning resumes.",
@@ -81,17 +86,21 @@ class RunResult:
 @click.option("--exhaustive", is_flag=True, help="Evaluate every valid configuration (no budget).")
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=1),
+    type=StrictFloatRange(min=1),
     callback=finite_seconds,
     default=None,
     metavar="SECONDS",
     help="Stop the whole run after this many seconds.",
 )
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the strategy and inputs."
+    "--seed",
+    type=StrictIntRange(0, MAX_SEED),
+    default=0,
+    show_default=True,
+    help="Seed of the strategy and inputs.",
 )
 @click.option(
-    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
+    "--gpu", type=StrictIntRange(min=0), default=0, show_default=True, help="CUDA device index."
 )
 @click.option(
     "--gpus",
@@ -126,7 +135,7 @@ class RunResult:
 )
 @click.option(
     "--jobs",
-    type=click.IntRange(min=1),
+    type=StrictIntRange(1, MAX_JOBS),
     default=None,
     help="Compile processes working ahead of the GPU. Default: one per CPU core.",
 )
@@ -137,14 +146,14 @@ class RunResult:
 )
 @click.option(
     "--replay",
-    type=click.Path(exists=True, path_type=Path),
+    type=RegularFile(dir_okay=True, path_type=Path),
     default=None,
     help="Answer from a recording (file or directory) instead of the GPU: no GPU, no NVRTC, "
     "no baselines; results go to --storage if given, else to memory.",
 )
 @click.option(
     "--subspace",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=RegularFile(path_type=Path),
     default=None,
     help="TOML of pinned value lists per family (autotune/data/recording/h100.toml): tune "
     "each family's space cut to those values (for exhaustive recordings).",
@@ -192,6 +201,8 @@ def run(
     from autotune.store import masked_command
 
     source = click.get_current_context().get_parameter_source
+    if exhaustive and source("budget") != click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--exhaustive evaluates every configuration: drop --budget")
     if ray_address is not None and (
         replay or gpus is not None or source("gpu") != click.core.ParameterSource.DEFAULT
     ):

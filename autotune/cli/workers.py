@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from autotune.cli.options import StrictFloatRange, finite_number
 from autotune.cli.progress import ProgressPrinter, campaign_line, format_duration
 from autotune.gpu.interrupt import terminate_as_interrupt
 
@@ -67,10 +68,14 @@ def report_outcome(outcome, workers: int) -> int:
     return outcome.exit_code
 
 
+MAX_MINUTES = 60 * 24 * 366 * 10  # ten years: more is no window, and 1e300 overflowed
+
+
 @click.command()
 @click.option(
     "--minutes",
-    type=click.FloatRange(min=0, min_open=True),
+    type=StrictFloatRange(min=0, min_open=True, max=MAX_MINUTES),
+    callback=finite_number,
     default=5.0,
     show_default=True,
     help="Count each run's evaluations of this many last minutes.",
