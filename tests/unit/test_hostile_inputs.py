@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -108,8 +109,11 @@ def test_any_bad_number_is_one_line_and_the_database_is_unchanged(results_db, op
     command, name = option
     if name == "--shape":
         value = f"N={value},K=3,C=1,F=2"
-    elif value.strip().isdigit() and value.isascii() and int(value) > 0 and name != "--time-limit":
+    elif re.fullmatch(r"\s*[0-9]+\s*", value) and int(value) > 0:
         return  # a valid count
+    elif name in ("--minutes", "--time-limit") and re.fullmatch(r"\s*[0-9]+\.[0-9]*\s*", value):
+        if 1 <= float(value) <= 10**6:
+            return  # a valid time
     before = _digest(results_db)
     result = CliRunner().invoke(main, [*command, name, value, "--storage", str(results_db)])
     assert result.exit_code != 0, (name, value, result.output)
