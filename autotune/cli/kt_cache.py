@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import friendly_errors
+from autotune.cli.options import RegularFile, friendly_errors
 
 
 @click.command("import-kt-cache")
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=RegularFile(path_type=Path))
 @click.option(
     "--output",
     type=click.Path(file_okay=False, path_type=Path),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -258,7 +257,7 @@ def remeasure(
     ceilings likewise. Old measurements stay (they keep their protocol number); rerunning
     resumes. Follow with `autotune run` where the best may have moved."""
     from autotune.reports import format_table
-    from autotune.store import hide_passwords
+    from autotune.store import hide_passwords, masked_command
     from autotune.tuning.remeasure import protocol_comparison, remeasure_studies
 
     for name in families:
@@ -285,7 +284,7 @@ def remeasure(
             err=True,
         )
         tuner = session.tuner(
-            hide_passwords(shlex.join(["autotune", *sys.argv[1:]])),
+            masked_command(["autotune", *sys.argv[1:]]),
             on_progress=ProgressPrinter(),
             jobs=jobs,
         )

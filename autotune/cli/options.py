@@ -6,6 +6,7 @@ import contextlib
 import functools
 import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -121,6 +122,60 @@ def friendly_errors(fn):
             fail(str(err).splitlines()[0], 1)
 
     return wrapper
+
+
+MAX_SEED = 2**32 - 1  # NumPy's legacy generators and CuPy's take seeds below 2**32
+MAX_JOBS = 1024  # compile processes: each is a Python process with NVRTC loaded
+
+
+def finite_number(_ctx, param, value: float | None) -> float | None:
+    """A click callback for a count or a time given as a float: FloatRange lets nan through."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number", param=param)
+    return value
+
+
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+_FLOAT_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+class StrictIntRange(click.IntRange):
+    """IntRange over ASCII decimal text: int() also reads 1_024 and other scripts' digits."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not _INT_TEXT.fullmatch(value.strip()):
+            self.fail(f"{value!r} is not a whole number", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class StrictFloatRange(click.FloatRange):
+    """FloatRange over ASCII decimal text, finite: float() also reads 1_0, nan and inf."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not _FLOAT_TEXT.fullmatch(value.strip()):
+            self.fail(f"{value!r} is not a finite decimal number", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+class RegularFile(click.Path):
+    """An existing regular file: a FIFO would block the read forever, a device would never end,
+    a directory says nothing useful; each is one line before anything is opened."""
+
+    def __init__(self, dir_okay: bool = False, **kwargs) -> None:
+        super().__init__(exists=True, dir_okay=dir_okay, **kwargs)
+
+    def convert(self, value, param, ctx):
+        import os
+        import stat
+
+        path = super().convert(value, param, ctx)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as err:
+            self.fail(f"{str(value)!r}: {err.strerror}", param, ctx)
+        if not (stat.S_ISREG(mode) or (self.dir_okay and stat.S_ISDIR(mode))):
+            self.fail(f"{str(value)!r} is not a regular file", param, ctx)
+        return path
 
 
 def finite_seconds(_ctx, param, value: float | None) -> float | None:
@@ -261,7 +316,7 @@ def shape_options(default: str = "", precision_help: tuple[str, str] = PRECISION
             "--shape-file",
             "shape_files",
             multiple=True,
-            type=click.Path(),
+            type=RegularFile(),
             help="CSV (columns N,K,C,F[,B,stride,dtype,layout] for conv2d, M,N,K for gemm, "
             "D,R,Cc,Kd,Kr,Kc for conv3d) or TOML file of shapes (repeatable).",
         )(fn)

@@ -18,7 +18,12 @@ from autotune.cli.options import (
     DEFAULT_CACHE,
     DEFAULT_DTYPE,
     DEFAULT_LAYOUT,
+    MAX_JOBS,
+    MAX_SEED,
     PRECISION_HELP,
+    RegularFile,
+    StrictFloatRange,
+    StrictIntRange,
     finite_seconds,
     friendly_errors,
     kernels_option,
@@ -85,7 +90,7 @@ class RunResult:
 )
 @click.option(
     "--budget",
-    type=click.IntRange(min=1),
+    type=StrictIntRange(min=1),
     default=DEFAULT_BUDGET,
     show_default=True,
     help="Evaluations per (family, shape), earlier runs included: rerunning resumes.",
@@ -93,17 +98,21 @@ class RunResult:
 @click.option("--exhaustive", is_flag=True, help="Evaluate every valid configuration (no budget).")
 @click.option(
     "--time-limit",
-    type=click.FloatRange(min=1),
+    type=StrictFloatRange(min=1),
     callback=finite_seconds,
     default=None,
     metavar="SECONDS",
     help="Stop the whole run after this many seconds.",
 )
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of the strategy and inputs."
+    "--seed",
+    type=StrictIntRange(0, MAX_SEED),
+    default=0,
+    show_default=True,
+    help="Seed of the strategy and inputs.",
 )
 @click.option(
-    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
+    "--gpu", type=StrictIntRange(min=0), default=0, show_default=True, help="CUDA device index."
 )
 @click.option(
     "--gpus",
@@ -138,7 +147,7 @@ class RunResult:
 )
 @click.option(
     "--jobs",
-    type=click.IntRange(min=1),
+    type=StrictIntRange(1, MAX_JOBS),
     default=None,
     help="Compile processes working ahead of the GPU. Default: one per CPU core.",
 )
@@ -149,14 +158,14 @@ class RunResult:
 )
 @click.option(
     "--replay",
-    type=click.Path(exists=True, path_type=Path),
+    type=RegularFile(dir_okay=True, path_type=Path),
     default=None,
     help="Answer from a recording (file or directory) instead of the GPU: no GPU, no NVRTC, "
     "no baselines; results go to --storage if given, else to memory.",
 )
 @click.option(
     "--subspace",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=RegularFile(path_type=Path),
     default=None,
     help="TOML of pinned value lists per family (autotune/data/recording/h100.toml): tune "
     "each family's space cut to those values (for exhaustive recordings).",
@@ -202,9 +211,11 @@ def run(
     with Ctrl-C at any time; the same command resumes without evaluating anything again.
     """
     from autotune.reports import format_table
-    from autotune.store import hide_passwords
+    from autotune.store import masked_command
 
     source = click.get_current_context().get_parameter_source
+    if exhaustive and source("budget") != click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--exhaustive evaluates every configuration: drop --budget")
     if ray_address is not None and (
         replay or gpus is not None or source("gpu") != click.core.ParameterSource.DEFAULT
     ):
@@ -242,7 +253,7 @@ def run(
         subspace=subspace,
         storage=storage if storage_given or not replay else None,
         share=share_database,
-        command=hide_passwords(shlex.join(["autotune", *sys.argv[1:]])),
+        command=masked_command(["autotune", *sys.argv[1:]]),
     )
     if ray_address is not None:  # the driver: Ray's actors do the rest
         from autotune.cli.ray_run import run_on_ray

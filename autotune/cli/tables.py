@@ -130,7 +130,9 @@ def forget(family, device, shape_text, yes, kernel_dirs, storage) -> None:
     where = hide_passwords(storage)
     if not yes and not click.confirm(f"Delete {what} from {where}?", default=False):
         fail("nothing deleted", 1)
-    count = Store(storage, create=False).forget(family, device, problem.key if problem else None)
+    count = Store(storage, create=False, read_only=False).forget(
+        family, device, problem.key if problem else None
+    )
     click.echo(f"autotune: deleted {count} evaluations ({what})", err=True)
 
 

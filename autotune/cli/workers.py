@@ -9,7 +9,12 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import STORAGE_DEFAULT_TEXT, default_storage
+from autotune.cli.options import (
+    STORAGE_DEFAULT_TEXT,
+    StrictFloatRange,
+    default_storage,
+    finite_number,
+)
 from autotune.cli.progress import ProgressPrinter, campaign_line, format_duration
 from autotune.gpu.interrupt import terminate_as_interrupt
 
@@ -68,10 +73,14 @@ def report_outcome(outcome, workers: int) -> int:
     return outcome.exit_code
 
 
+MAX_MINUTES = 60 * 24 * 366 * 10  # ten years: more is no window, and 1e300 overflowed
+
+
 @click.command()
 @click.option(
     "--minutes",
-    type=click.FloatRange(min=0, min_open=True),
+    type=StrictFloatRange(min=0, min_open=True, max=MAX_MINUTES),
+    callback=finite_number,
     default=5.0,
     show_default=True,
     help="Count each run's evaluations of this many last minutes.",

@@ -118,9 +118,9 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
         tune_params=tune_params,
         grid_div=(args.get("grid_div_x"), args.get("grid_div_y"), args.get("grid_div_z")),
         block_size_names=_block_size_names(args.get("block_size_names"), tune_params),
-        restrictions=args.get("restrictions"),
+        restrictions=_restrictions(args.get("restrictions")),
         answer=_answer(args.get("answer"), arguments),
-        atol=float(args.get("atol", 1e-6)),
+        atol=_atol(args.get("atol", 1e-6)),
         verify=_verify(args.get("verify")),
         iterations=_positive_int(args.get("iterations", 7), "iterations"),
         compiler_options=tuple(_strings(args.get("compiler_options") or (), "compiler_options")),
@@ -130,7 +130,7 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
         metrics=_metrics(args.get("metrics")),
         cache=_cache(args.get("cache")),
         device=_device(args.get("device", 0)),
-        seed=args.get("seed"),
+        seed=_seed(args.get("seed")),
         quiet=bool(args.get("quiet")),
         verbose=bool(args.get("verbose")),
     )
@@ -150,11 +150,57 @@ def _source(source: Any) -> tuple[str, Path | None]:
         path = Path(source)
         if path.is_file():
             return path.read_text(), path.resolve().parent
-        if isinstance(source, Path):
-            raise TuneKernelError(f"tune_kernel: kernel_source {str(path)!r} does not exist")
+        if isinstance(source, Path) or _looks_like_a_file_name(source):
+            raise TuneKernelError(f"tune_kernel: kernel_source {str(path)!r}: file not found")
     if not isinstance(source, str):
         raise TuneKernelError("tune_kernel: kernel_source must be CUDA text or a file's path")
     return source, None
+
+
+def _looks_like_a_file_name(text: str) -> bool:
+    """Kernel Tuner's rule: a string with none of code's characters or keywords that holds a
+    source suffix (.c, .cu, .cpp, .opencl, .F...) names a file; it is never compiled as code."""
+    if any(c in text for c in "();{}\\") or any(
+        word in text for word in ("__global__ ", "__kernel ", "void ", "float ")
+    ):
+        return False
+    return any(suffix in text for suffix in (".c", ".opencl", ".F"))
+
+
+def _restrictions(restrictions: Any) -> Any:
+    """Kernel Tuner's forms (a function, or a list of texts, functions and (function, names)
+    pairs; kt_space reads them) checked here, before the GPU starts."""
+    if restrictions is None or callable(restrictions):
+        return restrictions
+    if isinstance(restrictions, list | tuple) and all(
+        isinstance(r, str)
+        or callable(r)
+        or (isinstance(r, tuple) and len(r) == 2 and callable(r[0]))
+        for r in restrictions
+    ):
+        return restrictions
+    raise TuneKernelError(
+        "tune_kernel: restrictions must be a function or a list of texts and functions, got "
+        f"{type(restrictions).__name__}"
+    )
+
+
+def _atol(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.floating | np.integer):
+        raise TuneKernelError(f"tune_kernel: atol must be a number >= 0, got {value!r:.40}")
+    if not math.isfinite(value) or value < 0:
+        raise TuneKernelError(f"tune_kernel: atol must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _seed(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not 0 <= value < 2**32:
+        raise TuneKernelError(
+            f"tune_kernel: seed must be an integer in 0..2**32-1, got {value!r:.40}"
+        )
+    return int(value)
 
 
 def _tune_params(tune_params: Any) -> dict[str, list]:
@@ -365,7 +411,12 @@ def _strategy(request: KernelRequest, strategy: Any, options: Any) -> None:
         request.budget = _positive_int(options["max_fevals"], "strategy_options['max_fevals']")
     if "time_limit" in options:
         limit = options["time_limit"]
-        if isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0:
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int | float)
+            or not math.isfinite(limit)
+            or limit <= 0
+        ):
             raise TuneKernelError("tune_kernel: strategy_options['time_limit'] must be seconds > 0")
         request.time_limit_s = float(limit)
     if "fraction" in options:

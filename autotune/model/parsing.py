@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import re
 from collections.abc import Mapping
 
 from autotune.model.problem import (
@@ -61,14 +62,22 @@ def parse_shape(text: str, kind: str | None = None) -> Problem:
         if name in KIND_TEXTS[kind]:
             values[name] = raw
             continue
-        try:
-            values[name] = int(raw)
-        except ValueError:
-            raise ProblemError(f"shape field {name}={raw!r} is not an integer") from None
+        values[name] = strict_int(raw, f"shape field {name}")
     missing = [n for n in REQUIRED_FIELDS[kind] if n not in values]
     if missing:
         raise ProblemError(f"shape {text!r} lacks {', '.join(missing)}")
     return PROBLEM_TYPES[kind](**values)
+
+
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
+def strict_int(raw: str, what: str) -> int:
+    """ASCII decimal digits only: int() also reads 1_024, ' 7 ' and other scripts' digits."""
+    text = str(raw).strip()
+    if not _DECIMAL.fullmatch(text) or len(text) > 30:
+        raise ProblemError(f"{what}={raw!r} is not an integer")
+    return int(text)
 
 
 def problem_from_dict(values: Mapping[str, object], kind: str | None = None) -> Problem:
@@ -89,10 +98,7 @@ def problem_from_dict(values: Mapping[str, object], kind: str | None = None) -> 
         # int() would turn 27.9 into 27 and true into 1; --shape and CSV text refuse both.
         if isinstance(raw, bool) or not isinstance(raw, numbers.Integral | str):
             raise ProblemError(f"shape field {name}={raw!r} is not an integer")
-        try:
-            converted[name] = int(raw)
-        except ValueError:
-            raise ProblemError(f"shape field {name}={raw!r} is not an integer") from None
+        converted[name] = raw if isinstance(raw, int) else strict_int(raw, f"shape field {name}")
     unknown = sorted(set(values) - set(_known(kind)))
     if unknown:
         raise ProblemError(f"unknown shape field(s) {', '.join(unknown)}")

@@ -4,8 +4,9 @@ Other packages import from here, never from the modules inside, so the store's i
 without touching them."""
 
 from autotune.store.claims import StudyClaim
+from autotune.store.credentials import hide_passwords, masked_command
 from autotune.store.database import Store
-from autotune.store.engine import StoreError, hide_passwords
+from autotune.store.engine import StoreError
 from autotune.store.location import default_storage
 from autotune.store.merge import MergeCounts, open_merge_source
 from autotune.store.queries import StoredEvaluation
@@ -21,5 +22,6 @@ __all__ = [
     "StudyClaim",
     "default_storage",
     "hide_passwords",
+    "masked_command",
     "open_merge_source",
 ]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,8 +17,16 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from autotune.model.records import TIMING_PROTOCOL
+from autotune.store.credentials import check_url, hide_passwords
 from autotune.store.migrations import UPGRADABLE_FROM, upgrade
 from autotune.store.schema import METADATA, SCHEMA_VERSION, SHAPE_COLUMNS, meta_table
+from autotune.store.sqlite_file import (
+    APPLICATION_ID,
+    DamagedFile,
+    check_integrity,
+    connect_read_only,
+    inspect_file,
+)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's transaction
 CREATE_ATTEMPTS = 5  # two processes creating the same tables at once: the loser retries
@@ -38,16 +48,6 @@ def one_line(err: BaseException) -> str:
     cause = err.orig if isinstance(err, DBAPIError) and err.orig is not None else err
     lines = str(cause).strip().splitlines()
     return lines[0] if lines else type(cause).__name__
-
-
-# user:password@ in any URL of a text (a command line, a message); SQLAlchemy's own masking
-# needs a URL it can parse. The password runs to the last @ before the host.
-_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*):[^\s/]*@")
-
-
-def hide_passwords(text: str) -> str:
-    """The text with every URL's password shown as ***, as SQLAlchemy shows it."""
-    return _PASSWORD.sub(r"\1:***@", text)
 
 
 def _sqlite_file(url: URL) -> Path | None:
@@ -77,6 +77,7 @@ def _names(tables: list[str], shown: int = 5) -> str:
 
 
 _Self = TypeVar("_Self", bound="StoreBase")
+_DAMAGED = re.compile(r"malformed|not a database|Could not decode|database disk image", re.I)
 
 
 class StoreBase:
@@ -88,23 +89,28 @@ class StoreBase:
         create: bool = True,
         share: bool = False,
         protocol: int = TIMING_PROTOCOL,
+        read_only: bool | None = None,
     ) -> None:
         """Open (and, unless create=False, create) the results database at url or path. With
         create=False a database without our schema is refused, unchanged; with create, one
-        that holds other applications' tables is refused unless share=True. Its queries read
-        measurements of one timing protocol (DESIGN section 2), the current one unless told:
-        tables, reports and searches never mix protocols."""
+        that holds other applications' tables is refused unless share=True. read_only (by
+        default: when create is False) opens it without writing anything: no table, no row,
+        no upgrade; an older schema is read through an upgraded temporary copy. Its queries
+        read measurements of one timing protocol (DESIGN section 2), the current one unless
+        told: tables, reports and searches never mix protocols."""
         text = str(url)
         self._share = share
-        self.url = text
+        self.read_only = (not create) if read_only is None else read_only
+        self.url = hide_passwords(text)
         self.protocol = protocol
+        self._copy: tempfile.TemporaryDirectory | None = None
         if not create and "://" not in text and not Path(text).expanduser().is_file():
-            raise StoreError(f"no results database at {text}")
+            raise StoreError(f"no results database at {self.url}")
         try:
-            if "://" not in text:
-                text = default_url(text)
-            parsed = make_url(text)
-            self.url = parsed.render_as_string(hide_password=True)
+            check_url(text)
+            file = Path(text).expanduser().resolve() if "://" not in text else None
+            parsed = make_url(text if file is None else f"sqlite:///{file}")
+            self.url = hide_passwords(parsed.render_as_string(hide_password=True))
             if parsed.drivername == "postgresql":
                 # SQLAlchemy's default PostgreSQL driver is psycopg2; the postgres extra
                 # installs psycopg (3), so a plain postgresql:// URL means that one.
@@ -113,19 +119,129 @@ class StoreBase:
             if file is not None and not create and not file.is_file():
                 raise StoreError(f"no results database at {file}")
             if file is not None:
-                file.parent.mkdir(parents=True, exist_ok=True)
-            self._engine: Engine = sa.create_engine(parsed)
-        except (SQLAlchemyError, OSError, ImportError) as err:
+                self._file_facts(file, create)  # before anything is written, or refused
+                if self.read_only:
+                    self._engine: Engine = self._read_only_engine(file)
+                else:
+                    file.parent.mkdir(parents=True, exist_ok=True)
+                    self._engine = sa.create_engine(parsed)
+            else:
+                self._engine = sa.create_engine(parsed)
+        except (SQLAlchemyError, OSError, ImportError, ValueError) as err:
+            # ValueError: a URL SQLAlchemy or the driver cannot read (a port that is no number).
+            self._drop_copy()
             raise StoreError(
-                f"cannot open results database ({self.url}): {one_line(err)}"
+                f"cannot open results database ({self.url}): {hide_passwords(one_line(err))}"
             ) from None
+        except BaseException:
+            self._drop_copy()
+            raise
         if parsed.get_backend_name() == "sqlite":
             sa.event.listen(self._engine, "connect", _on_sqlite_connect)
         try:
-            self._create(create)
+            if self.read_only:
+                self._check_readable()
+            else:
+                self._create(create)
         except BaseException:
-            self._engine.dispose()
+            self.close()
             raise
+
+    def _file_facts(self, file: Path, create: bool) -> None:
+        """Recognise an existing SQLite file before any write: ours (marker or our older schema
+        exactly), empty, another application's (refused unless shared, and never where its
+        tables carry our names), or damaged (refused). Sets self._stamp: whether the first
+        write marks the file as ours."""
+        self._stamp = False
+        if not file.is_file() or file.stat().st_size == 0:
+            if file.is_file() and (not create or self.read_only):
+                raise StoreError(
+                    f"{self.url} is not an autotune results database (it is empty); nothing was "
+                    "changed"
+                )
+            self._stamp = True  # a new file is ours
+            return
+        try:
+            facts = inspect_file(file)
+            if facts.has_our_schema and not self.read_only:
+                check_integrity(file)
+        except DamagedFile as err:
+            said = (str(err).strip().splitlines() or ["unreadable"])[0]
+            raise StoreError(f"{self.url} is damaged ({said}); nothing was changed in it") from None
+        if facts.ours or facts.has_our_schema:  # a file another program marked but shares
+            # Marked already, or written before the marker: marked if ours alone.
+            self._stamp = facts.application_id == 0 and not facts.foreign_tables()
+            return
+        others = facts.foreign_tables()
+        if facts.empty:
+            if not create or self.read_only:
+                raise StoreError(
+                    f"{self.url} is not an autotune results database (it is empty); nothing was "
+                    "changed"
+                )
+            self._stamp = True
+            return
+        if not create or self.read_only:
+            held = f"it holds {_names(others)}" if others else "it is another application's"
+            raise StoreError(
+                f"{self.url} is not an autotune results database ({held}); nothing was changed"
+            )
+        if not self._share:
+            raise StoreError(
+                f"{self.url} holds tables of another application ({_names(others)}); autotune "
+                "adds its own beside them only with --share-database; nothing was changed"
+            )
+        clashing = facts.clashing_tables()
+        if clashing:
+            raise StoreError(
+                f"{self.url} has tables of another application named as autotune's "
+                f"({_names(clashing)}): it cannot be shared; nothing was changed"
+            )
+
+    def _read_only_engine(self, file: Path) -> Engine:
+        """An engine that cannot write the file. An older schema is upgraded in a temporary copy
+        (the file is left as it is), so reading commands work on what an older autotune wrote."""
+        with contextlib.closing(connect_read_only(file)) as conn:
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            except sqlite3.DatabaseError:
+                row = None
+        version = None if row is None else str(row[0])
+        if version not in UPGRADABLE_FROM:
+            return sa.create_engine("sqlite://", creator=lambda: connect_read_only(file))
+        self._copy = tempfile.TemporaryDirectory(prefix="autotune-read-")
+        copy = Path(self._copy.name) / "upgraded.db"
+        with (
+            contextlib.closing(connect_read_only(file)) as source,
+            contextlib.closing(sqlite3.connect(copy)) as target,
+        ):
+            source.backup(target)
+        engine = sa.create_engine(f"sqlite:///{copy}")
+        sa.event.listen(engine, "connect", _on_sqlite_connect)
+        try:
+            METADATA.create_all(engine)
+            upgrade(engine)
+        finally:
+            engine.dispose()
+        return sa.create_engine("sqlite://", creator=lambda: connect_read_only(copy))
+
+    def _check_readable(self) -> None:
+        """A reading command's check: our schema at this version (or upgraded in a copy);
+        nothing is created, inserted or migrated."""
+        with self._errors("cannot open results database"):
+            if not sa.inspect(self._engine).has_table(meta_table.name):
+                raise StoreError(
+                    f"{self.url} is not an autotune results database; nothing was changed"
+                )
+            version = self._schema_version()
+        if version in UPGRADABLE_FROM:  # PostgreSQL: no copy to upgrade
+            raise StoreError(
+                f"results database {self.url} has schema version {version}, older than this "
+                f"autotune's {SCHEMA_VERSION}: run a writing command on it once (for example "
+                "`autotune run`) to upgrade it"
+            )
+        if version != str(SCHEMA_VERSION):
+            raise self._version_error(version)
 
     def _create(self, create: bool = True) -> None:
         with self._errors("cannot open results database"):
@@ -163,16 +279,20 @@ class StoreBase:
                 upgrade(self._engine)
                 version = str(SCHEMA_VERSION)
             if self._engine.dialect.name == "sqlite" and create:
-                # WAL lets readers run beside one writer; it stays set in the file.
                 with self._engine.connect() as conn:
+                    # WAL lets readers run beside one writer; it stays set in the file.
                     conn.exec_driver_sql("PRAGMA journal_mode = WAL")
+                    if getattr(self, "_stamp", False):  # ours alone: marked as ours
+                        conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
+                        conn.commit()
         if version != str(SCHEMA_VERSION):
             raise self._version_error(version)
 
     def _refuse_foreign(self, create: bool) -> None:
         """Called where our schema is missing: a reading command changes nothing in such a
         database, and a run adds its tables beside another application's only when told to.
-        Some of our tables without the meta row is another process creating them right now."""
+        Some of our tables without the meta row is another process creating them right now.
+        (An SQLite file was recognised before this, by _file_facts; this is for PostgreSQL.)"""
         tables = sorted(set(sa.inspect(self._engine).get_table_names()))
         others = [name for name in tables if name not in METADATA.tables]
         if not create:
@@ -185,6 +305,11 @@ class StoreBase:
                 f"{self.url} holds tables of another application ({_names(others)}); autotune "
                 "adds its own beside them only with --share-database"
             )
+
+    def _drop_copy(self) -> None:
+        if self._copy is not None:
+            self._copy.cleanup()
+            self._copy = None
 
     def _version_error(self, version: str | None) -> StoreError:
         return StoreError(
@@ -206,10 +331,16 @@ class StoreBase:
         except StoreError:
             raise
         except (SQLAlchemyError, sqlite3.Error, OSError) as err:
-            raise StoreError(f"{doing} ({self.url}): {one_line(err)}") from None
+            said = hide_passwords(one_line(err))
+            if _DAMAGED.search(said):  # SQLite's words for a file it cannot read as a database
+                raise StoreError(f"{self.url} is damaged ({said})") from None
+            raise StoreError(f"{doing} ({self.url}): {said}") from None
 
     def close(self) -> None:
-        self._engine.dispose()
+        try:
+            self._engine.dispose()
+        finally:
+            self._drop_copy()
 
     def __enter__(self: _Self) -> _Self:
         return self

@@ -7,8 +7,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -166,14 +168,15 @@ class LocalProcesses:
             self._logs.append(log)
             # Its own session: a terminal's Ctrl-C reaches the parent alone, which passes it on
             # once (a worker hit twice would abandon its clean stop).
-            self.procs[spec.name] = subprocess.Popen(
-                spec.argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                env={**os.environ, **(self.env or {})},
-            )
+            with _children_take_sigint():
+                self.procs[spec.name] = subprocess.Popen(
+                    spec.argv,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                    env={**os.environ, **(self.env or {})},
+                )
 
     def _running(self) -> list[subprocess.Popen]:
         return [p for p in self.procs.values() if p.poll() is None]
@@ -202,6 +205,32 @@ class LocalProcesses:
         codes = {name: proc.returncode for name, proc in self.procs.items()}
         logs = {spec.name: spec.log for spec in self.specs}
         return codes, {name: log_tail(logs[name]) for name, code in codes.items() if code != 0}
+
+
+@contextmanager
+def _children_take_sigint() -> Iterator[None]:
+    """Processes started in this block can be stopped with SIGINT, as _stop does, whatever this
+    process inherited: a child inherits a blocked SIGINT (a thread or harness that blocks it)
+    and an ignored one (a script's `cmd &`, a CI runner), and then never sees the stop; it was
+    killed after STOP_GRACE_S instead (exit -9, the interrupted run left unfinished). A handled
+    SIGINT is reset to the default by exec, so a handler stands in for an ignore meanwhile."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    ignored = (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    )
+    if ignored:  # while SIGINT is blocked here, so none reaches this process meanwhile
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        # A SIGINT that comes meanwhile raises KeyboardInterrupt here: the caller stops the
+        # workers already started.
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked - {signal.SIGINT})
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        if ignored:  # putting the ignore back drops a SIGINT that came meanwhile, as it would
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 def run_workers(

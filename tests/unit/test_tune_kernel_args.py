@@ -285,3 +285,25 @@ def test_launch_values_that_cannot_be_computed():
 def test_unknown_keyword_is_a_type_error():
     with pytest.raises(TypeError):
         tune_kernel(**args(), texture=1)
+
+
+@pytest.mark.parametrize(
+    ("bad", "named"),
+    [
+        ({"kernel_source": "kernels/x.cu"}, "file not found"),  # a mistyped path, not CUDA text
+        ({"kernel_source": "my_kernel.cpp"}, "file not found"),
+        ({"seed": "abc"}, "seed"),
+        ({"seed": -1}, "seed"),
+        ({"seed": 2**64}, "seed"),
+        ({"strategy_options": {"time_limit": float("nan")}}, "time_limit"),
+        ({"strategy_options": {"time_limit": float("inf")}}, "time_limit"),
+        ({"restrictions": 5}, "restrictions"),
+        ({"restrictions": ["x > 1", 5]}, "restrictions"),
+        ({"atol": "small"}, "atol"),
+        ({"atol": float("nan")}, "atol"),
+    ],
+)
+def test_bad_arguments_are_one_line_naming_the_argument_before_any_gpu_work(bad, named):
+    with pytest.raises(TuneKernelError) as err:
+        check_request(args(**bad))
+    assert named in str(err.value) and "\n" not in str(err.value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -23,11 +24,12 @@ from autotune.tuning.workers import (
     worker_argv,
 )
 
+# The mark is made inside the try: a Ctrl-C sent once it exists always lands there.
 SLEEPER = """
 import pathlib, sys, time
 mark = pathlib.Path(sys.argv[1])
-mark.with_suffix(".started").touch()
 try:
+    mark.with_suffix(".started").touch()
     time.sleep(120)
 except KeyboardInterrupt:
     mark.with_suffix(".stopped").touch()
@@ -97,6 +99,43 @@ def test_ctrl_c_stops_every_worker_cleanly(tmp_path) -> None:
     assert outcome.interrupted and outcome.exit_code == 130
     assert outcome.returncodes == {"w0": 130, "w1": 130, "w2": 130}
     assert all(m.with_suffix(".stopped").exists() for m in marks)  # each ran its own clean stop
+
+
+@pytest.mark.parametrize("inherited", ["blocked", "ignored"])
+def test_workers_stop_on_ctrl_c_whatever_sigint_state_the_parent_had(tmp_path, inherited) -> None:
+    """A harness, a thread or a script's `cmd &` may start the campaign with SIGINT blocked or
+    ignored; its workers inherited that, never saw the stop, and were killed (exit -9)."""
+    marks = [tmp_path / f"w{i}.mark" for i in range(2)]
+    specs = [WorkerSpec(m.stem, _python(SLEEPER, str(m)), m.with_suffix(".log")) for m in marks]
+
+    def interrupt_once_all_started(progress) -> None:
+        if all(m.with_suffix(".started").exists() for m in marks):
+            raise KeyboardInterrupt
+
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
+    handler = signal.getsignal(signal.SIGINT)
+    if inherited == "blocked":
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    else:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        outcome = run_workers(
+            specs,
+            str(tmp_path / "s.db"),
+            on_progress=interrupt_once_all_started,
+            poll_s=0.05,
+            stop_grace_s=10,
+        )
+        # What the parent had is what it has after starting them.
+        assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == mask | (
+            {signal.SIGINT} if inherited == "blocked" else set()
+        )
+        assert (signal.getsignal(signal.SIGINT) == signal.SIG_IGN) == (inherited == "ignored")
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, handler)
+    assert outcome.returncodes == {"w0": 130, "w1": 130}
+    assert all(m.with_suffix(".stopped").exists() for m in marks)
 
 
 def test_a_worker_ignoring_ctrl_c_is_killed_after_the_grace(tmp_path) -> None:
