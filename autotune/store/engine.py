@@ -130,8 +130,10 @@ class StoreBase:
         except (SQLAlchemyError, OSError, ImportError, ValueError) as err:
             # ValueError: a URL SQLAlchemy or the driver cannot read (a port that is no number).
             self._drop_copy()
+            # A file is named as it was given, a URL as parsed (its password hidden).
+            shown = self.url if "://" in text else hide_passwords(text)
             raise StoreError(
-                f"cannot open results database ({self.url}): {hide_passwords(one_line(err))}"
+                f"cannot open results database ({shown}): {hide_passwords(one_line(err))}"
             ) from None
         except BaseException:
             self._drop_copy()

@@ -170,10 +170,11 @@ class Transfer:
         if start is not None:
             start(list(seeds))
             seeds = ()
-        self._seeds = iter(list(seeds))
+        self._seeds = list(seeds)
+        self._unasked = iter(self._seeds)
 
     def ask(self) -> Config | None:
-        config = first_unseen(self._seeds, self._out)
+        config = first_unseen(self._unasked, self._out)
         if config is None:
             # The inner strategy may propose a seed still in flight: skip it, its result comes.
             config = first_unseen(iter(self.inner.ask, None), self._out)

@@ -194,8 +194,8 @@ CASES = [
     Case("unknown-shape-set-listing", ("shapes", "nope"), 2, "unknown shape set 'nope'"),
     Case("unknown-option", (*RUN, "--bogus"), 2, "No such option '--bogus'"),
     Case("unknown-strategy", (*RUN, "--strategy", "nope"), 2, "Invalid value for '--strategy'"),
-    Case("time-limit-nan", (*RUN, "--time-limit", "nan"), 2, "nan is not a number of seconds"),
-    Case("time-limit-inf", (*RUN, "--time-limit", "inf"), 2, "inf is not a number of seconds"),
+    Case("time-limit-nan", (*RUN, "--time-limit", "nan"), 2, "'nan' is not a finite decimal"),
+    Case("time-limit-inf", (*RUN, "--time-limit", "inf"), 2, "'inf' is not a finite decimal"),
     Case(
         "remeasure-time-limit-nan",
         ("remeasure", "--time-limit", "nan"),
@@ -260,6 +260,9 @@ def _stored(db: Path) -> list[str]:
         return list(con.iterdump())
 
 
+CURRENT = get_family("direct_naive").kernel_digest()  # what the commands read as current
+
+
 @pytest.fixture(scope="module")
 def results_db(tmp_path_factory) -> Path:
     """A database with results of the synthetic GPU (the device the CLI will register)."""
@@ -271,7 +274,9 @@ def results_db(tmp_path_factory) -> Path:
         for block_x, ms in ((8, 1.5), (16, 1.0)):
             config = Config.of({"BLOCK_X": block_x, "BLOCK_Y": 4, "FILTER_IN_CONST": 0})
             m = Measurement.from_samples([ms, ms])
-            store.record(run_id, device_id, "direct_naive", problem, config, m, problem.flops)
+            store.record(
+                run_id, device_id, "direct_naive", problem, config, m, problem.flops, CURRENT
+            )
         store.finish_run(run_id)
     return path
 

@@ -238,7 +238,16 @@ def test_best_reads_one_protocol_and_says_which_is_missing(tmp_path) -> None:
     with Store(db) as store:
         run, dev = _device(store)
         config = Config.of({"BLOCK_X": 32, "BLOCK_Y": 4, "FILTER_IN_CONST": 0})
-        store.record(run, dev, "direct_naive", PROBLEM, config, old(1.0), PROBLEM.flops)
+        store.record(
+            run,
+            dev,
+            "direct_naive",
+            PROBLEM,
+            config,
+            old(1.0),
+            PROBLEM.flops,
+            DirectNaive().kernel_digest(),
+        )
     result = CliRunner().invoke(main, ["best", "--storage", str(db)])
     assert result.exit_code == 1 and "timing protocol 2" in result.output
     result = CliRunner().invoke(

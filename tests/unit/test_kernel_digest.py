@@ -13,6 +13,7 @@ from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import Config, DeviceLimits
 from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
 from autotune.tuning.tuner import Tuner, plan_studies
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
@@ -27,7 +28,8 @@ class NaiveCopy(DirectNaive):
 
 def _tune(family, compiler, evaluator, store) -> int:
     studies, _ = plan_studies([(family, PROBLEM)], DeviceLimits())
-    return Tuner(compiler, evaluator, store, strategy="brute_force").run(studies, 4).evaluated
+    tuner = Tuner(GpuRunner(compiler, evaluator), store, strategy="brute_force")
+    return tuner.run(studies, 4).evaluated
 
 
 def test_the_digest_covers_the_kernel_its_headers_reference_and_options(tmp_path) -> None:

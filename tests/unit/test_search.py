@@ -318,6 +318,10 @@ def test_bench_search_writes_the_csv_table_and_plot(recording, tmp_path) -> None
     assert (out / "search.png").stat().st_size > 1000
 
 
+# What the commands read as current: rows of this code (DESIGN section 2).
+CURRENT = get_family("direct_naive").kernel_digest()
+
+
 def test_export_recording_command_and_a_pinned_replay(tmp_path) -> None:
     pins_file = tmp_path / "pins.toml"
     pins_file.write_text("[direct_naive]\nFILTER_IN_CONST = [1]\n")
@@ -329,7 +333,7 @@ def test_export_recording_command_and_a_pinned_replay(tmp_path) -> None:
     run = store.start_run(device, "test", {})
     for config, o in list(full.outcomes.items())[::2]:  # half the space: not exhaustive
         m = Measurement.from_samples([o.time_ms]) if o.time_ms else Measurement(o.status)
-        store.record(run, device, "direct_naive", problem, config, m, problem.flops)
+        store.record(run, device, "direct_naive", problem, config, m, problem.flops, CURRENT)
     out = tmp_path / "out.jsonl.gz"
     args = ["export-recording", "--storage", str(db), "--output", str(out)]
     result = CliRunner().invoke(main, args)
@@ -342,7 +346,7 @@ def test_export_recording_command_and_a_pinned_replay(tmp_path) -> None:
     for config in space.bind(problem.fields(), ARCH_LIMITS["sm_90"]).configs:
         o = full.outcomes[config]
         m = Measurement.from_samples([o.time_ms]) if o.time_ms else Measurement(o.status)
-        store.record(run, device, "direct_naive", problem, config, m, problem.flops)
+        store.record(run, device, "direct_naive", problem, config, m, problem.flops, CURRENT)
     result = CliRunner().invoke(main, [*args, "--subspace", str(pins_file), "--exhaustive-only"])
     assert result.exit_code == 0 and ", exhaustive" in result.output
     # The replay searches the recorded subspace by itself: --exhaustive covers just that.

@@ -439,7 +439,7 @@ def test_the_projects_database_reads_the_same_after_this_version_opens_it(tmp_pa
     assert len(before) > 1000  # the H100's results, not an empty file
     copy = tmp_path / "copy.db"
     copy.write_bytes(source.read_bytes())
-    with Store(copy, create=False) as upgraded:
+    with Store(copy, create=False, read_only=False) as upgraded:
         everything = upgraded.history(every_protocol=True)
         assert len(everything) == len(before)
         assert "conv2d" in set(everything["kind"]) and set(everything["protocol"]) >= {1}
