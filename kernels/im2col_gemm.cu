@@ -16,6 +16,7 @@
 // Problem defines: B, C, N, K, F, STRIDE. Tunables: BM, BN, BK, TM, TN, VEC, UNROLL_BLOCK.
 
 #include "register_tile.cuh"
+#include "vector.cuh"
 
 #define S ((N - 1) * STRIDE + K)   // input side
 #define SS (S * S)
@@ -68,40 +69,6 @@
 // The register-tiled inner loop (register_tile.cuh): a thread's TM x TN tile from FM- and
 // FN-wide fragments, TY * FM and TX * FN floats apart.
 using RegisterTile = register_tile::Loop<TM, TN, FM, FN, TY * FM, TX * FN>;
-
-// Loads and stores of V consecutive floats as one access.
-template <int V> struct Vec;
-template <> struct Vec<1> {
-    static __device__ __forceinline__ void load(const float* p, float* o) { o[0] = *p; }
-    static __device__ __forceinline__ void store(float* p, const float* i) { *p = i[0]; }
-    static __device__ __forceinline__ void store_global(float* p, const float* i) { *p = i[0]; }
-};
-template <> struct Vec<2> {
-    static __device__ __forceinline__ void load(const float* p, float* o) {
-        const float2 v = *reinterpret_cast<const float2*>(p);
-        o[0] = v.x; o[1] = v.y;
-    }
-    static __device__ __forceinline__ void store(float* p, const float* i) {
-        *reinterpret_cast<float2*>(p) = make_float2(i[0], i[1]);
-    }
-    // NVVM splits a vector store of accumulators into scalar stores; the PTX keeps it whole.
-    static __device__ __forceinline__ void store_global(float* p, const float* i) {
-        asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(i[0]), "f"(i[1]));
-    }
-};
-template <> struct Vec<4> {
-    static __device__ __forceinline__ void load(const float* p, float* o) {
-        const float4 v = *reinterpret_cast<const float4*>(p);
-        o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
-    }
-    static __device__ __forceinline__ void store(float* p, const float* i) {
-        *reinterpret_cast<float4*>(p) = make_float4(i[0], i[1], i[2], i[3]);
-    }
-    static __device__ __forceinline__ void store_global(float* p, const float* i) {
-        asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(i[0]), "f"(i[1]),
-                     "f"(i[2]), "f"(i[3]));
-    }
-};
 
 // Grid: (column blocks, rows, images). Rows past gridDim.y (65535) are taken in strides.
 extern "C" __global__ void __launch_bounds__(UNROLL_BLOCK)
