@@ -30,15 +30,10 @@
 #define FM (TM < 4 ? TM : 4)
 #define FN (TN < 4 ? TN : 4)
 
-// Transposed filter tile padded by 4 floats: rows stay float4-aligned and the transposed stores
-// of threads VEC rows apart fall into different banks.
-#define AS_LD (BM + 4)
-#define AS_SIZE (BK * AS_LD)
+// The filter tile's loader (AS_LD, AS_SIZE, A_VPR, A_RSTEP, A_LOADS).
+#include "filter_tile.cuh"
 #define BS_SIZE (BK * BN)
 
-#define A_VPR (BK / VEC)           // vectors per filter-tile row
-#define A_RSTEP (THREADS / A_VPR)
-#define A_LOADS ((BM + A_RSTEP - 1) / A_RSTEP)
 #define B_VPR (BN / VEC)           // vectors per X_unroll-tile row
 #define B_RSTEP (THREADS >= B_VPR ? THREADS / B_VPR : 1)
 #define B_COLS (THREADS >= B_VPR ? 1 : B_VPR / THREADS)
@@ -123,17 +118,7 @@ im2col_gemm(const float* __restrict__ w, const float* __restrict__ x_unroll,
 
     // Past the end of the reduction both operands read as zero.
     auto load_slice = [&](int k0) {
-#pragma unroll
-        for (int i = 0; i < A_LOADS; ++i) {
-            const bool row_in =
-                (BM % A_RSTEP == 0 || a_r + i * A_RSTEP < BM) && i * A_RSTEP < a_rows;
-            if (row_in && (GK % BK == 0 || k0 + a_k < GK)) {
-                Vec<VEC>::load(a_ptr + (long long)(i * A_RSTEP) * GK + k0, a_reg[i]);
-            } else {
-#pragma unroll
-                for (int v = 0; v < VEC; ++v) a_reg[i][v] = 0.0f;
-            }
-        }
+        filter_tile::load(a_reg, a_ptr, a_r, a_k, a_rows, k0);
 #pragma unroll
         for (int i = 0; i < B_ROWS; ++i) {
             const int k = k0 + b_r + i * B_RSTEP;
@@ -154,14 +139,7 @@ im2col_gemm(const float* __restrict__ w, const float* __restrict__ x_unroll,
     auto store_slice = [&](int stage) {
         float* as = a_s + stage * AS_SIZE;
         float* bs = b_s + stage * BS_SIZE;
-#pragma unroll
-        for (int i = 0; i < A_LOADS; ++i) {
-            const int r = a_r + i * A_RSTEP;
-            if (BM % A_RSTEP == 0 || r < BM) {
-#pragma unroll
-                for (int v = 0; v < VEC; ++v) as[(a_k + v) * AS_LD + r] = a_reg[i][v];
-            }
-        }
+        filter_tile::store(as, a_reg, a_r, a_k);
 #pragma unroll
         for (int i = 0; i < B_ROWS; ++i) {
             const int r = b_r + i * B_RSTEP;

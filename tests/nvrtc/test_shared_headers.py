@@ -1,6 +1,7 @@
 """The helpers the kernels had each written out live once in kernels/include/: the vector-type
-helper (vector.cuh), the cp.async copies (cp_async.cuh) and maxdnn's and winograd's cooperative
-tile loads (tile_words.cuh); the compiler hands them to NVRTC by name."""
+helper (vector.cuh), the cp.async copies (cp_async.cuh), maxdnn's and winograd's cooperative tile
+loads (tile_words.cuh) and im2col_gemm's and implicit_gemm's filter loader (filter_tile.cuh); the
+compiler hands them to NVRTC by name."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ USERS = {
     ),
     "cp_async.cuh": ("conv3d", "maxdnn", "tc_implicit_gemm", "tc_wgmma", "winograd"),
     "tile_words.cuh": ("maxdnn", "winograd"),
+    "filter_tile.cuh": ("im2col_gemm", "implicit_gemm"),
 }  # fmt: skip
 
 
@@ -38,3 +40,5 @@ def test_no_kernel_writes_its_own_copy() -> None:
         code = re.sub(r"//[^\n]*", "", text)  # the asm, not the comments
         assert not re.search(r"cp\.async\.(ca|cg|commit_group|wait_group)\b", code), source.name
         assert "struct Tile " not in text, source.name
+        if source.stem in USERS["filter_tile.cuh"]:
+            assert "#define A_LOADS" not in text and "as[(a_k + v)" not in text, source.name
