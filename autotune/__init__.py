@@ -20,6 +20,23 @@ def package_path(package: str, *parts: str) -> Path:
     return root.joinpath(*parts)
 
 
+def project_dir(name: str) -> Path:
+    """A directory the project keeps at its top level beside the package (kernels/,
+    search_spaces/), as a filesystem path.
+
+    pyproject.toml maps each into the package (autotune/<name>) when a wheel is built, so an
+    installed wheel has it there; a checkout, an editable install and a checkout on PYTHONPATH
+    have it beside the package, as in the repository. Every reader finds it through here."""
+    package = Path(__file__).parent
+    if (package / name).is_dir():
+        return package / name
+    # Only a source tree's (pyproject.toml beside it): never another distribution's top-level
+    # package of the same name in site-packages.
+    if (package.parent / "pyproject.toml").is_file() and (package.parent / name).is_dir():
+        return package.parent / name
+    raise RuntimeError(f"autotune's {name}/ is neither in {package} nor beside it")
+
+
 def __getattr__(name: str):
     """`autotune.conv2d`, `autotune.Conv2d` (the runtime) and `autotune.tune_kernel`, imported on
     first use: importing the package loads neither CuPy's runtime, PyTorch nor the tuner (every

@@ -6,14 +6,23 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from autotune import package_path
 from autotune.families import conv2d
 from autotune.families.digest import BUILD_OPTIONS, kernel_digest
+from autotune.families.files import INCLUDE_DIR, KERNEL_DIR, SPACE_DIR
 from autotune.families.plan import Arg, Buffers, KernelPlan, Launch, cdiv
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config, SearchSpace, Value
 
-__all__ = ["Arg", "Buffers", "Family", "KernelPlan", "Launch", "UnsupportedProblem", "cdiv"]
+__all__ = [
+    "INCLUDE_DIR",
+    "Arg",
+    "Buffers",
+    "Family",
+    "KernelPlan",
+    "Launch",
+    "UnsupportedProblem",
+    "cdiv",
+]
 
 
 class UnsupportedProblem(ValueError):
@@ -22,15 +31,11 @@ class UnsupportedProblem(ValueError):
 
 INT32_MAX = 2**31 - 1  # the largest element offset a kernel's 32-bit integers reach
 
-# The built-in families' kernels and search spaces: package data beside their modules.
-BUILTIN_DIR = package_path("autotune.families")
-# Headers the kernels share (#include "register_tile.cuh"), for every family's kernel.
-INCLUDE_DIR = BUILTIN_DIR / "include"
-
 
 class Family:
-    """Base of every kernel family. A family is files sharing its name in one directory:
-    <name>.cu, <name>.toml and, for the built-in ones, the module <name>.py beside them."""
+    """Base of every kernel family. A family is files sharing its name: for the built-in ones
+    kernels/<name>.cu, search_spaces/<name>.toml and the module autotune/families/<name>.py; for
+    a user's, <name>.cu and <name>.toml in one kernel directory."""
 
     name: str = ""
     description: str = ""
@@ -46,20 +51,20 @@ class Family:
     # Tunables added after results were stored, each with the value that reproduces the kernel
     # those results measured: a stored config without one is read as the config with it.
     later_tunables: Mapping[str, Value] = MappingProxyType({})
-    # Where <name>.cu and <name>.toml are read from: the package for the built-in families; a
-    # family from a user's kernel directory sets its own.
-    directory: Path = BUILTIN_DIR
+    # The directory holding both <name>.cu and <name>.toml: None for the built-in families
+    # (kernels/ and search_spaces/); a family from a user's kernel directory sets its own.
+    directory: Path | None = None
     # The float64 reference kernels reference_plan() compiles (part of the kernel digest; the
     # family contract checks that reference_plan's source is among them).
     reference_sources: tuple[Path, ...] = (conv2d.REFERENCE_SOURCE,)
 
     @property
     def source_path(self) -> Path:
-        return self.directory / f"{self.name}.cu"
+        return (self.directory or KERNEL_DIR) / f"{self.name}.cu"
 
     @property
     def space_path(self) -> Path:
-        return self.directory / f"{self.name}.toml"
+        return (self.directory or SPACE_DIR) / f"{self.name}.toml"
 
     def load_space(self) -> SearchSpace:
         return SearchSpace.from_toml(self.space_path)

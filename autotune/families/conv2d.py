@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from autotune import package_path
+from autotune.families.files import REFERENCE_DIR
 from autotune.families.plan import Buffers, KernelPlan, Launch, cdiv
 from autotune.model.problem import ConvProblem
 
-REFERENCE_SOURCE = package_path("autotune.families", "reference", "reference_conv2d.cu")
+REFERENCE_SOURCE = REFERENCE_DIR / "reference_conv2d.cu"
 REFERENCE_BLOCK = 256
 
 

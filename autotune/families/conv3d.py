@@ -6,12 +6,12 @@ from types import MappingProxyType
 
 import numpy as np
 
-from autotune import package_path
 from autotune.families.base import Buffers, Family, KernelPlan, Launch, UnsupportedProblem, cdiv
+from autotune.families.files import REFERENCE_DIR
 from autotune.model.problem import Conv3dProblem
 from autotune.model.space import Config
 
-REFERENCE_SOURCE = package_path("autotune.families", "reference", "reference_conv3d.cu")
+REFERENCE_SOURCE = REFERENCE_DIR / "reference_conv3d.cu"
 REFERENCE_BLOCK = 256
 CONST_BANK_BYTES = 64 * 1024
 # Shared tiles up to this size are static in the kernel; larger ones are dynamic (opt-in).

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from autotune import package_path
 from autotune.families import conv2d
 from autotune.families.base import Buffers, Family, KernelPlan, Launch, cdiv
+from autotune.families.files import REFERENCE_DIR
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
-REFERENCE_SOURCE = package_path("autotune.families", "reference", "reference_conv2d_bias.cu")
+REFERENCE_SOURCE = REFERENCE_DIR / "reference_conv2d_bias.cu"
 # Block size of the elementwise launches (zeroing y, adding the bias); not tuned: both are a
 # plain pass over y at whatever rate the memory allows.
 ELEMENTWISE_BLOCK = 256

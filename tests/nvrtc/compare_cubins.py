@@ -30,6 +30,7 @@ from autotune.families import get_family
 from autotune.gpu import nvrtc_library
 from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.parsing import problem_from_dict
+from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
 from autotune.model.space import ARCH_LIMITS, Config
 from tests.nvrtc.cubin_text import code
@@ -66,7 +67,9 @@ def sampled(
     family_name: str, count: int, seed: int, dtypes: tuple[str, ...] = ()
 ) -> list[tuple[object, Config]]:
     family = get_family(family_name)
-    sets = SHAPE_SETS.get(family_name, ("alexnet", "overfeat"))
+    # The 2D convolutions sample AlexNet's and OverFeat's layers; another kind, its own set.
+    default = ("alexnet", "overfeat") if family.problem_type is ConvProblem else None
+    sets = SHAPE_SETS.get(family_name, default or (family.default_shape_set,))
     problems = [p for s in sets for p in named_shapes(s)]
     dtypes, layouts = precisions(family, dtypes)
     if hasattr(problems[0], "dtype"):

@@ -11,6 +11,7 @@ import pytest
 
 from autotune.families import UnsupportedProblem, get_family
 from autotune.families.chen_general import MAX_CSPLIT, geometry
+from autotune.families.files import INCLUDE_DIR
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
 from autotune.model.space import ARCH_LIMITS, Config
@@ -243,7 +244,15 @@ def test_kernel_source_computes_the_convolution_on_the_host(
     (tmp_path / "kernel.cu").write_text(host_source())
     (tmp_path / "defines.h").write_text("".join(f"#define {k} {v}\n" for k, v in plan.defines))
     exe = tmp_path / "host_kernel"
-    base = [gxx, "-std=c++20", "-O1", "-pthread", f"-I{tmp_path}", f"-I{HOST_DIR}"]
+    base = [
+        gxx,
+        "-std=c++20",
+        "-O1",
+        "-pthread",
+        f"-I{tmp_path}",
+        f"-I{HOST_DIR}",
+        f"-I{INCLUDE_DIR}",
+    ]
     source = [str(HOST_DIR / "chen_general_main.cpp"), "-o", str(exe)]
     built = subprocess.run([*base, "-fsanitize=address", *source], capture_output=True, text=True)
     if built.returncode != 0:  # no sanitizer runtime: still check the numbers

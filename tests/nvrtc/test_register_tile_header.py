@@ -42,7 +42,9 @@ def test_the_gemm_families_take_their_inner_loop_from_the_header(name) -> None:
     # register tile.
     assert "fmaf(fa[" not in text and "fmaf(a[i], b[j]" not in text
     headers = dict(Compiler().headers(source, text))
-    assert headers == {"register_tile.cuh": HEADER.read_text()}
+    assert headers["register_tile.cuh"] == HEADER.read_text()
+    # With the other shared headers it includes (test_shared_headers.py), all from include/.
+    assert all(headers[name] == (INCLUDE_DIR / name).read_text() for name in headers)
 
 
 def test_headers_are_found_beside_the_source_then_in_the_search_path(tmp_path) -> None:
@@ -73,7 +75,8 @@ def test_a_change_of_the_header_changes_the_cache_key_and_the_cubin(tmp_path) ->
     edited = HEADER.read_text().replace("int Order = 0>", "int Order = 1>")
     assert edited != HEADER.read_text()
     (edited_dir / "register_tile.cuh").write_text(edited)
-    changed = Compiler(cache_dir=tmp_path / "cache", include_dirs=(edited_dir,))
+    # The edited loop found first; the kernel's other headers from the shipped include/.
+    changed = Compiler(cache_dir=tmp_path / "cache", include_dirs=(edited_dir, INCLUDE_DIR))
 
     key = shipped.cache_key(text, plan.defines, shipped.headers(plan.source, text))
     other = changed.cache_key(text, plan.defines, changed.headers(plan.source, text))

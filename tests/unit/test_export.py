@@ -25,6 +25,7 @@ from autotune.export.cuda_tree import (
 )
 from autotune.families import FAMILIES, UnknownFamily, kernel_digests
 from autotune.families.base import INCLUDE_DIR, Buffers
+from autotune.families.headers import quoted_headers
 from autotune.families.plan import TensorMap
 from autotune.families.smem_channels import SmemChannels
 from autotune.gpu.compiler import DEFAULT_OPTIONS
@@ -323,12 +324,20 @@ def test_the_tree_holds_each_source_once_and_says_how_it_is_built(store, tmp_pat
     assert written == json.loads(json.dumps(data))
     assert written["schema"] == "autotune-export/1"
     assert set(written["kernels"]) == {f"kernels/{n}" for n in names}
-    # maxdnn's kernel includes the shared register-tiled loop: it lies under include/, which
-    # the kernels' build rules search.
-    assert set(written["headers"]) == {"include/register_tile.cuh"}
-    assert (tmp_path / "include" / "register_tile.cuh").read_text() == (
-        INCLUDE_DIR / "register_tile.cuh"
-    ).read_text()
+    # The kernels include shared headers (maxdnn's: the register-tiled loop, the vector and
+    # cp.async helpers, its tile words): they lie under include/, which the kernels' build
+    # rules search, each once.
+    included = {
+        name
+        for e in chosen.plans
+        for name, _ in quoted_headers(
+            e.plan.source.read_text(), e.plan.source.parent, (INCLUDE_DIR,)
+        )
+    }
+    assert {"register_tile.cuh", "vector.cuh", "cp_async.cuh", "tile_words.cuh"} <= included
+    assert set(written["headers"]) == {f"include/{name}" for name in included}
+    for name in included:
+        assert (tmp_path / "include" / name).read_text() == (INCLUDE_DIR / name).read_text()
     assert "-Iinclude" in (tmp_path / "Makefile").read_text()
     for rel in (
         "include/autotune_conv2d.h",

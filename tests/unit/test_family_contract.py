@@ -15,6 +15,7 @@ import pytest
 
 from autotune.cli.options import family_precisions
 from autotune.families import FAMILIES, UnsupportedProblem, get_family
+from autotune.families.files import KERNEL_DIR, SPACE_DIR
 from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem
 from autotune.model.shapes import in_precisions, named_shapes, shape_set_names
 from autotune.model.space import ARCH_LIMITS
@@ -121,8 +122,11 @@ def test_problems_of_another_kind_are_refused(name: str) -> None:
 def test_three_files_share_the_name_and_the_tunables(name: str) -> None:
     family = FAMILIES[name]
     assert family.source_path.is_file() and family.space_path.is_file()
-    # The module beside its kernel and space, as the package ships them.
-    assert Path(inspect.getfile(type(family))) == family.source_path.with_suffix(".py")
+    # The module in autotune/families/, its kernel in kernels/, its space in search_spaces/.
+    module = Path(inspect.getfile(type(family)))
+    assert module.name == f"{name}.py" and module.parent.name == "families"
+    assert family.source_path == KERNEL_DIR / f"{name}.cu"
+    assert family.space_path == SPACE_DIR / f"{name}.toml"
     source = family.source_path.read_text()
     identifiers = set(re.findall(r"\b[A-Z][A-Z0-9_]*\b", source))
     missing = [n for n in family.load_space().names if n not in identifiers]

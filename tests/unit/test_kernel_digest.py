@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 from autotune.families import kernel_digests, with_directories
-from autotune.families.base import BUILTIN_DIR, INCLUDE_DIR
 from autotune.families.direct_naive import DirectNaive
+from autotune.families.files import INCLUDE_DIR, KERNEL_DIR, SPACE_DIR
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import Config, DeviceLimits
@@ -32,9 +32,13 @@ def _tune(family, compiler, evaluator, store) -> int:
     return tuner.run(studies, 4).evaluated
 
 
+def _copy_builtin(directory) -> None:
+    shutil.copy(KERNEL_DIR / "direct_naive.cu", directory / "direct_naive.cu")
+    shutil.copy(SPACE_DIR / "direct_naive.toml", directory / "direct_naive.toml")
+
+
 def test_the_digest_covers_the_kernel_its_headers_reference_and_options(tmp_path) -> None:
-    for name in ("direct_naive.cu", "direct_naive.toml"):
-        shutil.copy(BUILTIN_DIR / name, tmp_path / name)
+    _copy_builtin(tmp_path)
     family = NaiveCopy(tmp_path)
     first = family.kernel_digest()
     assert first == DirectNaive().kernel_digest()  # the same code wherever it lies
@@ -57,8 +61,7 @@ def test_the_digest_covers_the_kernel_its_headers_reference_and_options(tmp_path
 def test_an_edited_builtin_family_is_measured_again_and_its_old_rows_are_stale(
     tmp_path, compiler, synthetic_evaluator
 ) -> None:
-    for name in ("direct_naive.cu", "direct_naive.toml"):
-        shutil.copy(BUILTIN_DIR / name, tmp_path / name)
+    _copy_builtin(tmp_path)
     family = NaiveCopy(tmp_path)
     store = Store(str(tmp_path / "r.db"))
     assert _tune(family, compiler, synthetic_evaluator, store) == 4
@@ -87,7 +90,7 @@ def test_an_edited_kernel_directory_family_is_measured_again(
 ) -> None:
     kernels = tmp_path / "kernels"
     kernels.mkdir()
-    shutil.copy(BUILTIN_DIR / "direct_naive.cu", kernels / "mine.cu")
+    shutil.copy(KERNEL_DIR / "direct_naive.cu", kernels / "mine.cu")
     (kernels / "mine.toml").write_text(
         'constraints = ["BLOCK_X * BLOCK_Y <= MAX_THREADS"]\n\n'
         "[parameters]\nBLOCK_X = [8, 16]\nBLOCK_Y = [1, 2]\nFILTER_IN_CONST = [0]\n\n"

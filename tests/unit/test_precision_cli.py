@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from autotune.cli.app import main
 from autotune.cli.campaign import RunRequest, family_precisions, pair_request
 from autotune.families import FAMILIES
+from autotune.families.files import KERNEL_DIR, SPACE_DIR
 from autotune.families.implicit_gemm import ImplicitGemm
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.shapes import collect_shapes, in_precisions, named_shapes
@@ -25,11 +26,11 @@ class TensorCoreStandIn(ImplicitGemm):
     # implicit_gemm's kernel and space, under another name.
     @property
     def source_path(self):
-        return self.directory / "implicit_gemm.cu"
+        return KERNEL_DIR / "implicit_gemm.cu"
 
     @property
     def space_path(self):
-        return self.directory / "implicit_gemm.toml"
+        return SPACE_DIR / "implicit_gemm.toml"
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import pytest
 
 from autotune.export import select
 from autotune.families import FAMILIES
+from autotune.families.files import KERNEL_DIR, SPACE_DIR
 from autotune.families.implicit_gemm import ImplicitGemm
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
@@ -41,11 +42,11 @@ class DualStandIn(ImplicitGemm):
     # implicit_gemm's kernel and space, under another name.
     @property
     def source_path(self):
-        return self.directory / "implicit_gemm.cu"
+        return KERNEL_DIR / "implicit_gemm.cu"
 
     @property
     def space_path(self):
-        return self.directory / "implicit_gemm.toml"
+        return SPACE_DIR / "implicit_gemm.toml"
 
 
 @pytest.fixture

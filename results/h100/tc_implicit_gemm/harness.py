@@ -24,7 +24,7 @@ import torch
 
 from autotune.gpu.compiler import Compiler
 
-SRC = Path("autotune/families/tc_implicit_gemm.cu")
+SRC = Path("kernels/tc_implicit_gemm.cu")
 STORAGE = {"tf32": 0, "fp16": 1, "bf16": 2}
 TORCH = {"tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 ES = {"tf32": 4, "fp16": 2, "bf16": 2}
@@ -125,7 +125,7 @@ def valid(p, dtype, cfg):
     """Whether cfg is in the family's space for this problem."""
     from autotune.model.space import ARCH_LIMITS, Config, SearchSpace
 
-    space = SearchSpace.from_toml("autotune/families/tc_implicit_gemm.toml")
+    space = SearchSpace.from_toml("search_spaces/tc_implicit_gemm.toml")
     fields = dict(N=p["N"], K=p["K"], C=p["C"], F=p["F"], B=p["B"], stride=p["stride"])
     fields.update(
         S=(p["N"] - 1) * p["stride"] + p["K"], ELEM_BYTES=ES[dtype], TENSOR_CORE=1, NHWC=1

@@ -7,7 +7,7 @@ import cupy as cp
 import torch
 from autotune.gpu.compiler import Compiler
 
-SRC = Path("autotune/families/tc_wgmma.cu")
+SRC = Path("kernels/tc_wgmma.cu")
 TOL = {"fp16": 1e-3, "bf16": 5e-3}
 STORAGE = {"fp16": 1, "bf16": 2}
 TDT = {"fp16": torch.float16, "bf16": torch.bfloat16}

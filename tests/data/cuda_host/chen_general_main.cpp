@@ -1,4 +1,4 @@
-// Runs autotune/families/chen_general.cu (as rewritten by the test) over its whole grid on the
+// Runs kernels/chen_general.cu (as rewritten by the test) over its whole grid on the
 // CPU and compares the output with a float64 convolution. Arguments: grid x y z, threads, shared
 // bytes. Exit status 0 iff every output is finite and the relative L2 error is at most 1e-5.
 #include "shim.h"

@@ -1,4 +1,4 @@
-// Host stand-ins for the CUDA features autotune/families/chen_general.cu uses, so that the kernel
+// Host stand-ins for the CUDA features kernels/chen_general.cu uses, so that the kernel
 // source runs on the CPU in the CPU-only tests: one std::thread per CUDA thread, std::barrier for
 // __syncthreads and for the cluster barrier, a heap block per CTA for its shared memory.
 #include <algorithm>

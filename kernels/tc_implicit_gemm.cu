@@ -32,6 +32,8 @@
 // FRAG_DB, RASTER, TF32_ROUND.
 // Input (B, S, S, C), filters (F, K, K, C), output (B, N, N, F); 32-bit element offsets.
 
+#include "cp_async.cuh"
+
 #define S ((N - 1) * STRIDE + K)
 #define GM (B * N * N)
 #define GK (K * K * C)
@@ -77,17 +79,12 @@ __device__ __forceinline__ unsigned tile_offset(int row, int chunk) {
 #endif
 }
 
+// Chunks past the edges are zero-filled copies (cp_async.cuh): a source size of 0 reads nothing.
 __device__ __forceinline__ void copy16(unsigned dst, const void* src, bool valid) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                 ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+    cp_async::copy_zfill<16, false>(dst, src, valid ? 16 : 0);
 }
 __device__ __forceinline__ void copy4(unsigned dst, const void* src, bool valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                 ::"r"(dst), "l"(src), "r"(valid ? 4 : 0));
-}
-__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int pending> __device__ __forceinline__ void wait_pending() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+    cp_async::copy_zfill<4, true>(dst, src, valid ? 4 : 0);
 }
 
 __device__ __forceinline__ void ldmatrix4(unsigned (&r)[4], unsigned address) {
@@ -293,7 +290,7 @@ tc_implicit_gemm(const elem_t* __restrict__ x, const elem_t* __restrict__ w,
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < tiles) load_tile(x, w, smem0 + s * STAGE_BYTES, kt0 + s, a_base, b_base, row0, chunk);
-        commit();
+        cp_async::commit();
     }
 
     // This lane's ldmatrix rows and chunks (see load_fragments).
@@ -301,14 +298,14 @@ tc_implicit_gemm(const elem_t* __restrict__ x, const elem_t* __restrict__ w,
     const int b_row = warp_n * WN + (lane & 7) + ((lane >> 4) << 3), b_chunk = (lane >> 3) & 1;
 
     for (int t = 0; t < tiles; ++t) {
-        wait_pending<STAGES - 2>();
+        cp_async::wait<STAGES - 2>();
         __syncthreads();
         {
             const int next = t + STAGES - 1;
             if (next < tiles)
                 load_tile(x, w, smem0 + (next % STAGES) * STAGE_BYTES, kt0 + next, a_base, b_base,
                           row0, chunk);
-            commit();
+            cp_async::commit();
         }
         const unsigned sa = smem0 + (t % STAGES) * STAGE_BYTES, sb = sa + A_BYTES;
         // With FRAG_DB the fragments of k-step ks + 1 are read while ks multiplies.
@@ -328,7 +325,7 @@ tc_implicit_gemm(const elem_t* __restrict__ x, const elem_t* __restrict__ w,
                 load_fragments(a[0], b[0], sa, sb, a_row, a_chunk, b_row, b_chunk, ks + 1);
         }
     }
-    wait_pending<0>();
+    cp_async::wait<0>();
 
     // Accumulator (i, j, v) is row g + 8 * (v / 2), column 2 * t4 + v % 2 of mma tile (i, j).
     const int g = lane >> 2, t4 = lane & 3;

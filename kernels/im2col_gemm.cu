@@ -16,6 +16,7 @@
 // Problem defines: B, C, N, K, F, STRIDE. Tunables: BM, BN, BK, TM, TN, VEC, UNROLL_BLOCK.
 
 #include "register_tile.cuh"
+#include "vector.cuh"
 
 #define S ((N - 1) * STRIDE + K)   // input side
 #define SS (S * S)
@@ -29,15 +30,10 @@
 #define FM (TM < 4 ? TM : 4)
 #define FN (TN < 4 ? TN : 4)
 
-// Transposed filter tile padded by 4 floats: rows stay float4-aligned and the transposed stores
-// of threads VEC rows apart fall into different banks.
-#define AS_LD (BM + 4)
-#define AS_SIZE (BK * AS_LD)
+// The filter tile's loader (AS_LD, AS_SIZE, A_VPR, A_RSTEP, A_LOADS).
+#include "filter_tile.cuh"
 #define BS_SIZE (BK * BN)
 
-#define A_VPR (BK / VEC)           // vectors per filter-tile row
-#define A_RSTEP (THREADS / A_VPR)
-#define A_LOADS ((BM + A_RSTEP - 1) / A_RSTEP)
 #define B_VPR (BN / VEC)           // vectors per X_unroll-tile row
 #define B_RSTEP (THREADS >= B_VPR ? THREADS / B_VPR : 1)
 #define B_COLS (THREADS >= B_VPR ? 1 : B_VPR / THREADS)
@@ -68,40 +64,6 @@
 // The register-tiled inner loop (register_tile.cuh): a thread's TM x TN tile from FM- and
 // FN-wide fragments, TY * FM and TX * FN floats apart.
 using RegisterTile = register_tile::Loop<TM, TN, FM, FN, TY * FM, TX * FN>;
-
-// Loads and stores of V consecutive floats as one access.
-template <int V> struct Vec;
-template <> struct Vec<1> {
-    static __device__ __forceinline__ void load(const float* p, float* o) { o[0] = *p; }
-    static __device__ __forceinline__ void store(float* p, const float* i) { *p = i[0]; }
-    static __device__ __forceinline__ void store_global(float* p, const float* i) { *p = i[0]; }
-};
-template <> struct Vec<2> {
-    static __device__ __forceinline__ void load(const float* p, float* o) {
-        const float2 v = *reinterpret_cast<const float2*>(p);
-        o[0] = v.x; o[1] = v.y;
-    }
-    static __device__ __forceinline__ void store(float* p, const float* i) {
-        *reinterpret_cast<float2*>(p) = make_float2(i[0], i[1]);
-    }
-    // NVVM splits a vector store of accumulators into scalar stores; the PTX keeps it whole.
-    static __device__ __forceinline__ void store_global(float* p, const float* i) {
-        asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(i[0]), "f"(i[1]));
-    }
-};
-template <> struct Vec<4> {
-    static __device__ __forceinline__ void load(const float* p, float* o) {
-        const float4 v = *reinterpret_cast<const float4*>(p);
-        o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
-    }
-    static __device__ __forceinline__ void store(float* p, const float* i) {
-        *reinterpret_cast<float4*>(p) = make_float4(i[0], i[1], i[2], i[3]);
-    }
-    static __device__ __forceinline__ void store_global(float* p, const float* i) {
-        asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(i[0]), "f"(i[1]),
-                     "f"(i[2]), "f"(i[3]));
-    }
-};
 
 // Grid: (column blocks, rows, images). Rows past gridDim.y (65535) are taken in strides.
 extern "C" __global__ void __launch_bounds__(UNROLL_BLOCK)
@@ -156,17 +118,7 @@ im2col_gemm(const float* __restrict__ w, const float* __restrict__ x_unroll,
 
     // Past the end of the reduction both operands read as zero.
     auto load_slice = [&](int k0) {
-#pragma unroll
-        for (int i = 0; i < A_LOADS; ++i) {
-            const bool row_in =
-                (BM % A_RSTEP == 0 || a_r + i * A_RSTEP < BM) && i * A_RSTEP < a_rows;
-            if (row_in && (GK % BK == 0 || k0 + a_k < GK)) {
-                Vec<VEC>::load(a_ptr + (long long)(i * A_RSTEP) * GK + k0, a_reg[i]);
-            } else {
-#pragma unroll
-                for (int v = 0; v < VEC; ++v) a_reg[i][v] = 0.0f;
-            }
-        }
+        filter_tile::load(a_reg, a_ptr, a_r, a_k, a_rows, k0);
 #pragma unroll
         for (int i = 0; i < B_ROWS; ++i) {
             const int k = k0 + b_r + i * B_RSTEP;
@@ -187,14 +139,7 @@ im2col_gemm(const float* __restrict__ w, const float* __restrict__ x_unroll,
     auto store_slice = [&](int stage) {
         float* as = a_s + stage * AS_SIZE;
         float* bs = b_s + stage * BS_SIZE;
-#pragma unroll
-        for (int i = 0; i < A_LOADS; ++i) {
-            const int r = a_r + i * A_RSTEP;
-            if (BM % A_RSTEP == 0 || r < BM) {
-#pragma unroll
-                for (int v = 0; v < VEC; ++v) as[(a_k + v) * AS_LD + r] = a_reg[i][v];
-            }
-        }
+        filter_tile::store(as, a_reg, a_r, a_k);
 #pragma unroll
         for (int i = 0; i < B_ROWS; ++i) {
             const int r = b_r + i * B_RSTEP;

@@ -116,28 +116,9 @@ typedef u16 out_t;
 #define REDUCE_BLOCK 256
 
 
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-
-// The same through L1 (cp.async.ca), for the gathered input rows that neighbouring taps reread.
-__device__ __forceinline__ void cp_async16_l1(unsigned dst, const void* src, int bytes)
-{
-#if L1_CACHE
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-#else
-    cp_async16(dst, src, bytes);
-#endif
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
-}
+// 16-byte copies, zero-filled past the edges (cp_async.cuh); the gathered input rows that
+// neighbouring taps reread go through L1 (cp.async.ca) with L1_CACHE.
+#include "cp_async.cuh"
 
 __device__ __forceinline__ void fence_proxy_async()
 {
@@ -356,14 +337,14 @@ __device__ __forceinline__ void load_tile(
     for (int i = 0; i < A_ROWS; ++i) {
         const bool ok = k_ok && a_base[i] >= 0;
         const unsigned dst = slot + (unsigned)((row0 + i * ROW_STEP) * 128) + col;
-        cp_async16_l1(dst, ok ? (const void*)(x + a_base[i] + offset) : (const void*)x, ok ? 16 : 0);
+        cp_async::copy_zfill<16, L1_CACHE>(dst, ok ? (const void*)(x + a_base[i] + offset) : (const void*)x, ok ? 16 : 0);
     }
 #pragma unroll
     for (int i = 0; i < B_ROWS; ++i) {
         const int f = f_row0 + i * ROW_STEP;
         const bool ok = k_ok && f < F;
         const unsigned dst = slot + A_BYTES + (unsigned)((row0 + i * ROW_STEP) * 128) + col;
-        cp_async16(dst, ok ? (const void*)(w + (long long)f * KG + kk) : (const void*)w, ok ? 16 : 0);
+        cp_async::copy_zfill<16, false>(dst, ok ? (const void*)(w + (long long)f * KG + kk) : (const void*)w, ok ? 16 : 0);
     }
 #else
     const int kk = kt * BK + CHUNK_ELEMS * j;  // C_OUTER is refused: the steps walk KG linearly
@@ -664,7 +645,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
 #endif
             }
         }
-        cp_async_wait<0>();
+        cp_async::wait<0>();
         return;
 #endif
     }
@@ -708,10 +689,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
             if (s < steps) load_tile(base + s * STAGE_BYTES, kt0 + s, x, w, a_base, f0 + row0, row0, j);
-            cp_async_commit();
+            cp_async::commit();
         }
         for (int t = 0; t < steps; ++t) {
-            cp_async_wait<STAGES - 2>();
+            cp_async::wait<STAGES - 2>();
             fence_proxy_async();
             __syncthreads();
             mma_step(acc, base + (t % STAGES) * STAGE_BYTES, cwg);
@@ -722,7 +703,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
             const int next = t + STAGES - 1;
             if (next < steps)
                 load_tile(base + (next % STAGES) * STAGE_BYTES, kt0 + next, x, w, a_base, f0 + row0, row0, j);
-            cp_async_commit();
+            cp_async::commit();
         }
         wgmma_wait<0>();
         store_tile(acc, y, m0, f0, tid, cwg);

@@ -39,6 +39,8 @@
 // the 128 x 128 / 8 x 8 tiles instead of just before their use).
 
 #include "register_tile.cuh"
+#include "cp_async.cuh"
+#include "vector.cuh"
 
 #ifndef SPLIT_K
 #define SPLIT_K 1
@@ -99,27 +101,8 @@ __device__ __forceinline__ const float* patch_row(const float* base, int offset)
 #endif
 }
 
-template <int V> struct Vec;
-template <> struct Vec<1> { using type = float; };
-template <> struct Vec<2> { using type = float2; };
-template <> struct Vec<4> { using type = float4; };
 using vec_t = Vec<VEC>::type;
 
-// One VEC-wide word global -> shared without passing through registers. 16-byte copies may skip
-// L1 (.cg): every word is read once per block, and reuse between blocks happens in L2.
-__device__ __forceinline__ void copy_async(float* dst, const float* src) {
-    const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    if constexpr (VEC == 4) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(src));
-    } else {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n"
-                     ::"r"(to), "l"(src), "n"(VEC * 4));
-    }
-}
-__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void copy_wait_all() {
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
 
 // dst[g][col][r] = src[g * src_g + r * src_r + col] for r < rows and col < cols, and zero in the
 // rest of the padded rows_pad x cols_pad destination: one 32 x 32 tile per block, through shared
@@ -146,23 +129,7 @@ transpose_pad(const float* __restrict__ src, float* __restrict__ dst, int rows, 
     }
 }
 
-// How THREADS threads split a BK x WIDTH tile into VEC-wide words, row-major: word
-// tid + i * THREADS is at row row0(tid) + row(i), column col0(tid) + col(i). Both counts are powers
-// of two, so either a pass covers whole rows or a row takes whole passes.
-template <int WIDTH> struct Tile {
-    static constexpr int WORDS = WIDTH / VEC;  // words per row
-    static constexpr bool WHOLE_ROWS = THREADS >= WORDS;
-    static __device__ __forceinline__ int row0(int tid) { return WHOLE_ROWS ? tid / WORDS : 0; }
-    static __device__ __forceinline__ int col0(int tid) {
-        return (WHOLE_ROWS ? tid % WORDS : tid) * VEC;
-    }
-    static constexpr __device__ int row(int i) {
-        return WHOLE_ROWS ? i * (THREADS / WORDS) : i / (WORDS / THREADS);
-    }
-    static constexpr __device__ int col(int i) {
-        return WHOLE_ROWS ? 0 : (i % (WORDS / THREADS)) * THREADS * VEC;
-    }
-};
+#include "tile_words.cuh"
 
 // y_fhwn = 0 before the split-K blocks add into it (float4 words: FP * NN * BP is a multiple of 4).
 extern "C" __global__ void zero_fill(float* __restrict__ y, int words) {
@@ -256,19 +223,21 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
     auto copy_tile = [&](int kt, int stage) {
         const float* a = a_src + kt * (BK * FP);
         float* sa = s_a_thread + stage * (BK * BM);
+        // 16-byte copies skip L1 (cp_async.cuh): every word is read once per block, and reuse
+        // between blocks happens in L2.
 #pragma unroll
         for (int i = 0; i < LOADS_A; ++i) {
-            copy_async(sa + TileA::row(i) * BM + TileA::col(i),
+            cp_async::copy<VEC * 4>(sa + TileA::row(i) * BM + TileA::col(i),
                        a + TileA::row(i) * FP + TileA::col(i));
         }
         const int* offsets = c_offsets + kt * BK + b_row0;
         float* sb = s_b_thread + stage * (BK * BN);
 #pragma unroll
         for (int i = 0; i < LOADS_B; ++i) {
-            copy_async(sb + TileB::row(i) * BN + TileB::col(i),
+            cp_async::copy<VEC * 4>(sb + TileB::row(i) * BN + TileB::col(i),
                        patch_row(b_src, offsets[TileB::row(i)]) + TileB::col(i));
         }
-        copy_commit();
+        cp_async::commit();
     };
 
     // Thread (tx, ty) owns filters g * 4 * THREADS_Y + 4 * ty + (0..3) for g < TM / 4 and images
@@ -290,7 +259,7 @@ maxdnn(const float* __restrict__ x_chwn, const float* __restrict__ w_t,
         const int kt = kt_begin + t, stage = t & 1;
         // Tile kt has landed for every thread, and every thread is done with tile kt - 1, whose
         // stage the next copy overwrites.
-        copy_wait_all();
+        cp_async::wait<0>();
         __syncthreads();
         if (kt + 1 < kt_end) copy_tile(kt + 1, stage ^ 1);  // in flight during the multiply
         RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(

@@ -34,6 +34,7 @@
 // conversion.
 
 #include "register_tile.cuh"
+#include "vector.cuh"
 
 #define S ((N - 1) * STRIDE + K)   // input side
 #define SS (S * S)
@@ -50,10 +51,8 @@
 #define STAGES (DOUBLE_BUFFER ? 2 : 1)
 #define REDUCE_BLOCK 256           // threads of the split-K reduction
 
-// The transposed filter tile is padded by 4 floats: rows stay float4-aligned, and the
-// transposed stores of threads VEC rows apart fall into different banks.
-#define AS_LD (BM + 4)
-#define AS_SIZE (BK * AS_LD)
+// The filter tile's loader (AS_LD, AS_SIZE, A_VPR, A_RSTEP, A_LOADS).
+#include "filter_tile.cuh"
 // The gathered tile: a warp stores G rows x 32 / G columns; a pitch of BN + 32 / G (BN is a
 // multiple of 32) puts lane (row r, column c) in bank (r * 32 / G + c) % 32, all different.
 // Unpadded with one row a warp (consecutive columns of one row are consecutive banks).
@@ -61,10 +60,6 @@
 #define BS_LD (BN + B_PAD)
 #define BS_SIZE (BK * BS_LD)
 
-// Filter loader: each row of the tile is BK / VEC vectors; a thread keeps one column of vectors.
-#define A_VPR (BK / VEC)
-#define A_RSTEP (THREADS / A_VPR)
-#define A_LOADS ((BM + A_RSTEP - 1) / A_RSTEP)
 // Gather loader: GATHER_ROWS consecutive threads take consecutive rows of one column, and the
 // B_QT groups of them consecutive columns (coalesced along output pixels). With B_QT >= BN the
 // block covers B_RSTEP = THREADS / BN rows of the tile a step, each thread one column; with fewer
@@ -106,33 +101,6 @@
 // The register-tiled inner loop (register_tile.cuh): a thread's TM x TN tile from FM- and
 // FN-wide fragments, TY * FM and TX * FN floats apart.
 using RegisterTile = register_tile::Loop<TM, TN, FM, FN, TY * FM, TX * FN>;
-
-// Loads and stores of V consecutive floats as one access.
-template <int V> struct Vec;
-template <> struct Vec<1> {
-    static __device__ __forceinline__ void load(const float* p, float* o) { o[0] = *p; }
-    static __device__ __forceinline__ void store_global(float* p, const float* i) { *p = i[0]; }
-};
-template <> struct Vec<2> {
-    static __device__ __forceinline__ void load(const float* p, float* o) {
-        const float2 v = *reinterpret_cast<const float2*>(p);
-        o[0] = v.x; o[1] = v.y;
-    }
-    // NVVM splits a vector store of accumulators into scalar stores; the PTX keeps it whole.
-    static __device__ __forceinline__ void store_global(float* p, const float* i) {
-        asm volatile("st.global.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(i[0]), "f"(i[1]));
-    }
-};
-template <> struct Vec<4> {
-    static __device__ __forceinline__ void load(const float* p, float* o) {
-        const float4 v = *reinterpret_cast<const float4*>(p);
-        o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
-    }
-    static __device__ __forceinline__ void store_global(float* p, const float* i) {
-        asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(i[0]), "f"(i[1]),
-                     "f"(i[2]), "f"(i[3]));
-    }
-};
 
 // Offset of reduction row k = (c, ky, kx) from a column's top-left input pixel: the one place
 // the formula lives, evaluated per row in the kernel (K is a compile-time constant, so the
@@ -210,17 +178,7 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
     // Global -> registers for the slice starting at reduction index k0. Past the end of the
     // reduction both operands read as zero (GK % BK == 0 removes the tests at compile time).
     auto load_slice = [&](int k0) {
-#pragma unroll
-        for (int i = 0; i < A_LOADS; ++i) {
-            const bool row_in =
-                (BM % A_RSTEP == 0 || a_r + i * A_RSTEP < BM) && i * A_RSTEP < a_rows;
-            if (row_in && (GK % BK == 0 || k0 + a_k < GK)) {
-                Vec<VEC>::load(a_ptr + (long long)(i * A_RSTEP) * GK + k0, a_reg[i]);
-            } else {
-#pragma unroll
-                for (int v = 0; v < VEC; ++v) a_reg[i][v] = 0.0f;
-            }
-        }
+        filter_tile::load(a_reg, a_ptr, a_r, a_k, a_rows, k0);
 #pragma unroll
         for (int i = 0; i < B_ROWS; ++i) {
             const int k = k0 + b_r + i * B_RSTEP;
@@ -243,14 +201,7 @@ implicit_gemm(const float* __restrict__ x, const float* __restrict__ w, float* _
     auto store_slice = [&](int stage) {
         float* as = a_s + stage * AS_SIZE;
         float* bs = b_s + stage * BS_SIZE;
-#pragma unroll
-        for (int i = 0; i < A_LOADS; ++i) {
-            const int r = a_r + i * A_RSTEP;
-            if (BM % A_RSTEP == 0 || r < BM) {
-#pragma unroll
-                for (int v = 0; v < VEC; ++v) as[(a_k + v) * AS_LD + r] = a_reg[i][v];
-            }
-        }
+        filter_tile::store(as, a_reg, a_r, a_k);
 #pragma unroll
         for (int i = 0; i < B_ROWS; ++i) {
             const int r = b_r + i * B_RSTEP;

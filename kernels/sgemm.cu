@@ -19,6 +19,7 @@
 // TY % (32 / WARP_TX) == 0.
 
 #include "register_tile.cuh"
+#include "vector.cuh"
 
 #define TX (BN / TN)  // threads along N
 #define TY (BM / TM)  // threads along M
@@ -36,29 +37,6 @@
 #define BUFFERS (DOUBLE_BUFFER ? 2 : 1)
 // K range of one slice, whole BK steps.
 #define K_SLICE ((((K + SPLIT_K - 1) / SPLIT_K) + BK - 1) / BK * BK)
-
-template <int V> struct Vec;
-template <> struct Vec<1> {
-    using type = float;
-    static __device__ __forceinline__ void unpack(float v, float* o) { o[0] = v; }
-    static __device__ __forceinline__ float pack(const float* i) { return i[0]; }
-};
-template <> struct Vec<2> {
-    using type = float2;
-    static __device__ __forceinline__ void unpack(float2 v, float* o) { o[0] = v.x; o[1] = v.y; }
-    static __device__ __forceinline__ float2 pack(const float* i) {
-        return make_float2(i[0], i[1]);
-    }
-};
-template <> struct Vec<4> {
-    using type = float4;
-    static __device__ __forceinline__ void unpack(float4 v, float* o) {
-        o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
-    }
-    static __device__ __forceinline__ float4 pack(const float* i) {
-        return make_float4(i[0], i[1], i[2], i[3]);
-    }
-};
 
 // Global tiles -> registers. Out-of-range vectors (edges of M, N and of the K slice) read as
 // zeros; since K, N and the slice bounds are multiples of VEC, a vector is wholly in or out.

@@ -30,6 +30,8 @@
 // per block of the input and output transforms), OUT_STAGE (output rows through shared memory).
 
 #include "register_tile.cuh"
+#include "cp_async.cuh"
+#include "vector.cuh"
 
 #define MT OUT_TILE                         // output tile side m
 #define AL (MT + 2)                         // alpha: transformed tile side
@@ -328,42 +330,10 @@ wino_output(const float* __restrict__ m, float* __restrict__ y) {
 
 // ---- The batched GEMM: m[.][xi] (FP x PP) = u[.][xi]^T v[.][xi], one xi per grid z. ----
 
-template <int V> struct Vec;
-template <> struct Vec<1> { using type = float; };
-template <> struct Vec<2> { using type = float2; };
-template <> struct Vec<4> { using type = float4; };
 using vec_t = Vec<VEC>::type;
 
-__device__ __forceinline__ void copy_async(float* dst, const float* src) {
-    const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    if constexpr (VEC == 4) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(src));
-    } else {
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to), "l"(src),
-                     "n"(VEC * 4));
-    }
-}
-__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-__device__ __forceinline__ void copy_wait_all() {
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
 
-// THREADS threads split a BK x WIDTH tile into VEC-wide words, row-major; word tid + i * THREADS
-// lies at (row0 + row(i), col0 + col(i)), so that the loop's offsets are compile-time constants.
-template <int WIDTH> struct Tile {
-    static constexpr int WORDS = WIDTH / VEC;
-    static constexpr bool WHOLE_ROWS = THREADS >= WORDS;
-    static __device__ __forceinline__ int row0(int tid) { return WHOLE_ROWS ? tid / WORDS : 0; }
-    static __device__ __forceinline__ int col0(int tid) {
-        return (WHOLE_ROWS ? tid % WORDS : tid) * VEC;
-    }
-    static constexpr __device__ int row(int i) {
-        return WHOLE_ROWS ? i * (THREADS / WORDS) : i / (WORDS / THREADS);
-    }
-    static constexpr __device__ int col(int i) {
-        return WHOLE_ROWS ? 0 : (i % (WORDS / THREADS)) * THREADS * VEC;
-    }
-};
+#include "tile_words.cuh"
 
 // The register-tiled inner loop (register_tile.cuh), float4 fragments 4 * THREADS_Y (filters) and
 // 4 * THREADS_X (tiles) floats apart.
@@ -420,13 +390,13 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
         float* sb = s_b_thread + stage * (BK * BN);
 #pragma unroll
         for (int i = 0; i < LOADS_A; ++i)
-            copy_async(sa + TileA::row(i) * BM + TileA::col(i),
+            cp_async::copy<VEC * 4>(sa + TileA::row(i) * BM + TileA::col(i),
                        a + TileA::row(i) * A_ROW + TileA::col(i));
 #pragma unroll
         for (int i = 0; i < LOADS_B; ++i)
-            copy_async(sb + TileB::row(i) * BN + TileB::col(i),
+            cp_async::copy<VEC * 4>(sb + TileB::row(i) * BN + TileB::col(i),
                        b + (long long)TileB::row(i) * B_ROW + TileB::col(i));
-        copy_commit();
+        cp_async::commit();
     };
 
     // Thread (tx, ty) owns filters g * 4 * THREADS_Y + 4 * ty + (0..3) and tiles
@@ -443,7 +413,7 @@ wino_gemm(const float* __restrict__ u, const float* __restrict__ v, float* __res
 #pragma unroll 1
     for (int kt = 0; kt < KTILES; ++kt) {
         const int stage = kt & 1;
-        copy_wait_all();
+        cp_async::wait<0>();
         __syncthreads();  // tile kt landed for all; everyone is done with the stage copied next
         if (kt + 1 < KTILES) copy_tile(kt + 1, stage ^ 1);
         RegisterTile::stage_pipelined<BK, BM, BN, BK * BM, BK * BN>(

@@ -25,26 +25,7 @@
 __constant__ float c_filter[F * K * K];
 
 // The VEC-wide unit a thread loads, computes and stores (the bank-width model's n elements).
-template <int V> struct Vec;
-template <> struct Vec<1> {
-    using type = float;
-    static __device__ __forceinline__ void unpack(float v, float* o) { o[0] = v; }
-    static __device__ __forceinline__ float pack(const float* i) { return i[0]; }
-};
-template <> struct Vec<2> {
-    using type = float2;
-    static __device__ __forceinline__ void unpack(float2 v, float* o) { o[0] = v.x; o[1] = v.y; }
-    static __device__ __forceinline__ float2 pack(const float* i) { return make_float2(i[0], i[1]); }
-};
-template <> struct Vec<4> {
-    using type = float4;
-    static __device__ __forceinline__ void unpack(float4 v, float* o) {
-        o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
-    }
-    static __device__ __forceinline__ float4 pack(const float* i) {
-        return make_float4(i[0], i[1], i[2], i[3]);
-    }
-};
+#include "vector.cuh"
 using vec_t = Vec<VEC>::type;
 
 // Tile columns 0 .. ROW-1 of one input row, as coalesced scalar loads (a row starts at any

@@ -62,22 +62,8 @@ __device__ __forceinline__ int opaque_tid() {
 }
 
 // The n-wide shared-memory access unit of the bank-width model.
-template <int V> struct VecOf;
-template <> struct VecOf<1> { using type = float; };
-template <> struct VecOf<2> { using type = float2; };
-template <> struct VecOf<4> { using type = float4; };
-using vec_t = VecOf<VEC>::type;
-
-__device__ __forceinline__ void unpack(float v, float* o) { o[0] = v; }
-__device__ __forceinline__ void unpack(float2 v, float* o) { o[0] = v.x; o[1] = v.y; }
-__device__ __forceinline__ void unpack(float4 v, float* o) {
-    o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
-}
-__device__ __forceinline__ float pack1(const float* i) { return i[0]; }
-__device__ __forceinline__ float2 pack2(const float* i) { return make_float2(i[0], i[1]); }
-__device__ __forceinline__ float4 pack4(const float* i) {
-    return make_float4(i[0], i[1], i[2], i[3]);
-}
+#include "vector.cuh"
+using vec_t = Vec<VEC>::type;
 
 // --- cluster primitives (sm_90): only the CSPLIT > 1 epilogue uses them ---
 __device__ __forceinline__ unsigned cluster_rank() {
@@ -281,7 +267,7 @@ chen_general(const float* __restrict__ x, const float* __restrict__ w, float* __
                 float row[SPAN_VECS * VEC];
                 const vec_t* src = reinterpret_cast<const vec_t*>(img_rows + ky * IMG_STRIDE);
 #pragma unroll
-                for (int q = 0; q < SPAN_VECS; ++q) unpack(src[q], row + q * VEC);
+                for (int q = 0; q < SPAN_VECS; ++q) Vec<VEC>::unpack(src[q], row + q * VEC);
 #pragma unroll
                 for (int kx = 0; kx < K; ++kx) {
                     // Line 14: FT filter values; thread tx owns filters (m * TX + tx) * VEC + v.
@@ -289,7 +275,7 @@ chen_general(const float* __restrict__ x, const float* __restrict__ w, float* __
                     const vec_t* fsrc =
                         reinterpret_cast<const vec_t*>(flt_rows + (ky * K + kx) * FLT_STRIDE);
 #pragma unroll
-                    for (int m = 0; m < FT / VEC; ++m) unpack(fsrc[m * TX], fv + m * VEC);
+                    for (int m = 0; m < FT / VEC; ++m) Vec<VEC>::unpack(fsrc[m * TX], fv + m * VEC);
                     // Line 15: the row slides by kx; pure register FMAs.
 #pragma unroll
                     for (int f = 0; f < FT; ++f) {
@@ -324,11 +310,11 @@ chen_general(const float* __restrict__ x, const float* __restrict__ w, float* __
                 // N is a multiple of SV: a group is wholly inside the row or wholly past it.
                 if (EDGE_TILES && ox0 + px + j >= N) break;
                 if constexpr (SV == 4) {
-                    *reinterpret_cast<float4*>(dst + j) = pack4(&acc[f][j]);
+                    *reinterpret_cast<float4*>(dst + j) = Vec<4>::pack(&acc[f][j]);
                 } else if constexpr (SV == 2) {
-                    *reinterpret_cast<float2*>(dst + j) = pack2(&acc[f][j]);
+                    *reinterpret_cast<float2*>(dst + j) = Vec<2>::pack(&acc[f][j]);
                 } else {
-                    dst[j] = pack1(&acc[f][j]);
+                    dst[j] = Vec<1>::pack(&acc[f][j]);
                 }
             }
         }

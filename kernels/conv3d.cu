@@ -81,49 +81,19 @@
 
 __constant__ float c_filter[Kd * Kr * Kc];
 
-template <int V> struct Vec;
-template <> struct Vec<1> {
-    static __device__ __forceinline__ void load(const float* p, float* o) { o[0] = p[0]; }
-    static __device__ __forceinline__ void store(float* p, const float* i) { p[0] = i[0]; }
-};
-template <> struct Vec<2> {
-    static __device__ __forceinline__ void load(const float* p, float* o) {
-        const float2 v = *reinterpret_cast<const float2*>(p);
-        o[0] = v.x; o[1] = v.y;
-    }
-    static __device__ __forceinline__ void store(float* p, const float* i) {
-        *reinterpret_cast<float2*>(p) = make_float2(i[0], i[1]);
-    }
-};
-template <> struct Vec<4> {
-    static __device__ __forceinline__ void load(const float* p, float* o) {
-        const float4 v = *reinterpret_cast<const float4*>(p);
-        o[0] = v.x; o[1] = v.y; o[2] = v.z; o[3] = v.w;
-    }
-    static __device__ __forceinline__ void store(float* p, const float* i) {
-        *reinterpret_cast<float4*>(p) = make_float4(i[0], i[1], i[2], i[3]);
-    }
-};
+#include "cp_async.cuh"
+#include "vector.cuh"
 
 #if USE_SMEM
 // Floats per asynchronous copy: 4 (16 bytes) when every input row starts 16-byte aligned.
 #define COPY ((Cc % 4 == 0) ? 4 : 1)
 
-// COPY floats of the tile, copied global -> shared asynchronously (cp.async: no register holds
-// them); a source size of 0 writes zeros instead (past the input's far edges: those values only
-// reach outputs that are never stored).
+// COPY floats of the tile, copied global -> shared asynchronously (cp_async.cuh: no register
+// holds them); a source size of 0 writes zeros instead (past the input's far edges: those values
+// only reach outputs that are never stored).
 __device__ __forceinline__ void copy_async(float* dst, const float* src, bool inside) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(src),
-                 "n"(COPY * 4), "r"(inside ? COPY * 4 : 0)
-                 : "memory");
-}
-__device__ __forceinline__ void copies_commit() {
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-// Wait until at most N committed groups of copies are still in flight.
-template <int N> __device__ __forceinline__ void copies_wait() {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+    cp_async::copy_zfill<COPY * 4, true>(cp_async::shared_address(dst), src,
+                                         inside ? COPY * 4 : 0);
 }
 
 // A thread's pieces of one depth slice of the block's input window are the same for every slice:
@@ -169,7 +139,7 @@ __device__ __forceinline__ void start_tile(const float* __restrict__ x, float* s
     const SlicePieces pieces(y0, x0, tid);
 #pragma unroll 4
     for (int z = 0; z < IN_Z; ++z) pieces.copy(x, s + z * PLANE, z0 + z);
-    copies_commit();
+    cp_async::commit();
 }
 #endif
 
@@ -297,12 +267,12 @@ struct Walk {
 // it completes (STORE: 0 none yet, 1 always, 2 when z >= Kd - 1), move the ring.
 template <int KLO, int KHI, int STORE>
 __device__ __forceinline__ void ring_step(Ring& acc, Walk& w, int z) {
-    copies_wait<STAGES - 2>();  // this thread's copies of slice z are in
+    cp_async::wait<STAGES - 2>();  // this thread's copies of slice z are in
     __syncthreads();            // everyone's are, and everyone is done with slice z - 1
     const int refill = w.buffer == 0 ? (STAGES - 1) * PLANE : w.buffer - PLANE;
     if (z + STAGES - 1 < w.slices)
         w.pieces.copy<true>(w.x, w.s_in + refill, w.z0 + z + STAGES - 1);
-    copies_commit();  // possibly empty: keeps one group per step for the wait above
+    cp_async::commit();  // possibly empty: keeps one group per step for the wait above
     ring_slice<KLO, KHI>(acc, w.s_in + w.buffer + w.corner);
     w.buffer = w.buffer == (STAGES - 1) * PLANE ? 0 : w.buffer + PLANE;
 
@@ -375,7 +345,7 @@ conv3d(const float* __restrict__ x, float* __restrict__ y) {
 #pragma unroll
     for (int i = 0; i < STAGES - 1; ++i) {
         if (i < slices) pieces.copy<true>(x, s_in + i * PLANE, z0 + i);
-        copies_commit();
+        cp_async::commit();
     }
     Ring acc;
 #pragma unroll
@@ -420,9 +390,9 @@ conv3d(const float* __restrict__ x, float* __restrict__ y) {
         if (BUFFERS > 1 && step + 1 < steps) {
             start_tile(x, s_in + ((step + 1) % BUFFERS) * TILE_FLOATS, (tile0 + step + 1) * OUT_Z,
                        y0, x0, tid);
-            copies_wait<1>();
+            cp_async::wait<1>();
         } else {
-            copies_wait<0>();
+            cp_async::wait<0>();
         }
         __syncthreads();  // the whole tile is in
         compute_tile(x, buffer + corner, y, (tile0 + step) * OUT_Z + tz * CZ, oy, ox);
