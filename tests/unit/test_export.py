@@ -54,7 +54,7 @@ def committed(tmp_path_factory) -> Path:
         pytest.skip("the committed results database is not in this checkout")
     copy = tmp_path_factory.mktemp("committed") / "autotune.db"
     shutil.copy(COMMITTED, copy)
-    with Store(str(copy), create=False) as s:
+    with Store(str(copy), create=False, read_only=False) as s:
         s.backfill_digests(kernel_digests())
     return copy
 
