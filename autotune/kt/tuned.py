@@ -118,10 +118,13 @@ def tuned_kernel(
     # Kernel Tuner's restrictions and tune_params still bound the answer: a configuration
     # outside them is not this call's. Threads per block were checked where it was measured.
     space = bind_space(request, DeviceLimits(MAX_THREADS=1 << 30))
-    best, arch = _stored_best(request, problem, study, storage, device_name, space)
+    compiler = Compiler(cache_dir=compiler_cache, options=compile_options(request))
+    # Where evaluations store their code's digest, prefer those of this code as it is now.
+    digest = compiler.kernel_digest(family) if hasattr(compiler, "kernel_digest") else None
+    best, compiler.arch = _stored_best(request, problem, study, storage, device_name, space, digest)
     plan = family.plan(problem, best.config)
-    compiler = Compiler(arch=arch, cache_dir=compiler_cache, options=compile_options(request))
     compiled = compiler.compile(plan)
+    arch = compiler.arch
     (entry,) = plan.launches
     return TunedKernel(
         name=request.kernel_name,
@@ -140,7 +143,9 @@ def tuned_kernel(
     )
 
 
-def _stored_best(request, problem, study, storage, device_name, space) -> tuple[StudyBest, str]:
+def _stored_best(
+    request, problem, study, storage, device_name, space, digest
+) -> tuple[StudyBest, str]:
     if "://" not in storage and not Path(storage).expanduser().exists():
         raise NoTunedKernel(f"no results database at {storage}; {_how(study, storage)}")
     store = Store(storage, create=False)
@@ -154,7 +159,8 @@ def _stored_best(request, problem, study, storage, device_name, space) -> tuple[
     valid = np.array([space.is_valid(_config(c)) for c in history["config"]], dtype=bool)
     history = history[valid]
     where = f" on {device_name}" if device_name else ""
-    bests = [b for _, rows in history.groupby("device") if (b := study_best(rows)) is not None]
+    groups = history.groupby("device")
+    bests = [b for _, rows in groups if (b := study_best(rows, digest)) is not None]
     if not bests:
         raise NoTunedKernel(
             f"no verified measurement of study {study!r}{where} (timing protocol {protocol}) in "

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+import autotune
+import autotune.kt
 from autotune.cli.app import main
 from autotune.gpu.compiler import ELF_MAGIC
 from autotune.kt import api
@@ -84,6 +86,9 @@ def test_the_stored_best_compiled_with_its_launch(tmp_path):
     assert kernel.study.startswith("scale X=1000,Y=1,Z=1,args=")
     other = lookup(tmp_path, 5000)
     assert other.config == BEST[5000] and other.grid == (20, 1, 1)
+    with pytest.raises(TypeError, match="scale takes 4 arguments, 2 given"):
+        kernel(1, 2)  # checked before CuPy is touched
+    assert autotune.tuned_kernel is tuned_kernel and autotune.kt.tuned_kernel is tuned_kernel
 
 
 def test_no_stored_study_is_one_line_naming_it(tmp_path):
