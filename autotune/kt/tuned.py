@@ -31,7 +31,7 @@ class NoTunedKernel(TuneKernelError):
     """The results database holds no usable measurement of the study asked for (one line)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # it holds arrays and, once launched, a loaded module
 class TunedKernel:
     """A kernel compiled at its study's best stored configuration, with the launch it was
     measured with. Call it with the kernel's arguments (CuPy arrays, NumPy scalars) to launch
@@ -177,7 +177,8 @@ def _stored_best(
 
 def _how(study: str, storage: str) -> str:
     return (
-        f"tune it first with tune_kernel(...) and the same arguments, storage={storage!r} "
+        f"tune it first with tune_kernel(...) and the same arguments, "
+        f"storage={hide_passwords(storage)!r} "
         "(a study is keyed by problem size, argument types, source and launch)"
     )
 
