@@ -38,9 +38,9 @@ def project_dir(name: str) -> Path:
 
 
 def __getattr__(name: str):
-    """`autotune.conv2d`, `autotune.Conv2d` (the runtime) and `autotune.tune_kernel`, imported on
-    first use: importing the package loads neither CuPy's runtime, PyTorch nor the tuner (every
-    room imports package_path from here)."""
+    """`autotune.conv2d`, `autotune.Conv2d` (the runtime), `autotune.tune_kernel` and
+    `autotune.tuned_kernel`, imported on first use: importing the package loads neither CuPy's
+    runtime, PyTorch nor the tuner (every room imports package_path from here)."""
     if name in ("conv2d", "Conv2d"):
         import autotune.runtime
 
@@ -51,4 +51,8 @@ def __getattr__(name: str):
         from autotune.kt.api import tune_kernel
 
         return tune_kernel
+    if name == "tuned_kernel":
+        from autotune.kt.tuned import tuned_kernel
+
+        return tuned_kernel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""`autotune export`: the stored winners as a C++/CUDA tree, or the measurements as T4 files."""
+"""`autotune export`: the stored winners as a C++/CUDA tree, tune_kernel studies as kernel headers,
+or the measurements as T4 files."""
 
 from __future__ import annotations
 
@@ -32,17 +33,33 @@ from autotune.model.shapes import collect_shapes
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["cuda", "t4"]),
+    type=click.Choice(["cuda", "kernel", "t4"]),
     default="cuda",
     show_default=True,
     help="cuda: per conv2d shape the fastest verified plan of any family, as kernel sources, "
-    "a JSON and C++ table, a header that runs a plan and an example with its Makefile. t4: "
+    "a JSON and C++ table, a header that runs a plan and an example with its Makefile. kernel: "
+    "per kernel tuned through tune_kernel, <kernel>.h with #define blocks of the best "
+    "configuration and its launch per device and problem size (as Kernel Tuner's "
+    "create_device_targets, chosen with -DTARGET_<device> -DPROBLEM_SIZE_<size>) and "
+    "<kernel>.json (Kernel Tuner's store_results format). t4: "
     "every measurement, one Kernel Tuner T4 results file per study, with a Kernel Tuner cache "
     "file beside it for its simulation mode.",
 )
-@click.option("--family", "families", multiple=True, metavar="NAME", help="Only these families.")
+@click.option(
+    "--family",
+    "families",
+    multiple=True,
+    metavar="NAME",
+    help="Only these families (--format kernel: these kernels, by kernel name).",
+)
 @shape_options("Default: every shape stored.")
-@click.option("--device", default=None, help="The device (name as stored); needed when several.")
+@click.option(
+    "--device",
+    "devices",
+    multiple=True,
+    help="The device (name as stored); needed when several. --format kernel: only these "
+    "devices (default: every one).",
+)
 @kernels_option
 @protocol_option
 @storage_option
@@ -56,7 +73,7 @@ def export(
     shape_files,
     dtypes,
     layouts,
-    device,
+    devices,
     kernel_dirs,
     protocol,
     storage,
@@ -66,6 +83,12 @@ def export(
     from autotune.export import ExportError, select, write_tree
     from autotune.store import hide_passwords
 
+    if fmt == "kernel":
+        _kernel_headers(output, families, devices, protocol, storage)
+        return
+    if len(devices) > 1:
+        raise click.UsageError(f"--format {fmt} exports one device; name one --device")
+    device = devices[0] if devices else None
     problems = collect_shapes(shape_sets, shapes, shape_files, dtypes, layouts)
     if (dtypes or layouts) and not problems:
         raise click.UsageError("--dtype and --layout apply to the shapes named: name them too")
@@ -93,3 +116,24 @@ def export(
         f"out) to {output}; build with `make -C {output} -j`",
         err=True,
     )
+
+
+def _kernel_headers(output, kernels, devices, protocol, storage) -> None:
+    """--format kernel: the tune_kernel studies' headers and JSON, from the store alone."""
+    from autotune.kt.targets import TargetsError, write_targets
+    from autotune.store import Store, hide_passwords
+
+    store = Store(storage, create=False, protocol=protocol)
+    try:
+        with writing("--output", output):
+            written, left_out = write_targets(
+                store, output, devices, kernels, hide_passwords(storage)
+            )
+    except TargetsError as err:
+        fail(str(err), 1)
+    finally:
+        store.close()
+    for x in left_out:
+        click.echo(f"autotune: left out {x['study']} on {x['device']}: {x['reason']}", err=True)
+    names = ", ".join(f"{k}.h" for k in written)
+    click.echo(f"autotune: wrote {names} (and their .json) to {output}", err=True)

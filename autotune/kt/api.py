@@ -10,24 +10,22 @@ Kernel Tuner returns: a list of result dicts and an environment dict.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from autotune import __version__
-from autotune.gpu.compiler import DEFAULT_OPTIONS
 from autotune.gpu.evaluator import GpuEvaluator
 from autotune.gpu.given import GivenCheck, user_verify, write_arguments
 from autotune.gpu.timing import TimingPolicy
 from autotune.kt.arguments import KernelRequest, TuneKernelError, budget, check_request
 from autotune.kt.cache import KtCacheError
 from autotune.kt.cache_file import CacheFile, entry_key
-from autotune.kt.kernel import GivenKernel, GivenKernelError
-from autotune.kt.space import bind_space, evaluate_metric, fixed_sizes, signature
+from autotune.kt.kernel import GivenKernelError
+from autotune.kt.space import bind_space, evaluate_metric
+from autotune.kt.study import compile_options, given_kernel, study_problem
 from autotune.model.evaluator import Evaluator
-from autotune.model.problem import KernelProblem
 from autotune.model.records import TIMING_PROTOCOL, Measurement, Status
 from autotune.model.space import Config
 from autotune.store import default_storage
@@ -118,9 +116,7 @@ def tune_kernel(
     started = time.perf_counter()
     request = check_request(dict(locals()))  # every argument checked before the GPU starts
     storage = storage or default_storage()
-    options = (*DEFAULT_OPTIONS, *request.compiler_options)
-    if request.include_dir is not None:
-        options += (f"-I{request.include_dir}",)
+    options = compile_options(request)
     own_worker = evaluator is None
     session = open_gpu_session(
         storage,
@@ -147,19 +143,7 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
     space = bind_space(request, runner.limits)
     if not len(space):
         raise TuneKernelError("tune_kernel: no configuration of tune_params meets the restrictions")
-    family = GivenKernel(
-        request.kernel_name,
-        _source_file(request, root),
-        space.space,
-        problem_size=request.problem_size,
-        grid_div=request.grid_div,
-        block_size_names=request.block_size_names,
-        defines=request.defines,
-        smem_size=request.smem_size,
-        cmem_symbols=tuple(request.cmem_args),
-        arguments=len(request.arguments),
-        tolerance=request.atol,
-    )
+    family = given_kernel(request, space.space, root)
     try:  # a launch value that cannot be computed fails here, once, before any GPU work
         family.plan(None, space.configs[0])
     except GivenKernelError as err:
@@ -180,7 +164,7 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
     verify = None
     if request.verify is not None:
         verify = user_verify(request.verify, request.answer, count, request.atol)
-    problem = KernelProblem(*fixed_sizes(request), args=signature(request))
+    problem = study_problem(request)
     study = Study(family, problem, space, check=check, verify=verify)
     cache = _open_cache(request, session, family, problem, space) if request.cache else None
     new: dict[str, dict] = {}
@@ -298,22 +282,6 @@ def _cached_measurement(entry: dict) -> Measurement:
     compile_ms = entry.get("compile_time")
     compile_s = compile_ms / 1e3 if isinstance(compile_ms, int | float) else None
     return Measurement(status, float(time_ms), samples, error=error, compile_s=compile_s)
-
-
-def _source_file(request: KernelRequest, root: Path) -> Path:
-    """The kernel's text with C linkage (as Kernel Tuner's CUDA backends compile it, so that the
-    entry keeps its name), saved under the digest of that text for NVRTC and the cubin cache."""
-    text = request.source_text
-    if 'extern "C"' not in text:
-        text = 'extern "C" {\n' + text + "\n}\n"
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = root / f"{request.kernel_name}-{digest}.cu"
-    if not path.exists():
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
-    return path
 
 
 def _result(config, m, request: KernelRequest, stored: bool = False) -> dict[str, Any]:

@@ -319,12 +319,15 @@ class KernelProblem:
     dimension given as an expression of the tunables, written out in `args`) and the signature of
     its arguments (dtype and shape of each, constant and dynamic shared memory) with digests of
     the source and compiler options, so that another size, argument list or kernel text is
-    another study. No known work (GFlop/s shows 0)."""
+    another study; and `launch`, the launch conventions that are not Kernel Tuner's defaults
+    (JSON, kt/study.py; "" for none), so that an export can compute each configuration's launch
+    from the store. No known work (GFlop/s shows 0)."""
 
     X: int
     Y: int = 1
     Z: int = 1
     args: str = ""
+    launch: str = ""
 
     kind = "kernel"
 
@@ -333,8 +336,9 @@ class KernelProblem:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ProblemError(f"{name} must be a non-negative integer, got {value!r}")
-        if not isinstance(self.args, str):
-            raise ProblemError(f"args must be text, got {self.args!r}")
+        for name in ("args", "launch"):
+            if not isinstance(getattr(self, name), str):
+                raise ProblemError(f"{name} must be text, got {getattr(self, name)!r}")
 
     @property
     def flops(self) -> int:
@@ -353,8 +357,10 @@ class KernelProblem:
     @property
     def key(self) -> str:
         """X, Y, Z, then a digest of the signature: keys stay short (the column holds 200
-        characters) however many arguments a kernel takes; the shape JSON keeps it whole."""
-        digest = hashlib.sha256(self.args.encode()).hexdigest()[:12]
+        characters) however many arguments a kernel takes; the shape JSON keeps it whole. The
+        launch joins the digest only where there is one, so default launches keep their keys."""
+        text = self.args + (f"\nlaunch={self.launch}" if self.launch else "")
+        digest = hashlib.sha256(text.encode()).hexdigest()[:12]
         return f"X={self.X},Y={self.Y},Z={self.Z},args={digest}"
 
     def __str__(self) -> str:
