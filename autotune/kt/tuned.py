@@ -24,7 +24,7 @@ from autotune.kt.space import bind_space
 from autotune.kt.stored import KIND, StudyBest, study_best
 from autotune.kt.study import compile_options, given_kernel, study_problem
 from autotune.model.space import Config, DeviceLimits, Value
-from autotune.store import Store, hide_passwords
+from autotune.store import Store, default_storage, hide_passwords
 
 
 class NoTunedKernel(TuneKernelError):
@@ -93,7 +93,7 @@ def tuned_kernel(
     arguments,
     tune_params,
     *,
-    storage: str = api.DEFAULT_STORAGE,
+    storage: str | None = None,
     device_name: str | None = None,
     compiler_cache: Path | None = DEFAULT_CACHE,
     **options,
@@ -121,6 +121,7 @@ def tuned_kernel(
     compiler = Compiler(cache_dir=compiler_cache, options=compile_options(request))
     # Where evaluations store their code's digest, prefer those of this code as it is now.
     digest = compiler.kernel_digest(family) if hasattr(compiler, "kernel_digest") else None
+    storage = storage or default_storage()
     best, compiler.arch = _stored_best(request, problem, study, storage, device_name, space, digest)
     plan = family.plan(problem, best.config)
     compiled = compiler.compile(plan)
