@@ -26,8 +26,9 @@ from autotune.store.schema import (
 # Versions this one can open by adding what it lacks: 1 had no ceilings and no baselines tables;
 # 2 knew only 2D convolutions (no kind, no shape JSON, no scratch_bytes, conv2d columns required);
 # 3 had no claims table (an older autotune would ignore other runs' claims, hence the new number);
-# 4 had no timing protocol and no spread (its rows are protocol 1, DESIGN section 2).
-UPGRADABLE_FROM = ("1", "2", "3", "4")
+# 4 had no timing protocol and no spread (its rows are protocol 1, DESIGN section 2);
+# 5 had no observations table (created by the store's create_all; nothing else changes).
+UPGRADABLE_FROM = ("1", "2", "3", "4", "5")
 
 # Not Alembic (installed with Optuna): it keeps its revision in a table of its own, while every
 # autotune ever released reads meta.schema_version to refuse a schema it does not know, so the two

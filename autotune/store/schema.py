@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from autotune.model.kinds import KIND_SPECS
 from autotune.model.problem import Problem
 
-SCHEMA_VERSION = 5  # kept in the meta table; migrations.py brings older databases to it
+SCHEMA_VERSION = 6  # kept in the meta table; migrations.py brings older databases to it
 
 METADATA = sa.MetaData()
 SHAPE_COLUMNS = KIND_SPECS["conv2d"].columns  # a 2D convolution's fields, as integer columns
@@ -161,4 +161,17 @@ claims_table = sa.Table(
     sa.Column("pid", sa.Integer, nullable=False),
     sa.Column("expires_at", sa.Float, nullable=False),  # Unix time in seconds
     sa.UniqueConstraint("device_id", "family", "problem_key", name="uq_claims"),
+)
+
+# What the GPU worker observed of the device around an evaluation's timed runs (NVML power,
+# energy per run, clocks, temperature, throttling; model/observe.py names them): one row per
+# reading, so that the evaluations table stays as it was for the many runs that observe nothing.
+# No foreign key: SQLite's upgrades rebuild the evaluations table (drop and rename), which a
+# key would block or cascade into; writes.py deletes an evaluation's readings with it.
+observations_table = sa.Table(
+    "observations",
+    METADATA,
+    sa.Column("evaluation_id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Float, nullable=False),
 )
