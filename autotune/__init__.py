@@ -21,9 +21,9 @@ def package_path(package: str, *parts: str) -> Path:
 
 
 def __getattr__(name: str):
-    """`autotune.conv2d`, `autotune.Conv2d` (the runtime) and `autotune.tune_kernel`, imported on
-    first use: importing the package loads neither CuPy's runtime, PyTorch nor the tuner (every
-    room imports package_path from here)."""
+    """`autotune.conv2d`, `autotune.Conv2d` (the runtime), `autotune.tune_kernel` and
+    `autotune.NVMLObserver`, imported on first use: importing the package loads neither CuPy's
+    runtime, PyTorch nor the tuner (every room imports package_path from here)."""
     if name in ("conv2d", "Conv2d"):
         import autotune.runtime
 
@@ -34,4 +34,8 @@ def __getattr__(name: str):
         from autotune.kt.api import tune_kernel
 
         return tune_kernel
+    if name == "NVMLObserver":  # Kernel Tuner's, for tune_kernel's observers
+        from autotune.kt.observers import NVMLObserver
+
+        return NVMLObserver
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

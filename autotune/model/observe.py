@@ -71,6 +71,17 @@ class Observe:
         return cls(**{n: True for n in names})
 
 
+def require_nvml(who: str) -> None:
+    """Fail before any GPU work where the worker could not observe: it imports NVML's Python
+    binding from the same environment (this only imports it; NVML starts in the worker)."""
+    try:
+        import pynvml  # noqa: F401
+    except ImportError:
+        raise ObserveError(
+            f"{who}: observing needs NVML's Python binding: pip install nvidia-ml-py"
+        ) from None
+
+
 def throttled(sm_clocks_mhz: list[float] | tuple[float, ...]) -> bool:
     """True when a sample falls more than THROTTLE_DROP below the highest one before it."""
     highest = 0.0
@@ -93,5 +104,6 @@ __all__ = [
     "THROTTLED",
     "Observe",
     "ObserveError",
+    "require_nvml",
     "throttled",
 ]

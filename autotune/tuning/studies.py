@@ -184,6 +184,8 @@ def estimated_cost_s(flops: int, evaluations: int, timing: TimingPolicy) -> floa
     take: per evaluation the warm-up and checked runs, then samples until the minimum time."""
     run_s = flops / ORDERING_FLOPS_PER_S
     sampled_s = max(timing.min_time_s, timing.min_repeats * run_s)
+    if timing.observe is not None and timing.observe.window:
+        sampled_s += timing.observe.window_s  # the energy window after the samples
     return evaluations * (sampled_s + (timing.warmup + 2) * run_s)
 
 
