@@ -121,8 +121,8 @@ class Watch:
             return
         batch = max(1, min(WINDOW_BATCH_MAX, math.ceil(WINDOW_BATCH_S * 1e3 / max(time_ms, 1e-6))))
         sync()
-        self._sample()
         start = time.perf_counter()
+        self._sample()  # the window's first and last samples bound its series
         before = self._read(self.nvml.nvmlDeviceGetTotalEnergyConsumption)  # mJ
         runs = 0
         while True:
@@ -133,8 +133,8 @@ class Watch:
             if time.perf_counter() - start >= self.observe.window_s:
                 break
         after = self._read(self.nvml.nvmlDeviceGetTotalEnergyConsumption)
-        end = time.perf_counter()
         self._sample()
+        end = time.perf_counter()
         energy_mj = after - before if before is not None and after is not None else None
         self._window = (start - self._t0, end - self._t0, runs, energy_mj, end - start)
 
