@@ -97,6 +97,25 @@ def test_readings_are_result_keys_metrics_use_them_and_they_are_stored(tmp_path,
     }
 
 
+def test_a_study_timed_without_observers_is_measured_again_with_them(tmp_path, monkeypatch):
+    fake = install(monkeypatch)
+    arguments, answer = vector_add_args()
+    plain = dict(answer=answer, storage=str(tmp_path / "r.db"), compiler_cache=None, quiet=True)
+    first, _ = tune_kernel(
+        "vector_add",
+        VECTOR_ADD,
+        1000,
+        arguments,
+        {"block_size_x": BLOCKS},
+        evaluator=ObservedEvaluator(fake),
+        **plain,
+    )
+    assert "nvml_energy" not in first[0]
+    results, _ = tune(ObservedEvaluator(fake), tmp_path)
+    assert not any(r.get("stored") for r in results)
+    assert all(r["nvml_energy"] > 0 for r in results)
+
+
 def test_an_energy_objective_is_what_the_strategy_is_told_and_chooses_by(tmp_path, monkeypatch):
     fake = install(monkeypatch)
     told: dict[int, float | None] = {}
