@@ -39,7 +39,8 @@ def project_dir(name: str) -> Path:
 
 def __getattr__(name: str):
     """`autotune.conv2d`, `autotune.Conv2d` (the runtime), `autotune.tune_kernel` and
-    `autotune.tuned_kernel`, imported on first use: importing the package loads neither CuPy's
+    `autotune.tuned_kernel`, `autotune.NVMLObserver`, imported on first use: importing the
+    package loads neither CuPy's
     runtime, PyTorch nor the tuner (every room imports package_path from here)."""
     if name in ("conv2d", "Conv2d"):
         import autotune.runtime
@@ -55,4 +56,8 @@ def __getattr__(name: str):
         from autotune.kt.tuned import tuned_kernel
 
         return tuned_kernel
+    if name == "NVMLObserver":  # Kernel Tuner's, for tune_kernel's observers
+        from autotune.kt.observers import NVMLObserver
+
+        return NVMLObserver
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,7 @@ values, the replay or the GPU, and the studies planned on it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,7 @@ from autotune.cli.options import DEFAULT_BUDGET, DEFAULT_CACHE, family_precision
 from autotune.families import get_family, with_directories
 from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
 from autotune.model.campaigns import FULL, named_campaign
+from autotune.model.observe import Observe
 from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
 from autotune.model.shapes import collect_shapes, in_precisions, named_shapes
 from autotune.strategies import DEFAULT_STRATEGY
@@ -47,6 +48,7 @@ class RunRequest:
     baselines: bool = True
     jobs: int | None = None
     quick_timing: bool = False
+    observe: Observe | None = None  # what the GPU worker records of the device (NVML)
     replay: Path | None = None
     subspace: Path | None = None
     storage: str | None = None  # None: a replay's results in memory only
@@ -86,7 +88,9 @@ class Campaign:
             request.command,
             strategy=request.strategy,
             seed=request.seed,
-            timing=QUICK_TIMING if request.quick_timing else TimingPolicy(),
+            timing=replace(
+                QUICK_TIMING if request.quick_timing else TimingPolicy(), observe=request.observe
+            ),
             on_progress=on_progress,
             jobs=request.jobs,
             **options,

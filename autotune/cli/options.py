@@ -186,6 +186,20 @@ def finite_seconds(_ctx, param, value: float | None) -> float | None:
     return value
 
 
+def observe_option(_ctx, param, value: str | None):
+    """A click callback for --observe: the Observe it names, with NVML's binding present."""
+    from autotune.model.observe import Observe, ObserveError, require_nvml
+
+    if value is None:
+        return None
+    try:
+        observe = Observe.parse(value)
+        require_nvml("--observe")
+    except ObserveError as err:
+        raise click.BadParameter(str(err), param=param) from None
+    return observe
+
+
 kernels_option = click.option(
     "--kernels",
     "kernel_dirs",

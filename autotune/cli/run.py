@@ -27,6 +27,7 @@ from autotune.cli.options import (
     finite_seconds,
     friendly_errors,
     kernels_option,
+    observe_option,
     shape_options,
     storage_option,
 )
@@ -157,6 +158,16 @@ class RunResult:
     help="Fewer timing samples (3 warm-up, 5 samples, 20 ms): for smoke runs.",
 )
 @click.option(
+    "--observe",
+    default=None,
+    callback=observe_option,
+    metavar="power,energy,clocks,temperature",
+    help="Record these of the GPU with every evaluation, through NVML (the nvidia-ml-py "
+    "package): power and energy per run from a 1 s window of back-to-back runs after the timed "
+    "ones, SM and memory clocks (a clock that drops while measuring is flagged as throttled in "
+    "`autotune best`) and temperature during them.",
+)
+@click.option(
     "--replay",
     type=RegularFile(dir_okay=True, path_type=Path),
     default=None,
@@ -199,6 +210,7 @@ def run(
     no_baseline,
     jobs,
     quick_timing,
+    observe,
     replay,
     subspace,
     storage,
@@ -249,6 +261,7 @@ def run(
         baselines=not no_baseline,
         jobs=jobs,
         quick_timing=quick_timing,
+        observe=observe,
         replay=replay,
         subspace=subspace,
         storage=storage if storage_given or not replay else None,

@@ -97,6 +97,8 @@ def _chosen_columns(table, columns: str | None, fmt: str):
         names = [c for c in READABLE_COLUMNS if c in table.columns]
         if "device" in names and table["device"].nunique() == 1:
             names.remove("device")
+        if "throttled" in table.columns and (table["throttled"] == "yes").any():
+            names.insert(names.index("time_ms") + 1, "throttled")  # its clock dropped: say so
         return table[names]
     names = [c.strip() for c in columns.split(",") if c.strip()]
     unknown = [c for c in names if c not in table.columns]

@@ -5,6 +5,7 @@ Runs inside the evaluator's worker process; nothing else in the package imports 
 
 from __future__ import annotations
 
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from autotune.gpu.launch import (
     opt_in_shared_memory,
     prepare,
 )
+from autotune.gpu.observe import Watch
 from autotune.gpu.storage import (
     ARRAY_DTYPES,
     AS_DOUBLE_CUDA,
@@ -261,10 +263,16 @@ class GpuSession:
             return wrong
         # Before the timed runs, which may change them: the checked run's outputs.
         outputs = check.host_outputs(arrays) if check.outputs_back else None
-        samples = self.time_runs(run, check.timing, job.best_ms)
-        m = Measurement.from_samples(samples, rel_error=rel_error)
         stop = check.timing.early_stop
-        if stop is not None and stop.stops(samples, job.best_ms):
+        # Observers (NVML power, energy, clocks, temperature: gpu/observe.py) around the timed
+        # runs; the energy window runs unless timing stopped early.
+        with Watch(check.timing.observe, self.device) as watch:
+            samples = self.time_runs(run, check.timing, job.best_ms)
+            slow = stop is not None and stop.stops(samples, job.best_ms)
+            if not slow:
+                watch.window(run, self.sync, statistics.median(samples))
+        m = Measurement.from_samples(samples, rel_error=rel_error, **watch.readings())
+        if slow:
             m = replace(m, status=Status.SLOW, error=stop.reason(samples, job.best_ms))
         return m if outputs is None else WithOutputs(m, outputs)
 

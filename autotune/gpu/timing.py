@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from autotune.gpu.early_stop import EarlyStop
+from autotune.model.observe import Observe
 from autotune.model.records import spread
 
 # The flush written before each sample: at least twice the L2 (DESIGN), and never less than this,
@@ -35,6 +36,9 @@ class TimingPolicy:
     max_spread: float = 0.05
     # Stop timing a candidate already far slower than the best so far (None: never stop early).
     early_stop: EarlyStop | None = EarlyStop()
+    # What the worker observes of the device around the timed runs (NVML; gpu/observe.py). Part
+    # of the policy because it travels with it to the worker, as a measurement's how.
+    observe: Observe | None = None
 
     def first_batch(self, best_ms: float | None) -> int:
         """Samples queued before the host first waits: just enough for the early stop to judge

@@ -1,6 +1,11 @@
 """Kernel Tuner compatibility: tune_kernel (api), its arguments and spaces, the family a given
-kernel becomes (kernel), its study (study), Kernel Tuner's cache files (cache) and T4 results
-files (t4); the stored bests (stored) as kernel headers (targets) and compiled kernels (tuned)."""
+kernel becomes (kernel), its study (study), its NVMLObserver (observers), Kernel Tuner's cache
+files (cache, cache_file) and T4 results files (t4); the stored bests (stored) as kernel headers
+(targets) and compiled kernels (tuned)."""
+
+from autotune.kt.observers import NVMLObserver
+
+__all__ = ["NVMLObserver"]
 
 
 def __getattr__(name: str):

@@ -23,6 +23,7 @@ from autotune.kt.arguments import KernelRequest, TuneKernelError, budget, check_
 from autotune.kt.cache import KtCacheError
 from autotune.kt.cache_file import CacheFile, entry_key
 from autotune.kt.kernel import GivenKernelError
+from autotune.kt.observers import observed_keys
 from autotune.kt.space import bind_space, evaluate_metric
 from autotune.kt.study import compile_options, given_kernel, study_problem
 from autotune.model.evaluator import Evaluator
@@ -148,7 +149,10 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
         family.plan(None, space.configs[0])
     except GivenKernelError as err:
         raise TuneKernelError(f"tune_kernel: {err}") from None
-    timing = TimingPolicy(min_repeats=request.iterations)
+    # An objective other than time keeps timing every candidate to the end: the early stop
+    # judges by time, and a slower configuration may still be the one of least energy.
+    early = {} if request.objective == "time" else {"early_stop": None}
+    timing = TimingPolicy(min_repeats=request.iterations, observe=request.observe, **early)
     data, digest = write_arguments(root, request.arguments, request.answer, request.cmem_args)
     count = len(request.arguments)
     check = GivenCheck(
@@ -165,7 +169,7 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
     if request.verify is not None:
         verify = user_verify(request.verify, request.answer, count, request.atol)
     problem = study_problem(request)
-    study = Study(family, problem, space, check=check, verify=verify)
+    study = Study(family, problem, space, check=check, verify=verify, objective=_told(request))
     cache = _open_cache(request, session, family, problem, space) if request.cache else None
     new: dict[str, dict] = {}
 
@@ -302,6 +306,7 @@ def _result(config, m, request: KernelRequest, stored: bool = False) -> dict[str
     if stored:
         row["stored"] = True  # measured by an earlier call (resumed), not this one
     row["timestamp"] = datetime.now(timezone.utc).isoformat()
+    row.update(observed_keys(m, request.observables))
     if timed and request.metrics:
         values = dict(row)
         for name, metric in request.metrics.items():
@@ -309,8 +314,24 @@ def _result(config, m, request: KernelRequest, stored: bool = False) -> dict[str
     return row
 
 
+def _told(request: KernelRequest):
+    """The value the strategy is told for an objective other than time (lower is better):
+    the result dict's objective, its reciprocal where higher is better; None without one."""
+    if request.objective == "time":
+        return None
+
+    def told(config, m) -> float | None:
+        value = _result(config, m, request).get(request.objective)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+            return None
+        return 1.0 / value if request.higher_is_better else float(value)
+
+    return told
+
+
 def _line(row: dict, request: KernelRequest) -> str:
-    keys = [*request.tune_params, "time", *(request.metrics or {})]
+    observed = [k for k in request.observables if k != "power_readings"]
+    keys = [*request.tune_params, "time", *observed, *(request.metrics or {})]
     parts = []
     for k in keys:
         if k in row:
@@ -332,7 +353,8 @@ def _environment(request, info, runner, outcome, results, storage, problem, star
         "block_size_names": list(request.block_size_names),
         "problem_size": request.problem_size if not callable(request.problem_size) else "callable",
         "strategy": request.strategy,
-        "objective": "time",
+        "objective": request.objective,
+        "objective_higher_is_better": request.higher_is_better,
         "timing_protocol": TIMING_PROTOCOL,
         "storage": storage,
         "study": f"{request.kernel_name} {problem.key}",
@@ -342,8 +364,10 @@ def _environment(request, info, runner, outcome, results, storage, problem, star
         "stopped": [s.stopped for s in outcome.studies if s.stopped],
         "autotune_version": __version__,
     }
-    if ok:
-        env["best_config"] = min(ok, key=lambda r: r["time"])
+    scored = [r for r in ok if isinstance(r.get(request.objective), int | float)]
+    if scored:
+        pick = max if request.higher_is_better else min
+        env["best_config"] = pick(scored, key=lambda r: r[request.objective])
     env["total_compile_time"] = sum(r["compile_time"] for r in results if not r.get("stored"))
     env["overhead_time"] = 1e3 * (time.perf_counter() - started)
     return env

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES
+from autotune.kt.observers import DEVICE_TUNABLES, READINGS, observing
 from autotune.model.expression import Expression, SpaceError
+from autotune.model.observe import Observe, ObserveError
 
 
 class TuneKernelError(ValueError):
@@ -49,7 +51,6 @@ UNSUPPORTED = {
     "log": "Kernel Tuner's log file is not written; the results database records every run",
     "simulation_mode": "use `autotune run --replay` with a recording for simulated tuning",
     "parallel": "autotune compiles in parallel and measures on one GPU per call already",
-    "observers": "observers (power, NVML, registers) are not supported",
     "objectives": "multi-objective tuning is not supported; the objective is time",
 }
 
@@ -85,6 +86,12 @@ class KernelRequest:
     seed: int | None = None
     quiet: bool = False
     verbose: bool = False
+    # What the GPU worker observes (NVMLObserver), the observable names asked, and what the
+    # strategy optimises: time, an observation or a metric (Kernel Tuner's objective).
+    observe: Observe | None = None
+    observables: tuple[str, ...] = ()
+    objective: str = "time"
+    higher_is_better: bool = False
 
 
 def check_request(args: Mapping[str, Any]) -> KernelRequest:
@@ -134,7 +141,11 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
         quiet=bool(args.get("quiet")),
         verbose=bool(args.get("verbose")),
     )
-    _objective(args.get("objective"), args.get("objective_higher_is_better"))
+    try:
+        request.observe, request.observables = observing(args.get("observers"), request.device)
+    except ObserveError as err:
+        raise TuneKernelError(str(err)) from None
+    _objective(request, args.get("objective"), args.get("objective_higher_is_better"))
     _strategy(request, args.get("strategy"), args.get("strategy_options"))
     return request
 
@@ -208,6 +219,11 @@ def _tune_params(tune_params: Any) -> dict[str, list]:
         raise TuneKernelError("tune_kernel: tune_params must be a non-empty dict of value lists")
     out = {}
     for name, values in tune_params.items():
+        if name in DEVICE_TUNABLES:
+            raise TuneKernelError(
+                f"tune_kernel: tune_params[{name!r}] would change {DEVICE_TUNABLES[name]}; "
+                "autotune never changes clocks or power limits (they hold for the whole GPU)"
+            )
         if not isinstance(name, str) or not name.isidentifier():
             raise TuneKernelError(f"tune_kernel: tune_params name {name!r} is not an identifier")
         if isinstance(values, str) or not isinstance(values, Sequence | np.ndarray):
@@ -379,13 +395,21 @@ def _device(device: Any) -> int:
     return device
 
 
-def _objective(objective: Any, higher: Any) -> None:
-    if objective not in (None, "time"):
+def _objective(request: KernelRequest, objective: Any, higher: Any) -> None:
+    """Kernel Tuner's objective: time, an observation (nvml_energy) or a metric's name."""
+    if objective in (None, "time"):
+        if higher not in (None, False):
+            raise TuneKernelError("tune_kernel: objective_higher_is_better must be False for time")
+        return
+    named = [n for n in request.observables if n in READINGS] + list(request.metrics or {})
+    if objective not in named:
         raise TuneKernelError(
-            f"tune_kernel: objective={objective!r} is not supported; autotune minimises time"
+            f"tune_kernel: objective={objective!r} names neither time, an observation of the "
+            f"observers nor a metric (it may be one of: {', '.join(['time', *named])})"
         )
-    if higher not in (None, False):
-        raise TuneKernelError("tune_kernel: objective_higher_is_better must be False for time")
+    if higher is not None and not isinstance(higher, bool):
+        raise TuneKernelError("tune_kernel: objective_higher_is_better must be True or False")
+    request.objective, request.higher_is_better = objective, bool(higher)
 
 
 def _strategy(request: KernelRequest, strategy: Any, options: Any) -> None:

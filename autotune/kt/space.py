@@ -88,9 +88,10 @@ def evaluate_metric(metric: Any, values: Mapping[str, Any]) -> Any:
 
 def signature(request: KernelRequest) -> str:
     """The arguments' dtypes and shapes (scalars with their values), the constant and shared
-    memory, a problem size that depends on tunables, and digests of the source and the compiler
-    options: what makes this another study. An edited kernel is a new study, never resumed from
-    measurements of the old one (Triton's autotuner keys its cache on the source likewise)."""
+    memory, a problem size that depends on tunables, the observables asked, and digests of the
+    source and the compiler options: what makes this another study. An edited kernel is a new
+    study, never resumed from measurements of the old one (Triton's autotuner keys its cache on
+    the source likewise)."""
     parts = [f"source={_digest(request.source_text)}"]
     if request.compiler_options:
         parts.append(f"options={_digest(' '.join(request.compiler_options))}")
@@ -105,6 +106,10 @@ def signature(request: KernelRequest) -> str:
         parts.append(f"smem={_describe(request.smem_size)}")
     if not all(isinstance(s, int) for s in _sizes(request.problem_size)):
         parts.append(f"problem_size={_describe(request.problem_size)}")
+    if request.observables:
+        # Observed, a study has readings the same kernel timed alone lacks: it is measured
+        # afresh rather than resumed from evaluations without them.
+        parts.append(f"observed={'+'.join(sorted(request.observables))}")
     return ",".join(parts)
 
 

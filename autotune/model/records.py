@@ -62,6 +62,12 @@ class Measurement:
     spills: int | None = None
     scratch_bytes: int | None = None  # extra device memory the plan allocates (im2col's matrix)
     protocol: int = TIMING_PROTOCOL  # how time_ms was measured (a replay keeps its recording's)
+    # The device observed around the timed runs (model/observe.py's names: power_w, energy_j,
+    # clocks, temperature, throttled), stored beside the evaluation; empty when not observed.
+    observations: tuple[tuple[str, float], ...] = ()
+    # NVML's power readings of the energy window, (seconds from its start, watts): returned to
+    # the caller who asked for them (Kernel Tuner's power_readings), not stored.
+    power_readings: tuple[tuple[float, float], ...] = ()
 
     @classmethod
     def from_samples(cls, samples_ms: list[float], **extra: object) -> Measurement:
@@ -76,6 +82,10 @@ class Measurement:
     def spread(self) -> float | None:
         """Interquartile range over the median of the samples (None with fewer than two)."""
         return spread(self.samples_ms)
+
+    @property
+    def observed(self) -> dict[str, float]:
+        return dict(self.observations)
 
     def gflops(self, flops: int) -> float | None:
         if self.status is not Status.OK or not self.time_ms:

@@ -49,6 +49,7 @@ BEST_COLUMNS = (
     "evaluations",
     "failures",
     "spread",  # interquartile range of the samples over their median (the measurement's noise)
+    "throttled",  # yes: the SM clock dropped while it was measured; empty: clocks not observed
     "protocol",  # the timing protocol of every time in the row (DESIGN section 2)
     "shape",
     "kind",
@@ -159,6 +160,7 @@ def best_table(
     df["bound"] = bound_of(intensity, peak / copy)
     df["time_ms"] = df["time_ms"].map(_significant)
     df["spread"] = df["spread"].astype(float).round(FRACTION_DECIMALS)
+    df["throttled"] = [throttle_mark(v) for v in df["throttled"]]
     done = [arithmetic_flops(r.family, r.problem, r.config) for r in df.itertuples()]
     df["arithmetic_gflops"] = (pd.Series(done, index=df.index, dtype=float) / time_ms / 1e6).round(
         GFLOPS_DECIMALS
@@ -171,6 +173,13 @@ def best_table(
     default = (df["dtype"] == DEFAULT_DTYPE) & (df["layout"] == DEFAULT_LAYOUT)
     texts = list(PRECISION_COLUMNS) if not default.all() else []
     return df[columns[:2] + list(shape_columns) + texts + columns[2:]]
+
+
+def throttle_mark(value: object) -> str:
+    """A stored throttled reading as a table shows it: yes, no, or empty (not observed)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return "yes" if float(value) else "no"
 
 
 def arithmetic_flops(family: str, problem: object, config: object) -> float:

@@ -28,6 +28,7 @@ from autotune.store.schema import (
     devices_table,
     evaluations_table,
     meta_table,
+    observations_table,
     runs_table,
 )
 
@@ -84,6 +85,8 @@ class Merges(StoreBase):
         ):
             for table in IDENTITY:
                 added[table.name], skipped[table.name] = _merge_table(src, dst, table, ids)
+            name = observations_table.name
+            added[name], skipped[name] = _merge_observations(src, dst, ids["device_id"])
         return MergeCounts(added, skipped)
 
 
@@ -124,6 +127,40 @@ def _merge_table(
     if pending:
         dst.execute(table.insert(), pending)
     return added, skipped
+
+
+def _merge_observations(
+    src: sa.Connection, dst: sa.Connection, devices: dict[int, int]
+) -> tuple[int, int]:
+    """The source's observations under the ids its evaluations have in the target (matched by
+    their identity, as _merge_table matched them); readings the target has are skipped."""
+    identity, e, o = IDENTITY[evaluations_table], evaluations_table.c, observations_table.c
+    observed = sa.select(o.evaluation_id).distinct().scalar_subquery()
+    keys = {}
+    for row in src.execute(sa.select(e.id, *(e[n] for n in identity)).where(e.id.in_(observed))):
+        values = dict(row._mapping)
+        values["device_id"] = devices[values["device_id"]]
+        keys[values.pop("id")] = _key(values, identity)
+    if not keys:
+        return 0, 0
+    known = sa.select(e.id, *(e[n] for n in identity)).where(
+        e.device_id.in_(sorted(set(devices.values())))
+    )
+    target = {_key(row._mapping, identity): row.id for row in dst.execute(known)}
+    have = {(r[0], r[1]) for r in dst.execute(sa.select(o.evaluation_id, o.name))}
+    rows = src.execution_options(yield_per=CHUNK_ROWS).execute(
+        sa.select(observations_table).order_by(o.evaluation_id, o.name)
+    )
+    pending, skipped = [], 0
+    for row in rows.mappings():
+        evaluation = target[keys[row["evaluation_id"]]] if row["evaluation_id"] in keys else None
+        if evaluation is None or (evaluation, row["name"]) in have:
+            skipped += 1  # a reading of the target's own (or of no evaluation of the source)
+            continue
+        pending.append({"evaluation_id": evaluation, "name": row["name"], "value": row["value"]})
+    for start in range(0, len(pending), CHUNK_ROWS):
+        dst.execute(observations_table.insert(), pending[start : start + CHUNK_ROWS])
+    return len(pending), skipped
 
 
 def _utc(value: Any) -> Any:

@@ -29,7 +29,8 @@ from autotune.store.schema import (
 # 3 had no claims table (an older autotune would ignore other runs' claims, hence the new number);
 # 4 had no timing protocol and no spread (its rows are protocol 1, DESIGN section 2);
 # 5 kept timing samples as JSON text (packed into `samples` now) and no kernel digest (its rows
-# have none: stale until `autotune data backfill` gives them their family's).
+# have none: stale until `autotune data backfill` gives them their family's), and had no
+# observations table (created by the store's create_all).
 UPGRADABLE_FROM = ("1", "2", "3", "4", "5")
 
 # Not Alembic (installed with Optuna): it keeps its revision in a table of its own, while every

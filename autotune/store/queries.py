@@ -11,6 +11,7 @@ from types import MappingProxyType
 import pandas as pd
 import sqlalchemy as sa
 
+from autotune.model.observe import THROTTLED
 from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT, DTYPES, LAYOUTS
 from autotune.model.problem import KIND_FIELDS, Problem
 from autotune.model.records import Status
@@ -24,6 +25,7 @@ from autotune.store.schema import (
     claims_table,
     devices_table,
     evaluations_table,
+    observations_table,
     runs_table,
 )
 
@@ -37,6 +39,7 @@ class StoredEvaluation:
     time_ms: float | None
     gflops: float | None
     error: str
+    observations: tuple[tuple[str, float], ...] = ()  # the device's, where it was observed
 
 
 Kernels = Mapping[str, str]  # family name -> the digest of its current code
@@ -65,27 +68,35 @@ class Queries(StoreBase):
         kernel_digest: str | None = None,
     ) -> list[StoredEvaluation]:
         """Everything stored for one study under one timing protocol and of the code whose
-        digest is kernel_digest (the store's current one of the family if not given), in
-        insertion order: to resume it. A study measured under another protocol or of other code
-        is tuned again, not compared."""
-        e = evaluations_table.c
+        digest is kernel_digest (the store's current one of the family if not given), with the
+        device's readings where it was observed, in insertion order: to resume it. A study
+        measured under another protocol or of other code is tuned again, not compared."""
+        e, o = evaluations_table.c, observations_table.c
         kernels = {family: kernel_digest} if kernel_digest is not None else None
-        query = (
-            sa.select(e.config, e.status, e.time_ms, e.gflops, e.error)
-            .where(
-                e.device_id == device_id,
-                e.family == family,
-                e.problem_key == problem.key,
-                e.protocol == self._protocol(protocol),
-                *self._current(kernels),
-            )
-            .order_by(e.id)
+        where = (
+            e.device_id == device_id,
+            e.family == family,
+            e.problem_key == problem.key,
+            e.protocol == self._protocol(protocol),
+            *self._current(kernels),
+        )
+        query = sa.select(e.id, e.config, e.status, e.time_ms, e.gflops, e.error).where(*where)
+        observed = sa.select(o.evaluation_id, o.name, o.value).where(
+            o.evaluation_id.in_(sa.select(e.id).where(*where))
         )
         with self._errors("cannot read evaluations"), self._engine.connect() as conn:
-            rows = conn.execute(query).all()
+            rows = conn.execute(query.order_by(e.id)).all()
+            readings: dict[int, list[tuple[str, float]]] = {}
+            for r in conn.execute(observed.order_by(o.evaluation_id, o.name)):
+                readings.setdefault(r.evaluation_id, []).append((r.name, r.value))
         return [
             StoredEvaluation(
-                Config.from_json(r.config), Status(r.status), r.time_ms, r.gflops, r.error
+                Config.from_json(r.config),
+                Status(r.status),
+                r.time_ms,
+                r.gflops,
+                r.error,
+                tuple(readings.get(r.id, ())),
             )
             for r in rows
         ]
@@ -107,12 +118,15 @@ class Queries(StoreBase):
         Columns: device, family, kind, the conv2d columns (empty for other kinds), config,
         time_ms, spread, gflops, registers, smem_bytes, scratch_bytes, evaluations, failures
         (both of that protocol), protocol, problem_key, shape (the problem's fields as a dict,
-        every kind) and kernel_digest. Rows are ordered by device, family and the shape's
-        fields. Only the current code's evaluations count (the store's `kernels` unless given):
-        a family whose kernel changed has no best until it is measured again.
+        every kind), kernel_digest and throttled (1.0 where the SM clock dropped while it was
+        measured, 0.0 where it held, empty where clocks were not observed). Rows are ordered by
+        device, family and the shape's fields. Only the current code's evaluations count (the
+        store's `kernels` unless given): a family whose kernel changed has no best until it is
+        measured again.
         """
-        e, d = evaluations_table.c, devices_table.c
+        e, d, o = evaluations_table.c, devices_table.c, observations_table.c
         study = (d.name, e.family, e.problem_key)
+        throttle = sa.select(o.value).where(o.evaluation_id == e.id, o.name == THROTTLED)
         where = [
             *self._filters(device, family, kind),
             e.protocol == self._protocol(protocol),
@@ -140,6 +154,7 @@ class Queries(StoreBase):
                 e.config,
                 e.time_ms,
                 e.spread,
+                throttle.scalar_subquery().label("throttled"),
                 e.gflops,
                 e.registers,
                 e.smem_bytes,
@@ -174,6 +189,7 @@ class Queries(StoreBase):
                 r.problem_key,
                 r.shape,
                 r.kernel_digest,
+                r.throttled,
             )
             .select_from(
                 ranked.join(

@@ -178,3 +178,16 @@ claims_table = sa.Table(
     sa.Column("expires_at", sa.Float, nullable=False),  # Unix time in seconds
     sa.UniqueConstraint("device_id", "family", "problem_key", name="uq_claims"),
 )
+
+# What the GPU worker observed of the device around an evaluation's timed runs (NVML power,
+# energy per run, clocks, temperature, throttling; model/observe.py names them): one row per
+# reading, so that the evaluations table stays as it was for the many runs that observe nothing.
+# No foreign key: SQLite's upgrades rebuild the evaluations table (drop and rename), which a
+# key would block or cascade into; writes.py deletes an evaluation's readings with it.
+observations_table = sa.Table(
+    "observations",
+    METADATA,
+    sa.Column("evaluation_id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Float, nullable=False),
+)

@@ -20,6 +20,7 @@ from autotune.store.schema import (
     ceilings_table,
     devices_table,
     evaluations_table,
+    observations_table,
     runs_table,
     shape_values,
 )
@@ -116,7 +117,14 @@ class Writes(StoreBase):
         with self._errors("cannot record evaluation"):
             try:
                 with self._engine.begin() as conn:
-                    conn.execute(evaluations_table.insert().values(**row))
+                    added = conn.execute(evaluations_table.insert().values(**row))
+                    if m.observations:
+                        key = int(added.inserted_primary_key[0])
+                        readings = [
+                            {"evaluation_id": key, "name": name, "value": float(value)}
+                            for name, value in m.observations
+                        ]
+                        conn.execute(observations_table.insert(), readings)
                 return True
             except IntegrityError as err:
                 # The same error comes from the UNIQUE constraint and from a foreign key.
@@ -269,6 +277,10 @@ class Writes(StoreBase):
         if problem_key is not None:
             where.append(e.problem_key == problem_key)
         with self._errors("cannot delete evaluations"), self._engine.begin() as conn:
+            gone = sa.select(e.id).where(*where)
+            conn.execute(
+                sa.delete(observations_table).where(observations_table.c.evaluation_id.in_(gone))
+            )
             return conn.execute(sa.delete(evaluations_table).where(*where)).rowcount
 
 

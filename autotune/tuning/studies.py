@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,8 @@ def job_timeout_s(flops: int, timing: TimingPolicy, best_ms: float | None = None
         run_s = max(run_s, SLOWEST_VS_BEST * best_ms / 1e3)
     runs = 2 + timing.warmup
     wait = JOB_TIMEOUT_FLOOR_S + timing.max_time_s + runs * run_s + flops / REFERENCE_FLOPS_PER_S
+    if timing.observe is not None and timing.observe.window:
+        wait += timing.observe.window_s + run_s  # the energy window, and the run it ends in
     return min(JOB_TIMEOUT_CEILING_S, wait)
 
 
@@ -45,7 +48,11 @@ class Study:
     A kernel given through tune_kernel brings its own check: `check` (data the GPU worker checks
     with, in place of fresh inputs and the float64 reference) and, where the caller passed a
     verify function, `verify`: called here, in the caller's process, on the outputs the worker
-    sends back (None when they pass, else the WRONG_RESULT Measurement)."""
+    sends back (None when they pass, else the WRONG_RESULT Measurement).
+
+    `objective`, where given, is what the strategy minimises instead of the median time: a
+    function of (config, measurement or stored evaluation) called in the caller's process
+    (tune_kernel's objective naming a metric, such as energy)."""
 
     family: Family
     problem: Problem
@@ -53,10 +60,20 @@ class Study:
     configs: tuple[Config, ...] | None = None
     check: Any = None
     verify: Callable[[list], Measurement | None] | None = None
+    objective: Callable[[Config, Any], float | None] | None = None
 
     @property
     def label(self) -> str:
         return f"{self.family.name} {self.problem.key}"
+
+    def told(self, config: Config, m: Any) -> float | None:
+        """The value told to the strategy for an evaluation (lower is better, and above 0: the
+        strategies model its logarithm): the objective's, else the median time; None for one
+        that failed or whose objective has no such value."""
+        if not m.status.timed:
+            return None
+        value = m.time_ms if self.objective is None else self.objective(config, m)
+        return value if value is not None and 0 < value < math.inf else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +186,8 @@ def estimated_cost_s(flops: int, evaluations: int, timing: TimingPolicy) -> floa
     take: per evaluation the warm-up and checked runs, then samples until the minimum time."""
     run_s = flops / ORDERING_FLOPS_PER_S
     sampled_s = max(timing.min_time_s, timing.min_repeats * run_s)
+    if timing.observe is not None and timing.observe.window:
+        sampled_s += timing.observe.window_s  # the energy window after the samples
     return evaluations * (sampled_s + (timing.warmup + 2) * run_s)
 
 

@@ -199,7 +199,7 @@ class Tuner:
                 continue  # the space changed since: that point no longer belongs to it
             seen.add(h.config)
             # A candidate stopped early as slower has a (pessimistic) time: the strategy learns it.
-            strategy.tell(h.config, h.time_ms if h.status.timed else None)
+            strategy.tell(h.config, study.told(h.config, h))
             result.stored += 1
             result.failures += not h.status.timed
             if h.status is Status.OK and (
@@ -246,7 +246,7 @@ class Tuner:
                     study.problem.flops,
                     kernel_digest=self._digest(study.family),
                 )
-                strategy.tell(config, m.time_ms if m.status.timed else None)
+                strategy.tell(config, study.told(config, m))
                 result.stored += 1
                 result.evaluated += 1
                 counters["done"] += 1
