@@ -17,6 +17,7 @@ from autotune.model.shapes import named_shapes
 from autotune.model.space import Config
 from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.runners import GpuRunner
 
 F = get_family("conv3d")
 OLD = {
@@ -31,7 +32,7 @@ def main():
     timing = TimingPolicy()  # the standard protocol: these results are stored
     with GpuEvaluator() as ev:
         comp = Compiler(arch=ev.device.arch, cache_dir=Path("/tmp/c3cache"))
-        tuner = Tuner(comp, ev, Store("results/autotune.db"), strategy="random", timing=timing, command="python3 .whl/c3_sweep_store.py " + " ".join(sys.argv[1:]) + "  # random ring configs + old bests, recorded")
+        tuner = Tuner(GpuRunner(comp, ev), Store("results/autotune.db"), strategy="random", timing=timing, command="python3 .whl/c3_sweep_store.py " + " ".join(sys.argv[1:]) + "  # random ring configs + old bests, recorded")
         shapes = list(zip(("blog", "cube64-k3", "cube128-k7"), named_shapes("conv3d")))
         studies, _ = plan_studies([(F, p) for _, p in shapes], ev.limits)
         rng = random.Random(5)

@@ -18,6 +18,7 @@ from autotune.model.records import Status
 from autotune.model.space import Config
 from autotune.store import Store
 from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.runners import GpuRunner
 
 OUT = Path(os.environ.get("OUT", "/tmp"))
 LIMIT_S = float(sys.argv[1]) if len(sys.argv) > 1 else 200
@@ -47,7 +48,7 @@ def main() -> None:
     rows = []
     with GpuEvaluator() as ev:
         compiler = Compiler(arch=ev.device.arch, cache_dir=Path("/tmp/ig_gather_cubins"))
-        tuner = Tuner(compiler, ev, Store("/tmp/ig_gather_ab.db"), strategy="random", timing=TIMING)
+        tuner = Tuner(GpuRunner(compiler, ev), Store("/tmp/ig_gather_ab.db"), strategy="random", timing=TIMING)
         studies, _ = plan_studies([(FAMILIES["implicit_gemm"], p) for p in SHAPES], ev.limits)
         print(ev.device.name, flush=True)
         for table in (1, 0):

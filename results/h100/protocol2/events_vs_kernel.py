@@ -16,9 +16,10 @@ import numpy as np
 
 from autotune.families import get_family
 from autotune.gpu.compiler import Compiler
-from autotune.gpu.session import GpuSession, _load_module
+from autotune.gpu.launch import load_module
+from autotune.gpu.session import GpuSession
 from autotune.gpu.timing import TimingPolicy
-from autotune.model.problem import problem_from_dict
+from autotune.model.parsing import problem_from_dict
 from autotune.model.space import Config
 from autotune.store import Store
 
@@ -34,7 +35,7 @@ def conv3d_run(session: GpuSession):
     config = family.complete(Config.from_json(row["config"]))
     plan = family.plan(problem, config)
     compiled = Compiler(arch=session.info().arch).compile(plan)
-    module, functions = _load_module(compiled.cubin, plan.entries, session._tmp.name, keep=True)
+    module, functions = load_module(compiled.cubin, plan.entries, session._tmp.name, keep=True)
     for launch in plan.all_launches:
         if launch.smem_bytes > 48 * 1024:
             functions[launch.kernel].max_dynamic_shared_size_bytes = launch.smem_bytes

@@ -25,6 +25,7 @@ from autotune.model.space import Config
 from autotune.store import Store
 from autotune.tuning.studies import plan_studies
 from autotune.tuning.tuner import Tuner
+from autotune.tuning.runners import GpuRunner
 
 FAMILY = get_family("tc_wgmma")
 SETS = ("alexnet", "overfeat", "vgg16")
@@ -51,7 +52,7 @@ def main(store_path: str, out_path: str, dtypes: list[str]) -> None:
     store = Store(store_path)
     with GpuEvaluator() as evaluator:
         compiler = Compiler(arch=evaluator.device.arch)
-        tuner = Tuner(compiler, evaluator, store, command="tma_ab.py " + " ".join(dtypes))
+        tuner = Tuner(GpuRunner(compiler, evaluator), store, command="tma_ab.py " + " ".join(dtypes))
         jobs = []
         for dtype in dtypes:
             studies, skipped = plan_studies(
