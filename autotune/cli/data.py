@@ -51,8 +51,15 @@ def pack(output: Path, since, best_dir, kernel_dirs, storage: str) -> None:
         )
         if best_dir is not None:
             store.read_current(kernel_digests(with_directories(kernel_dirs)))
-            for path in write_best_files(store, best_dir):
+            written = write_best_files(store, best_dir)
+            for path in written:
                 click.echo(f"autotune: wrote {path}")
+            if not written:
+                click.echo(
+                    "autotune: no best configurations of the current code to ship (rows without "
+                    "a kernel digest are stale until `autotune data backfill`)",
+                    err=True,
+                )
 
 
 @data.command()
@@ -69,6 +76,6 @@ def backfill(yes: bool, kernel_dirs, storage: str) -> None:
 
     if not yes:
         fail("backfill asserts the stored rows measured the current code: add --yes", 2)
-    with Store(storage, create=False) as store:
+    with Store(storage, create=False, read_only=False) as store:
         changed = store.backfill_digests(kernel_digests(with_directories(kernel_dirs)))
     click.echo(f"autotune: gave {changed} evaluations their family's current kernel digest")

@@ -15,9 +15,9 @@ import pytest
 from autotune.export import select, write_tree
 from autotune.model.parsing import parse_shape
 from autotune.store import Store
+from tests.committed import committed_database
 
 REPO = Path(__file__).resolve().parents[2]
-COMMITTED = REPO / "results" / "autotune.db"
 # One winner of each family the committed H100 results export: winograd (four launches, scratch),
 # maxdnn (layout conversions, scratch, a constant table filled on the GPU, split-K's zero fill),
 # chen_general, implicit_gemm (scratch), chen_special (filters in constant memory) and tiled2d.
@@ -43,7 +43,8 @@ def nvcc() -> str:
 @pytest.mark.slow
 def test_the_exported_tree_of_the_committed_results_builds_with_nvcc(tmp_path: Path) -> None:
     compiler = nvcc()
-    store = Store(str(COMMITTED), create=False)
+    (tmp_path / "db").mkdir()
+    store = Store(str(committed_database(tmp_path / "db")), create=False)
     try:
         selection = select(store, problems=[parse_shape(s) for s in SHAPES])
     finally:
@@ -52,7 +53,9 @@ def test_the_exported_tree_of_the_committed_results_builds_with_nvcc(tmp_path: P
     assert families == {
         "winograd", "maxdnn", "chen_general", "implicit_gemm", "chen_special", "tiled2d"
     }  # fmt: skip
-    write_tree(selection, tmp_path, "results/autotune.db")
+    (tmp_path / "tree").mkdir()
+    tmp_path = tmp_path / "tree"
+    write_tree(selection, tmp_path, "results/campaigns")
     done = subprocess.run(
         ["make", "-j2", f"NVCC={compiler}"],
         cwd=tmp_path,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from autotune.export.cuda_tree import (
     plan_buffers,
     table,
 )
-from autotune.families import FAMILIES, UnknownFamily, kernel_digests
+from autotune.families import FAMILIES, UnknownFamily
 from autotune.families.base import INCLUDE_DIR, Buffers
 from autotune.families.headers import quoted_headers
 from autotune.families.plan import TensorMap
@@ -35,9 +34,9 @@ from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import ARCH_LIMITS
 from autotune.runtime.lookup import Catalogue, untimed_ms
 from autotune.store import Store
+from tests.committed import committed_database
 
 REPO = Path(__file__).resolve().parents[2]
-COMMITTED = REPO / "results" / "autotune.db"
 H100 = "NVIDIA H100 80GB HBM3"
 MAXDNN_SHAPE = "N=12,K=3,C=256,F=512,B=128"
 
@@ -48,15 +47,8 @@ def _shape(shape) -> dict:
 
 @pytest.fixture(scope="module")
 def committed(tmp_path_factory) -> Path:
-    """A copy of the committed results (opening the file would upgrade its schema in place),
-    its rows given their families' current kernel digests, as `autotune data backfill` does."""
-    if not COMMITTED.is_file():
-        pytest.skip("the committed results database is not in this checkout")
-    copy = tmp_path_factory.mktemp("committed") / "autotune.db"
-    shutil.copy(COMMITTED, copy)
-    with Store(str(copy), create=False, read_only=False) as s:
-        s.backfill_digests(kernel_digests())
-    return copy
+    """The committed results (every campaign file), as a fresh clone reads them."""
+    return committed_database(tmp_path_factory.mktemp("committed"))
 
 
 @pytest.fixture(scope="module")

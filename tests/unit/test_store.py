@@ -14,6 +14,7 @@ from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import Config
 from autotune.store import SCHEMA_VERSION, Store, StoredEvaluation, StoreError
+from tests.committed import committed_database
 
 H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, "580.65", "13.0", "13.0", 1980, 80 << 30)
 PROBLEM = ConvProblem(N=32, K=3, C=16, F=32)
@@ -428,25 +429,21 @@ def test_version_2_database_is_upgraded_keeping_every_row(tmp_path: Path) -> Non
         assert len(again.history(every_protocol=True)) == 5
 
 
-def test_the_projects_database_reads_the_same_after_this_version_opens_it(tmp_path: Path) -> None:
-    # The committed database, whatever schema it was last written with (2 when this test was
-    # written, 5 now): this version opens it, upgrading it if it must, and loses nothing.
-    source = Path(__file__).resolve().parents[2] / "results" / "autotune.db"
-    columns = "id, family, problem_key, B, N, K, C, F, stride, config, status, time_ms"
-    with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as conn:
-        before = conn.execute(f"SELECT {columns} FROM evaluations ORDER BY id").fetchall()
-        baselines = conn.execute("SELECT count(*) FROM baselines").fetchone()[0]
-    assert len(before) > 1000  # the H100's results, not an empty file
-    copy = tmp_path / "copy.db"
-    copy.write_bytes(source.read_bytes())
-    with Store(copy, create=False, read_only=False) as upgraded:
-        everything = upgraded.history(every_protocol=True)
-        assert len(everything) == len(before)
-        assert "conv2d" in set(everything["kind"]) and set(everything["protocol"]) >= {1}
-    with sqlite3.connect(copy) as conn:
-        assert conn.execute("SELECT value FROM meta").fetchone() == (str(SCHEMA_VERSION),)
-        assert conn.execute(f"SELECT {columns} FROM evaluations ORDER BY id").fetchall() == before
-        assert conn.execute("SELECT count(*) FROM baselines").fetchone()[0] == baselines
+def test_the_committed_results_read_whole_from_their_campaign_files(tmp_path: Path) -> None:
+    # The H100 results as committed (results/campaigns/*.db.gz, written by `autotune data pack`
+    # from the database of schema 5 they were measured into): merged into a fresh database,
+    # every evaluation, baseline and run is there and every evaluation has its kernel digest.
+    committed = committed_database(tmp_path)
+    with sqlite3.connect(f"file:{committed}?mode=ro", uri=True) as conn:
+        assert conn.execute("SELECT count(*) FROM evaluations").fetchone()[0] == 29643
+        assert conn.execute("SELECT count(*) FROM baselines").fetchone()[0] == 175
+        assert conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 60
+        undigested = "SELECT count(*) FROM evaluations WHERE kernel_digest = ''"
+        assert conn.execute(undigested).fetchone()[0] == 0
+    with Store(committed, create=False) as store:
+        everything = store.history(every_protocol=True)
+        assert len(everything) == 29643
+        assert "conv2d" in set(everything["kind"]) and set(everything["protocol"]) >= {1, 2}
 
 
 def test_every_kind_round_trips_with_its_shape(store: Store) -> None:
