@@ -10,7 +10,6 @@ Kernel Tuner returns: a list of result dicts and an environment dict.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from datetime import datetime, timezone
@@ -24,7 +23,7 @@ from autotune.gpu.given import GivenCheck, user_verify, write_arguments
 from autotune.gpu.timing import TimingPolicy
 from autotune.kt.arguments import KernelRequest, TuneKernelError, budget, check_request
 from autotune.kt.cache import kt_cache
-from autotune.kt.kernel import GivenKernel, GivenKernelError
+from autotune.kt.kernel import GivenKernel, GivenKernelError, with_c_linkage, write_source
 from autotune.kt.space import bind_space, evaluate_metric, fixed_sizes, signature
 from autotune.model.evaluator import Evaluator
 from autotune.model.problem import KernelProblem
@@ -157,6 +156,7 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
         cmem_symbols=tuple(request.cmem_args),
         arguments=len(request.arguments),
         tolerance=request.atol,
+        render=request.render,
     )
     try:  # a launch value that cannot be computed fails here, once, before any GPU work
         family.plan(None, space.configs[0])
@@ -212,19 +212,9 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
 
 
 def _source_file(request: KernelRequest, root: Path) -> Path:
-    """The kernel's text with C linkage (as Kernel Tuner's CUDA backends compile it, so that the
-    entry keeps its name), saved under the digest of that text for NVRTC and the cubin cache."""
-    text = request.source_text
-    if 'extern "C"' not in text:
-        text = 'extern "C" {\n' + text + "\n}\n"
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = root / f"{request.kernel_name}-{digest}.cu"
-    if not path.exists():
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
-    return path
+    """The kernel's text with C linkage, saved under the digest of that text (a generator's:
+    its text at the first value of every tunable, which keys the study)."""
+    return write_source(root, request.kernel_name, with_c_linkage(request.source_text))
 
 
 def _result(config, m, request: KernelRequest, stored: bool = False) -> dict[str, Any]:
@@ -239,6 +229,13 @@ def _result(config, m, request: KernelRequest, stored: bool = False) -> dict[str
         row["time"] = FAILED.get(m.status, RuntimeFailedConfig)()
     compile_s = getattr(m, "compile_s", None)
     row["compile_time"] = 1e3 * compile_s if compile_s else 0.0
+    # Kernel Tuner's other per-configuration timings (ms), which its helpers (store_output_file)
+    # read: the time spent in timed runs is the samples' sum; the check, the framework and the
+    # strategy are not timed per configuration here (0).
+    row["verification_time"] = 0.0
+    row["benchmark_time"] = float(sum(row["times"])) if timed else 0.0
+    row["framework_time"] = 0.0
+    row["strategy_time"] = 0.0
     row["status"] = m.status.value
     if m.error:
         row["error"] = m.error
