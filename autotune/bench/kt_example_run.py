@@ -118,6 +118,7 @@ class Calls:
                     "evaluations": len(results),
                     "valid": len(times),
                     "best_ms": min(times) if times else math.nan,
+                    "first_error": next((str(r["error"]) for r in results if r.get("error")), ""),
                     "wall_s": time.perf_counter() - started,
                 }
             )
@@ -157,8 +158,16 @@ def run(script: Path, mode: str, max_fevals: int | None, kt_lang: str | None) ->
     sys.argv = [str(script)]
     sys.path.insert(0, str(script.parent))
     try:
+        _strategy_modules(text)
         runpy.run_path(str(script), run_name="__main__")
         report["status"] = "ran"
+        empty = next((c for c in calls.rows if not c["valid"]), None)
+        if empty is not None:  # it ran, but nothing it tuned compiled or ran
+            report["status"] = "failed"
+            why = empty["first_error"].strip().splitlines()
+            report["error"] = f"no valid configuration of {empty['kernel']}" + (
+                f": {why[0][:300]}" if why else ""
+            )
     except BaseException as err:  # the script's own failure is the report's
         from autotune.kt.arguments import TuneKernelError
 
@@ -173,6 +182,16 @@ def run(script: Path, mode: str, max_fevals: int | None, kt_lang: str | None) ->
         report["calls"] = calls.rows
         _close()
     return report
+
+
+def _strategy_modules(text: str) -> None:
+    """Import the Kernel Tuner strategy modules a script names as attributes: Kernel Tuner 1.4
+    (the examples' release) imported them with the package, 1.5 loads them by name only. Done
+    for both tools alike."""
+    import importlib
+
+    for name in sorted(set(re.findall(r"\bkernel_tuner\.strategies\.(\w+)", text))):
+        importlib.import_module(f"kernel_tuner.strategies.{name}")
 
 
 def _autotune_has(name: str) -> bool:

@@ -196,7 +196,11 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
         timing=timing,
         on_progress=progress,
     )
-    outcome = tuner.run([study], budget(request, len(space)), request.time_limit_s)
+    try:
+        outcome = tuner.run([study], budget(request, len(space)), request.time_limit_s)
+    finally:
+        # Only this call's worker reads the file; arguments of gigabytes must not pile up.
+        data.unlink(missing_ok=True)
     stored = session.store.evaluations(session.device_id, family.name, problem, runner.protocol)
     results = [
         new.get(h.config.to_json()) or _result(h.config, h, request, stored=True)
