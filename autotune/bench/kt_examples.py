@@ -59,6 +59,7 @@ class Example:
     in_scope: bool
     needs: tuple[str, ...] = ()
     reason: str = ""
+    fails: str = ""  # a known failure through autotune, and why
 
 
 def classification() -> list[Example]:
@@ -68,7 +69,11 @@ def classification() -> list[Example]:
     for name, entry in sorted(data["examples"].items()):
         out.append(
             Example(
-                name, entry["scope"] == "in", tuple(entry.get("needs", ())), entry.get("reason", "")
+                name,
+                entry["scope"] == "in",
+                tuple(entry.get("needs", ())),
+                entry.get("reason", ""),
+                entry.get("fails", ""),
             )
         )
     return out
@@ -145,7 +150,10 @@ def _env() -> dict:
 
 def row(example: Example, ours: dict, theirs: dict | None) -> dict:
     """The table's row: totals over the example's tune_kernel calls."""
-    out: dict = {"example": example.name, "status": ours["status"], "detail": ours.get("error", "")}
+    detail = ours.get("error", "")
+    if ours["status"] == "failed" and example.fails:
+        detail = f"{example.fails} ({detail})"
+    out: dict = {"example": example.name, "status": ours["status"], "detail": detail}
     out.update(_totals(ours, ""))
     out["strategy"] = ", ".join(dict.fromkeys(_strategy(c) for c in ours["calls"]))
     if theirs is not None:
