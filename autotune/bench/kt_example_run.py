@@ -218,8 +218,15 @@ def _install(calls: Calls, mode: str, kt_lang: str | None) -> None:
         import kernel_tuner
         import kernel_tuner.interface
 
-        extra = {} if kt_lang is None else {"lang": kt_lang}
-        wrapped = calls.wrap(kernel_tuner.tune_kernel, **extra)
+        wrapped = calls.wrap(kernel_tuner.tune_kernel)
+        if kt_lang is not None:  # in place of PyCUDA (lang None or "CUDA"), which may be missing
+            inner = wrapped
+
+            def wrapped(*args, **kw):
+                if str(kw.get("lang") or "cuda").lower() == "cuda":
+                    kw["lang"] = kt_lang
+                return inner(*args, **kw)
+
         kernel_tuner.tune_kernel = kernel_tuner.interface.tune_kernel = wrapped
         return
     import autotune

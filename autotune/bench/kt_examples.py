@@ -239,7 +239,10 @@ def write_table(rows: list[dict], excluded: list[Example], path: Path, title: li
     type=click.IntRange(min=1),
     help="A budget for every call, for both tools: random_sample of N where a script brute-forces.",
 )
-@click.option("--kt-lang", help="Kernel Tuner's backend where a script names none (e.g. cupy).")
+@click.option(
+    "--kt-lang",
+    help="Kernel Tuner's backend in place of PyCUDA (lang None or 'CUDA'), e.g. cupy or nvcuda.",
+)
 @click.option(
     "--output", type=click.Path(path_type=Path), default=DEFAULT_OUTPUT, show_default=True
 )
