@@ -13,6 +13,7 @@ results/kernel_tuner_examples/.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import math
 import os
@@ -263,6 +264,10 @@ def kt_examples(examples, synthetic, with_kt, only, timeout_s, max_fevals, kt_la
         raise click.ClickException(f"{directory} lacks {', '.join(missing)}: not examples/cuda?")
     if with_kt and synthetic:
         raise click.ClickException("--kernel-tuner needs the GPU; leave out --synthetic")
+    if with_kt and importlib.util.find_spec("kernel_tuner") is None:
+        raise click.ClickException(
+            f"--kernel-tuner: Kernel Tuner is not installed (kernel_tuner=={KT_VERSION})"
+        )
     mode = "synthetic" if synthetic else "ours"
     chosen = [e for e in every if e.in_scope and (not only or e.name in only)]
     stem = "synthetic" if synthetic else "gpu"
