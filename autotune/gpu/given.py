@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import io
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,7 +69,9 @@ def write_arguments(
     cmem_args: dict[str, np.ndarray] | None,
 ) -> tuple[Path, str]:
     """Save arguments, answer and constant-memory arrays as one .npz named by its digest:
-    (path, digest). Written once per tune_kernel call; the same data is the same file."""
+    (path, digest). Written once per tune_kernel call; the same data is the same file. Streamed
+    to disk and hashed from there: Kernel Tuner's examples pass arrays of gigabytes, which an
+    in-memory archive would hold twice more."""
     content: dict[str, np.ndarray] = {}
     for name, value in zip(argument_names(len(arguments)), arguments, strict=True):
         content[name] = np.asarray(value)
@@ -77,16 +80,25 @@ def write_arguments(
             content[f"answer{i}"] = np.asarray(expected)
     for symbol, value in (cmem_args or {}).items():
         content[cmem_buffer(symbol)] = np.asarray(value)
-    buffer = io.BytesIO()
-    np.savez(buffer, **content)
-    data = buffer.getvalue()
-    digest = hashlib.sha256(data).hexdigest()[:24]
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"arguments-{digest}.npz"
-    if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+    fd, name = tempfile.mkstemp(dir=directory, suffix=".npz.tmp")
+    tmp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **content)
+        sha = hashlib.sha256()
+        with tmp.open("rb") as fh:
+            while chunk := fh.read(1 << 24):
+                sha.update(chunk)
+        digest = sha.hexdigest()[:24]
+        path = directory / f"arguments-{digest}.npz"
+        if path.exists():
+            tmp.unlink()
+        else:
+            tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path, digest
 
 
@@ -174,11 +186,21 @@ class GivenCheck:
 
     def host_outputs(self, arrays: dict[str, object]) -> list:
         """The arguments after the checked run, on the host in argument order (what Kernel
-        Tuner's verify receives as its result)."""
+        Tuner's verify receives as its result). As Kernel Tuner, only the arrays with an answer
+        come back (every array when no answer is given), None in place of the others: an input
+        of gigabytes is not copied back for every configuration. Scalars come back as given."""
         import cupy as cp
 
         names = argument_names(self.count)
-        return [cp.asnumpy(a) if isinstance(a, cp.ndarray) else a for a in map(arrays.get, names)]
+        out = []
+        for i, value in enumerate(map(arrays.get, names)):
+            if not isinstance(value, cp.ndarray):
+                out.append(value)
+            elif not self.answered or i in self.answered:
+                out.append(cp.asnumpy(value))
+            else:
+                out.append(None)
+        return out
 
 
 def user_verify(

@@ -192,6 +192,8 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
     try:
         outcome = tuner.run([study], budget(request, len(space)), request.time_limit_s)
     finally:
+        # Only this call's worker reads the argument file; gigabytes of them must not pile up.
+        data.unlink(missing_ok=True)
         stored = session.store.evaluations(
             session.device_id,
             family.name,
@@ -300,6 +302,13 @@ def _result(config, m, request: KernelRequest, stored: bool = False) -> dict[str
         row["time"] = FAILED.get(m.status, RuntimeFailedConfig)()
     compile_s = getattr(m, "compile_s", None)
     row["compile_time"] = 1e3 * compile_s if compile_s else 0.0
+    # Kernel Tuner's other per-configuration timings (ms), which its helpers (store_output_file)
+    # read: the time spent in timed runs is the samples' sum; the check, the framework and the
+    # strategy are not timed per configuration here (0).
+    row["verification_time"] = 0.0
+    row["benchmark_time"] = float(sum(row["times"])) if timed else 0.0
+    row["framework_time"] = 0.0
+    row["strategy_time"] = 0.0
     row["status"] = m.status.value
     if m.error:
         row["error"] = m.error

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,8 @@ KT_STRATEGIES = {
     "mls": "local",
     "ordered_greedy_mls": "local",
     "greedy_ils": "local",
+    # A local optimiser of scipy.optimize.minimize's from a random start: a local search too.
+    "minimize": "local",
 }
 OUR_STRATEGIES = ("local", "brute_force", "random", "tpe", "cmaes", "gp")
 STRATEGY_OPTIONS = {"max_fevals", "time_limit", "fraction"}
@@ -60,7 +63,7 @@ class KernelRequest:
     """A checked tune_kernel call."""
 
     kernel_name: str
-    source_text: str
+    source_text: str  # a generator's: its text at the first value of every tunable
     include_dir: Path | None
     problem_size: Any
     arguments: list[Any]
@@ -92,6 +95,7 @@ class KernelRequest:
     observables: tuple[str, ...] = ()
     objective: str = "time"
     higher_is_better: bool = False
+    render: Callable[[dict], str] | None = None  # kernel_source as a code generator
 
 
 def check_request(args: Mapping[str, Any]) -> KernelRequest:
@@ -113,8 +117,9 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
             f"tune_kernel: kernel_name {name!r} must be the name of a __global__ function "
             "(templated kernels are not supported)"
         )
-    text, include = _source(args["kernel_source"])
     tune_params = _tune_params(args["tune_params"])
+    render = args["kernel_source"] if callable(args["kernel_source"]) else None
+    text, include = _source(args["kernel_source"], tune_params)
     arguments = _arguments(args["arguments"])
     request = KernelRequest(
         kernel_name=name,
@@ -126,7 +131,7 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
         grid_div=(args.get("grid_div_x"), args.get("grid_div_y"), args.get("grid_div_z")),
         block_size_names=_block_size_names(args.get("block_size_names"), tune_params),
         restrictions=_restrictions(args.get("restrictions")),
-        answer=_answer(args.get("answer"), arguments),
+        answer=_answer(_on_host(args.get("answer")), arguments, args.get("verify") is not None),
         atol=_atol(args.get("atol", 1e-6)),
         verify=_verify(args.get("verify")),
         iterations=_positive_int(args.get("iterations", 7), "iterations"),
@@ -140,6 +145,7 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
         seed=_seed(args.get("seed")),
         quiet=bool(args.get("quiet")),
         verbose=bool(args.get("verbose")),
+        render=render,
     )
     try:
         request.observe, request.observables = observing(args.get("observers"), request.device)
@@ -150,12 +156,22 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
     return request
 
 
-def _source(source: Any) -> tuple[str, Path | None]:
-    """The kernel's text and, for a file, its directory (for its #includes)."""
+def _source(source: Any, tune_params: Mapping[str, list]) -> tuple[str, Path | None]:
+    """The kernel's text and, for a file, its directory (for its #includes). A code generator
+    (a function of the tunables' dict, as Kernel Tuner calls it) gives its text at the first
+    value of every tunable: what keys the study."""
     if isinstance(source, list | tuple):
         raise TuneKernelError("tune_kernel: kernel_source as a list of files is not supported")
     if callable(source):
-        raise TuneKernelError("tune_kernel: kernel_source as a code generator is not supported")
+        try:
+            text = source({k: v[0] for k, v in tune_params.items()})
+        except Exception as err:
+            raise TuneKernelError(
+                f"tune_kernel: the kernel_source generator raised {type(err).__name__}: {err}"
+            ) from None
+        if not isinstance(text, str):
+            raise TuneKernelError("tune_kernel: the kernel_source generator must return a string")
+        return text, None
     one_line = isinstance(source, str) and "\n" not in source and len(source) < 4096
     if isinstance(source, Path) or (one_line and Path(source).suffix):
         path = Path(source)
@@ -240,6 +256,7 @@ def _tune_params(tune_params: Any) -> dict[str, list]:
 def _arguments(arguments: Any) -> list[Any]:
     if not isinstance(arguments, list | tuple):
         raise TuneKernelError("tune_kernel: arguments must be a list")
+    arguments = _on_host(arguments)
     for i, arg in enumerate(arguments):
         if isinstance(arg, np.ndarray):
             if arg.dtype.hasobject:
@@ -247,9 +264,21 @@ def _arguments(arguments: Any) -> list[Any]:
         elif not isinstance(arg, np.generic):
             raise TuneKernelError(
                 f"tune_kernel: arguments[{i}] is a {type(arg).__name__}; arguments are NumPy "
-                "arrays and NumPy scalars (e.g. numpy.int32(n)), as Kernel Tuner requires"
+                "or CuPy arrays and NumPy scalars (e.g. numpy.int32(n)), as Kernel Tuner requires"
             )
     return list(arguments)
+
+
+def _on_host(values: Any) -> Any:
+    """CuPy arrays (Kernel Tuner's cupy backend takes them) copied to NumPy ones: they travel to
+    the GPU worker as data, like every argument. Recognised by their interface, so that CuPy is
+    not imported here."""
+    if not isinstance(values, list | tuple):
+        return values
+    return [
+        v.get() if hasattr(v, "__cuda_array_interface__") and hasattr(v, "get") else v
+        for v in values
+    ]
 
 
 def _problem_size(size: Any) -> Any:
@@ -280,13 +309,15 @@ def _block_size_names(names: Any, tune_params: Mapping[str, list]) -> tuple[str,
     return tuple(_strings(names, "block_size_names"))
 
 
-def _answer(answer: Any, arguments: list) -> list | None:
+def _answer(answer: Any, arguments: list, own_verify: bool = False) -> list | None:
     if answer is None:
         return None
     if not isinstance(answer, list | tuple) or len(answer) != len(arguments):
         raise TuneKernelError(
             "tune_kernel: answer must be a list as long as arguments (None where not checked)"
         )
+    if own_verify:  # the user's verify reads the answer as it likes (a sum for a partial sum)
+        return list(answer)
     for i, (expected, arg) in enumerate(zip(answer, arguments, strict=True)):
         if expected is None:
             continue
@@ -413,6 +444,8 @@ def _objective(request: KernelRequest, objective: Any, higher: Any) -> None:
 
 
 def _strategy(request: KernelRequest, strategy: Any, options: Any) -> None:
+    if isinstance(strategy, ModuleType):  # Kernel Tuner's own module, e.g. strategies.minimize
+        strategy = strategy.__name__.rpartition(".")[2]
     if strategy is None:
         request.strategy = "brute_force"  # Kernel Tuner's default
     elif strategy in KT_STRATEGIES:

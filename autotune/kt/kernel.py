@@ -6,10 +6,17 @@ divisors (by default the block size of that dimension), and the source gets ever
 block and grid sizes and `kernel_tuner` as preprocessor defines (or the user's `defines` only).
 Values that Kernel Tuner evaluates as Python text (problem size, grid divisors, shared memory
 size, defines) are read here by the whitelisted expression evaluator, never `eval`.
+
+Two of Kernel Tuner's forms change the source text per configuration, so such a configuration
+compiles a file of its own (named by the digest of its text): a code generator given as the
+kernel source (a function of the tunables' dict, such as a Jinja template's render), and
+tunables named loop_unroll_factor*, which become `constexpr int` (a `#pragma unroll` needs a
+constant, not a macro), or, at 0, remove their `#pragma unroll` line (no unroll hint at all).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -25,6 +32,7 @@ from autotune.model.space import Config, SearchSpace, Value
 DEFAULT_BLOCK_SIZE_NAMES = ("block_size_x", "block_size_y", "block_size_z")
 DEFAULT_BLOCK = (256, 1, 1)  # Kernel Tuner's block size for a dimension that is not tuned
 GRID_NAMES = ("grid_size_x", "grid_size_y", "grid_size_z")
+UNROLL = "loop_unroll_factor"  # Kernel Tuner's tunables for `#pragma unroll <name>` in CUDA
 
 # What Kernel Tuner accepts where it evaluates text: an int, a string expression of the
 # tunables, a function of the tunables' dict, or (grid divisors) a list whose product is taken.
@@ -58,6 +66,7 @@ class GivenKernel(Family):
         cmem_symbols: Sequence[str] = (),
         arguments: int = 0,
         tolerance: float = 1e-6,
+        render: Callable[[dict], str] | None = None,
     ) -> None:
         self.name = name
         self.description = f"{name}, given through tune_kernel"
@@ -74,6 +83,7 @@ class GivenKernel(Family):
         self.cmem_symbols = tuple(cmem_symbols)
         self.arguments = argument_names(arguments)
         self.tolerance = tolerance  # atol, as Kernel Tuner reads it
+        self.render = render  # a code generator of the user's, called in this process
 
     @property
     def source_path(self) -> Path:
@@ -124,7 +134,7 @@ class GivenKernel(Family):
         if self.defines is None:
             values: dict[str, Value] = dict(zip(GRID_NAMES, grid, strict=True))
             values.update(zip(self.block_size_names, block, strict=True))
-            values.update(params)
+            values.update((k, v) for k, v in params.items() if UNROLL not in k)
             values["kernel_tuner"] = 1
             return tuple(values.items())
         out = []
@@ -143,13 +153,48 @@ class GivenKernel(Family):
         launch = Launch(self.name, grid, block, self.arguments, smem_bytes=smem)
         constants = tuple((s, cmem_buffer(s)) for s in self.cmem_symbols)
         defines = self.source_defines(params, grid, block)
-        return KernelPlan(self._source, defines, (launch,), constants=constants)
+        return KernelPlan(self.config_source(params), defines, (launch,), constants=constants)
+
+    def config_source(self, params: Mapping[str, Value]) -> Path:
+        """The file this configuration compiles: the given one, or, with a code generator or
+        loop_unroll_factor tunables, one of its own (see the module's note)."""
+        unroll = {k: v for k, v in params.items() if UNROLL in k}
+        if self.render is None and not unroll:
+            return self._source
+        text = self._source.read_text() if self.render is None else self.render(dict(params))
+        if not isinstance(text, str):
+            raise GivenKernelError("the kernel source generator did not return a string")
+        prefix = ""
+        for name, value in unroll.items():
+            if str(value) == "0":
+                text = re.sub(rf"\n\s*#pragma\s+unroll\s+{re.escape(name)}\b", "\n", text)
+            else:
+                prefix += f"constexpr int {name} = {value};\n"
+        return write_source(self.directory, self.name, prefix + with_c_linkage(text))
 
     def buffers(self, problem: KernelProblem) -> Buffers:
         raise NotImplementedError(f"{self.name}: its buffers are the arguments given")
 
     def reference_plan(self, problem: KernelProblem) -> KernelPlan:
         raise NotImplementedError(f"{self.name}: it is checked against the answer given")
+
+
+def with_c_linkage(text: str) -> str:
+    """The kernel's text with C linkage (as Kernel Tuner's CUDA backends compile it, so that the
+    entry keeps its name), unless it declares its own."""
+    return text if 'extern "C"' in text else 'extern "C" {\n' + text + "\n}\n"
+
+
+def write_source(directory: Path, name: str, text: str) -> Path:
+    """`text` saved under its digest (for NVRTC and the cubin cache); written once."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = directory / f"{name}-{digest}.cu"
+    if not path.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{id(text)}.tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    return path
 
 
 def substitute(text: str, params: Mapping[str, Value]) -> str:
@@ -197,4 +242,6 @@ __all__ = [
     "GivenKernelError",
     "evaluate",
     "substitute",
+    "with_c_linkage",
+    "write_source",
 ]

@@ -4,7 +4,6 @@ which runs its best, and the kernel header export, which writes it out from the 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,7 +13,7 @@ import numpy as np
 
 from autotune.gpu.compiler import DEFAULT_OPTIONS
 from autotune.kt.arguments import KernelRequest
-from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES, GivenKernel
+from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES, GivenKernel, with_c_linkage, write_source
 from autotune.kt.space import fixed_sizes, signature
 from autotune.model.problem import KernelProblem
 from autotune.model.space import SearchSpace
@@ -25,19 +24,10 @@ class LaunchUnknown(ValueError):
 
 
 def source_file(request: KernelRequest, root: Path) -> Path:
-    """The kernel's text with C linkage (as Kernel Tuner's CUDA backends compile it, so that the
-    entry keeps its name), saved under the digest of that text for NVRTC and the cubin cache."""
-    text = request.source_text
-    if 'extern "C"' not in text:
-        text = 'extern "C" {\n' + text + "\n}\n"
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = root / f"{request.kernel_name}-{digest}.cu"
-    if not path.exists():
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
-    return path
+    """The kernel's text with C linkage, saved under the digest of that text for NVRTC and the
+    cubin cache (a generator's: its text at the first value of every tunable, which keys the
+    study; each configuration renders its own)."""
+    return write_source(root, request.kernel_name, with_c_linkage(request.source_text))
 
 
 def compile_options(request: KernelRequest) -> tuple[str, ...]:
@@ -62,6 +52,7 @@ def given_kernel(request: KernelRequest, space: SearchSpace | None, root: Path) 
         cmem_symbols=tuple(request.cmem_args),
         arguments=len(request.arguments),
         tolerance=request.atol,
+        render=request.render,
     )
 
 

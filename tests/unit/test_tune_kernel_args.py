@@ -255,7 +255,6 @@ def test_each_unsupported_argument_is_refused_by_name(name):
         ({"strategy_options": {"max_fevals": 0}}, "max_fevals"),
         ({"kernel_name": "k<float>"}, "templated"),
         ({"kernel_source": ["a.cu", "b.cu"]}, "list of files"),
-        ({"kernel_source": lambda p: SOURCE}, "code generator"),
         ({"arguments": [np.zeros(3), 5]}, r"arguments\[1\] is a int"),
         ({"answer": [None]}, "as long as arguments"),
         ({"answer": [np.zeros(7, np.float32), None, None]}, "7 elements"),
@@ -307,3 +306,94 @@ def test_bad_arguments_are_one_line_naming_the_argument_before_any_gpu_work(bad,
     with pytest.raises(TuneKernelError) as err:
         check_request(args(**bad))
     assert named in str(err.value) and "\n" not in str(err.value)
+
+
+# -- forms Kernel Tuner's examples use (issue 33) ------------------------------------------------
+
+
+def test_a_code_generator_renders_each_configuration_s_source(tmp_path) -> None:
+    def generate(params):
+        return SOURCE.replace("{ }", f"{{ int b = {params['block_size_x']}; }}")
+
+    request = check_request(args(kernel_source=generate))
+    assert request.render is generate
+    assert "int b = 32;" in request.source_text  # the first value of every tunable keys the study
+    given = GivenKernel(
+        "k",
+        tmp_path / "k.cu",
+        bind_space(request, DeviceLimits()).space,
+        problem_size=100,
+        render=request.render,
+    )
+    path = given.plan(None, Config.of({"block_size_x": 64})).source
+    text = path.read_text()
+    assert "int b = 64;" in text and text.startswith('extern "C"')
+    assert path.parent == tmp_path
+
+
+def test_a_generator_that_fails_is_one_line() -> None:
+    with pytest.raises(TuneKernelError, match="generator raised KeyError"):
+        check_request(args(kernel_source=lambda p: p["missing"]))
+
+
+def test_loop_unroll_factors_are_constants_or_drop_their_pragma(tmp_path) -> None:
+    source = tmp_path / "u.cu"
+    source.write_text(
+        "__global__ void k() {\n  #pragma unroll loop_unroll_factor_0\n  for(;;);\n}\n"
+    )
+    request = check_request(
+        args(
+            kernel_source=str(source),
+            tune_params={"block_size_x": [32], "loop_unroll_factor_0": [0, 4]},
+        )
+    )
+    space = bind_space(request, DeviceLimits())
+    given = GivenKernel("k", source, space.space, problem_size=100)
+    four = given.plan(None, Config.of({"block_size_x": 32, "loop_unroll_factor_0": 4}))
+    assert "constexpr int loop_unroll_factor_0 = 4;" in four.source.read_text()
+    assert "loop_unroll_factor_0" not in dict(four.defines)  # a constant, not a macro
+    zero = given.plan(None, Config.of({"block_size_x": 32, "loop_unroll_factor_0": 0}))
+    assert "#pragma unroll" not in zero.source.read_text()
+
+
+class FakeCupyArray:
+    """What CuPy's arrays offer that the mapping reads: the CUDA array interface and get()."""
+
+    __cuda_array_interface__ = {}
+
+    def __init__(self, host):
+        self.host = host
+
+    def get(self):
+        return self.host
+
+
+def test_cupy_arrays_come_to_the_host_as_numpy_arrays() -> None:
+    x = np.arange(100, dtype=np.float32)
+    request = check_request(
+        args(
+            arguments=[FakeCupyArray(np.zeros_like(x)), FakeCupyArray(x), np.int32(100)],
+            answer=[FakeCupyArray(2 * x), None, None],
+        )
+    )
+    assert all(isinstance(a, np.ndarray) for a in request.arguments[:2])
+    np.testing.assert_array_equal(request.answer[0], 2 * x)
+
+
+def test_a_kernel_tuner_strategy_module_is_taken_by_its_name() -> None:
+    import types
+
+    minimize = types.ModuleType("kernel_tuner.strategies.minimize")
+    assert check_request(args(strategy=minimize)).strategy == "local"
+    random_sample = types.ModuleType("kernel_tuner.strategies.random_sample")
+    request = check_request(args(strategy=random_sample, strategy_options={"max_fevals": 2}))
+    assert request.strategy == "random" and request.budget == 2
+
+
+def test_a_verify_of_the_user_s_reads_any_answer_shape() -> None:
+    x = np.arange(100, dtype=np.float32)
+    answer = [np.float32(x.sum()), None, None]  # a total, checked against partial sums
+    with pytest.raises(TuneKernelError, match="answer\\[0\\] has 1 elements"):
+        check_request(args(answer=answer))
+    request = check_request(args(answer=answer, verify=lambda a, b, atol=None: True))
+    assert request.answer[0] == x.sum()

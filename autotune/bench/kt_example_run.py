@@ -1,0 +1,274 @@
+"""One Kernel Tuner example script, run in a process of its own for `autotune bench kt-examples`:
+with its imports of tune_kernel and observers changed to autotune (ours, on the GPU or against the
+synthetic worker), or unchanged under Kernel Tuner (theirs). Every tune_kernel call is timed and
+counted; the outcome goes to a JSON report. Run as
+`python -m autotune.bench.kt_example_run SCRIPT MODE REPORT [--max-fevals N] [--kt-lang L]`
+from a scratch directory holding the example's files (the script reads and writes there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import runpy
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MODES = ("ours", "synthetic", "kt")
+SYNTHETIC_SESSION = "autotune.gpu.synthetic:SyntheticSession"
+
+_FROM = re.compile(r"^(\s*)from\s+kernel_tuner((?:\.\w+)*)\s+import\s+([^()#]+?)\s*(#.*)?$")
+_IMPORT = re.compile(r"^(\s*)import\s+kernel_tuner\s*(#.*)?$")
+
+
+@dataclass(frozen=True, slots=True)
+class Rewritten:
+    """A script with its Kernel Tuner imports of tune_kernel and observers changed to autotune."""
+
+    text: str
+    changed: int  # lines changed
+    autotune_names: tuple[str, ...]  # what the script now takes from autotune
+    kernel_tuner_left: tuple[str, ...] = field(default=())  # what it still takes from Kernel Tuner
+
+
+def _moves(module: str, name: str) -> bool:
+    """Whether `from kernel_tuner<module> import name` is one to change: tune_kernel from the
+    package, an observer class from anywhere in it."""
+    return (module == "" and name == "tune_kernel") or name.endswith("Observer")
+
+
+def rewrite(text: str) -> Rewritten:
+    lines = text.split("\n")
+    other_uses = sorted(
+        {m for m in re.findall(r"\bkernel_tuner\.(\w+)", text) if m != "tune_kernel"}
+        - {"observers"}  # only in the `from` imports handled below
+    )
+    out, changed, moved, left = [], 0, [], []
+    for line in lines:
+        new = line
+        if m := _FROM.match(line):
+            indent, module, names = m.group(1), m.group(2), m.group(3)
+            parts = [p.strip() for p in names.split(",") if p.strip()]
+            to_us = [p for p in parts if _moves(module, p.split()[0])]
+            stay = [p for p in parts if p not in to_us]
+            if to_us:
+                new_lines = [f"{indent}from autotune import {', '.join(to_us)}"]
+                if stay:
+                    new_lines.append(f"{indent}from kernel_tuner{module} import {', '.join(stay)}")
+                new = "\n".join(new_lines)
+                moved += [p.split()[0] for p in to_us]
+            left += [f"kernel_tuner{module}.{p.split()[0]}" for p in stay]
+        elif m := _IMPORT.match(line):
+            # Kept beside autotune where the script uses more of Kernel Tuner than tune_kernel.
+            indent = m.group(1)
+            new = (
+                f"{indent}import kernel_tuner, autotune"
+                if other_uses
+                else f"{indent}import autotune"
+            )
+            left += [f"kernel_tuner.{u}" for u in other_uses]
+        if "kernel_tuner.tune_kernel" in new:
+            new = new.replace("kernel_tuner.tune_kernel", "autotune.tune_kernel")
+            moved.append("tune_kernel")
+        changed += new != line
+        out.append(new)
+    return Rewritten(
+        "\n".join(out), changed, tuple(dict.fromkeys(moved)), tuple(dict.fromkeys(left))
+    )
+
+
+class Calls:
+    """Every tune_kernel call of the script: what was asked, how long it took, what came back."""
+
+    def __init__(self, max_fevals: int | None) -> None:
+        self.max_fevals = max_fevals
+        self.rows: list[dict] = []
+
+    def wrap(self, tune_kernel, **ours):
+        def call(kernel_name, kernel_source, problem_size, arguments, tune_params, *args, **kw):
+            strategy = kw.get("strategy")
+            if self.max_fevals is not None:
+                options = dict(kw.get("strategy_options") or {})
+                options.setdefault("max_fevals", self.max_fevals)
+                kw["strategy_options"] = options
+                if strategy in (None, "brute_force"):
+                    strategy = kw["strategy"] = "random_sample"  # a budget needs a sample
+            for k, v in ours.items():
+                kw.setdefault(k, v() if callable(v) else v)
+            name = getattr(strategy, "__name__", strategy) or "brute_force"
+            started = time.perf_counter()
+            results, env = tune_kernel(
+                kernel_name, kernel_source, problem_size, arguments, tune_params, *args, **kw
+            )
+            times = [
+                r["time"]
+                for r in results
+                if "__error__" not in r and isinstance(r.get("time"), float)
+            ]
+            self.rows.append(
+                {
+                    "kernel": kernel_name,
+                    "strategy": str(name).rpartition(".")[2],
+                    "max_fevals": (kw.get("strategy_options") or {}).get("max_fevals"),
+                    "evaluations": len(results),
+                    "valid": len(times),
+                    "best_ms": min(times) if times else math.nan,
+                    "first_error": next((str(r["error"]) for r in results if r.get("error")), ""),
+                    "wall_s": time.perf_counter() - started,
+                }
+            )
+            return results, env
+
+        return call
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}".strip()
+
+
+def run(script: Path, mode: str, max_fevals: int | None, kt_lang: str | None) -> dict:
+    """Run the script here (the current directory is its scratch copy); the report's dict."""
+    report: dict = {"example": script.name, "mode": mode, "calls": []}
+    text = script.read_text()
+    if mode != "kt":
+        rewritten = rewrite(text)
+        report["lines_changed"] = rewritten.changed
+        missing = [n for n in rewritten.autotune_names if not _autotune_has(n)]
+        if missing:
+            report["status"] = "unsupported"
+            report["error"] = f"autotune has no {', '.join(missing)} yet"
+            return report
+        if rewritten.kernel_tuner_left and not _kernel_tuner():
+            report["status"] = "skipped"
+            report["error"] = (
+                f"needs Kernel Tuner installed for {', '.join(rewritten.kernel_tuner_left)}"
+            )
+            return report
+        text = rewritten.text
+        script = script.with_name(f"{script.stem}_autotune.py")
+        script.write_text(text)
+    calls = Calls(max_fevals)
+    _install(calls, mode, kt_lang)
+    sys.argv = [str(script)]
+    sys.path.insert(0, str(script.parent))
+    try:
+        _strategy_modules(text)
+        runpy.run_path(str(script), run_name="__main__")
+        report["status"] = "ran"
+        empty = next((c for c in calls.rows if not c["valid"]), None)
+        if empty is not None:  # it ran, but nothing it tuned compiled or ran
+            report["status"] = "failed"
+            why = empty["first_error"].strip().splitlines()
+            report["error"] = f"no valid configuration of {empty['kernel']}" + (
+                f": {why[0][:300]}" if why else ""
+            )
+    except BaseException as err:  # the script's own failure is the report's
+        from autotune.kt.arguments import TuneKernelError
+
+        unsupported = isinstance(err, TuneKernelError)
+        report["status"] = "unsupported" if unsupported else "failed"
+        report["error"] = (
+            str(err).removeprefix("tune_kernel: ") if unsupported else _first_line(err)
+        )
+        if not unsupported:
+            traceback.print_exc()
+    finally:
+        report["calls"] = calls.rows
+        _close()
+    return report
+
+
+def _strategy_modules(text: str) -> None:
+    """Import the Kernel Tuner strategy modules a script names as attributes: Kernel Tuner 1.4
+    (the examples' release) imported them with the package, 1.5 loads them by name only. Done
+    for both tools alike."""
+    import importlib
+
+    for name in sorted(set(re.findall(r"\bkernel_tuner\.strategies\.(\w+)", text))):
+        importlib.import_module(f"kernel_tuner.strategies.{name}")
+
+
+def _autotune_has(name: str) -> bool:
+    import autotune
+
+    try:
+        getattr(autotune, name)
+    except AttributeError:
+        return False
+    return True
+
+
+def _kernel_tuner() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("kernel_tuner") is not None
+
+
+_OPEN: list = []
+
+
+def _install(calls: Calls, mode: str, kt_lang: str | None) -> None:
+    if mode == "kt":
+        import kernel_tuner
+        import kernel_tuner.interface
+
+        wrapped = calls.wrap(kernel_tuner.tune_kernel)
+        if kt_lang is not None:  # in place of PyCUDA (lang None or "CUDA"), which may be missing
+            inner = wrapped
+
+            def wrapped(*args, **kw):
+                if str(kw.get("lang") or "cuda").lower() == "cuda":
+                    kw["lang"] = kt_lang
+                return inner(*args, **kw)
+
+        kernel_tuner.tune_kernel = kernel_tuner.interface.tune_kernel = wrapped
+        return
+    import autotune
+    import autotune.kt.api as api
+
+    scratch = Path.cwd() / ".autotune"
+    api.CACHE_ROOT = scratch / "cache"  # the arguments' files stay in the scratch directory
+    ours: dict = {"storage": str(scratch / "results.db")}
+    ours["compiler_cache"] = scratch / "cubins"
+    if mode == "synthetic":
+        ours["evaluator"] = _synthetic_worker
+    scratch.mkdir(exist_ok=True)
+    autotune.tune_kernel = calls.wrap(api.tune_kernel, **ours)
+
+
+def _synthetic_worker():
+    """One real GPU worker process per script, with the synthetic session in it."""
+    if not _OPEN:
+        from autotune.gpu.evaluator import GpuEvaluator
+
+        _OPEN.append(GpuEvaluator(session=SYNTHETIC_SESSION))
+    return _OPEN[0]
+
+
+def _close() -> None:
+    while _OPEN:
+        _OPEN.pop().close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("script", type=Path)
+    parser.add_argument("mode", choices=MODES)
+    parser.add_argument("report", type=Path)
+    parser.add_argument("--max-fevals", type=int)
+    parser.add_argument("--kt-lang")
+    a = parser.parse_args(argv)
+    report = run(a.script.resolve(), a.mode, a.max_fevals, a.kt_lang)
+    a.report.write_text(json.dumps(report, default=str))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

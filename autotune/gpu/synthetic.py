@@ -1,0 +1,64 @@
+"""A stand-in for the GPU session inside the real GPU worker process, for running Kernel Tuner
+scripts through tune_kernel on a machine without a GPU (`autotune bench kt-examples
+--synthetic`): GpuEvaluator(session="autotune.gpu.synthetic:SyntheticSession") starts the same
+worker, with this in the GPU's place. Nothing it answers is a timing.
+
+Each job is answered from its defines: 1 ms + (the sum of the defines named block_size_*) / 1000
+ms, so larger blocks are slower. A job whose outputs go back to the caller (a verify of theirs)
+gets what Kernel Tuner would copy back from a kernel that computed the answer: the answer where
+one is given, the argument as given for the other arrays when no answer is given at all, None
+for unanswered arrays, scalars as given. Only those arrays are read from the arguments' file.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from autotune.gpu.given import argument_names
+from autotune.model.evaluator import WithOutputs
+from autotune.model.records import DeviceInfo, Measurement
+from autotune.model.space import DeviceLimits
+
+NAME = "Synthetic worker GPU (no timings)"
+
+
+class SyntheticSession:
+    def __init__(self, device_index: int = 0) -> None:
+        self.device_index = device_index
+
+    def info(self) -> DeviceInfo:
+        return DeviceInfo(name=NAME, compute_capability="9.0", sm_count=132)
+
+    def limits(self) -> DeviceLimits:
+        return DeviceLimits()
+
+    def evaluate(self, job):
+        defines = dict(job.plan.defines)
+        ms = 1.0 + sum(v for k, v in defines.items() if k.startswith("block_size")) / 1000
+        m = Measurement.from_samples([ms, ms * 1.01, ms * 0.99])
+        check = job.check
+        if not check.outputs_back:
+            return m
+        outputs: list = []
+        with np.load(check.data, allow_pickle=False) as npz:
+            for i, name in enumerate(argument_names(check.count)):
+                if i in check.answered:
+                    outputs.append(npz[f"answer{i}"])
+                    continue
+                if not _shape(npz, name):
+                    outputs.append(npz[name][()])
+                else:
+                    outputs.append(None if check.answered else npz[name])
+        return WithOutputs(m, outputs)
+
+
+def _shape(npz, name: str) -> tuple[int, ...]:
+    """An archived array's shape, from its header (an input of gigabytes is not read)."""
+    with npz.zip.open(f"{name}.npy") as fh:
+        version = np.lib.format.read_magic(fh)
+        read = (
+            np.lib.format.read_array_header_1_0
+            if version == (1, 0)
+            else np.lib.format.read_array_header_2_0
+        )
+        return read(fh)[0]

@@ -1,0 +1,114 @@
+"""`autotune bench kt-examples` without running an example: the classification, the rewriting of a
+script's imports, the synthetic session's outputs, and the command's bad input."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from autotune.bench import kt_examples
+from autotune.bench.kt_example_run import rewrite
+from autotune.gpu.given import GivenCheck, write_arguments
+from autotune.gpu.synthetic import SyntheticSession
+from autotune.gpu.timing import TimingPolicy
+
+NEEDS = {"kernel_tuner", "gpu", "observers"}
+
+
+def test_every_example_is_classified_with_a_reason_where_out_of_scope() -> None:
+    every = kt_examples.classification()
+    assert len(every) == 33  # examples/cuda/*.py of Kernel Tuner's 1.4.0 release
+    assert all(e.name.endswith(".py") for e in every)
+    assert all(e.reason for e in every if not e.in_scope)
+    assert all(set(e.needs) <= NEEDS for e in every)
+    assert all(e.reason for e in every if "gpu" in e.needs)  # the skip line says why
+    assert sum(e.in_scope for e in every) == 19
+
+
+def test_the_classification_names_the_examples_directory_s_scripts() -> None:
+    directory = kt_examples.examples_dir(None)
+    if directory is None:
+        pytest.skip(f"{kt_examples.ENV} is not set (Kernel Tuner's examples/cuda)")
+    on_disk = {p.name for p in directory.glob("*.py")}
+    assert on_disk == {e.name for e in kt_examples.classification()}
+
+
+def test_only_tune_kernel_and_observers_move_to_autotune() -> None:
+    script = "\n".join(
+        [
+            "import numpy",
+            "from kernel_tuner import tune_kernel, run_kernel",
+            "from kernel_tuner.observers.nvml import NVMLObserver",
+            "from kernel_tuner.util import get_config_string",
+            "def go():",
+            "    return tune_kernel('k', 'src', 1, [], {})",
+        ]
+    )
+    out = rewrite(script)
+    lines = out.text.split("\n")
+    assert lines[1:5] == [
+        "from autotune import tune_kernel",
+        "from kernel_tuner import run_kernel",
+        "from autotune import NVMLObserver",
+        "from kernel_tuner.util import get_config_string",
+    ]
+    assert out.changed == 2
+    assert out.autotune_names == ("tune_kernel", "NVMLObserver")
+    assert out.kernel_tuner_left == (
+        "kernel_tuner.run_kernel",
+        "kernel_tuner.util.get_config_string",
+    )
+
+
+def test_a_module_import_becomes_autotune_unless_more_of_kernel_tuner_is_used() -> None:
+    alone = rewrite("import kernel_tuner\nr = kernel_tuner.tune_kernel('k', 's', 1, [], {})")
+    assert alone.text == "import autotune\nr = autotune.tune_kernel('k', 's', 1, [], {})"
+    assert alone.kernel_tuner_left == () and alone.changed == 2
+    both = rewrite("import kernel_tuner\nkernel_tuner.run_kernel()\nkernel_tuner.tune_kernel()")
+    assert both.text.split("\n")[0] == "import kernel_tuner, autotune"
+    assert both.text.split("\n")[2] == "autotune.tune_kernel()"
+    assert both.kernel_tuner_left == ("kernel_tuner.run_kernel",)
+
+
+def _job(tmp_path: Path, answer, outputs_back: bool = True):
+    x = np.arange(6, dtype=np.float32)
+    arguments = [np.zeros(3, np.float32), x, np.int32(6)]
+    data, digest = write_arguments(tmp_path, arguments, answer, None)
+    answered = tuple(i for i, a in enumerate(answer or ()) if a is not None)
+    check = GivenCheck(data, digest, 3, answered, 1e-6, TimingPolicy(), outputs_back)
+    plan = SimpleNamespace(defines=(("block_size_x", 128), ("tile", 2)))
+    return SimpleNamespace(plan=plan, check=check)
+
+
+def test_the_synthetic_session_answers_as_a_kernel_that_computed_the_answer(tmp_path) -> None:
+    session = SyntheticSession()
+    timed = session.evaluate(_job(tmp_path, None, outputs_back=False))
+    assert timed.time_ms == pytest.approx(1.128)  # 1 ms + block_size_x / 1000
+    back = session.evaluate(_job(tmp_path, [np.float32(15), None, None]))
+    # What Kernel Tuner copies back: the answered array (here a sum), None for unanswered arrays,
+    # scalars as given.
+    assert back.outputs[0] == 15 and back.outputs[1] is None and back.outputs[2] == 6
+    everything = session.evaluate(_job(tmp_path, None))
+    np.testing.assert_array_equal(everything.outputs[1], np.arange(6, dtype=np.float32))
+
+
+def test_the_command_needs_the_examples_directory(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv(kt_examples.ENV, raising=False)
+    result = CliRunner().invoke(kt_examples.kt_examples, ["--synthetic"])
+    assert result.exit_code != 0 and "AUTOTUNE_KT_EXAMPLES" in result.output
+    assert "Traceback" not in result.output
+    result = CliRunner().invoke(kt_examples.kt_examples, ["--examples", str(tmp_path)])
+    assert result.exit_code != 0 and "lacks accuracy.py" in result.output
+
+
+def test_unknown_examples_are_refused(tmp_path) -> None:
+    for e in kt_examples.classification():
+        (tmp_path / e.name).write_text("")
+    args = ["--examples", str(tmp_path), "--only", "nope.py"]
+    result = CliRunner().invoke(kt_examples.kt_examples, args, env={**os.environ})
+    assert result.exit_code != 0 and "nope.py" in result.output
