@@ -330,6 +330,23 @@ def runtime(database: str | None = None) -> Runtime:
     return found
 
 
+def runtime_key(rt: Runtime) -> str:
+    """The name the custom op (torch_op.py) carries for `rt`: an op's arguments are tensors,
+    numbers and strings, never objects. A runtime of `runtime(database)` is its database."""
+    for key, found in _RUNTIMES.items():
+        if found is rt:
+            return key
+    key = f"{rt.database}#runtime-{id(rt)}"
+    _RUNTIMES[key] = rt
+    return key
+
+
+def runtime_named(key: str) -> Runtime:
+    """The runtime `runtime_key` named (a database's own when it was never named)."""
+    found = _RUNTIMES.get(key)
+    return found if found is not None else runtime(key)
+
+
 def conv2d(x, w, stride: int = 1, padding: int = 0, *, on_miss: str = "nearest", database=None):
     """2D convolution (cross-correlation, as PyTorch's conv2d) by the fastest stored kernel.
 
@@ -373,5 +390,7 @@ __all__ = [
     "Runtime",
     "conv2d",
     "runtime",
+    "runtime_key",
+    "runtime_named",
     "serves_calls",
 ]
