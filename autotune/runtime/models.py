@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from autotune.families import FAMILIES, Family
+from autotune.families import FAMILIES, Family, get_family
 from autotune.model.precision import check_dtype
 from autotune.model.problem import ConvProblem
 from autotune.runtime.calls import Call, CallError, Request
@@ -137,7 +137,7 @@ def tune_model(
 
     convs = collect_convolutions(model, example_inputs)
     problems = [c.problem for c in convs if c.problem is not None]
-    chosen = [FAMILIES[n] for n in families] if families else None
+    chosen = [get_family(n) for n in families] if families else None
     pairs = model_studies(problems, dtype, chosen)
     if not pairs:
         raise CallError(f"no family computes this model's convolutions in {dtype}")
