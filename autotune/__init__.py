@@ -38,11 +38,11 @@ def project_dir(name: str) -> Path:
 
 
 def __getattr__(name: str):
-    """`autotune.conv2d`, `autotune.Conv2d` (the runtime), `autotune.tune_kernel` and
-    `autotune.tuned_kernel`, `autotune.NVMLObserver`, imported on first use: importing the
-    package loads neither CuPy's
-    runtime, PyTorch nor the tuner (every room imports package_path from here)."""
-    if name in ("conv2d", "Conv2d"):
+    """`autotune.conv2d`, `autotune.Conv2d`, `autotune.tune_model`, `autotune.optimize` (the
+    runtime), `autotune.tune_kernel`, `autotune.tuned_kernel` and `autotune.NVMLObserver`,
+    imported on first use: importing the package loads neither CuPy's runtime, PyTorch nor the
+    tuner (every room imports package_path from here)."""
+    if name in ("conv2d", "Conv2d", "tune_model", "optimize"):
         import autotune.runtime
 
         value = getattr(autotune.runtime, name)

@@ -13,10 +13,11 @@ def bench() -> None:
 
 
 # Registered here, not by the modules themselves, so that no benchmark imports this package back.
-from autotune.bench import dispatch, kt_examples, scaling, search, throughput  # noqa: E402
+from autotune.bench import dispatch, kt_examples, model, scaling, search, throughput  # noqa: E402
 
 bench.add_command(search.search)
 bench.add_command(throughput.throughput)
 bench.add_command(scaling.scaling)
 bench.add_command(dispatch.dispatch)
 bench.add_command(kt_examples.kt_examples)
+bench.add_command(model.model)

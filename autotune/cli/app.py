@@ -14,6 +14,7 @@ from autotune.cli.export import export
 from autotune.cli.kt_cache import import_kt_cache
 from autotune.cli.measure import baseline, device, remeasure
 from autotune.cli.merge import merge
+from autotune.cli.models import tune_model_command
 from autotune.cli.recording import export_recording
 from autotune.cli.run import run
 from autotune.cli.tables import best, forget, plot, report
@@ -84,6 +85,7 @@ for command in (
     import_kt_cache,
     status,
     data,
+    tune_model_command,
 ):
     main.add_command(command)
 

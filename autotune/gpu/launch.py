@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from autotune.families.plan import Launch, TensorMap
-from autotune.gpu.tensor_map import EncodedMap
+from autotune.gpu.tensor_map import EncodedMap, MapSlot
 from autotune.model.space import DeviceLimits
 
 try:
@@ -191,34 +191,41 @@ def _raise(code: int, what: str) -> None:
 
 class DriverLaunch:
     """One prepared launch: buffer arguments are 64-bit slots written per call, int arguments
-    32-bit values written once."""
+    32-bit values written once, tensor maps kept in place and encoded again when their buffer
+    moves (gpu/tensor_map.py's MapSlot: the pointer in the argument list never changes)."""
 
-    __slots__ = ("fn", "dims", "slots", "_values", "params", "_launch")
+    __slots__ = ("fn", "dims", "slots", "maps", "_values", "params", "_launch")
 
     def __init__(self, function, launch: Launch) -> None:
         # The CUfunction: RawModule.get_function gives a RawKernel, whose `kernel` is the
         # cupy.cuda.function.Function that holds the handle.
         self.fn = getattr(function, "kernel", function).ptr
         self.dims = (*launch.grid, *launch.block, launch.smem_bytes)
-        values, slots = [], []
+        values, slots, maps, pointers = [], [], [], []
         for arg in launch.args:
             if isinstance(arg, TensorMap):
-                # The runtime serves FP32 NCHW calls; no family that takes a map computes those.
-                raise ValueError(f"{launch.kernel}: tensor-map arguments launch through CuPy only")
+                slot = MapSlot(arg)
+                maps.append((arg.buffer, slot, len(pointers)))
+                pointers.append(None)  # the map's address, known once it is first encoded
+                continue
             if isinstance(arg, str):
                 value = ctypes.c_uint64(0)
                 slots.append((arg, value))
             else:
                 value = ctypes.c_int32(int(arg))
             values.append(value)
+            pointers.append(ctypes.addressof(value))
         self.slots = tuple(slots)
+        self.maps = tuple(maps)
         self._values = values  # the storage params points into
-        self.params = (ctypes.c_void_p * len(values))(*(ctypes.addressof(v) for v in values))
+        self.params = (ctypes.c_void_p * len(pointers))(*pointers)
         self._launch = _driver().cuLaunchKernel
 
     def __call__(self, buffers: Mapping[str, int], stream: int) -> None:
         for name, slot in self.slots:
             slot.value = buffers[name]
+        for name, slot, index in self.maps:
+            self.params[index] = slot.bind(buffers[name])
         code = self._launch(self.fn, *self.dims, stream, self.params, None)
         if code:
             _raise(code, f"launch of {self.fn:#x}")

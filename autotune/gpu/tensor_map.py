@@ -100,20 +100,46 @@ class EncodedMap:
     __slots__ = ("_storage", "pointer")
 
     def __init__(self, spec: TensorMap, address: int) -> None:
-        args = arguments(spec, address)
         self._storage = ctypes.create_string_buffer(MAP_BYTES + MAP_ALIGN)
         start = ctypes.addressof(self._storage)
         self.pointer = start + (-start % MAP_ALIGN)
-        driver = _driver()
-        encode = driver.cuTensorMapEncodeIm2col if spec.im2col else driver.cuTensorMapEncodeTiled
-        code = encode(ctypes.c_void_p(self.pointer), *args)
-        if code:
-            refused = _error_name(code)
-            raise TensorMapError(f"tensor map of {spec.buffer}: the driver refused it ({refused})")
+        _encode(spec, address, self.pointer)
 
     @property
     def value(self) -> bytes:
         return ctypes.string_at(self.pointer, MAP_BYTES)
+
+
+class MapSlot:
+    """A tensor-map argument of a launch prepared once and called many times (the runtime's
+    driver launcher): the map lives at a fixed `pointer`, which the argument list holds, and is
+    encoded again only when the call's buffer is at another address than the last call's."""
+
+    __slots__ = ("spec", "_map", "address")
+
+    def __init__(self, spec: TensorMap) -> None:
+        self.spec = spec
+        self._map: EncodedMap | None = None
+        self.address: int | None = None
+
+    def bind(self, address: int) -> int:
+        """Encode the map for `address` (unless it already is); its pointer."""
+        if self._map is None:
+            self._map = EncodedMap(self.spec, address)
+        elif address != self.address:
+            _encode(self.spec, address, self._map.pointer)
+        self.address = address
+        return self._map.pointer
+
+
+def _encode(spec: TensorMap, address: int, pointer: int) -> None:
+    args = arguments(spec, address)
+    driver = _driver()
+    encode = driver.cuTensorMapEncodeIm2col if spec.im2col else driver.cuTensorMapEncodeTiled
+    code = encode(ctypes.c_void_p(pointer), *args)
+    if code:
+        refused = _error_name(code)
+        raise TensorMapError(f"tensor map of {spec.buffer}: the driver refused it ({refused})")
 
 
 _DRIVER = None

@@ -1,8 +1,9 @@
 """Using the tuned kernels at run time: `conv2d` dispatches each shape to its stored best plan.
 
-`lookup` (which stored configuration serves a shape) needs no GPU; `dispatch` (loading and
-launching, CuPy's runtime) and `torch_layer` (the `Conv2d` module) are imported on first use,
-so that importing this package loads neither CuPy's runtime nor PyTorch.
+`lookup` (which stored configuration serves a shape) and `calls` need no GPU; `dispatch`
+(loading and launching, CuPy's runtime), `torch_layer` (the `Conv2d` module, through the custom
+op of `torch_op`) and `models` (`tune_model`, `optimize`) are imported on first use, so that
+importing this package loads neither CuPy's runtime nor PyTorch.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ _LAZY = {
     "CallError": "autotune.runtime.dispatch",
     "Conv2d": "autotune.runtime.torch_layer",
     "LookupMiss": "autotune.runtime.lookup",
+    "Request": "autotune.runtime.calls",
+    "tune_model": "autotune.runtime.models",
+    "optimize": "autotune.runtime.models",
 }
 
 
@@ -27,4 +31,14 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["CallError", "Conv2d", "LookupMiss", "Runtime", "conv2d", "runtime"]
+__all__ = [
+    "CallError",
+    "Conv2d",
+    "LookupMiss",
+    "Request",
+    "Runtime",
+    "conv2d",
+    "optimize",
+    "runtime",
+    "tune_model",
+]

@@ -30,6 +30,7 @@ from autotune.gpu.launch import (
 from autotune.model.problem import ConvProblem
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import DeviceLimits
+from autotune.runtime.calls import Call, CallError, Request
 from autotune.runtime.lookup import (
     MISS_POLICIES,
     Catalogue,
@@ -37,7 +38,7 @@ from autotune.runtime.lookup import (
     LookupMiss,
     resolve,
 )
-from autotune.runtime.plans import DEFAULT_LAUNCHER, Call, CallError, Entry, NoFit, build_entry
+from autotune.runtime.plans import DEFAULT_LAUNCHER, Entry, NoFit, build_entry
 from autotune.store import default_storage
 
 # Evaluations per family when a shape is tuned on a miss: local search with transfer reaches
@@ -72,8 +73,8 @@ class Runtime:
         for name, family in self.families.items():
             if not serves_calls(family):
                 raise CallError(
-                    f"{name} computes {'/'.join(family.dtypes)} {'/'.join(family.layouts)} "
-                    "tensors; the runtime serves FP32 NCHW calls only"
+                    f"{name} computes {family.problem_type.__name__} problems; the runtime "
+                    "serves 2D convolutions only"
                 )
         self.cache_dir = cache_dir
         self.tune_budget = tune_budget
@@ -83,7 +84,7 @@ class Runtime:
         self._catalogues: dict[int, Catalogue] = {}
         self._limits: dict[int, DeviceLimits] = {}
         self._compilers: dict[str, Compiler] = {}
-        self._entries: dict[tuple, Entry] = {}  # by the call's shape, as Call's fields
+        self.entries: dict[tuple, Entry] = {}  # by the call's shape, as Call's fields
         self._workspaces: dict[tuple[int, int], object] = {}
         self._lock = threading.RLock()
         self._tmp = tempfile.TemporaryDirectory(prefix="autotune-runtime-")
@@ -91,13 +92,14 @@ class Runtime:
     # -- the call ------------------------------------------------------------------------------
 
     def conv2d(self, x, w, stride: int = 1, padding: int = 0, on_miss: str = "nearest"):
-        """y = conv2d(x, w): FP32 NCHW input, FCKK filters, NFHW output of the caller's kind
-        (a CuPy array for CuPy or any other DLPack producer, a tensor for PyTorch)."""
+        """y = conv2d(x, w): (B, C, H, W) input, (F, C, K, K) filters, (B, F, N, N) output of
+        the caller's kind (a CuPy array for CuPy or any other DLPack producer, a tensor for
+        PyTorch), in the input's storage type and, for a tensor, its memory format."""
         if x.__class__ is cp.ndarray:
             return self._cupy(x, w, stride, padding, on_miss)
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(x, torch.Tensor):
-            return self._torch(torch, x, w, stride, padding, on_miss)
+            return torch_tensors().call(self, x, w, stride, padding, on_miss)
         if hasattr(x, "__dlpack__") and hasattr(w, "__dlpack__"):
             if _dlpack_device(x) != CUDA_DLPACK or _dlpack_device(w) != CUDA_DLPACK:
                 raise CallError("x and w must be on a CUDA device")
@@ -106,59 +108,49 @@ class Runtime:
             f"x must be a CuPy array, a PyTorch tensor or a DLPack producer, not {type(x).__name__}"
         )
 
-    def _torch(self, torch, x, w, stride, padding, on_miss):
-        if x.dtype is not torch.float32 or w.dtype is not torch.float32:
-            raise CallError(f"x and w must be float32, got {x.dtype} and {w.dtype}")
-        device = x.get_device()  # -1 on the CPU
-        if device < 0 or w.get_device() != device:
-            raise CallError(f"x and w must be on one CUDA device, got {x.device} and {w.device}")
-        if x.dim() != 4 or w.dim() != 4:
-            raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
-        if not x.is_contiguous():
-            x = x.contiguous()
-        if not w.is_contiguous():
-            w = w.contiguous()
-        entry = self._entry(device, x.shape, w.shape, stride, padding, on_miss)
-        y = x.new_empty(entry.out_shape)
-        self._launch(entry, x.data_ptr(), w.data_ptr(), y.data_ptr(), _torch_stream(torch, device))
-        return y
-
     def _cupy(self, x, w, stride, padding, on_miss):
-        if x.dtype != np.float32 or w.dtype != np.float32:
-            raise CallError(f"x and w must be float32, got {x.dtype} and {w.dtype}")
+        """A CuPy call: FP32 (TF32 off) or FP16, C-contiguous NCHW (copied to be)."""
+        storage = CUPY_STORAGES.get(x.dtype.type)
+        if storage is None or w.dtype != x.dtype:
+            raise CallError(f"x and w must be both float32 or float16, got {x.dtype} and {w.dtype}")
         if x.ndim != 4 or w.ndim != 4:
             raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
         device = x.device.id
         if w.device.id != device:
             raise CallError(f"x and w must be on one device, got {device} and {w.device.id}")
         x, w = cp.ascontiguousarray(x), cp.ascontiguousarray(w)
-        entry = self._entry(device, x.shape, w.shape, stride, padding, on_miss)
+        key = (device, *x.shape, *w.shape, stride, padding, storage, "NCHW", False)
+        entry = self.entry(key, on_miss)
         stream = cp.cuda.get_current_stream().ptr
         with cp.cuda.Device(device):
-            y = cp.empty(entry.out_shape, dtype=cp.float32)
-        self._launch(entry, x.data.ptr, w.data.ptr, y.data.ptr, stream)
-        return y
+            if entry.nhwc:  # the plan reads NHWC: copy in, and the output back
+                x = cp.ascontiguousarray(x.transpose(0, 2, 3, 1))
+                w = cp.ascontiguousarray(w.transpose(0, 2, 3, 1))
+            y = cp.empty(entry.out_shape, dtype=x.dtype)
+        self.launch(entry, x.data.ptr, w.data.ptr, y.data.ptr, stream)
+        return cp.ascontiguousarray(y.transpose(0, 3, 1, 2)) if entry.nhwc else y
 
-    def _entry(self, device: int, x_shape, w_shape, stride, padding, on_miss) -> Entry:
+    def entry(self, key: tuple, on_miss: str) -> Entry:
         if on_miss not in MISS_POLICIES:
             raise CallError(f"on_miss must be one of {', '.join(MISS_POLICIES)}, not {on_miss!r}")
-        key = (device, *x_shape, *w_shape, stride, padding)
-        entry = self._entries.get(key)
+        entry = self.entries.get(key)
         if entry is not None and (entry.choice.exact or on_miss == "nearest"):
             return entry
-        if len(key) != 11:
-            raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
         return self._resolve(key, on_miss)
 
-    def _launch(self, entry: Entry, x: int, w: int, y: int, stream: int) -> None:
+    def launch(
+        self, entry: Entry, x: int, w: int, y: int, stream: int, workspace: int | None = None
+    ) -> None:
         if entry.device != cp.cuda.runtime.getDevice():
             with cp.cuda.Device(entry.device):
-                return self._launch(entry, x, w, y, stream)
+                return self.launch(entry, x, w, y, stream, workspace)
         ptrs = {"x": x, "w": w, "y": y}
         if entry.fixed:
             ptrs.update(entry.fixed)
         if entry.workspace_bytes:
-            base = self._workspace(entry.device, stream, entry.workspace_bytes)
+            base = workspace
+            if base is None:
+                base = self._workspace(entry.device, stream, entry.workspace_bytes)
             for name, offset in entry.scratch:
                 ptrs[name] = base + offset
             if entry.pad is not None:
@@ -193,21 +185,18 @@ class Runtime:
     # -- preparing a shape ---------------------------------------------------------------------
 
     def _resolve(self, key: tuple, on_miss: str) -> Entry:
+        if len(key) not in (11, 14):
+            raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
         call = Call.of(key)
-        if not isinstance(call.stride, int) or not isinstance(call.padding, int):
-            raise CallError("stride and padding must be integers")
-        if call.stride < 1 or call.padding < 0:
-            raise CallError(
-                f"stride must be >= 1 and padding >= 0, got {call.stride}, {call.padding}"
-            )
+        problem = call.problem()  # CallError for what no plan computes
         with self._lock, cp.cuda.Device(call.device):
-            problem = call.problem()
             catalogue, found = resolve(
                 self.catalogue(call.device),
                 problem,
                 self.limits(call.device),
                 on_miss,
-                lambda p: self._tune(p, call.device),
+                lambda problems: self._tune(problems, call.device),
+                call.request,
             )
             why = []
             for choice in found:
@@ -224,7 +213,7 @@ class Runtime:
                 except (CompileError, NoFit) as err:
                     why.append(f"{choice.family}: {str(err).splitlines()[0][:200]}")
                     continue
-                self._entries[key] = entry
+                self.entries[key] = entry
                 return entry
             reason = catalogue.miss_reason(problem, on_miss)
             raise LookupMiss(reason + (f" ({'; '.join(why)})" if why else ""))
@@ -258,14 +247,14 @@ class Runtime:
             self._compilers[arch] = Compiler(arch=arch, cache_dir=self.cache_dir)
         return self._compilers[arch]
 
-    def _tune(self, problem: ConvProblem, device: int) -> Catalogue:
-        """Tune `problem` now with the runtime's small budget per family and store it; the
-        catalogue read again."""
+    def _tune(self, problems: list[ConvProblem], device: int) -> Catalogue:
+        """Tune `problems` (every problem that may serve a call) now with the runtime's small
+        budget per family and store them; the catalogue read again."""
         from autotune.runtime.tune import tune_shape
 
         tune_shape(
             self.database,
-            problem,
+            problems,
             self.families,
             self.tune_budget,
             device,
@@ -275,11 +264,15 @@ class Runtime:
         return self.catalogue(device, reload=True)
 
     def compile_ahead(
-        self, problems: Iterable[ConvProblem], device: int = 0, processes: int | None = None
+        self,
+        calls: Iterable[ConvProblem | tuple[ConvProblem, Request]],
+        device: int = 0,
+        processes: int | None = None,
     ) -> int:
-        """Compile the plans these problems will run (their first choice) in parallel NVRTC
-        processes into the disk cache, so that their first calls only load them. Returns how
-        many plans were compiled or found cached."""
+        """Compile the plans these calls will run (their first choice) in parallel NVRTC
+        processes into the disk cache, so that their first calls only load them. A call is a
+        problem (served in exactly its dtype and layout) or the sizes and a request. Returns
+        how many plans were compiled or found cached."""
         import os
         from concurrent.futures import ThreadPoolExecutor
 
@@ -287,10 +280,11 @@ class Runtime:
             catalogue, limits = self.catalogue(device), self.limits(device)
             compiler = self.compiler(device)
         plans = []
-        for problem in problems:
-            choice = next(catalogue.candidates(problem, limits), None)
+        for call in calls:
+            sizes, request = call if isinstance(call, tuple) else (call, Request.exactly(call))
+            choice = next(catalogue.for_call(sizes, request, limits), None)
             if choice is not None:
-                plans.append(self.families[choice.family].plan(problem, choice.config))
+                plans.append(self.families[choice.family].plan(choice.problem, choice.config))
         jobs = max(1, processes or os.cpu_count() or 1)
         compiler.start_pool(jobs)
         try:
@@ -302,7 +296,7 @@ class Runtime:
 
     def prepared(self) -> dict[Call, Choice]:
         """What each shape called so far runs."""
-        return {Call(*key): entry.choice for key, entry in self._entries.items()}
+        return {Call.of(key): entry.choice for key, entry in self.entries.items()}
 
 
 def _compile_or_none(compiler: Compiler):
@@ -316,18 +310,12 @@ def _compile_or_none(compiler: Compiler):
 
 
 CUDA_DLPACK = 2  # kDLCUDA
+CUPY_STORAGES = {np.float32: "float32", np.float16: "float16"}  # CuPy has no bfloat16
 
 
 def _dlpack_device(array) -> int:
     device = getattr(array, "__dlpack_device__", None)
     return int(device()[0]) if device is not None else -1
-
-
-def _torch_stream(torch, device: int) -> int:
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(device)
-    return torch.cuda.current_stream(device).cuda_stream
 
 
 _RUNTIMES: dict[str, Runtime] = {}
@@ -340,6 +328,23 @@ def runtime(database: str | None = None) -> Runtime:
     if found is None:
         found = _RUNTIMES[key] = Runtime(key)
     return found
+
+
+def runtime_key(rt: Runtime) -> str:
+    """The name the custom op (torch_op.py) carries for `rt`: an op's arguments are tensors,
+    numbers and strings, never objects. A runtime of `runtime(database)` is its database."""
+    for key, found in _RUNTIMES.items():
+        if found is rt:
+            return key
+    key = f"{rt.database}#runtime-{id(rt)}"
+    _RUNTIMES[key] = rt
+    return key
+
+
+def runtime_named(key: str) -> Runtime:
+    """The runtime `runtime_key` named (a database's own when it was never named)."""
+    found = _RUNTIMES.get(key)
+    return found if found is not None else runtime(key)
 
 
 def conv2d(x, w, stride: int = 1, padding: int = 0, *, on_miss: str = "nearest", database=None):
@@ -360,8 +365,22 @@ def conv2d(x, w, stride: int = 1, padding: int = 0, *, on_miss: str = "nearest",
 
 
 def serves_calls(family: Family) -> bool:
-    """Whether the family computes the calls the runtime serves: FP32 (TF32 off) NCHW tensors."""
-    return "fp32" in family.dtypes and "NCHW" in family.layouts
+    """Whether the family computes calls the runtime serves: 2D convolutions, in any dtype and
+    layout (the plan choice picks, per call, the problems its tensors allow)."""
+    return family.problem_type is ConvProblem
+
+
+_TORCH_TENSORS = None
+
+
+def torch_tensors():
+    """runtime/torch_tensors.py, imported on the first tensor call (it imports PyTorch)."""
+    global _TORCH_TENSORS
+    if _TORCH_TENSORS is None:
+        from autotune.runtime import torch_tensors as module
+
+        _TORCH_TENSORS = module
+    return _TORCH_TENSORS
 
 
 __all__ = [
@@ -371,5 +390,7 @@ __all__ = [
     "Runtime",
     "conv2d",
     "runtime",
+    "runtime_key",
+    "runtime_named",
     "serves_calls",
 ]

@@ -12,6 +12,12 @@ store only, for one device and timing protocol:
    seeds valid (the nearest valid configuration in the space's coordinates). The export serves
    stored shapes only and never takes this step.
 
+A call names its tensors' storage type and layout and whether TF32 is allowed (calls.Request):
+rules 1 and 2 then run over every problem that may serve it (each dtype the request allows, in
+either layout), all ranked together, a plan in the other layout than the call's tensors paying
+for the copies of the input, the filters and the output (calls.layout_copy_bytes), priced as
+below. Rule 2 ranks the nearest stored shape of each such problem together, then the rest.
+
 A caller tries the choices in turn and takes the first it can use (the runtime: one that
 compiles and fits the device; the export: one the C++ tree can launch).
 
@@ -28,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from autotune.families import FAMILIES, Family, UnsupportedProblem
 from autotune.families.plan import KernelPlan
@@ -36,6 +42,7 @@ from autotune.model.parsing import problem_from_dict
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import BoundSpace, Config, DeviceLimits
+from autotune.runtime.calls import LAYOUT_COPIES, Request, layout_copy_bytes
 from autotune.store.campaigns import shipped_best
 from autotune.strategies.local import Coordinates
 from autotune.strategies.transfer import shape_distance
@@ -47,7 +54,7 @@ ZERO_INPUTS = {"bias"}
 # What one extra operation on the stream costs at least, besides its bytes (a launch or a copy
 # queued behind the previous one).
 OPERATION_MS = 0.002
-FLOAT_BYTES = 4
+SCRATCH_BYTES = 4  # scratch buffers are FP32 (families/plan.py)
 
 
 MISS_POLICIES = ("nearest", "tune", "error")
@@ -68,6 +75,7 @@ class Choice:
     time_ms: float  # its stored median there (protocol `TIMING_PROTOCOL`)
     untimed_ms: float  # per-call work outside the timed region, estimated (0 without any)
     gflops: float = math.nan  # its stored GFlop/s there
+    layout_ms: float = 0.0  # the call's layout copies, when its tensors are in the other layout
 
     @property
     def exact(self) -> bool:
@@ -76,20 +84,22 @@ class Choice:
 
     @property
     def expected_ms(self) -> float:
-        return self.time_ms + self.untimed_ms
+        return self.time_ms + self.untimed_ms + self.layout_ms
 
 
 def untimed_bytes(family: Family, problem: ConvProblem, plan: KernelPlan) -> int:
     """Bytes the plan moves outside its timed launches on every call: each buffer a setup or
     finish launch touches read or written once, each constant copied (read and written)."""
-    sizes = {name: _elements(shape) for name, shape in family.buffers(problem).inputs}
-    sizes.update({name: _elements(shape) for name, shape in family.buffers(problem).outputs})
-    sizes.update({name: _elements(shape) for name, shape in plan.scratch})
+    element = problem.precision.bytes
+    buffers = family.buffers(problem)
+    sizes = {name: element * _elements(shape) for name, shape in buffers.inputs}
+    sizes.update({name: element * _elements(shape) for name, shape in buffers.outputs})
+    sizes.update({name: SCRATCH_BYTES * _elements(shape) for name, shape in plan.scratch})
     total = 0
     for launch in (*plan.setup, *plan.finish):
         total += sum(sizes.get(a, 0) for a in dict.fromkeys(launch.args) if isinstance(a, str))
     total += sum(2 * sizes.get(buffer, 0) for _, buffer in plan.constants)
-    return FLOAT_BYTES * total
+    return total
 
 
 def untimed_ms(
@@ -102,6 +112,15 @@ def untimed_ms(
         return math.inf if plan.setup or plan.finish else operations * OPERATION_MS
     seconds = untimed_bytes(family, problem, plan) / (copy_gbps * 1e9)
     return seconds * 1e3 + operations * OPERATION_MS
+
+
+def layout_ms(problem: ConvProblem, copy_gbps: float | None) -> float:
+    """What a call in the other layout than `problem`'s pays for its copies (infinite without a
+    copy bandwidth: such a plan then ranks after every plan in the call's own layout)."""
+    if not copy_gbps:
+        return math.inf
+    seconds = layout_copy_bytes(problem) / (copy_gbps * 1e9)
+    return seconds * 1e3 + LAYOUT_COPIES * OPERATION_MS
 
 
 def callable_family(family: Family, problem: ConvProblem) -> str | None:
@@ -250,6 +269,52 @@ class Catalogue:
         if nearest and not stored:
             yield from self.nearest(problem, limits)
 
+    def for_call(
+        self, sizes: ConvProblem, request: Request, limits: DeviceLimits, nearest: bool = True
+    ) -> Iterator[Choice]:
+        """Every choice for a call of these sizes and this request, in order of preference:
+        the stored bests of every problem that may serve it, ranked together (a plan in the
+        other layout than the call's paying for the copies); with `nearest`, and only when none
+        is stored, the made-valid bests of the nearest shapes: each problem's nearest stored
+        shape ranked together (by time scaled by FLOPs), then the rest problem by problem."""
+        problems = request.problems(sizes)
+        stored = sorted(
+            (self._priced(c, request) for p in problems for c in self.stored(p)), key=_rank
+        )
+        yield from stored
+        if not nearest or stored:
+            return
+        streams, first = [], []
+        for p in problems:
+            found = self.nearest(p, limits)
+            head: list[Choice] = []
+            for choice in found:
+                if head and choice.measured_on != head[0].measured_on:
+                    streams.append((choice, found))
+                    break
+                head.append(choice)
+            first.extend(self._priced(c, request) for c in head)
+        yield from sorted(first, key=self._scaled_rank)
+        for choice, rest in streams:
+            yield self._priced(choice, request)
+            yield from (self._priced(c, request) for c in rest)
+
+    def stored_for(self, sizes: ConvProblem, request: Request) -> bool:
+        """Whether any problem that may serve the call has a stored best that can."""
+        return any(self.stored(p) for p in request.problems(sizes))
+
+    def _priced(self, choice: Choice, request: Request) -> Choice:
+        if choice.problem.layout == request.layout:
+            return choice
+        return replace(choice, layout_ms=layout_ms(choice.problem, self.copy_gbps))
+
+    def _scaled_rank(self, choice: Choice) -> tuple[float, str]:
+        """A borrowed choice's expected time on the call's shape: its time where it was
+        measured, scaled by the two shapes' FLOPs, plus what the call pays besides."""
+        measured = self.problems.get(choice.measured_on, choice.problem)
+        scaled = choice.time_ms * choice.problem.flops / measured.flops
+        return (scaled + choice.untimed_ms + choice.layout_ms, choice.family)
+
     def miss_reason(self, problem: ConvProblem, on_miss: str) -> str:
         if problem.key in self.best:
             return f"no stored configuration of {problem.key} can be called at run time"
@@ -287,20 +352,26 @@ def resolve(
     problem: ConvProblem,
     limits: DeviceLimits,
     on_miss: str,
-    tune: Callable[[ConvProblem], Catalogue] | None = None,
+    tune: Callable[[list[ConvProblem]], Catalogue] | None = None,
+    request: Request | None = None,
 ) -> tuple[Catalogue, Iterator[Choice]]:
-    """The miss policies. A shape with stored bests gets them whatever the policy. Else
+    """The miss policies, for a call of `problem`'s sizes and `request` (without one: exactly
+    `problem`'s dtype and layout). A call with stored bests gets them whatever the policy. Else
     "nearest" gets the nearest shapes' bests made valid, "error" nothing, and "tune" calls
-    `tune(problem)` (which tunes and stores it, and returns the catalogue read again), then
-    gets what is stored now. Returns the catalogue in use and the choices, best first; no
-    choice is a LookupMiss for the caller, whose reason catalogue.miss_reason gives."""
+    `tune(problems)` (which tunes and stores every problem that may serve the call, and
+    returns the catalogue read again), then gets what is stored now. Returns the catalogue in
+    use and the choices, best first; no choice is a LookupMiss for the caller, whose reason
+    catalogue.miss_reason gives."""
     if on_miss not in MISS_POLICIES:
         raise ValueError(f"on_miss must be one of {', '.join(MISS_POLICIES)}, not {on_miss!r}")
-    if on_miss == "tune" and not catalogue.stored(problem):
+    if request is None:
+        request = Request.exactly(problem)
+        problem = replace(problem, dtype=request.dtypes[0], layout=request.layout)
+    if on_miss == "tune" and not catalogue.stored_for(problem, request):
         if tune is None:
             raise ValueError("on_miss='tune' needs a way to tune")
-        catalogue = tune(problem)
-    return catalogue, catalogue.candidates(problem, limits, nearest=on_miss == "nearest")
+        catalogue = tune(list(request.problems(problem)))
+    return catalogue, catalogue.for_call(problem, request, limits, on_miss == "nearest")
 
 
 def _rank(choice: Choice) -> tuple[float, str]:

@@ -1,8 +1,9 @@
-"""A call's shape and its prepared plan: compiled, loaded, launches ready to bind per call.
+"""A call's prepared plan: compiled, loaded, launches ready to bind per call.
 
-The plan reads the problem over a pre-padded square input. A call whose input is that input
-(padding 0, side (N - 1) * stride + K) passes it in place; any other gets one padding launch
-into the workspace first. Scratch buffers live in the same per-stream workspace, at offsets
+The plan reads the problem over a pre-padded square input in the problem's layout and storage
+type. A call whose input is that input (padding 0, side (N - 1) * stride + K) passes it in
+place; any other gets one padding launch (of that layout and element size) into the workspace
+first. Scratch buffers live in the same per-stream workspace, at offsets
 fixed here; a family's own extra input (smem_channels' bias) is a zero buffer of the plan's.
 """
 
@@ -12,7 +13,6 @@ import threading
 from dataclasses import dataclass, field
 
 import cupy as cp
-import numpy as np
 
 from autotune import package_path
 from autotune.families import Family
@@ -21,65 +21,28 @@ from autotune.gpu.compiler import Compiler
 from autotune.gpu.launch import LAUNCHERS, load_module, opt_in_shared_memory
 from autotune.model.problem import ConvProblem
 from autotune.model.space import DeviceLimits
+from autotune.runtime.calls import Call, CallError
 from autotune.runtime.lookup import ZERO_INPUTS, Choice
 from autotune.tuning.studies import resource_problem
 
 PAD_SOURCE = package_path("autotune.runtime", "pad.cu")
 PAD_BLOCK = 256
 ALIGN_BYTES = 256
-FLOAT_BYTES = 4
+SCRATCH_BYTES = 4  # scratch buffers are FP32 (families/plan.py)
+# The padding kernel's entry per (layout, element bytes).
+PAD_ENTRIES = {
+    ("NCHW", 4): "pad_nchw",
+    ("NCHW", 2): "pad_nchw_16",
+    ("NHWC", 4): "pad_nhwc",
+    ("NHWC", 2): "pad_nhwc_16",
+}
 # The CuPy launch path is the one the H100 runs verified; "driver" saves host time a launch.
 DEFAULT_LAUNCHER = "cupy"
-_PADS: dict[tuple[str, int], object] = {}  # the padding kernel, loaded once per device
+_PADS: dict[tuple[str, int], dict] = {}  # the padding kernels, loaded once per device
 
 
 class NoFit(RuntimeError):
     """A compiled plan that cannot launch on this device (resources)."""
-
-
-class CallError(ValueError):
-    """Arguments autotune.conv2d cannot take (the message says which and why)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One call's shape, as the cache of prepared plans is keyed."""
-
-    device: int
-    B: int
-    C: int
-    H: int
-    W: int
-    F: int
-    Cw: int
-    KH: int
-    KW: int
-    stride: int
-    padding: int
-
-    @classmethod
-    def of(cls, key: tuple) -> Call:
-        return cls(*(_single(v) for v in key))
-
-    def problem(self) -> ConvProblem:
-        """The problem over the pre-padded input: square images and filters only."""
-        if self.C != self.Cw:
-            raise CallError(f"x has {self.C} channels, w {self.Cw}")
-        if self.KH != self.KW:
-            raise CallError(f"filters must be square, got {self.KH} x {self.KW}")
-        if min(self.B, self.C, self.H, self.W, self.F, self.KH) < 1:
-            raise CallError("every extent of x and w must be at least 1")
-        if self.H != self.W:
-            raise CallError(
-                f"images must be square (the store's shapes are), got {self.H} x {self.W}"
-            )
-        side = self.H + 2 * self.padding
-        if side < self.KH:
-            raise CallError(
-                f"a {self.KH} x {self.KH} filter is larger than the padded image ({side})"
-            )
-        n = (side - self.KH) // self.stride + 1
-        return ConvProblem(N=n, K=self.KH, C=self.C, F=self.F, B=self.B, stride=self.stride)
 
 
 @dataclass(slots=True)
@@ -90,7 +53,7 @@ class Entry:
 
     choice: Choice
     device: int
-    out_shape: tuple[int, int, int, int]
+    out_shape: tuple[int, int, int, int]  # as the plan writes it (NFHW, or NHWF for NHWC)
     ops: tuple
     pad: object | None  # the padding launch; None: the caller's input is read in place
     scratch: tuple[tuple[str, int], ...]  # (buffer, offset in the workspace)
@@ -102,6 +65,17 @@ class Entry:
     @property
     def exact(self) -> bool:
         return self.choice.exact
+
+    @property
+    def nhwc(self) -> bool:
+        """Whether the plan reads and writes NHWC (channels-last) tensors."""
+        return self.choice.problem.nhwc
+
+    @property
+    def out_dims(self) -> tuple[int, int, int, int]:
+        """The output's (B, F, N, N), whatever its layout."""
+        p = self.choice.problem
+        return (p.B, p.F, p.N, p.N)
 
 
 def build_entry(
@@ -126,20 +100,21 @@ def build_entry(
     module, functions = load_module(compiled.cubin, plan.entries, directory, keep=False)
     opt_in_shared_memory(functions, plan.all_launches)
     buffers = family.buffers(problem)
-    sizes = {n: FLOAT_BYTES * _count(s) for n, s in (*buffers.inputs, *buffers.outputs)}
-    sizes.update({n: FLOAT_BYTES * _count(s) for n, s in plan.scratch})
+    element = problem.precision.bytes
+    sizes = {n: element * _count(s) for n, s in (*buffers.inputs, *buffers.outputs)}
+    sizes.update({n: SCRATCH_BYTES * _count(s) for n, s in plan.scratch})
     keep: list = [module, functions]
     fixed = {}
-    for name, shape in buffers.inputs:
+    for name, _ in buffers.inputs:
         if name in ZERO_INPUTS:
-            zeros = cp.zeros(shape, dtype=cp.float32)
+            zeros = cp.zeros(sizes[name], dtype=cp.uint8)  # zero bits: 0.0 in every dtype
             keep.append(zeros)
             fixed[name] = zeros.data.ptr
     pad = None
     offset = 0
     if call.padding or call.H != problem.input_size:
         pad = pad_launch(call, problem, compiler, limits, directory, launch_op)
-        offset = _aligned(FLOAT_BYTES * _count(problem.input_shape))
+        offset = _aligned(element * _count(problem.input_shape))
     scratch = []
     for name, _ in plan.scratch:
         scratch.append((name, offset))
@@ -182,28 +157,30 @@ def pad_launch(
     directory: str,
     launch_op=None,
 ):
-    """The padding launch: the caller's (B, C, H, W) input (buffer "x_caller") into the
-    (B, C, S, S) input the plan reads ("x", the workspace's first region), S = (N - 1) *
-    stride + K, zeros around (and an unused tail dropped)."""
-    fn = _PADS.get((compiler.arch, call.device))
-    if fn is None:
+    """The padding launch: the caller's (B, C, H, W) input (buffer "x_caller", in the plan's
+    layout) into the (B, C, S, S) input the plan reads ("x", the workspace's first region), S =
+    (N - 1) * stride + K, zeros around (and an unused tail dropped)."""
+    functions = _PADS.get((compiler.arch, call.device))
+    if functions is None:
         compiled = compiler.compile_source(PAD_SOURCE, ())
-        _, functions = load_module(compiled.cubin, ("pad_nchw",), directory, keep=False)
-        fn = _PADS[(compiler.arch, call.device)] = functions["pad_nchw"]
-    side = problem.input_size
-    total = call.B * call.C * side * side
+        entries = tuple(PAD_ENTRIES.values())
+        _, functions = load_module(compiled.cubin, entries, directory, keep=False)
+        _PADS[(compiler.arch, call.device)] = functions
+    entry, args = pad_arguments(call, problem)
+    total = call.B * call.C * problem.input_size**2
     grid = (max(1, min(cdiv(total, PAD_BLOCK), 32 * limits.SM_COUNT)), 1, 1)
-    args = ("x_caller", "x", call.B * call.C, call.H, call.W, side, call.padding)
     return (launch_op or LAUNCHERS[DEFAULT_LAUNCHER][0])(
-        fn, Launch("pad_nchw", grid, (PAD_BLOCK, 1, 1), args)
+        functions[entry], Launch(entry, grid, (PAD_BLOCK, 1, 1), args)
     )
 
 
-def _single(value):
-    """An extent as an int: a NumPy integer, or a pair of equal ints (PyTorch's (s, s))."""
-    if isinstance(value, tuple | list) and len(value) == 2 and value[0] == value[1]:
-        value = value[0]
-    return int(value) if isinstance(value, np.integer) else value
+def pad_arguments(call: Call, problem: ConvProblem) -> tuple[str, tuple]:
+    """The padding kernel's entry and arguments for a call served by `problem`'s plan."""
+    entry = PAD_ENTRIES[(problem.layout, problem.precision.bytes)]
+    side = problem.input_size
+    if problem.nhwc:
+        return entry, ("x_caller", "x", call.B, call.H, call.W, side, call.padding, call.C)
+    return entry, ("x_caller", "x", call.B * call.C, call.H, call.W, side, call.padding)
 
 
 def _count(shape: tuple[int, ...]) -> int:

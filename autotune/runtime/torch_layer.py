@@ -1,10 +1,12 @@
-"""`autotune.Conv2d`: a drop-in forward-only layer for PyTorch models, dispatching like conv2d."""
+"""`autotune.Conv2d`: a drop-in forward-only layer for PyTorch models, dispatching like conv2d
+through the custom op (torch_op.py), so that torch.compile and CUDA graphs take it whole."""
 
 from __future__ import annotations
 
 import torch
 
-from autotune.runtime.dispatch import Runtime, runtime
+from autotune.runtime import torch_op
+from autotune.runtime.dispatch import Runtime, runtime, runtime_key
 
 
 def _square(value, what: str) -> int:
@@ -17,10 +19,12 @@ def _square(value, what: str) -> int:
 
 class Conv2d(torch.nn.Module):
     """Like torch.nn.Conv2d (square kernel, stride and padding; zero padding; no groups or
-    dilation), computed by the fastest stored kernel for each input shape. Forward only: the
-    weight and bias are parameters without gradients, and an input that requires a gradient
-    while autograd records is refused (the kernels have no backward pass). The bias, when
-    there is one, is added by PyTorch after the convolution."""
+    dilation), computed by the fastest stored kernel for each input shape, dtype (FP32, TF32
+    where torch.backends.cudnn.allow_tf32 allows it, BF16, FP16: the weight's, as the input's)
+    and memory format (the output in the input's). Forward only: the weight and bias are
+    parameters without gradients, and an input that requires a gradient while autograd
+    records is refused (the kernels have no backward pass). The bias, when there is one, is
+    added by PyTorch after the convolution."""
 
     def __init__(
         self,
@@ -35,6 +39,7 @@ class Conv2d(torch.nn.Module):
         database: str | None = None,
         runtime_: Runtime | None = None,
         device=None,
+        dtype=torch.float32,
     ) -> None:
         super().__init__()
         # The same initialisation as torch.nn.Conv2d's, by construction.
@@ -44,17 +49,18 @@ class Conv2d(torch.nn.Module):
             _square(kernel_size, "kernel"),
             bias=bias,
             device=device,
-            dtype=torch.float32,
+            dtype=dtype,
         )
         self._adopt(like.weight.detach(), None if like.bias is None else like.bias.detach())
         self.stride = _square(stride, "stride")
         self.padding = _square(padding, "padding")
         self.on_miss = on_miss
         self._runtime = runtime_ or runtime(database)
+        self._runtime_key = runtime_key(self._runtime)  # what the op carries (a string)
 
     def _adopt(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
-        self.weight = torch.nn.Parameter(weight.float().contiguous(), requires_grad=False)
-        self.bias = None if bias is None else torch.nn.Parameter(bias.float(), requires_grad=False)
+        self.weight = torch.nn.Parameter(weight, requires_grad=False)
+        self.bias = None if bias is None else torch.nn.Parameter(bias, requires_grad=False)
 
     @classmethod
     def from_torch(cls, conv: torch.nn.Conv2d, **kwargs) -> Conv2d:
@@ -71,6 +77,7 @@ class Conv2d(torch.nn.Module):
             conv.padding,
             bias=conv.bias is not None,
             device=conv.weight.device,
+            dtype=conv.weight.dtype,
             **kwargs,
         )
         layer._adopt(conv.weight.detach(), None if conv.bias is None else conv.bias.detach())
@@ -82,7 +89,9 @@ class Conv2d(torch.nn.Module):
                 "autotune.Conv2d is forward only: run it under torch.no_grad() or "
                 "torch.inference_mode(), or on an input that does not require a gradient"
             )
-        y = self._runtime.conv2d(x, self.weight, self.stride, self.padding, self.on_miss)
+        y = torch_op.conv2d(
+            x, self.weight, self.stride, self.padding, self.on_miss, self._runtime_key
+        )
         if self.bias is not None:
             y.add_(self.bias.view(1, -1, 1, 1))
         return y

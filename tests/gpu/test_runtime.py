@@ -18,11 +18,15 @@ torch = pytest.importorskip("torch")
 
 TOLERANCE = 1e-5  # FP32, as every candidate is checked (DESIGN section 2)
 QUICK = TimingPolicy(warmup=1, min_repeats=3, min_time_s=0.0, max_repeats=5, max_time_s=0.5)
-# The families the runtime serves calls from (FP32 NCHW; the tensor-core ones compute other dtypes).
+# The families that serve FP32 calls with TF32 off (the tensor-core ones compute other dtypes:
+# test_runtime_precision.py).
 CONV2D = [
     name
     for name, family in FAMILIES.items()
-    if family.problem_type.__name__ == "ConvProblem" and name != "tiled2d" and serves_calls(family)
+    if family.problem_type.__name__ == "ConvProblem"
+    and name != "tiled2d"
+    and serves_calls(family)
+    and "fp32" in family.dtypes
 ]
 # Tuned on a miss below: a C > 1 shape (every general family) and a C = 1 one (chen_special).
 SEED_SHAPES = [
@@ -75,6 +79,16 @@ def check(rt, shape: dict, seed: int, on_miss: str) -> str | None:
     if not err <= TOLERANCE:  # NaN fails too
         return f"{shape} ({on_miss}): relative error {err:.2e}"
     return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def strict_fp32():
+    """These calls are FP32 with TF32 off (PyTorch allows TF32 in convolutions by default, and
+    the runtime then may serve a call with a tf32 plan, as cuDNN does)."""
+    allowed = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cudnn.allow_tf32 = allowed
 
 
 @pytest.fixture(scope="module")

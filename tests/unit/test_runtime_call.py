@@ -49,13 +49,24 @@ def test_calls_the_kernels_cannot_serve_are_refused(kwargs, message):
         call(**kwargs).problem()
 
 
-def test_a_runtime_of_families_that_compute_other_dtypes_is_refused():
+def test_a_runtime_serves_every_conv2d_family_and_refuses_other_kinds():
     from autotune.runtime import Runtime
     from autotune.runtime.dispatch import serves_calls
 
-    with pytest.raises(CallError, match="tc_wgmma computes tf32/bf16/fp16 NHWC tensors"):
-        Runtime(families=["implicit_gemm", "tc_wgmma"])
+    with pytest.raises(CallError, match="sgemm computes GemmProblem problems"):
+        Runtime(families=["implicit_gemm", "sgemm"])
     default = Runtime()
-    assert "implicit_gemm" in default.families
-    assert "tc_wgmma" not in default.families and "tc_implicit_gemm" not in default.families
+    # The tensor-core families serve tf32, bf16 and fp16 calls (their dtypes, NHWC).
+    assert {"implicit_gemm", "tc_wgmma", "tc_implicit_gemm"} <= set(default.families)
+    assert "sgemm" not in default.families and "conv3d" not in default.families
     assert all(serves_calls(family) for family in default.families.values())
+
+
+def test_a_calls_request_is_part_of_its_key():
+    c = Call.of((0, 1, 3, 9, 9, 2, 3, 3, 3, 1, 1, "bfloat16", "NHWC", False))
+    assert (c.storage, c.layout, c.allow_tf32) == ("bfloat16", "NHWC", False)
+    assert c.request.dtypes == ("bf16",)
+    # The problem is the sizes; the request says which dtypes and layouts may serve them.
+    assert c.problem() == ConvProblem(N=9, K=3, C=3, F=2)
+    with pytest.raises(CallError, match="float32, bfloat16, float16"):
+        _ = Call.of((0, 1, 3, 9, 9, 2, 3, 3, 3, 1, 1, "float64", "NCHW", False)).request

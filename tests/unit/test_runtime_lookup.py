@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -161,14 +162,16 @@ def test_tune_policy_tunes_the_missing_shape_then_serves_what_it_stored(syntheti
     synthetic.record("chen_general", A, config_of("chen_general", A), 0.015)
     tuned = []
 
-    def tune(problem):
-        tuned.append(problem)
+    def tune(problems):
+        tuned.append(problems)
+        problem = problems[0]
         synthetic.record("implicit_gemm", problem, config_of("implicit_gemm", problem, 2), 0.5)
         synthetic.record("chen_general", problem, config_of("chen_general", problem, 1), 0.4)
         return synthetic.catalogue()
 
     catalogue, found = resolve(synthetic.catalogue(), NEW, LIMITS, "tune", tune)
-    assert tuned == [NEW]
+    # Every problem that may serve the call: FP32 in both layouts.
+    assert tuned == [[NEW, replace(NEW, layout="NHWC")]]
     choices = list(found)
     assert [(c.family, c.exact) for c in choices] == [
         ("chen_general", True),
@@ -181,7 +184,8 @@ def test_tune_policy_tunes_the_missing_shape_then_serves_what_it_stored(syntheti
 
 
 def test_tuning_that_stores_nothing_verified_is_a_miss(synthetic):
-    def tune(problem):
+    def tune(problems):
+        problem = problems[0]
         config = config_of("chen_general", problem)
         synthetic.record("chen_general", problem, config, 0.1, Status.WRONG_RESULT)
         return synthetic.catalogue()

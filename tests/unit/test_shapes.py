@@ -36,6 +36,21 @@ def test_network_sets_have_five_layers_of_batch_128(name):
     assert shapes[0].stride == 4 and shapes[0].K == 11
 
 
+def test_resnet50_set_is_its_23_distinct_convolutions_at_batch_32():
+    shapes = named_shapes("resnet50")
+    # 1 stem 7x7, 7 distinct 3x3 (one per stage, and the stride-2 one of stages 2-4), 15 1x1.
+    assert len(shapes) == len(set(shapes)) == 23
+    assert all(s.B == 32 and s.dtype == "fp32" and s.layout == "NCHW" for s in shapes)
+    assert sorted(s.K for s in shapes).count(1) == 15 and [s.K for s in shapes].count(3) == 7
+    stem = shapes[0]
+    # 224 padded by 3 is 230; a stride-2 7x7 reads 229 of it for 112 outputs.
+    assert (stem.N, stem.K, stem.C, stem.F, stem.stride, stem.input_size) == (112, 7, 3, 64, 2, 229)
+    keys = {s.key for s in shapes}
+    assert "N=7,K=1,C=1024,F=2048,B=32,stride=2" in keys  # layer4's downsample
+    assert "N=14,K=3,C=256,F=256,B=32" in keys  # layer3's 3x3
+    assert "N=56,K=1,C=256,F=64,B=32" in keys  # layer1's reduce after the first block
+
+
 def test_alexnet_conv1_pre_pads_224_to_227():
     assert named_shapes("alexnet")[0].input_size == 227
 

@@ -1,0 +1,201 @@
+"""`autotune bench model`: whole torchvision models, PyTorch against autotune (issue 35).
+
+Per model (random weights, inference mode), batch and precision (fp32 with TF32 off, tf32 as
+PyTorch allows by default, bf16 channels-last), four ways to run the forward:
+
+- eager: PyTorch as it is (cuDNN, benchmark mode);
+- compile: torch.compile(model);
+- ours: autotune.optimize(model, x) (every servable Conv2d swapped, BatchNorm folded);
+- ours+compile: torch.compile over the optimized model (the custom op inside one graph).
+
+Each: the median forward time (CUDA events, after warm-up), the logits' relative L2 error
+against the same model in float64, and the fraction of the batch whose top-1 class agrees with
+eager's. A CSV and a Markdown table under results/bench/, and a plot of the speedups.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import statistics
+from pathlib import Path
+
+import click
+
+DEFAULT_OUTPUT = Path("results/bench")
+MODELS = ("resnet50", "vgg16")
+BATCHES = (1, 32)
+PRECISIONS = ("fp32", "tf32", "bf16")  # bf16 runs channels-last
+WAYS = ("eager", "compile", "ours", "ours+compile")
+COLUMNS = ("model", "batch", "precision", "way", "median_ms", "rel_error", "top1_agree", "speedup")
+
+
+def _requirements():
+    """torch and torchvision with a CUDA device, or a one-line refusal (exit 1)."""
+    try:
+        import torch
+        import torchvision
+    except ImportError as err:
+        raise click.ClickException(f"bench model needs PyTorch and torchvision ({err})") from None
+    if not torch.cuda.is_available():
+        raise click.ClickException("bench model needs a CUDA GPU")
+    torch.backends.cudnn.benchmark = True
+    return torch, torchvision
+
+
+def _precision(torch, name: str):
+    """Set PyTorch's TF32 switches for `name`; the dtype and memory format its inputs take."""
+    tf32 = name == "tf32"
+    torch.backends.cudnn.allow_tf32 = tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    if name == "bf16":
+        return torch.bfloat16, torch.channels_last
+    return torch.float32, torch.contiguous_format
+
+
+def _median_ms(torch, forward, x, warmup: int, repeats: int) -> float:
+    with torch.no_grad():
+        for _ in range(warmup):
+            forward(x)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(repeats):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            forward(x)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def _rel_error(torch, logits, reference) -> float:
+    diff = torch.linalg.vector_norm(logits.double() - reference).item()
+    return diff / torch.linalg.vector_norm(reference).item()
+
+
+def bench_one(torch, torchvision, name, batch, precision, database, warmup, repeats, say):
+    torch.manual_seed(0)
+    base = getattr(torchvision.models, name)(weights=None).eval().cuda()
+    x32 = torch.randn(batch, 3, 224, 224, device="cuda")
+    with torch.no_grad():
+        reference = copy.deepcopy(base).double()(x32.double())
+    dtype, fmt = _precision(torch, precision)
+    model = base.to(dtype=dtype, memory_format=fmt)
+    x = x32.to(dtype=dtype).contiguous(memory_format=fmt)
+    from autotune.runtime.models import optimize
+
+    ours = optimize(copy.deepcopy(model), x, database=database)
+    ways = {
+        "eager": model,
+        "compile": torch.compile(model),
+        "ours": ours,
+        "ours+compile": torch.compile(ours),
+    }
+    rows, eager_top1, eager_ms = [], None, None
+    for way, forward in ways.items():
+        say(f"autotune: {name} batch {batch} {precision} {way} ...")
+        with torch.no_grad():
+            logits = forward(x)
+        ms = _median_ms(torch, forward, x, warmup, repeats)
+        top1 = logits.argmax(dim=1)
+        if eager_top1 is None:
+            eager_top1, eager_ms = top1, ms
+        rows.append(
+            {
+                "model": name,
+                "batch": batch,
+                "precision": precision + (" channels-last" if precision == "bf16" else ""),
+                "way": way,
+                "median_ms": f"{ms:.3f}",
+                "rel_error": f"{_rel_error(torch, logits, reference):.2e}",
+                "top1_agree": f"{(top1 == eager_top1).float().mean().item():.3f}",
+                "speedup": f"{eager_ms / ms:.2f}",
+            }
+        )
+        torch._dynamo.reset()
+    return rows
+
+
+def write_table(rows, output: Path) -> list[Path]:
+    output.mkdir(parents=True, exist_ok=True)
+    csv_path, md_path = output / "model.csv", output / "model.md"
+    with csv_path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = [
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "|".join("---" if c in COLUMNS[:4] else "--:" for c in COLUMNS) + "|",
+    ]
+    lines += ["| " + " | ".join(str(r[c]) for c in COLUMNS) + " |" for r in rows]
+    md_path.write_text("\n".join(lines) + "\n")
+    return [csv_path, md_path]
+
+
+def write_plot(rows, output: Path) -> Path:
+    """Speedup over eager PyTorch per (model, batch, precision), one bar per way."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = list(dict.fromkeys((r["model"], r["batch"], r["precision"]) for r in rows))
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(groups)), 4))
+    width = 0.8 / len(WAYS)
+    for i, way in enumerate(WAYS):
+        values = [
+            next(
+                (
+                    float(r["speedup"])
+                    for r in rows
+                    if (r["model"], r["batch"], r["precision"]) == g and r["way"] == way
+                ),
+                0.0,
+            )
+            for g in groups
+        ]
+        ax.bar([j + i * width for j in range(len(groups))], values, width, label=way)
+    ax.axhline(1.0, color="grey", linewidth=0.8)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(groups))])
+    ax.set_xticklabels([f"{m}\nB={b}\n{p}" for m, b, p in groups], fontsize=7)
+    ax.set_ylabel("forward speedup over eager PyTorch")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = output / "model.png"
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
+@click.command("model")
+@click.option("--model", "models", multiple=True, type=click.Choice(MODELS), help="Default: both.")
+@click.option(
+    "--batch", "batches", multiple=True, type=click.IntRange(1, 4096), help="Default: 1 and 32."
+)
+@click.option(
+    "--precision", "precisions", multiple=True, type=click.Choice(PRECISIONS), help="Default: all."
+)
+@click.option("--warmup", type=click.IntRange(1, 1000), default=5, show_default=True)
+@click.option("--repeats", type=click.IntRange(1, 10000), default=30, show_default=True)
+@click.option("--storage", default=None, help="Results database (default: the user's).")
+@click.option(
+    "--output", type=click.Path(path_type=Path), default=DEFAULT_OUTPUT, show_default=True
+)
+def model(models, batches, precisions, warmup, repeats, storage, output):
+    """Whole torchvision models (ResNet-50, VGG-16) forward: eager PyTorch, torch.compile,
+    autotune's convolutions, and those inside torch.compile; fp32 (TF32 off), tf32 and bf16
+    channels-last; median time, logits' error against float64, top-1 agreement with eager."""
+    torch, torchvision = _requirements()
+    say = lambda line: click.echo(line, err=True)  # noqa: E731
+    rows = []
+    for name in models or MODELS:
+        for batch in batches or BATCHES:
+            for precision in precisions or PRECISIONS:
+                rows += bench_one(
+                    torch, torchvision, name, batch, precision, storage, warmup, repeats, say
+                )
+    paths = [*write_table(rows, output), write_plot(rows, output)]
+    click.echo((output / "model.md").read_text())
+    click.echo("wrote " + ", ".join(str(p) for p in paths))

@@ -1,0 +1,142 @@
+"""What a runtime call asks for, without a GPU: its sizes as a problem, and its request (the
+tensors' storage type, the input's memory order, whether TF32 products are allowed), which says
+the problems (dtype, layout) that may serve it and what serving it in another layout costs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from autotune.model.precision import LAYOUTS, PRECISIONS
+from autotune.model.problem import ConvProblem
+
+
+class CallError(ValueError):
+    """Arguments autotune.conv2d cannot take (the message says which and why)."""
+
+
+# The dtypes a call's storage type may be computed in: FP32 tensors in FP32, or also with TF32
+# products where the caller allows them (PyTorch's torch.backends.cudnn.allow_tf32 for
+# convolutions); 16-bit tensors in their own type (FP32 accumulation).
+STORAGE_DTYPES = {"float32": ("fp32",), "bfloat16": ("bf16",), "float16": ("fp16",)}
+TF32_DTYPES = ("fp32", "tf32")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """How a call's tensors are given: storage type, the input's memory order (NCHW for a
+    contiguous tensor, NHWC for a channels-last one) and whether an FP32 call may use TF32."""
+
+    storage: str = "float32"
+    layout: str = "NCHW"
+    allow_tf32: bool = False
+
+    def __post_init__(self) -> None:
+        if self.storage not in STORAGE_DTYPES:
+            raise CallError(f"tensors must be {', '.join(STORAGE_DTYPES)}, not {self.storage}")
+        if self.layout not in LAYOUTS:
+            raise CallError(f"layout must be one of {', '.join(LAYOUTS)}, not {self.layout!r}")
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        if self.storage == "float32" and self.allow_tf32:
+            return TF32_DTYPES
+        return STORAGE_DTYPES[self.storage]
+
+    def problems(self, sizes: ConvProblem) -> tuple[ConvProblem, ...]:
+        """Every problem that may serve a call of these sizes: each dtype the request allows,
+        in the request's own layout first, then in the other (served with a layout copy)."""
+        layouts = (self.layout, *(x for x in LAYOUTS if x != self.layout))
+        return tuple(replace(sizes, dtype=d, layout=lay) for d in self.dtypes for lay in layouts)
+
+    @classmethod
+    def exactly(cls, problem: ConvProblem) -> Request:
+        """The request a problem's own dtype and layout make (TF32 allowed for a tf32 one)."""
+        storage = PRECISIONS[problem.dtype].storage
+        return cls(storage, problem.layout, allow_tf32=problem.dtype == "tf32")
+
+
+def layout_copy_bytes(problem: ConvProblem) -> int:
+    """Bytes a call moves when its tensors are in the other layout than the plan reads: the
+    input and the filters copied into the plan's layout and the output back (each read and
+    written once), in the storage type."""
+    p = problem
+    elements = p.B * p.C * p.input_size**2 + p.F * p.C * p.K * p.K + p.B * p.F * p.N * p.N
+    return 2 * p.precision.bytes * elements
+
+
+LAYOUT_COPIES = 3  # operations of a layout copy: the input, the filters, the output
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One call's shape and request, as the cache of prepared plans is keyed."""
+
+    device: int
+    B: int
+    C: int
+    H: int
+    W: int
+    F: int
+    Cw: int
+    KH: int
+    KW: int
+    stride: int
+    padding: int
+    storage: str = "float32"
+    layout: str = "NCHW"
+    allow_tf32: bool = False
+
+    @classmethod
+    def of(cls, key: tuple) -> Call:
+        sizes = tuple(_single(v) for v in key[:11])
+        return cls(*sizes, *key[11:])
+
+    @property
+    def request(self) -> Request:
+        return Request(self.storage, self.layout, bool(self.allow_tf32))
+
+    def problem(self) -> ConvProblem:
+        """The sizes as a problem over the pre-padded input (FP32 NCHW: the request says which
+        dtypes and layouts may serve it). Square images and filters only."""
+        if self.C != self.Cw:
+            raise CallError(f"x has {self.C} channels, w {self.Cw}")
+        if self.KH != self.KW:
+            raise CallError(f"filters must be square, got {self.KH} x {self.KW}")
+        if min(self.B, self.C, self.H, self.W, self.F, self.KH) < 1:
+            raise CallError("every extent of x and w must be at least 1")
+        if self.H != self.W:
+            raise CallError(
+                f"images must be square (the store's shapes are), got {self.H} x {self.W}"
+            )
+        if not isinstance(self.stride, int) or not isinstance(self.padding, int):
+            raise CallError("stride and padding must be integers")
+        if self.stride < 1 or self.padding < 0:
+            raise CallError(
+                f"stride must be >= 1 and padding >= 0, got {self.stride}, {self.padding}"
+            )
+        side = self.H + 2 * self.padding
+        if side < self.KH:
+            raise CallError(
+                f"a {self.KH} x {self.KH} filter is larger than the padded image ({side})"
+            )
+        n = (side - self.KH) // self.stride + 1
+        return ConvProblem(N=n, K=self.KH, C=self.C, F=self.F, B=self.B, stride=self.stride)
+
+
+def _single(value):
+    """An extent as an int: a NumPy integer, or a pair of equal ints (PyTorch's (s, s))."""
+    if isinstance(value, tuple | list) and len(value) == 2 and value[0] == value[1]:
+        value = value[0]
+    return int(value) if isinstance(value, np.integer) else value
+
+
+__all__ = [
+    "LAYOUT_COPIES",
+    "STORAGE_DTYPES",
+    "Call",
+    "CallError",
+    "Request",
+    "layout_copy_bytes",
+]

@@ -1,0 +1,288 @@
+"""Whole PyTorch models: collect their convolutions, tune them as ordinary studies, and swap each
+torch.nn.Conv2d for the tuned layer (an inference-mode BatchNorm after it folded in), compiled
+ahead so that the first forward compiles nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+
+from autotune.families import FAMILIES, Family, get_family
+from autotune.model.precision import check_dtype
+from autotune.model.problem import ConvProblem
+from autotune.runtime.calls import Call, CallError, Request
+from autotune.runtime.lookup import callable_family
+from autotune.runtime.torch_tensors import STORAGES, layout_of
+
+# Evaluations per (family, shape) when a whole model is tuned: a campaign's, not a miss's.
+MODEL_BUDGET = 60
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConv:
+    """One convolution module of a model as the example input called it: its name in the model,
+    the call's sizes as a problem, and why autotune cannot serve it ("" when it can)."""
+
+    name: str
+    problem: ConvProblem | None
+    refused: str = ""
+
+
+def _inputs(example_inputs) -> tuple:
+    return example_inputs if isinstance(example_inputs, tuple | list) else (example_inputs,)
+
+
+def collect_convolutions(model: torch.nn.Module, example_inputs) -> list[ModelConv]:
+    """Every torch.nn.Conv2d the example forward calls, in call order (forward hooks; one
+    forward under torch.no_grad)."""
+    found: list[ModelConv] = []
+    names = {module: name for name, module in model.named_modules()}
+
+    def hook(module, args, _output):
+        found.append(_describe(names.get(module, "?"), module, args[0]))
+
+    handles = [
+        m.register_forward_hook(hook) for m in model.modules() if isinstance(m, torch.nn.Conv2d)
+    ]
+    try:
+        with torch.no_grad():
+            model(*_inputs(example_inputs))
+    finally:
+        for handle in handles:
+            handle.remove()
+    return found
+
+
+def _describe(name: str, conv: torch.nn.Conv2d, x: torch.Tensor) -> ModelConv:
+    why = unsupported(conv)
+    if why:
+        return ModelConv(name, None, why)
+    key = (0, *x.shape, *conv.weight.shape, conv.stride, conv.padding)
+    try:
+        return ModelConv(name, Call.of(key).problem())
+    except CallError as err:
+        return ModelConv(name, None, str(err))
+
+
+def unsupported(conv: torch.nn.Conv2d) -> str:
+    """Why autotune.Conv2d cannot stand in for `conv` ("" when it can)."""
+    if conv.groups != 1:
+        return f"groups={conv.groups}"
+    if tuple(conv.dilation) != (1, 1):
+        return f"dilation={tuple(conv.dilation)}"
+    if isinstance(conv.padding, str) or conv.padding_mode != "zeros":
+        return f"padding={conv.padding!r} ({conv.padding_mode})"
+    for what in ("kernel_size", "stride", "padding"):
+        value = tuple(getattr(conv, what))
+        if value[0] != value[1]:
+            return f"{what}={value} is not square"
+    return ""
+
+
+def model_studies(
+    problems: Iterable[ConvProblem], dtype: str, families: Iterable[Family] | None = None
+) -> list[tuple[Family, ConvProblem]]:
+    """(family, problem) for every distinct size and every family that computes `dtype`, in
+    each layout it reads."""
+    check_dtype(dtype)
+    chosen = list(families) if families is not None else list(FAMILIES.values())
+    pairs = []
+    for sizes in dict.fromkeys(problems):
+        for family in chosen:
+            if dtype not in family.dtypes:
+                continue
+            for layout in family.layouts:
+                problem = replace(sizes, dtype=dtype, layout=layout)
+                if callable_family(family, problem) is None:
+                    pairs.append((family, problem))
+    return pairs
+
+
+@dataclass
+class ModelTuning:
+    """What tune_model did: the model's convolutions and the tuning campaign's outcome."""
+
+    convolutions: list[ModelConv]
+    studies: int
+    evaluated: int
+    skipped: list
+
+
+def tune_model(
+    model: torch.nn.Module,
+    example_inputs,
+    dtype: str = "fp32",
+    *,
+    database: str | None = None,
+    budget: int = MODEL_BUDGET,
+    families: Sequence[str] | None = None,
+    gpu: int = 0,
+    time_limit_s: float | None = None,
+    cache_dir: Path | None = None,
+    evaluator=None,
+    say: Callable[[str], None] = lambda line: None,
+) -> ModelTuning:
+    """Tune every distinct convolution of `model` (its torch.nn.Conv2d modules as
+    `example_inputs` call them) in `dtype` ("fp32" with TF32 off, "tf32", "bf16", "fp16"), with
+    every family that computes it, `budget` evaluations per (family, shape), stored in
+    `database` (the user's by default): ordinary studies through the session setup, so running
+    it again resumes. `evaluator` replaces the GPU worker (tests)."""
+    from autotune.gpu.compiler import DEFAULT_CACHE
+    from autotune.store import default_storage
+    from autotune.tuning.session import open_gpu_session
+    from autotune.tuning.studies import plan_studies
+
+    convs = collect_convolutions(model, example_inputs)
+    problems = [c.problem for c in convs if c.problem is not None]
+    chosen = [get_family(n) for n in families] if families else None
+    pairs = model_studies(problems, dtype, chosen)
+    if not pairs:
+        raise CallError(f"no family computes this model's convolutions in {dtype}")
+    session = open_gpu_session(
+        database or default_storage(),
+        gpu=gpu,
+        cache_dir=cache_dir or DEFAULT_CACHE,
+        say=say,
+        evaluator=evaluator,
+    )
+    try:
+        studies, skipped = plan_studies(pairs, session.runner.limits)
+        say(f"autotune: {len(set(problems))} shapes, {len(studies)} studies in {dtype}")
+        tuner = session.tuner(f"autotune.tune_model {type(model).__name__} {dtype}")
+        outcome = tuner.run(studies, budget, time_limit_s)
+    finally:
+        session.close()
+    evaluated = sum(s.evaluated for s in outcome.studies)
+    return ModelTuning(convs, len(studies), evaluated, skipped)
+
+
+def fold_batchnorm(conv: torch.nn.Conv2d, bn: torch.nn.BatchNorm2d) -> tuple:
+    """The weight and bias of `conv` followed by inference-mode `bn`, as one convolution."""
+    scale = bn.weight.detach() / torch.sqrt(bn.running_var + bn.eps)
+    weight = conv.weight.detach() * scale.view(-1, 1, 1, 1).to(conv.weight.dtype)
+    bias = conv.bias.detach() if conv.bias is not None else torch.zeros_like(bn.running_mean)
+    bias = (bias - bn.running_mean) * scale + bn.bias.detach()
+    return weight, bias.to(conv.weight.dtype)
+
+
+def conv_bn_pairs(model: torch.nn.Module) -> list[tuple[str, str]]:
+    """(conv, batchnorm) module names where the BatchNorm, in inference mode, is the only user
+    of the convolution's output and runs on nothing else (a torch.fx trace of the model; none
+    when the model cannot be traced)."""
+    try:
+        graph = torch.fx.symbolic_trace(model).graph
+    except Exception:  # any model fx cannot trace: no folding, nothing else changes
+        return []
+    modules = dict(model.named_modules())
+    calls: dict[str, int] = {}
+    for node in graph.nodes:
+        if node.op == "call_module":
+            calls[node.target] = calls.get(node.target, 0) + 1
+    pairs = []
+    for node in graph.nodes:
+        if node.op != "call_module" or len(node.users) != 1:
+            continue
+        (user,) = node.users
+        conv, bn = modules.get(node.target), modules.get(getattr(user, "target", None))
+        if (
+            isinstance(conv, torch.nn.Conv2d)
+            and user.op == "call_module"
+            and isinstance(bn, torch.nn.BatchNorm2d)
+            and not bn.training
+            and bn.running_mean is not None
+            and calls[node.target] == calls[user.target] == 1
+            and user.args == (node,)
+        ):
+            pairs.append((node.target, user.target))
+    return pairs
+
+
+def optimize(
+    model: torch.nn.Module,
+    example_inputs=None,
+    *,
+    database: str | None = None,
+    on_miss: str = "nearest",
+    fold: bool = True,
+) -> torch.nn.Module:
+    """Swap every torch.nn.Conv2d autotune can serve for autotune.Conv2d (in place; returns
+    `model`), folding an inference-mode BatchNorm that only follows it into its weight and bias
+    (the BatchNorm becomes an Identity). With `example_inputs`, compile the plans their
+    convolutions will run ahead (parallel NVRTC into the disk cache) and prepare them by one
+    forward, so that the first forward of the caller compiles and loads nothing; each weight
+    is then kept in the memory format its plan reads."""
+    from autotune.runtime.dispatch import runtime
+    from autotune.runtime.torch_layer import Conv2d
+
+    rt = runtime(database)
+    folded = dict(conv_bn_pairs(model)) if fold else {}
+    layers: dict[str, Conv2d] = {}
+    for name, module in list(model.named_modules()):
+        if isinstance(module, torch.nn.Conv2d) and not unsupported(module):
+            layer = Conv2d.from_torch(module, on_miss=on_miss, runtime_=rt)
+            if name in folded:
+                weight, bias = fold_batchnorm(module, _get(model, folded[name]))
+                layer._adopt(weight, bias)
+                _set(model, folded[name], torch.nn.Identity())
+            _set(model, name, layer)
+            layers[name] = layer
+    if example_inputs is not None and layers:
+        _prepare(model, example_inputs, rt, layers)
+    return model
+
+
+def _prepare(model, example_inputs, rt, layers) -> None:
+    x = _inputs(example_inputs)[0]
+    storage = STORAGES.get(x.dtype, "float32")
+    request = Request(
+        storage,
+        layout_of(x) or "NCHW",
+        storage == "float32" and bool(torch.backends.cudnn.allow_tf32),
+    )
+    calls = [(c.problem, request) for c in collect_convolutions(model, example_inputs) if c.problem]
+    if x.is_cuda:
+        rt.compile_ahead(calls, device=x.get_device())
+    with torch.no_grad():
+        model(*_inputs(example_inputs))  # prepares every shape: load, launches, workspaces
+    for layer in layers.values():
+        _settle_weight(rt, layer)
+
+
+def _settle_weight(rt, layer) -> None:
+    """Keep the layer's weight in the layout its prepared plans read (no copy per call)."""
+    f, c, k, _ = layer.weight.shape
+    nhwc = {
+        choice.problem.nhwc
+        for call, choice in rt.prepared().items()
+        if (call.F, call.Cw, call.KH, call.stride, call.padding)
+        == (f, c, k, layer.stride, layer.padding)
+    }
+    if len(nhwc) == 1:
+        fmt = torch.channels_last if nhwc.pop() else torch.contiguous_format
+        layer._adopt(layer.weight.detach().contiguous(memory_format=fmt), layer.bias)
+
+
+def _get(model: torch.nn.Module, name: str) -> torch.nn.Module:
+    return model.get_submodule(name)
+
+
+def _set(model: torch.nn.Module, name: str, module: torch.nn.Module) -> None:
+    parent, _, attr = name.rpartition(".")
+    setattr(model.get_submodule(parent) if parent else model, attr, module)
+
+
+__all__ = [
+    "MODEL_BUDGET",
+    "ModelConv",
+    "ModelTuning",
+    "collect_convolutions",
+    "conv_bn_pairs",
+    "fold_batchnorm",
+    "model_studies",
+    "optimize",
+    "tune_model",
+    "unsupported",
+]

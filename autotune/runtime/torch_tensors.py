@@ -1,0 +1,111 @@
+"""The tensor side of a runtime call (imports PyTorch): storage types, memory formats, the
+output in the input's format, and the call itself on PyTorch's current stream and allocator.
+
+Shared by the runtime (dispatch.py) and the custom op's fake implementation (torch_op.py), so
+that the output's shape and strides a traced graph expects are the ones a real call returns.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from autotune.runtime.calls import Call, CallError
+
+STORAGES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
+FORMATS = {"NCHW": torch.contiguous_format, "NHWC": torch.channels_last}
+
+
+def layout_of(x: torch.Tensor) -> str | None:
+    """NCHW for a contiguous tensor, NHWC for a channels-last one, None for any other strides.
+    A tensor that is both (one channel, or 1 x 1 images: the same memory) reads as NCHW."""
+    if x.is_contiguous():
+        return "NCHW"
+    if x.is_contiguous(memory_format=torch.channels_last):
+        return "NHWC"
+    return None
+
+
+def output_dims(x_shape, w_shape, stride: int, padding: int) -> tuple[int, int, int, int]:
+    """(B, F, N, N) of a call, as PyTorch's conv2d counts N: (H + 2p - K) // s + 1."""
+    b, _, h, _ = x_shape
+    f, _, k, _ = w_shape
+    n = (h + 2 * padding - k) // stride + 1
+    return (b, f, n, n)
+
+
+def empty_like_layout(x: torch.Tensor, dims, layout: str) -> torch.Tensor:
+    return torch.empty(dims, dtype=x.dtype, device=x.device, memory_format=FORMATS[layout])
+
+
+def output_layout(x: torch.Tensor) -> str:
+    """The memory format a call's output has: the input's (contiguous for any other strides)."""
+    return layout_of(x) or "NCHW"
+
+
+def call(rt, x: torch.Tensor, w: torch.Tensor, stride: int, padding: int, on_miss: str):
+    """A tensor call of runtime `rt`: FP32 (TF32 products where torch.backends.cudnn.allow_tf32
+    allows them, as PyTorch's own convolutions), BF16 or FP16; contiguous or channels-last
+    (other strides are made contiguous). The output, the workspace and any layout copies come
+    from PyTorch's allocator on the current stream, so that a call of a prepared shape can be
+    captured in a CUDA graph: it allocates nothing else, waits for nothing and decides nothing
+    beyond a dictionary lookup."""
+    storage = STORAGES.get(x.dtype)
+    if storage is None or w.dtype is not x.dtype:
+        raise CallError(
+            f"x and w must be both float32, bfloat16 or float16, got {x.dtype} and {w.dtype}"
+        )
+    device = x.get_device()  # -1 on the CPU
+    if device < 0 or w.get_device() != device:
+        raise CallError(f"x and w must be on one CUDA device, got {x.device} and {w.device}")
+    if x.dim() != 4 or w.dim() != 4:
+        raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
+    layout = layout_of(x)
+    if layout is None:
+        x, layout = x.contiguous(), "NCHW"
+    tf32 = storage == "float32" and bool(torch.backends.cudnn.allow_tf32)
+    key = (device, *x.shape, *w.shape, stride, padding, storage, layout, tf32)
+    entry = rt.entries.get(key)
+    if entry is None or not (entry.exact or on_miss == "nearest"):
+        if not torch.cuda.is_current_stream_capturing():
+            entry = rt.entry(key, on_miss)
+        elif entry is None:  # preparing compiles, loads and allocates: never while capturing
+            raise CallError(
+                f"{Call.of(key).problem().key} ({storage}, {layout}) was not prepared before "
+                "CUDA-graph capture: run one call of it first (a warm-up)"
+            )
+    out = empty_like_layout(x, entry.out_dims, layout)
+    mine = "NHWC" if entry.nhwc else "NCHW"
+    if mine == layout:
+        xin, y = x, out
+    else:  # the plan reads the other layout: the input copied in, the output back
+        xin = x.contiguous(memory_format=FORMATS[mine])
+        y = empty_like_layout(x, entry.out_dims, mine)
+    w = w.contiguous(memory_format=FORMATS[mine])  # no copy when it is so already
+    base = None
+    if entry.workspace_bytes:
+        workspace = torch.empty(entry.workspace_bytes, dtype=torch.uint8, device=x.device)
+        base = workspace.data_ptr()
+    rt.launch(entry, xin.data_ptr(), w.data_ptr(), y.data_ptr(), current_stream(device), base)
+    if y is not out:
+        out.copy_(y)
+    return out
+
+
+def current_stream(device: int) -> int:
+    """The caller's current stream on `device`, as a cudaStream_t handle."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device)
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+__all__ = [
+    "FORMATS",
+    "STORAGES",
+    "call",
+    "current_stream",
+    "empty_like_layout",
+    "layout_of",
+    "output_dims",
+    "output_layout",
+]

@@ -1,0 +1,232 @@
+"""On a CUDA device with PyTorch: every dtype and layout the runtime serves (FP32 with TF32 off
+or allowed, BF16, FP16; contiguous and channels-last) against float64, the output in the input's
+memory format and no layout copy where the plan reads the input's layout; the custom op under
+torch.compile(fullgraph=True), in a captured CUDA graph and under mode="reduce-overhead"; and
+optimize() leaving nothing to compile or prepare at the first forward."""
+
+from __future__ import annotations
+
+import pytest
+
+from autotune.gpu.timing import TimingPolicy
+from autotune.model.precision import PRECISIONS
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+QUICK = TimingPolicy(warmup=1, min_repeats=3, min_time_s=0.0, max_repeats=5, max_time_s=0.5)
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# (storage, input layout, TF32 allowed): every kind of call served.
+CASES = [
+    (storage, layout, tf32)
+    for storage, tf32s in (
+        ("float32", (False, True)),
+        ("bfloat16", (False,)),
+        ("float16", (False,)),
+    )
+    for tf32 in tf32s
+    for layout in ("NCHW", "NHWC")
+]
+# The dtypes a plan serving each kind of call may compute.
+ALLOWED = {
+    ("float32", False): {"fp32"},
+    ("float32", True): {"fp32", "tf32"},
+    ("bfloat16", False): {"bf16"},
+    ("float16", False): {"fp16"},
+}
+# Channels a multiple of 8 (whole 16-byte chunks of 16-bit data) and odd ones (the gather path).
+SHAPES = [
+    dict(B=2, C=16, H=14, F=32, K=3, stride=1, padding=1),
+    dict(B=3, C=12, H=9, F=20, K=1, stride=2, padding=0),
+]
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """A runtime whose store was filled by on_miss="tune" for every kind of call and shape."""
+    from autotune.runtime import Runtime
+
+    database = str(tmp_path_factory.mktemp("precision") / "runtime.db")
+    cache = tmp_path_factory.mktemp("cubins")
+    rt = Runtime(database, cache_dir=cache, tune_budget=3, tune_timing=QUICK)
+    for storage, layout, tf32 in CASES:
+        for shape in SHAPES:
+            with allow_tf32(tf32):
+                x, w = inputs(shape, storage, layout, 0)
+                rt.conv2d(x, w, shape["stride"], shape["padding"], "tune")
+    torch.cuda.synchronize()
+    return rt
+
+
+class allow_tf32:
+    def __init__(self, allowed: bool) -> None:
+        self.allowed = allowed
+
+    def __enter__(self):
+        self.before = torch.backends.cudnn.allow_tf32
+        torch.backends.cudnn.allow_tf32 = self.allowed
+
+    def __exit__(self, *exc):
+        torch.backends.cudnn.allow_tf32 = self.before
+
+
+def inputs(shape, storage, layout, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.rand(shape["B"], shape["C"], shape["H"], shape["H"], device="cuda", generator=g)
+    w = torch.rand(shape["F"], shape["C"], shape["K"], shape["K"], device="cuda", generator=g)
+    x, w = (x * 2 - 1).to(DTYPES[storage]), (w * 2 - 1).to(DTYPES[storage])
+    if layout == "NHWC":
+        x = x.contiguous(memory_format=torch.channels_last)
+        w = w.contiguous(memory_format=torch.channels_last)
+    return x, w
+
+
+def rel_error(y, x, w, shape) -> float:
+    ref = torch.nn.functional.conv2d(
+        x.double(), w.double(), stride=shape["stride"], padding=shape["padding"]
+    )
+    assert tuple(y.shape) == tuple(ref.shape)
+    return (torch.linalg.vector_norm(y.double() - ref) / torch.linalg.vector_norm(ref)).item()
+
+
+def prepared_choice(rt, x, storage, layout, tf32):
+    found = [
+        c
+        for call, c in rt.prepared().items()
+        if (call.storage, call.layout, call.allow_tf32, call.B, call.C, call.H)
+        == (storage, layout, tf32, *x.shape[:3])
+    ]
+    assert len(found) == 1
+    return found[0]
+
+
+@pytest.mark.parametrize("storage, layout, tf32", CASES)
+@pytest.mark.parametrize("shape", SHAPES, ids=["3x3", "1x1-s2"])
+def test_every_dtype_and_layout_matches_float64(tuned, storage, layout, tf32, shape):
+    x, w = inputs(shape, storage, layout, 7)
+    with allow_tf32(tf32):
+        y = tuned.conv2d(x, w, shape["stride"], shape["padding"], "error")
+    torch.cuda.synchronize()
+    choice = prepared_choice(tuned, x, storage, layout, tf32)
+    assert choice.problem.dtype in ALLOWED[(storage, tf32)]
+    assert y.dtype is x.dtype
+    wanted = torch.channels_last if layout == "NHWC" else torch.contiguous_format
+    assert y.is_contiguous(memory_format=wanted)
+    tolerance = PRECISIONS[choice.problem.dtype].tolerance
+    assert rel_error(y, x, w, shape) <= tolerance, (choice.family, choice.problem.key)
+
+
+def test_a_plan_of_the_inputs_layout_copies_nothing(tuned):
+    shape = SHAPES[0]
+    x, w = inputs(shape, "bfloat16", "NHWC", 3)
+    tuned.conv2d(x, w, shape["stride"], shape["padding"], "error")  # prepared
+    assert prepared_choice(tuned, x, "bfloat16", "NHWC", False).problem.nhwc
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        tuned.conv2d(x, w, shape["stride"], shape["padding"], "error")
+    names = {e.name for e in prof.events()}
+    assert not names & {"aten::copy_", "aten::clone", "aten::contiguous"}, names
+
+
+class Small(torch.nn.Module):
+    def __init__(self, rt) -> None:
+        from autotune.runtime import Conv2d
+
+        super().__init__()
+        self.a = Conv2d(16, 32, 3, padding=1, runtime_=rt, device="cuda")
+        self.b = Conv2d(32, 32, 3, padding=1, bias=False, runtime_=rt, device="cuda")
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def small_model(rt, dtype=torch.bfloat16):
+    return Small(rt).to(dtype=dtype, memory_format=torch.channels_last).eval()
+
+
+def test_the_op_compiles_fullgraph_with_inductor(tuned):
+    model = small_model(tuned)
+    x = inputs(SHAPES[0], "bfloat16", "NHWC", 5)[0]
+    with torch.no_grad():
+        eager = model(x)
+        compiled = torch.compile(model, fullgraph=True)(x)
+    torch.cuda.synchronize()
+    assert torch.allclose(compiled.float(), eager.float(), rtol=2e-2, atol=2e-2)
+
+
+def test_the_op_runs_in_a_captured_cuda_graph(tuned):
+    model = small_model(tuned)
+    static = inputs(SHAPES[0], "bfloat16", "NHWC", 6)[0]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(side):
+        for _ in range(2):  # warm-up: every shape prepared before capture
+            model(static)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(graph):
+        out = model(static)
+    fresh = inputs(SHAPES[0], "bfloat16", "NHWC", 8)[0]
+    static.copy_(fresh)
+    graph.replay()
+    torch.cuda.synchronize()
+    with torch.no_grad():
+        expected = model(fresh)
+    assert torch.equal(out, expected)  # the same kernels on the same data
+
+
+def test_an_unprepared_shape_is_refused_during_capture(tuned):
+    from autotune.runtime.calls import CallError
+
+    model = small_model(tuned)
+    x = inputs(dict(SHAPES[0], H=11), "bfloat16", "NHWC", 9)[0]  # never called before
+    graph = torch.cuda.CUDAGraph()
+    with pytest.raises(Exception) as err:
+        with torch.no_grad(), torch.cuda.graph(graph):
+            model(x)
+    chain = [err.value, err.value.__context__, err.value.__cause__]
+    assert any(isinstance(e, CallError) and "not prepared" in str(e) for e in chain)
+
+
+def test_reduce_overhead_mode_matches_eager(tuned):
+    model = small_model(tuned)
+    compiled = torch.compile(model, mode="reduce-overhead", fullgraph=True)
+    x = inputs(SHAPES[0], "bfloat16", "NHWC", 10)[0]
+    with torch.no_grad():
+        eager = model(x).clone()
+        for _ in range(3):  # warm-up runs, then recorded and replayed graphs
+            y = compiled(x).clone()
+    torch.cuda.synchronize()
+    assert torch.allclose(y.float(), eager.float(), rtol=2e-2, atol=2e-2)
+
+
+def test_after_optimize_the_first_forward_prepares_nothing(tuned, monkeypatch):
+    import autotune.runtime.dispatch as dispatch
+    from autotune.runtime.models import optimize
+
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(16, 32, 3, padding=1, bias=False),
+        torch.nn.BatchNorm2d(32),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(32, 32, 3, padding=1),
+    ).cuda()
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-1, 1)
+            m.running_var.uniform_(0.5, 2)
+    model = model.to(dtype=torch.bfloat16, memory_format=torch.channels_last).eval()
+    x = inputs(SHAPES[0], "bfloat16", "NHWC", 12)[0]
+    with torch.no_grad():
+        eager = model(x).float()
+    dispatch._RUNTIMES[tuned.database] = tuned  # optimize's runtime is this one
+    optimize(model, x, database=tuned.database)
+    assert isinstance(model[1], torch.nn.Identity)  # folded
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("a plan was built at the first forward")
+
+    monkeypatch.setattr(dispatch, "build_entry", no_build)
+    with torch.no_grad():
+        y = model(x).float()
+    torch.cuda.synchronize()
+    err = (torch.linalg.vector_norm(y - eager) / torch.linalg.vector_norm(eager)).item()
+    assert err <= 2e-2  # bf16 folded against bf16 unfolded

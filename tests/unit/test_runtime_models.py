@@ -1,0 +1,113 @@
+"""Whole models on the CPU: their convolutions collected, tuned as ordinary studies (a synthetic
+evaluator in place of the GPU, NVRTC compiling for real), and optimize() swapping and folding.
+Skipped without PyTorch (CI has none)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from autotune.model.problem import ConvProblem  # noqa: E402
+from autotune.model.shapes import named_shapes  # noqa: E402
+from autotune.runtime.models import (  # noqa: E402
+    collect_convolutions,
+    model_studies,
+    optimize,
+    tune_model,
+)
+from autotune.runtime.torch_layer import Conv2d  # noqa: E402
+from autotune.store import Store  # noqa: E402
+from tests.conftest import SyntheticEvaluator  # noqa: E402
+
+nn = torch.nn
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, groups=2)  # grouped: not served
+        self.conv3 = nn.Conv2d(8, 4, 1, stride=2)
+
+    def forward(self, x):
+        return self.conv3(self.conv2(torch.relu(self.bn1(self.conv1(x)))))
+
+
+def randomised(model: nn.Module) -> nn.Module:
+    """BatchNorm statistics that are not the identity, so that folding them changes weights."""
+    g = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=g))
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.randn(m.num_features, generator=g))
+            m.bias.data.copy_(torch.randn(m.num_features, generator=g))
+    return model.eval()
+
+
+def test_the_convolutions_a_forward_calls_are_collected_with_refusals():
+    convs = collect_convolutions(Block(), torch.randn(2, 3, 12, 12))
+    assert [c.name for c in convs] == ["conv1", "conv2", "conv3"]
+    assert convs[0].problem == ConvProblem(N=12, K=3, C=3, F=8, B=2)
+    assert convs[1].problem is None and "groups=2" in convs[1].refused
+    assert convs[2].problem == ConvProblem(N=6, K=1, C=8, F=4, B=2, stride=2)
+
+
+def test_resnet50s_convolutions_are_the_shape_set():
+    torchvision = pytest.importorskip("torchvision")
+    model = torchvision.models.resnet50().eval()
+    convs = collect_convolutions(model, torch.randn(1, 3, 224, 224))
+    assert len(convs) == 53 and all(c.problem for c in convs)
+    from dataclasses import replace
+
+    collected = {replace(c.problem, B=32) for c in convs}
+    assert collected == set(named_shapes("resnet50"))
+
+
+def test_a_dtype_is_tuned_by_every_family_that_computes_it():
+    sizes = [ConvProblem(N=14, K=3, C=64, F=64, B=2)] * 2
+    fp32 = model_studies(sizes, "fp32")
+    assert {p for _, p in fp32} == {sizes[0]}  # one study per family, the shape once
+    assert "implicit_gemm" in {f.name for f, _ in fp32}
+    assert not {"tc_wgmma", "tc_implicit_gemm"} & {f.name for f, _ in fp32}
+    bf16 = model_studies(sizes, "bf16")
+    assert {f.name for f, _ in bf16} == {"tc_wgmma", "tc_implicit_gemm"}
+    assert {(p.dtype, p.layout) for _, p in bf16} == {("bf16", "NHWC")}
+
+
+def test_tune_model_stores_ordinary_studies_and_resumes(tmp_path):
+    database = str(tmp_path / "model.db")
+    model = Block().eval()
+    x = torch.randn(2, 3, 12, 12)
+    evaluator = SyntheticEvaluator(lambda defines: 1.0 + defines.get("BM", 0) / 1000)
+    kwargs = dict(database=database, budget=2, families=["implicit_gemm"], evaluator=evaluator)
+    first = tune_model(model, x, "fp32", cache_dir=tmp_path / "cache", **kwargs)
+    assert first.studies == 2 and first.evaluated == 4  # conv1 and conv3, 2 each
+    with Store(database) as store:
+        best = store.best(device="Synthetic GPU", kind="conv2d")
+    assert set(best["family"]) == {"implicit_gemm"} and len(best) == 2
+    again = tune_model(model, x, "fp32", cache_dir=tmp_path / "cache", **kwargs)
+    assert again.evaluated == 0  # resumed: the budget is already spent
+
+
+def test_optimize_swaps_convolutions_and_folds_inference_batchnorm(tmp_path):
+    model = randomised(Block())
+    x = torch.randn(2, 3, 12, 12)
+    with torch.no_grad():
+        before = model(x)
+        optimize(model, x, database=str(tmp_path / "opt.db"))
+        after = model(x)
+    assert isinstance(model.conv1, Conv2d) and isinstance(model.conv3, Conv2d)
+    assert isinstance(model.bn1, nn.Identity)  # folded into conv1
+    assert isinstance(model.conv2, nn.Conv2d) and not isinstance(model.conv2, Conv2d)
+    assert model.conv1.bias is not None  # the BatchNorm's shift
+    assert torch.allclose(after, before, rtol=1e-4, atol=1e-5)
+
+
+def test_a_training_batchnorm_is_not_folded(tmp_path):
+    model = randomised(Block()).train()
+    optimize(model, database=str(tmp_path / "opt.db"))
+    assert isinstance(model.bn1, nn.BatchNorm2d) and isinstance(model.conv1, Conv2d)
+    assert model.conv1.bias is None

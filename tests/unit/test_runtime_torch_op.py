@@ -1,0 +1,92 @@
+"""The custom op `torch.ops.autotune.conv2d` on the CPU (PyTorch's conv2d behind it): its schema
+and fake implementation pass PyTorch's checks, its output keeps the input's memory format, and a
+model of autotune.Conv2d layers compiles with fullgraph=True (no graph break). Skipped without
+PyTorch (CI has none)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from autotune.runtime import torch_op  # noqa: E402
+from autotune.runtime.torch_layer import Conv2d  # noqa: E402
+
+F = torch.nn.functional
+
+
+@pytest.fixture
+def database(tmp_path):
+    return str(tmp_path / "op.db")  # never opened: the CPU op runs PyTorch's conv2d
+
+
+def channels_last(t):
+    return t.contiguous(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_the_op_is_conv2d_in_the_inputs_memory_format(dtype, layout, database):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 5, 11, 11, generator=g).to(dtype)
+    w = torch.randn(7, 5, 3, 3, generator=g).to(dtype)
+    if layout == "NHWC":
+        x = channels_last(x)
+    y = torch.ops.autotune.conv2d(x, w, 2, 1, "nearest", database)
+    assert torch.equal(y, F.conv2d(x, w, stride=2, padding=1))
+    assert y.shape == (2, 7, 6, 6) and y.dtype is dtype
+    wanted = torch.channels_last if layout == "NHWC" else torch.contiguous_format
+    assert y.is_contiguous(memory_format=wanted)
+
+
+def test_the_fake_gives_the_real_outputs_shape_and_strides(database):
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    for x in (torch.randn(3, 4, 10, 10), channels_last(torch.randn(3, 4, 10, 10))):
+        w = torch.randn(6, 4, 5, 5)
+        real = torch.ops.autotune.conv2d(x, w, 1, 2, "nearest", database)
+        with FakeTensorMode() as mode:
+            fake = torch.ops.autotune.conv2d(
+                mode.from_tensor(x), mode.from_tensor(w), 1, 2, "nearest", database
+            )
+        assert (fake.shape, fake.stride()) == (real.shape, real.stride())
+
+
+def test_pytorchs_opcheck_passes(database):
+    x = channels_last(torch.randn(2, 3, 8, 8))
+    w = torch.randn(4, 3, 3, 3)
+    torch.library.opcheck(torch_op.conv2d, (x, w, 1, 1, "nearest", database))
+
+
+class Small(torch.nn.Module):
+    def __init__(self, database: str) -> None:
+        super().__init__()
+        self.a = Conv2d(3, 8, 3, padding=1, database=database)
+        self.b = Conv2d(8, 4, 1, stride=2, bias=False, database=database)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
+def test_a_model_of_autotune_layers_compiles_as_one_graph(database):
+    model = Small(database).eval()
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad():
+        eager = model(x)
+        explained = torch._dynamo.explain(model)(x)
+        assert explained.graph_break_count == 0 and explained.graph_count == 1
+        torch._dynamo.reset()
+        compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+        assert torch.allclose(compiled(x), eager)
+        assert torch.allclose(compiled(channels_last(x)), eager, atol=1e-6)
+
+
+def test_a_layer_takes_the_dtype_of_its_weights_and_refuses_gradients(database):
+    conv = torch.nn.Conv2d(3, 5, 3, padding=1).to(torch.bfloat16)
+    layer = Conv2d.from_torch(conv, database=database)
+    assert layer.weight.dtype is torch.bfloat16
+    x = torch.randn(1, 3, 6, 6, dtype=torch.bfloat16)
+    # The bias is added after the rounded convolution: within a bf16 step of PyTorch's fused one.
+    assert torch.allclose(layer(x), conv(x).detach(), rtol=1e-2, atol=1e-2)
+    with pytest.raises(RuntimeError, match="forward only"):
+        layer(x.requires_grad_())
