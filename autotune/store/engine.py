@@ -169,7 +169,9 @@ class StoreBase:
                 check_integrity(file)
         except DamagedFile as err:
             said = (str(err).strip().splitlines() or ["unreadable"])[0]
-            raise StoreError(f"{self.url} is damaged ({said}); nothing was changed in it") from None
+            raise StoreError(
+                f"results database {file} is damaged ({said}); nothing was changed in it"
+            ) from None
         if facts.ours or facts.has_our_schema:  # a file another program marked but shares
             # Marked already, or written before the marker: marked if ours alone.
             self._stamp = facts.application_id == 0 and not facts.foreign_tables()
@@ -335,7 +337,7 @@ class StoreBase:
         except (SQLAlchemyError, sqlite3.Error, OSError) as err:
             said = hide_passwords(one_line(err))
             if _DAMAGED.search(said):  # SQLite's words for a file it cannot read as a database
-                raise StoreError(f"{self.url} is damaged ({said})") from None
+                raise StoreError(f"results database {self.url} is damaged ({said})") from None
             raise StoreError(f"{doing} ({self.url}): {said}") from None
 
     def close(self) -> None:

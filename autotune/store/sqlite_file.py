@@ -24,6 +24,8 @@ CORE_COLUMNS = {
     "evaluations": frozenset({"id", "run_id", "device_id", "family", "problem_key", "config"}),
     "baselines": frozenset({"id", "device_id", "library", "problem_key"}),
     "ceilings": frozenset({"id", "device_id", "name", "value"}),
+    # Since schema 6: the observers' readings of each evaluation.
+    "observations": frozenset({"evaluation_id", "name", "value"}),
 }
 LEGACY_REQUIRED = ("meta", "devices", "runs", "evaluations")  # in every version since the first
 

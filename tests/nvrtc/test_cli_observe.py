@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 import autotune.gpu.evaluator
 from autotune.cli.app import main
+from autotune.families import get_family
 from autotune.model.observe import Observe
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement
@@ -15,6 +16,9 @@ from autotune.model.space import Config
 from autotune.store import Store
 from tests.conftest import SyntheticEvaluator
 from tests.fake_nvml import install
+
+# What the commands read as current: rows of this code (DESIGN section 2).
+CURRENT = get_family("direct_naive").kernel_digest()
 
 RUN = ["run", "--family", "direct_naive", "--shape", "N=9,K=3,C=1,F=2", "--budget", "2"]
 
@@ -54,7 +58,7 @@ def test_best_marks_a_throttled_best(tmp_path):
         for tile, throttle in ((1, 1.0), (2, 0.0)):
             m = Measurement.from_samples([float(tile)] * 3, observations=(("throttled", throttle),))
             config = Config({"TILE": tile})
-            store.record(run, device, "direct_naive", problem, config, m, problem.flops)
+            store.record(run, device, "direct_naive", problem, config, m, problem.flops, CURRENT)
     md = CliRunner().invoke(main, ["best", "--storage", str(db)])
     assert md.exit_code == 0, md.output
     header = [c.strip() for c in md.output.splitlines()[0].strip("|").split("|")]

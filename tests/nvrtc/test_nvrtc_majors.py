@@ -32,8 +32,10 @@ def test_each_nvrtc_major_compiles_a_kernel_on_the_cpu(major):
     problem = ConvProblem(N=32, K=3, C=64, F=64)
     bound = family.load_space().bind(problem.fields(), ARCH_LIMITS["sm_90"])
     plan = family.plan(problem, bound.configs[0])
-    flags = Compiler(arch="sm_90")._flags(plan.defines)
-    cubin, log = _nvrtc_compile(plan.source.read_text(), plan.source.name, flags, major)
+    compiler = Compiler(arch="sm_90")
+    text = plan.source.read_text()
+    flags, headers = compiler._flags(plan.defines), compiler.headers(plan.source, text)
+    cubin, log = _nvrtc_compile(text, plan.source.name, flags, major, headers)
     assert cubin[:4] == b"\x7fELF"
     resources = parse_resources(log)
     assert set(plan.entries) <= set(resources)

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 import autotune.gpu.evaluator
 import autotune.store.sqlite_file as sqlite_file
 from autotune.cli.app import main
+from autotune.families import get_family
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import Config
@@ -19,6 +20,9 @@ from autotune.store import Store, StoreError
 from autotune.store.sqlite_file import APPLICATION_ID
 from tests.conftest import SyntheticEvaluator
 from tests.unit.test_foreign_database import RUN, fingerprint
+
+# What the commands read as current: rows of this code (DESIGN section 2).
+CURRENT = get_family("direct_naive").kernel_digest()
 
 H100 = DeviceInfo(name="H100", compute_capability="9.0", sm_count=132)
 
@@ -42,7 +46,7 @@ def _ours(path: Path, rows: int = 1) -> Path:
         run = store.start_run(device, "autotune run", {})
         for i in range(rows):
             m = Measurement(Status.OK, time_ms=1.0 + i, samples_ms=(1.0 + i,))
-            store.record(run, device, "direct_naive", problem, Config.of({"X": i}), m, 1)
+            store.record(run, device, "direct_naive", problem, Config.of({"X": i}), m, 1, CURRENT)
     return path
 
 
