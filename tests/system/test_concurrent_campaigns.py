@@ -218,12 +218,20 @@ def test_a_waiting_run_takes_a_released_study_and_resumes_its_history(store, tmp
     other = _elsewhere(store, tuner.device_id, problem, time.time() + 3600)
     study = _studies([problem])[0]
     done = study.space.configs[:5]
+    digest = tuner.runner.kernel_digest(study.family)  # the same code as this run's
 
     def other_run_finishes_five() -> None:
         time.sleep(0.3)
         for config in done:  # recorded by the holder while this run waits
             store.record(
-                other, tuner.device_id, "direct_naive", problem, config, _ok(), problem.flops
+                other,
+                tuner.device_id,
+                "direct_naive",
+                problem,
+                config,
+                _ok(),
+                problem.flops,
+                digest,
             )
         store.release_claims(other)
 
