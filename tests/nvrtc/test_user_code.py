@@ -1,7 +1,7 @@
 """User code never crosses a process boundary: Kernel Tuner scripts as people write them (no main
 guard, `python -c`, `python -`, a launcher's runpy, a verify defined inside a function, a
 notebook) run tune_kernel with the real GPU worker process and compile processes, a synthetic
-session standing in for the GPU inside the worker (tests/synthetic_session.py)."""
+session standing in for the GPU inside the worker (autotune/gpu/synthetic.py)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def _env() -> dict:
     return env
 
 
-SYNTHETIC = "tests.synthetic_session:SyntheticSession"
+SYNTHETIC = "autotune.gpu.synthetic:SyntheticSession"
 
 
 def script(tmp_path: Path, session: str = SYNTHETIC) -> str:
