@@ -8,6 +8,8 @@ ms, so larger blocks are slower. A job whose outputs go back to the caller (a ve
 gets what Kernel Tuner would copy back from a kernel that computed the answer: the answer where
 one is given, the argument as given for the other arrays when no answer is given at all, None
 for unanswered arrays, scalars as given. Only those arrays are read from the arguments' file.
+A job that asks for observers' readings gets made-up ones of the same names (300 W, its energy
+at that power, steady clocks, 50 C), so that scripts whose metrics read them run through.
 """
 
 from __future__ import annotations
@@ -16,6 +18,17 @@ import numpy as np
 
 from autotune.gpu.given import argument_names
 from autotune.model.evaluator import WithOutputs
+from autotune.model.observe import (
+    ENERGY_J,
+    MEM_CLOCK_MHZ,
+    POWER_W,
+    SM_CLOCK_MAX_MHZ,
+    SM_CLOCK_MHZ,
+    SM_CLOCK_MIN_MHZ,
+    TEMPERATURE_C,
+    THROTTLED,
+    Observe,
+)
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import DeviceLimits
 
@@ -35,8 +48,9 @@ class SyntheticSession:
     def evaluate(self, job):
         defines = dict(job.plan.defines)
         ms = 1.0 + sum(v for k, v in defines.items() if k.startswith("block_size")) / 1000
-        m = Measurement.from_samples([ms, ms * 1.01, ms * 0.99])
         check = job.check
+        readings = _readings(check.timing.observe, ms)
+        m = Measurement.from_samples([ms, ms * 1.01, ms * 0.99], **readings)
         if not check.outputs_back:
             return m
         outputs: list = []
@@ -50,6 +64,23 @@ class SyntheticSession:
                 else:
                     outputs.append(None if check.answered else npz[name])
         return WithOutputs(m, outputs)
+
+
+def _readings(observe: Observe | None, ms: float) -> dict:
+    """Made-up observations of the kinds asked (not measurements: no GPU is there)."""
+    if observe is None or not observe.any:
+        return {}
+    found: dict[str, float] = {}
+    if observe.power:
+        found[POWER_W] = 300.0
+    if observe.energy:
+        found[ENERGY_J] = 300.0 * ms / 1e3
+    if observe.clocks:
+        found.update({SM_CLOCK_MHZ: 1980.0, SM_CLOCK_MIN_MHZ: 1980.0, SM_CLOCK_MAX_MHZ: 1980.0})
+        found.update({MEM_CLOCK_MHZ: 2619.0, THROTTLED: 0.0})
+    if observe.temperature:
+        found[TEMPERATURE_C] = 50.0
+    return {"observations": tuple(sorted(found.items()))}
 
 
 def _shape(npz, name: str) -> tuple[int, ...]:

@@ -112,3 +112,13 @@ def test_unknown_examples_are_refused(tmp_path) -> None:
     args = ["--examples", str(tmp_path), "--only", "nope.py"]
     result = CliRunner().invoke(kt_examples.kt_examples, args, env={**os.environ})
     assert result.exit_code != 0 and "nope.py" in result.output
+
+
+def test_the_synthetic_session_makes_up_the_readings_asked_for() -> None:
+    # Scripts whose metrics read observers' names (vector_add_observers.py) run through it.
+    from autotune.gpu.synthetic import _readings
+    from autotune.model.observe import ENERGY_J, POWER_W, TEMPERATURE_C, Observe
+
+    assert _readings(None, 2.0) == {}
+    found = dict(_readings(Observe(energy=True, temperature=True), 2.0)["observations"])
+    assert found == {ENERGY_J: 0.6, TEMPERATURE_C: 50.0} and POWER_W not in found
