@@ -229,7 +229,7 @@ def _open_cache(request: KernelRequest, session, family, problem, space) -> Cach
         "problem_size": "callable" if callable(size) else list(size),
         "tune_params_keys": list(request.tune_params),
         "tune_params": {k: list(v) for k, v in request.tune_params.items()},
-        "objective": "time",
+        "objective": request.objective,
     }
     digest = session.runner.kernel_digest(family)
     cache = CacheFile(request.cache, header, digest)
