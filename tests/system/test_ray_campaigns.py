@@ -82,7 +82,7 @@ def ray_cluster(tmp_path_factory):
 
 
 def _request(storage: str, cache: Path):
-    from autotune.cli.campaign import RunRequest
+    from autotune.tuning.campaign import RunRequest
 
     return RunRequest(
         families=("direct_naive",),
