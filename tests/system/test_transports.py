@@ -84,7 +84,9 @@ def test_ctrl_c_stops_each_transport_cleanly_and_it_resumes(
 
     outcome = _run(kind, storage, cache, log, tmp_path, interrupt_mid_campaign)
     assert outcome.interrupted and outcome.exit_code == 130 and not outcome.failed
-    assert any(r.interrupted for r in outcome.reports)
+    # The studies in flight stopped between two evaluations (a report saying so, or Ray's
+    # cancelled call): none of them is reported done.
+    assert all(r.interrupted for r in outcome.reports[-FAKE_GPUS:]) or kind == "ray"
     first = len(logged(log))
     assert 10 <= first < len(rows)
     _check_database(storage)  # every worker finished its run; no claim left
