@@ -3,10 +3,12 @@
 use_synthetic_gpu() is Ray's worker_process_setup_hook in the tests' clusters: each worker
 process Ray starts runs it, so an actor's `open_campaign` gets a SyntheticEvaluator. Run as a
 module, this is `autotune` on the synthetic GPU all the way down (for `bench scaling --ray`):
-its `--gpus` workers are this module again, and its `--ray local` instance counts the GPUs of
-CUDA_VISIBLE_DEVICES (fake ones) and installs the hook.
+its `--gpus` workers are this module again (`--worker`: the local transport's worker process),
+and its `--ray local` instance counts the GPUs of CUDA_VISIBLE_DEVICES (fake ones) and installs
+the hook.
 
 usage: python -m tests.ray_synthetic AUTOTUNE-ARGUMENTS...
+       python -m tests.ray_synthetic --worker   (a worker process of `run --gpus`)
 With $AUTOTUNE_TEST_EVAL_LOG set, every evaluation is appended to that file as
 "<pid>\\t<defines>" before the tuner records it (the format of tests/campaign_worker.py), so a
 test sees which process evaluated what, and can kill one in the middle of a study."""
@@ -58,15 +60,22 @@ def ray_init_options(address: str | None) -> dict:
     return options
 
 
+WORKER = [sys.executable, "-m", "tests.ray_synthetic", "--worker"]  # the local transport's
+
+
 def main() -> None:
-    import autotune.tuning.ray_workers as ray_workers
-    import autotune.tuning.workers as workers
+    import autotune.tuning.processes as processes
+    import autotune.tuning.ray_transport as ray_transport
     from autotune.cli.app import entry
+    from autotune.tuning import worker_process
 
     use_synthetic_gpu()
-    workers.WORKER_COMMAND = [sys.executable, "-m", "tests.ray_synthetic"]
-    connect = ray_workers.connect
-    ray_workers.connect = lambda address, **init: connect(
+    if sys.argv[1:] == ["--worker"]:
+        worker_process.main()
+        return
+    processes.WORKER_COMMAND = WORKER
+    connect = ray_transport.connect
+    ray_transport.connect = lambda address, **init: connect(
         address, **ray_init_options(address), **init
     )
     sys.argv = ["autotune", *sys.argv[1:]]

@@ -262,7 +262,7 @@ def _reused(path: Path, campaign: dict, device: str) -> dict:
 def scaling(gpus, families, shapes, budget, strategy, quick_timing, ray, reuse, output_dir) -> None:
     """Wall time of a fixed campaign on one GPU and on several (`--gpus`, and `--ray` with
     --ray); writes scaling.{json,md}."""
-    from autotune.tuning.workers import GpuListError, parse_gpus, visible_gpu_count
+    from autotune.tuning.processes import GpuListError, parse_gpus, visible_gpu_count
 
     try:
         chosen = parse_gpus(gpus, visible_gpu_count)

@@ -31,54 +31,11 @@ def say_on_stderr(text: str) -> None:
     click.echo(text, err=True)
 
 
-def library_name(problem) -> str:
-    """How messages name the library a problem is compared with ("" for none)."""
-    from autotune.model.kinds import KIND_SPECS
-
-    return KIND_SPECS[problem.kind].library_label or ""
-
-
-def ceiling_text(ceilings) -> str:
-    return ", ".join(f"{c.name} {c.value:,.0f} {c.unit}" for c in ceilings)
-
-
 def start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE):
     """The session of a command that measures on the GPU (tuning/session.py)."""
     from autotune.tuning.session import open_gpu_session
 
     return open_gpu_session(storage, gpu=gpu, cache_dir=cache_dir, say=say_on_stderr)
-
-
-def ceilings_and_baselines(
-    evaluator, compiler, store, device_id, problems, say: Say = say_on_stderr
-) -> None:
-    """Measure what this device lacks: its ceilings once, each shape's library once (cuDNN for a
-    convolution, cuBLAS for a GEMM)."""
-    from autotune.tuning.baselines import ensure_ceilings, measure_baselines
-
-    ceilings = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy())
-    if ceilings is not None and not isinstance(ceilings, list):
-        say(f"autotune: ceilings not measured: {ceilings.error}")
-    elif ceilings:
-        say("autotune: measured " + ceiling_text(ceilings))
-
-    def report(problem, result) -> None:
-        if result is None or not result.available:
-            return
-        m = result.measurement
-        if m.status.ok:
-            text = f"{m.gflops(problem.flops):,.1f} GFlop/s"
-        else:
-            text = f"{m.status.value}: {m.error.splitlines()[0] if m.error else ''}"
-        say(f"autotune: {library_name(problem)} {problem.key}: {text}")
-
-    results = measure_baselines(
-        evaluator, compiler, store, device_id, problems, TimingPolicy(), on_result=report
-    )
-    for problem, result in results:
-        if not result.available:
-            text = result.measurement.error
-            say(f"autotune: no {library_name(problem)} baseline ({text}); going on without")
 
 
 @click.command()
@@ -135,7 +92,12 @@ def baseline(shape_sets, shapes, shape_files, dtypes, layouts, remeasure, gpu, s
     SGEMM for GEMMs (through CuPy, TF32 off), under the same timing protocol and check as the
     tuned kernels, and the device ceilings if missing. 3D convolutions have no library
     baseline."""
-    from autotune.tuning.baselines import ensure_ceilings, measure_baselines
+    from autotune.tuning.baselines import (
+        ceiling_text,
+        ensure_ceilings,
+        library_name,
+        measure_baselines,
+    )
 
     problems = collect_shapes(shape_sets, shapes, shape_files, dtypes, layouts)
     if not problems:
@@ -258,6 +220,7 @@ def remeasure(
     resumes. Follow with `autotune run` where the best may have moved."""
     from autotune.reports import format_table
     from autotune.store import hide_passwords, masked_command
+    from autotune.tuning.baselines import ceilings_and_baselines
     from autotune.tuning.remeasure import protocol_comparison, remeasure_studies
 
     for name in families:

@@ -16,6 +16,7 @@ from autotune.families import UnknownFamily, UnsupportedProblem
 from autotune.gpu.compiler import DEFAULT_CACHE
 from autotune.gpu.interrupt import signals_end_at_once
 from autotune.gpu.nvrtc_library import CompilerUnavailable
+from autotune.model.campaigns import DEFAULT_BUDGET
 from autotune.model.precision import (
     DEFAULT_DTYPE,
     DEFAULT_LAYOUT,
@@ -24,6 +25,7 @@ from autotune.model.precision import (
     PrecisionError,
     check_dtype,
     check_layout,
+    family_precisions,
 )
 from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL
@@ -43,7 +45,6 @@ def default_storage() -> str:
     return where()
 
 
-DEFAULT_BUDGET = 12
 SHAPE_METAVAR = (
     "N=..,K=..,C=..,F=..[,B=..,stride=..,dtype=..,layout=..] | M=..,N=..,K=.. | "
     "D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=.."
@@ -299,21 +300,6 @@ PRECISION_HELP = (
     "(filters FKKC). A shape that names its own layout keeps it. Default: "
     f"{DEFAULT_LAYOUT}.",
 )
-
-
-def family_precisions(
-    family, dtypes: tuple[str, ...] = (), layouts: tuple[str, ...] = ()
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The dtypes and layouts a family is tuned in: those asked, else its own: fp32 (NCHW) where
-    it computes (reads) it, else every one it declares (a tensor-core family's tf32, bf16 and
-    fp16 in NHWC)."""
-    own_dtypes = tuple(getattr(family, "dtypes", (DEFAULT_DTYPE,)))
-    own_layouts = tuple(getattr(family, "layouts", (DEFAULT_LAYOUT,)))
-    if not dtypes:
-        dtypes = (DEFAULT_DTYPE,) if DEFAULT_DTYPE in own_dtypes else own_dtypes
-    if not layouts:
-        layouts = (DEFAULT_LAYOUT,) if DEFAULT_LAYOUT in own_layouts else own_layouts
-    return dtypes, layouts
 
 
 def shape_options(default: str = "", precision_help: tuple[str, str] = PRECISION_HELP):

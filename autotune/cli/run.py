@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from autotune.cli.campaign import NothingToTune, RunRequest, open_campaign
 from autotune.cli.estimate import Eta, describe_estimate, plan_estimate
-from autotune.cli.measure import Say, say_on_stderr
+from autotune.cli.measure import say_on_stderr
 from autotune.cli.options import (
     DEFAULT_BUDGET,
     DEFAULT_CACHE,
@@ -35,6 +34,7 @@ from autotune.cli.progress import ProgressPrinter, format_duration
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.model.campaigns import FULL, QUICK, campaign_names
 from autotune.strategies import DEFAULT_STRATEGY, STRATEGIES
+from autotune.tuning.campaign import NothingToTune, RunRequest, Say, open_campaign
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,8 +119,8 @@ class RunResult:
     "--gpus",
     default=None,
     metavar="0,1,... | all",
-    help="One worker process per GPU on the same storage (each this command with its own "
-    "--gpu), with one progress display; workers' output goes to results/logs/.",
+    help="One worker process per GPU of this host, each handed the next study (longest first) "
+    "as it finishes one, with one progress display; workers' output goes to results/logs/.",
 )
 @click.option(
     "--ray",
@@ -232,12 +232,8 @@ def run(
         replay or gpus is not None or source("gpu") != click.core.ParameterSource.DEFAULT
     ):
         raise click.UsageError("--ray cannot be combined with --gpu, --gpus or --replay")
-    if gpus is not None:  # the parent of one worker per GPU; the workers do the rest
-        from autotune.cli.workers import run_on_gpus
-
-        if replay or source("gpu") != click.core.ParameterSource.DEFAULT:
-            raise click.UsageError("--gpus cannot be combined with --gpu or --replay")
-        sys.exit(run_on_gpus(gpus, storage, sys.argv[1:], share=share_database))
+    if gpus is not None and (replay or source("gpu") != click.core.ParameterSource.DEFAULT):
+        raise click.UsageError("--gpus cannot be combined with --gpu or --replay")
     campaign = _campaign(
         campaign, families, shape_sets, shapes, shape_files, dtypes, layouts, replay, subspace
     )
@@ -268,6 +264,10 @@ def run(
         share=share_database,
         command=masked_command(["autotune", *sys.argv[1:]]),
     )
+    if gpus is not None:  # the driver of one worker process per GPU; the workers tune
+        from autotune.cli.workers import run_on_gpus
+
+        sys.exit(run_on_gpus(gpus, request))
     if ray_address is not None:  # the driver: Ray's actors do the rest
         from autotune.cli.ray_run import run_on_ray
 

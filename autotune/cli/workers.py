@@ -1,5 +1,5 @@
-"""The command-line side of campaigns over several GPUs: `run --gpus`, `run --ray`'s summary and
-`autotune status`."""
+"""The command-line side of campaigns over several GPUs: `run --gpus`, the scheduler's progress
+and summary (also `run --ray`'s), and `autotune status`."""
 
 from __future__ import annotations
 
@@ -21,39 +21,67 @@ from autotune.gpu.interrupt import terminate_as_interrupt
 LOG_ROOT = Path("results") / "logs"
 
 
-def run_on_gpus(
-    gpus_text: str, storage: str, argv: list[str], log_root: Path = LOG_ROOT, share: bool = False
-) -> int:
-    """`autotune run ... --gpus LIST`: one `autotune run ... --gpu i` per GPU on the same
-    storage; returns the exit code (non-zero if any worker failed, 130 after Ctrl-C)."""
+def run_on_gpus(gpus_text: str, request, log_root: Path = LOG_ROOT) -> int:
+    """`autotune run ... --gpus LIST`: the campaign scheduled over one worker process per GPU of
+    this host; returns the exit code (non-zero if a worker failed, 130 after Ctrl-C)."""
     from autotune.store import hide_passwords
-    from autotune.tuning.workers import (
+    from autotune.tuning.processes import (
         GpuListError,
-        gpu_worker_specs,
+        LocalProcesses,
         parse_gpus,
-        run_workers,
         visible_gpu_count,
     )
+    from autotune.tuning.worker_session import CampaignFactory
 
     try:
         gpus = parse_gpus(gpus_text, visible_gpu_count)
     except GpuListError as err:
         raise click.UsageError(str(err)) from None
-    if not argv or argv[0] != "run":
-        raise click.UsageError("--gpus: cannot tell the run command's own arguments")
+    request = checked_request(request)
     log_dir = log_root / datetime.now().strftime("run-%Y%m%d-%H%M%S")
-    specs = gpu_worker_specs(argv, gpus, log_dir)
+    transport = LocalProcesses(CampaignFactory(request), gpus, log_dir, jobs=request.jobs)
     click.echo(
-        f"autotune: {len(specs)} workers (GPUs {', '.join(map(str, gpus))}) on storage "
-        f"{hide_passwords(storage)}; their output goes to {log_dir}/",
+        f"autotune: {len(gpus)} workers (GPUs {', '.join(map(str, gpus))}) on storage "
+        f"{hide_passwords(request.storage)}; their output goes to {log_dir}/",
         err=True,
     )
+    return schedule(transport, request)
+
+
+def checked_request(request):
+    """The request with absolute paths (a worker's working directory may be another), refused
+    here, before any worker starts, where nothing can run or the storage cannot be opened."""
+    from autotune.store import Store
+    from autotune.tuning.campaign import NothingToTune, check_runnable
+    from autotune.tuning.worker_session import absolute_paths
+
+    request = absolute_paths(request)
+    try:
+        check_runnable(request)
+    except NothingToTune as err:
+        raise click.UsageError(str(err)) from None
+    Store(request.storage, share=request.share).close()
+    return request
+
+
+def schedule(transport, request) -> int:
+    """Run the campaign through the scheduler with one progress line, then its summary."""
+    from autotune.tuning.campaign import NothingToTune
+    from autotune.tuning.scheduler import run_campaign
+
     # A scheduler's SIGTERM stops the workers the way Ctrl-C does (each is told, then waited for).
     with terminate_as_interrupt():
-        outcome = run_workers(
-            specs, storage, on_progress=ProgressPrinter(campaign_line), share=share
+        outcome = run_campaign(
+            transport,
+            request.storage,
+            on_progress=ProgressPrinter(campaign_line),
+            time_limit_s=request.time_limit_s,
+            share=request.share,
+            command=request.command,
         )
-    return report_outcome(outcome, len(specs))
+    if isinstance(outcome.plan_error, NothingToTune):  # on this GPU (its limits) nothing fits
+        raise click.UsageError(str(outcome.plan_error))
+    return report_outcome(outcome, len(outcome.returncodes))
 
 
 def report_outcome(outcome, workers: int) -> int:
@@ -109,4 +137,4 @@ def status(minutes, all_runs, storage) -> None:
     click.echo(format_status(runs, claims, minutes), nl=False)
 
 
-__all__ = ["report_outcome", "run_on_gpus", "status"]
+__all__ = ["checked_request", "report_outcome", "run_on_gpus", "schedule", "status"]

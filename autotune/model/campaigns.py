@@ -17,6 +17,7 @@ else:  # pragma: no cover
 CAMPAIGNS_FILE = package_path("autotune", "data", "campaigns.toml")
 QUICK = "quick"  # what a bare `autotune run` does
 FULL = "full"  # every family on its own shape set: code, not data (families bring their sets)
+DEFAULT_BUDGET = 12  # evaluations per study of a run that names no budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,4 +69,4 @@ def named_campaign(name: str) -> CampaignSpec:
     return CampaignSpec(name, spec.get("description", ""), tuple(pairs))
 
 
-__all__ = ["FULL", "QUICK", "CampaignSpec", "campaign_names", "named_campaign"]
+__all__ = ["DEFAULT_BUDGET", "FULL", "QUICK", "CampaignSpec", "campaign_names", "named_campaign"]

@@ -68,6 +68,21 @@ def precision_of(dtype: str) -> Precision:
     return PRECISIONS[check_dtype(dtype)]
 
 
+def family_precisions(
+    family, dtypes: tuple[str, ...] = (), layouts: tuple[str, ...] = ()
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The dtypes and layouts a family is tuned in: those asked, else its own: fp32 (NCHW) where
+    it computes (reads) it, else every one it declares (a tensor-core family's tf32, bf16 and
+    fp16 in NHWC)."""
+    own_dtypes = tuple(getattr(family, "dtypes", (DEFAULT_DTYPE,)))
+    own_layouts = tuple(getattr(family, "layouts", (DEFAULT_LAYOUT,)))
+    if not dtypes:
+        dtypes = (DEFAULT_DTYPE,) if DEFAULT_DTYPE in own_dtypes else own_dtypes
+    if not layouts:
+        layouts = (DEFAULT_LAYOUT,) if DEFAULT_LAYOUT in own_layouts else own_layouts
+    return dtypes, layouts
+
+
 __all__ = [
     "DEFAULT_DTYPE",
     "DEFAULT_LAYOUT",
@@ -78,5 +93,6 @@ __all__ = [
     "PrecisionError",
     "check_dtype",
     "check_layout",
+    "family_precisions",
     "precision_of",
 ]

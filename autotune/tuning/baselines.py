@@ -78,11 +78,11 @@ def ensure_ceilings(
             f"autotune: tensor-core ceilings not measured ({', '.join(skipped)}): PyTorch is "
             "not importable in the GPU worker; the FP32 ceilings are measured"
         )
-        (say or _say_on_stderr)(text)
+        (say or say_on_stderr)(text)
     return result
 
 
-def _say_on_stderr(text: str) -> None:
+def say_on_stderr(text: str) -> None:
     print(text, file=sys.stderr)
 
 
@@ -159,3 +159,50 @@ def baseline_tolerance(problem: Problem) -> float:
 def library_missing(results: list[tuple[Problem, BaselineResult]]) -> str | None:
     """Why no baseline could be measured at all, or None."""
     return next((r.measurement.error for _, r in results if not r.available), None)
+
+
+def library_name(problem: Problem) -> str:
+    """How messages name the library a problem is compared with ("" for none)."""
+    from autotune.model.kinds import KIND_SPECS
+
+    return KIND_SPECS[problem.kind].library_label or ""
+
+
+def ceiling_text(ceilings) -> str:
+    return ", ".join(f"{c.name} {c.value:,.0f} {c.unit}" for c in ceilings)
+
+
+def ceilings_and_baselines(
+    evaluator: Evaluator,
+    compiler: Compiler,
+    store: Store,
+    device_id: int,
+    problems: Iterable[Problem],
+    say: Callable[[str], None] | None = None,
+) -> None:
+    """Measure what this device lacks: its ceilings once, each shape's library once (cuDNN for a
+    convolution, cuBLAS for a GEMM), saying each result (to stderr unless `say` is given)."""
+    say = say or say_on_stderr
+    ceilings = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy(), say=say)
+    if ceilings is not None and not isinstance(ceilings, list):
+        say(f"autotune: ceilings not measured: {ceilings.error}")
+    elif ceilings:
+        say("autotune: measured " + ceiling_text(ceilings))
+
+    def report(problem, result) -> None:
+        if result is None or not result.available:
+            return
+        m = result.measurement
+        if m.status.ok:
+            text = f"{m.gflops(problem.flops):,.1f} GFlop/s"
+        else:
+            text = f"{m.status.value}: {m.error.splitlines()[0] if m.error else ''}"
+        say(f"autotune: {library_name(problem)} {problem.key}: {text}")
+
+    results = measure_baselines(
+        evaluator, compiler, store, device_id, problems, TimingPolicy(), on_result=report
+    )
+    for problem, result in results:
+        if not result.available:
+            text = result.measurement.error
+            say(f"autotune: no {library_name(problem)} baseline ({text}); going on without")

@@ -1,5 +1,7 @@
-"""Several worker processes on one database (PostgreSQL and SQLite): the union of their work is
-a single run's, nothing is evaluated twice, a killed worker's study is finished by the others."""
+"""Several independent campaigns on one database (PostgreSQL and SQLite), as separate `autotune
+run` commands on several hosts are: their claims split the studies, the union of their work is a
+single run's, nothing is evaluated twice, a killed one's study is finished by the others. (One
+command's own workers are handed their studies by its scheduler: test_transports.py.)"""
 
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ import sqlalchemy as sa
 
 from autotune.gpu.nvrtc_library import CompilerUnavailable, nvrtc_version
 from autotune.store import Store
-from autotune.tuning.workers import WorkerSpec, run_workers
 from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
 from tests.campaign_worker import evaluated as logged
 from tests.pg_server import pg_server, pg_url  # noqa: F401 - fixtures
@@ -220,30 +221,3 @@ def _utc(value):
 
     when = pd.Timestamp(value)
     return when.tz_localize("UTC") if when.tzinfo is None else when
-
-
-# ---------------------------------------------------------------------------------------------
-# `autotune run --gpus`-style local workers: the orchestration of autotune/workers.py
-
-
-def test_local_workers_of_one_campaign_finish_it_with_one_progress_display(
-    storage, tmp_path, expected
-) -> None:
-    cache, rows = expected
-    log = tmp_path / "local.log"
-    specs = [
-        WorkerSpec(f"w{i}", _worker_argv(storage, cache, log), tmp_path / f"w{i}.log")
-        for i in range(3)
-    ]
-    seen = []
-    env = {"PYTHONPATH": str(ROOT)}
-    outcome = run_workers(specs, storage, on_progress=seen.append, poll_s=0.2, env=env)
-    assert outcome.exit_code == 0, [p.read_text()[-2000:] for p in tmp_path.glob("w*.log")]
-    assert outcome.returncodes == {"w0": 0, "w1": 0, "w2": 0}
-    assert outcome.evaluations == len(rows) == len(logged(log))
-    assert _stored(storage) == rows
-    assert seen and seen[-1].alive == 0 and seen[-1].workers == 3
-    assert seen[-1].evaluations == len(rows)
-    counts = [p.evaluations for p in seen]
-    assert counts == sorted(counts)  # the campaign's count only grows
-    _check_database(storage)

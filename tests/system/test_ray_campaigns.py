@@ -82,7 +82,7 @@ def ray_cluster(tmp_path_factory):
 
 
 def _request(storage: str, cache: Path):
-    from autotune.cli.campaign import RunRequest
+    from autotune.tuning.campaign import RunRequest
 
     return RunRequest(
         families=("direct_naive",),
@@ -154,9 +154,9 @@ def test_a_killed_actors_study_is_finished_by_its_restart(storage, expected, ray
 def test_an_actor_lost_for_good_leaves_its_study_to_another(tmp_path, expected, ray_cluster):
     """Without restarts (a node gone for good), the killed actor's study goes back to the queue
     and the other actor tunes it; the campaign still succeeds and loses nothing."""
-    from autotune.cli.ray_run import SessionFactory, absolute_paths
-    from autotune.tuning.ray_workers import RayWorkers
-    from autotune.tuning.workers import run_workers
+    from autotune.tuning.ray_transport import RayTransport
+    from autotune.tuning.scheduler import run_campaign
+    from autotune.tuning.worker_session import CampaignFactory, absolute_paths
 
     cache, rows = expected
     storage = str(tmp_path / "shared.db")
@@ -165,11 +165,11 @@ def test_an_actor_lost_for_good_leaves_its_study_to_another(tmp_path, expected, 
     killer = threading.Thread(target=_kill_first_evaluator, args=(ray_cluster, killed), daemon=True)
     killer.start()
     request = absolute_paths(_request(storage, cache))
-    workers = RayWorkers(SessionFactory(request), storage, max_restarts=0)
-    outcome = run_workers(workers, storage, poll_s=0.2)
+    transport = RayTransport(CampaignFactory(request), storage, max_restarts=0)
+    outcome = run_campaign(transport, storage, poll_s=0.2)
     killer.join(timeout=5)
     assert killed and outcome.exit_code == 0, outcome.errors
-    assert "lost; its study went to another actor" in "".join(outcome.errors.values())
+    assert "lost; its study went to another worker" in "".join(outcome.errors.values())
     assert _stored(storage) == rows
     evaluated = logged(ray_cluster)
     configs = [defines for _, defines in evaluated]

@@ -8,12 +8,12 @@ import pytest
 from click.testing import CliRunner
 
 from autotune.cli.app import main
-from autotune.cli.campaign import RunRequest, family_precisions, pair_request
 from autotune.families import FAMILIES
 from autotune.families.files import KERNEL_DIR, SPACE_DIR
 from autotune.families.implicit_gemm import ImplicitGemm
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.shapes import collect_shapes, in_precisions, named_shapes
+from autotune.tuning.campaign import RunRequest, family_precisions, pair_request
 
 
 class TensorCoreStandIn(ImplicitGemm):

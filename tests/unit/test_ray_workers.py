@@ -1,5 +1,5 @@
-"""`run --ray` without a cluster: where actors may go and with how many compile processes, the
-command line's checks, and the message when Ray is missing."""
+"""`run --ray` without a cluster (the scheduler's Ray transport): where actors may go and with
+how many compile processes, the command line's checks, and the message when Ray is missing."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from autotune.cli.app import main
-from autotune.cli.campaign import RunRequest
-from autotune.cli.ray_run import absolute_paths
-from autotune.tuning.ray_workers import (
+from autotune.tuning.campaign import RunRequest
+from autotune.tuning.ray_transport import (
     RayUnavailable,
     check_placement,
     connect,
@@ -20,6 +19,7 @@ from autotune.tuning.ray_workers import (
     is_sqlite,
     node_jobs,
 )
+from autotune.tuning.worker_session import absolute_paths
 
 PG = "postgresql+psycopg://u:secret@db/autotune"
 

@@ -8,15 +8,15 @@ import re
 import pytest
 from click.testing import CliRunner
 
-import autotune.cli.campaign as campaign_module
 import autotune.cli.run as run_module
 import autotune.gpu.evaluator
+import autotune.tuning.campaign as campaign_module
 from autotune.cli.app import main
-from autotune.cli.campaign import RunRequest, pair_request
 from autotune.cli.estimate import Eta, estimate_run
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.campaigns import FULL, QUICK, named_campaign
 from autotune.model.space import DeviceLimits
+from autotune.tuning.campaign import RunRequest, pair_request
 from autotune.tuning.studies import CampaignOutcome, Progress, plan_studies
 from autotune.tuning.tuner import Tuner
 from tests.conftest import SyntheticEvaluator

@@ -1,9 +1,9 @@
-"""`autotune run --gpus` orchestration with fake workers, and `autotune status`: no GPU needed."""
+"""`autotune run --gpus`: the scheduler's local transport with real worker processes running
+sessions without a GPU (tests/fake_sessions.py), and `autotune status`."""
 
 from __future__ import annotations
 
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -14,31 +14,13 @@ from autotune.cli.app import main
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import Config
 from autotune.store import Store, StudyClaim
-from autotune.tuning import workers
-from autotune.tuning.workers import (
-    GpuListError,
-    WorkerSpec,
-    gpu_worker_specs,
-    parse_gpus,
-    run_workers,
-    worker_argv,
-)
+from autotune.tuning.processes import GpuListError, LocalProcesses, parse_gpus, worker_jobs
+from autotune.tuning.scheduler import run_campaign
+from tests.fake_sessions import FakeFactory, tuned
 
-# The mark is made inside the try: a Ctrl-C sent once it exists always lands there.
-SLEEPER = """
-import pathlib, sys, time
-mark = pathlib.Path(sys.argv[1])
-try:
-    mark.with_suffix(".started").touch()
-    time.sleep(120)
-except KeyboardInterrupt:
-    mark.with_suffix(".stopped").touch()
-    sys.exit(130)
-"""
-
-
-def _python(code: str, *args: str) -> list[str]:
-    return [sys.executable, "-c", code, *args]
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {"PYTHONPATH": str(ROOT)}  # the workers unpickle tests.fake_sessions
+COSTS = tuple((f"s{i}", float(i)) for i in range(6))
 
 
 def test_parse_gpus() -> None:
@@ -53,65 +35,81 @@ def test_parse_gpus() -> None:
         parse_gpus("all", lambda: 0)
 
 
-def test_worker_argv_drops_gpus_adds_gpu_and_a_share_of_the_cores() -> None:
-    argv = ["run", "--family", "x", "--gpus", "0,1", "--budget", "5"]
-    assert worker_argv(argv, 1, 8) == [
-        "run", "--family", "x", "--budget", "5", "--jobs", "8", "--gpu", "1"
-    ]  # fmt: skip
-    assert worker_argv(["run", "--gpus=all", "--jobs", "3"], 0, 8) == [
-        "run", "--jobs", "3", "--gpu", "0"
-    ]  # fmt: skip
-    specs = gpu_worker_specs(["run", "--gpus", "all"], [0, 2], Path("logs"), cores=16)
-    assert [s.name for s in specs] == ["gpu0", "gpu2"]
-    assert specs[1].argv[1:] == ["-m", "autotune", "run", "--jobs", "8", "--gpu", "2"]
-    assert specs[1].log == Path("logs/gpu2.log")
+def _campaign(tmp_path, gpus=(0, 1), on_progress=None, grace_s=30.0, **fake):
+    storage, log = str(tmp_path / "s.db"), tmp_path / "tuned.log"
+    factory = FakeFactory(storage, str(log), fake.pop("costs", COSTS), **fake)
+    transport = LocalProcesses(factory, gpus, tmp_path / "logs", jobs=1, env=ENV)
+    outcome = run_campaign(
+        transport, storage, on_progress=on_progress, poll_s=0.05, stop_grace_s=grace_s
+    )
+    return outcome, log
 
 
-def test_a_failed_worker_makes_the_campaign_fail_and_its_log_is_kept(tmp_path) -> None:
-    specs = [
-        WorkerSpec("good", _python("print('fine')"), tmp_path / "good.log"),
-        WorkerSpec("bad", _python("import sys; print('boom'); sys.exit(3)"), tmp_path / "bad.log"),
-    ]
+def test_worker_jobs_share_the_cores_among_the_gpus() -> None:
+    assert worker_jobs(2, None, cores=16) == 8
+    assert worker_jobs(3, None, cores=2) == 1  # never none
+    assert worker_jobs(2, 5, cores=16) == 5  # --jobs given: each worker's
+
+
+def test_local_workers_tune_each_study_once_longest_first(tmp_path) -> None:
     seen = []
-    outcome = run_workers(specs, str(tmp_path / "s.db"), on_progress=seen.append, poll_s=0.05)
-    assert outcome.returncodes == {"good": 0, "bad": 3}
-    assert outcome.failed == ["bad"] and outcome.exit_code == 1 and not outcome.interrupted
-    assert "boom" in (tmp_path / "bad.log").read_text()
-    assert seen[-1].alive == 0 and seen[-1].workers == 2 and seen[-1].evaluations == 0
+    outcome, log = _campaign(tmp_path, on_progress=seen.append)
+    assert outcome.exit_code == 0, outcome.errors
+    assert outcome.returncodes == {"gpu0": 0, "gpu1": 0}
+    keys = [key for _, _, key in tuned(log)]
+    assert sorted(keys) == sorted(k for k, _ in COSTS)  # each once, none twice
+    assert keys[:2] == ["s5", "s4"] or keys[:2] == ["s4", "s5"]  # the longest first
+    assert {gpu for _, gpu, _ in tuned(log)} == {0, 1}  # both GPUs' workers tuned
+    assert len({pid for pid, _, _ in tuned(log)}) == 2
+    assert all((tmp_path / f"tuned.log.closed.{g}").exists() for g in (0, 1))  # runs finished
+    assert seen[-1].alive == 0 and (seen[-1].studies_done, seen[-1].studies_total) == (6, 6)
+    with Store(str(tmp_path / "s.db")) as store:
+        assert store.claims().empty
+
+
+def test_a_worker_that_cannot_open_leaves_its_share_to_the_others(tmp_path) -> None:
+    outcome, log = _campaign(tmp_path, fail_open_gpu=1)
+    assert outcome.returncodes == {"gpu0": 0, "gpu1": 1} and outcome.exit_code == 1
+    assert "GPU 1 is not there" in outcome.errors["gpu1"]
+    assert sorted(key for _, _, key in tuned(log)) == sorted(k for k, _ in COSTS)
+
+
+def test_a_dead_workers_study_is_tuned_by_another(tmp_path) -> None:
+    outcome, log = _campaign(tmp_path, die_on="s3")
+    assert outcome.exit_code == 0, outcome.errors
+    assert sorted(key for _, _, key in tuned(log)) == sorted(k for k, _ in COSTS)
+    (dead,) = [n for n, e in outcome.errors.items() if "went to another worker" in e]
+    assert "exit code 9" in outcome.errors[dead]
+
+
+def _interrupt_once_started(tmp_path, gpus):
+    def interrupt(progress) -> None:
+        if all((tmp_path / f"tuned.log.started.{g}").exists() for g in gpus):
+            raise KeyboardInterrupt  # as a terminal's Ctrl-C reaches the driver
+
+    return interrupt
 
 
 def test_ctrl_c_stops_every_worker_cleanly(tmp_path) -> None:
-    marks = [tmp_path / f"w{i}.mark" for i in range(3)]
-    specs = [
-        WorkerSpec(f"w{i}", _python(SLEEPER, str(mark)), tmp_path / f"w{i}.log")
-        for i, mark in enumerate(marks)
-    ]
-
-    def interrupt_once_all_started(progress) -> None:
-        if all(m.with_suffix(".started").exists() for m in marks):
-            raise KeyboardInterrupt  # as a terminal's Ctrl-C reaches the parent
-
+    gpus = (0, 1, 2)
     began = time.monotonic()
-    outcome = run_workers(
-        specs, str(tmp_path / "s.db"), on_progress=interrupt_once_all_started, poll_s=0.05
+    outcome, _ = _campaign(
+        tmp_path, gpus, on_progress=_interrupt_once_started(tmp_path, gpus), wait_for_stop=True
     )
     assert time.monotonic() - began < 60
-    assert outcome.interrupted and outcome.exit_code == 130
-    assert outcome.returncodes == {"w0": 130, "w1": 130, "w2": 130}
-    assert all(m.with_suffix(".stopped").exists() for m in marks)  # each ran its own clean stop
+    assert outcome.interrupted and outcome.exit_code == 130 and not outcome.failed
+    assert outcome.returncodes == {"gpu0": 130, "gpu1": 130, "gpu2": 130}
+    for g in gpus:  # each ran its own clean stop, then finished its run
+        assert (tmp_path / f"tuned.log.stopped.{g}").exists()
+        assert (tmp_path / f"tuned.log.closed.{g}").exists()
+    assert all(r.interrupted for r in outcome.reports)
 
 
 @pytest.mark.parametrize("inherited", ["blocked", "ignored"])
 def test_workers_stop_on_ctrl_c_whatever_sigint_state_the_parent_had(tmp_path, inherited) -> None:
     """A harness, a thread or a script's `cmd &` may start the campaign with SIGINT blocked or
     ignored; its workers inherited that, never saw the stop, and were killed (exit -9)."""
-    marks = [tmp_path / f"w{i}.mark" for i in range(2)]
-    specs = [WorkerSpec(m.stem, _python(SLEEPER, str(m)), m.with_suffix(".log")) for m in marks]
-
-    def interrupt_once_all_started(progress) -> None:
-        if all(m.with_suffix(".started").exists() for m in marks):
-            raise KeyboardInterrupt
-
+    gpus = (0, 1)
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, set())
     handler = signal.getsignal(signal.SIGINT)
     if inherited == "blocked":
@@ -119,12 +117,12 @@ def test_workers_stop_on_ctrl_c_whatever_sigint_state_the_parent_had(tmp_path, i
     else:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        outcome = run_workers(
-            specs,
-            str(tmp_path / "s.db"),
-            on_progress=interrupt_once_all_started,
-            poll_s=0.05,
-            stop_grace_s=10,
+        outcome, _ = _campaign(
+            tmp_path,
+            gpus,
+            on_progress=_interrupt_once_started(tmp_path, gpus),
+            grace_s=10,
+            wait_for_stop=True,
         )
         # What the parent had is what it has after starting them.
         assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == mask | (
@@ -134,53 +132,37 @@ def test_workers_stop_on_ctrl_c_whatever_sigint_state_the_parent_had(tmp_path, i
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         signal.signal(signal.SIGINT, handler)
-    assert outcome.returncodes == {"w0": 130, "w1": 130}
-    assert all(m.with_suffix(".stopped").exists() for m in marks)
+    assert outcome.returncodes == {"gpu0": 130, "gpu1": 130}
+    assert all((tmp_path / f"tuned.log.stopped.{g}").exists() for g in gpus)
 
 
 def test_a_worker_ignoring_ctrl_c_is_killed_after_the_grace(tmp_path) -> None:
-    stubborn = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(120)"
-    specs = [WorkerSpec("w", _python(stubborn), tmp_path / "w.log")]
-    calls = []
-
-    def interrupt(progress) -> None:
-        calls.append(progress)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-
     began = time.monotonic()
-    outcome = run_workers(
-        specs, str(tmp_path / "s.db"), on_progress=interrupt, poll_s=0.05, stop_grace_s=0.5
+    outcome, _ = _campaign(
+        tmp_path,
+        (0,),
+        on_progress=_interrupt_once_started(tmp_path, (0,)),
+        grace_s=0.5,
+        wait_for_stop=True,
+        ignore_sigint=True,
     )
     assert time.monotonic() - began < 30
-    assert outcome.interrupted and outcome.returncodes["w"] < 0  # killed by a signal
+    assert outcome.interrupted and outcome.returncodes["gpu0"] < 0  # killed by a signal
 
 
-def test_run_gpus_cli_starts_one_worker_per_gpu_and_fails_if_one_does(
-    tmp_path, monkeypatch
-) -> None:
+def test_run_gpus_cli_starts_a_worker_per_gpu_and_fails_if_they_do(tmp_path, monkeypatch) -> None:
+    """The whole command on a machine without a GPU: each worker process fails to open its GPU,
+    says why in one line, and the command exits 1 with one summary."""
     monkeypatch.chdir(tmp_path)
-    made = []
-
-    def fake_specs(argv, gpus, log_dir, cores=None):
-        made.append((list(argv), list(gpus), log_dir))
-        code = "import sys; print('worker', sys.argv[1]); sys.exit(int(sys.argv[1]) == 1)"
-        return [WorkerSpec(f"gpu{g}", _python(code, str(g)), log_dir / f"gpu{g}.log") for g in gpus]
-
-    monkeypatch.setattr(workers, "gpu_worker_specs", fake_specs)
-    argv = ["run", "--family", "direct_naive", "--gpus", "0,1", "--storage", "s.db"]
-    monkeypatch.setattr(sys, "argv", ["autotune", *argv])
-    result = CliRunner().invoke(main, argv)
+    argv = ["run", "--family", "direct_naive", "--shapes", "smoke", "--gpus", "0,1"]
+    result = CliRunner().invoke(main, [*argv, "--storage", "s.db"])
     assert result.exit_code == 1, result.output
-    assert made[0][:2] == (argv, [0, 1])
-    assert "worker gpu1 failed (exit code 1)" in result.output and "worker 1" in result.output
-    assert "2 workers" in result.output
-    logs = sorted(p.name for p in made[0][2].glob("*.log"))
-    assert logs == ["gpu0.log", "gpu1.log"] and made[0][2].parent == Path("results/logs")
-
-    argv = ["run", "--gpus", "0", "--storage", "s.db"]
-    monkeypatch.setattr(sys, "argv", ["autotune", *argv])
-    assert CliRunner().invoke(main, argv).exit_code == 0
+    assert "2 workers (GPUs 0, 1)" in result.output
+    assert "worker gpu0 failed (exit code 1)" in result.output
+    assert "worker gpu1 failed (exit code 1)" in result.output
+    assert "Traceback" not in result.output
+    logs = sorted(p.name for p in Path("results/logs").glob("run-*/*.log"))
+    assert logs == ["gpu0.log", "gpu1.log"]
 
 
 @pytest.mark.parametrize(
@@ -189,6 +171,7 @@ def test_run_gpus_cli_starts_one_worker_per_gpu_and_fails_if_one_does(
         (["--gpus", "0,x"], "expected 'all' or indices"),
         (["--gpus", "0,0"], "named twice"),
         (["--gpus", "0,1", "--gpu", "1"], "cannot be combined"),
+        (["--gpus", "0", "--family", "sgemm", "--shapes", "smoke"], "nothing to tune"),
     ],
 )
 def test_run_gpus_bad_input_is_a_usage_error(args, message, tmp_path) -> None:

@@ -1,21 +1,28 @@
-"""Opening a campaign for `autotune run` and for each `run --ray` actor: the request as plain
-values, the replay or the GPU, and the studies planned on it."""
+"""Opening a campaign for `autotune run` and for each worker of a scheduled campaign (`run --gpus`,
+`run --ray`): the request as plain values, the replay or the GPU, and the studies planned on it."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from autotune.cli.measure import Say, ceilings_and_baselines, say_on_stderr
-from autotune.cli.options import DEFAULT_BUDGET, DEFAULT_CACHE, family_precisions
 from autotune.families import get_family, with_directories
+from autotune.gpu.compiler import DEFAULT_CACHE
 from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
-from autotune.model.campaigns import FULL, named_campaign
+from autotune.model.campaigns import DEFAULT_BUDGET, FULL, named_campaign
 from autotune.model.observe import Observe
-from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
+from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT, family_precisions
 from autotune.model.shapes import collect_shapes, in_precisions, named_shapes
 from autotune.strategies import DEFAULT_STRATEGY
+
+Say = Callable[[str], None]  # where a campaign's messages go (stderr, as one line each)
+
+
+def say_on_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 class NothingToTune(ValueError):
@@ -60,8 +67,8 @@ class RunRequest:
 
 @dataclass
 class Campaign:
-    """A run's open session (store and runner) and its planned studies (`tune` and each `--ray`
-    actor)."""
+    """A run's open session (store and runner) and its planned studies (`autotune run`, and each
+    worker of a scheduled campaign)."""
 
     session: Any  # tuning.session.Session
     storage: str
@@ -99,6 +106,8 @@ class Campaign:
     def measure_libraries(self, problems: list, say: Say = say_on_stderr) -> None:
         """The device's ceilings and these problems' library baselines, where not stored."""
         if self.baselines:
+            from autotune.tuning.baselines import ceilings_and_baselines
+
             runner = self.session.runner
             ceilings_and_baselines(
                 runner.evaluator, runner.compiler, self.store, self.session.device_id, problems, say
@@ -171,7 +180,7 @@ def campaign_pairs(request: RunRequest) -> list:
 
 def check_runnable(request: RunRequest) -> None:
     """NothingToTune where no pair could run on any device (each family's problem kind and its
-    own checks): for a driver that has no GPU to plan on (`run --ray`)."""
+    own checks): for a scheduler's driver, which has no GPU to plan on (`run --gpus`, `--ray`)."""
     from autotune.families import UnsupportedProblem
 
     pairing = pair_request(request)
@@ -325,11 +334,13 @@ def _reasons(skipped: list, refused: tuple[str, ...] | list[str] = (), shown: in
 __all__ = [
     "Campaign",
     "NothingToTune",
-    "RunRequest",
     "Pairing",
+    "RunRequest",
+    "Say",
     "campaign_pairs",
     "check_runnable",
     "family_precisions",
-    "pair_request",
     "open_campaign",
+    "pair_request",
+    "say_on_stderr",
 ]
