@@ -177,6 +177,13 @@ class StoreBase:
             self._stamp = facts.application_id == 0 and not facts.foreign_tables()
             return
         others = facts.foreign_tables()
+        in_creation = set(facts.tables) - {"meta"} and facts.version is None
+        if in_creation and not others and create and not self.read_only:
+            # Only tables of ours, without the meta row yet: another autotune process is
+            # creating this file right now (several workers opening one new database). Creating
+            # is idempotent, and the version row goes in once (_create).
+            self._stamp = True
+            return
         if facts.empty:
             if not create or self.read_only:
                 raise StoreError(

@@ -159,3 +159,22 @@ def test_a_store_opened_read_only_refuses_writes(tmp_path):
     db = _ours(tmp_path / "r.db")
     with Store(db, create=False) as store, pytest.raises(StoreError):
         store.register_device(DeviceInfo(name="A100", compute_capability="8.0", sm_count=108))
+
+
+def test_a_file_another_autotune_is_creating_right_now_is_taken_as_ours(tmp_path):
+    # Several workers open one new database at once: one of them has created some of our
+    # tables, not yet the meta row. The others must join in, not call it another program's.
+    db = tmp_path / "new.db"
+    with sqlite3.connect(db) as con:
+        con.execute(
+            "CREATE TABLE devices (id INTEGER PRIMARY KEY, name TEXT, compute_capability TEXT)"
+        )
+    Store(db).close()
+    assert _app_id(db) == APPLICATION_ID
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    other = tmp_path / "other.db"  # one table not of ours: still another program's
+    with sqlite3.connect(other) as con:
+        con.execute("CREATE TABLE devices (id INTEGER PRIMARY KEY, colour TEXT)")
+    with pytest.raises(StoreError, match="another application"):
+        Store(other)
