@@ -43,6 +43,8 @@ class Runner(Protocol):
     # True: one configuration in flight, so every result is told in ask order and a replayed
     # search is decided by its seed alone.
     in_order: bool
+    # Why compiled kernels could not be cached on disk (None when they were, or nothing compiles).
+    cache_error: str | None
 
     def kernel_digest(self, family: Any) -> str:
         """The digest of the family's code as this runner builds it: stored with each of its

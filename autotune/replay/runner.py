@@ -25,6 +25,7 @@ class ReplayRunner:
     flight at a time, so a replayed run is as deterministic as the strategy's seed."""
 
     in_order = True
+    cache_error = None  # nothing is compiled
 
     def __init__(self, studies: list[RecordedStudy]) -> None:
         if not studies:

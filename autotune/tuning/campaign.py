@@ -87,8 +87,7 @@ class Campaign:
     @property
     def cache_error(self) -> str | None:
         """Why the cubin cache could not be written, if it could not (a replay has none)."""
-        compiler = getattr(self.session.runner, "compiler", None)
-        return compiler.cache_error if compiler is not None else None
+        return self.session.runner.cache_error
 
     def tuner(self, request: RunRequest, on_progress=None, **options):
         return self.session.tuner(

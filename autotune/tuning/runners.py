@@ -39,6 +39,10 @@ class GpuRunner:
     def compiler_version(self) -> str:
         return self.compiler.version
 
+    @property
+    def cache_error(self) -> str | None:
+        return self.compiler.cache_error
+
     def kernel_digest(self, family: Family) -> str:
         """The family's code as this runner's compiler builds it (source, headers, options)."""
         return self.compiler.kernel_digest(family)
