@@ -26,7 +26,8 @@ from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.model.problem import ConvProblem
 from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 from tests.conftest import SyntheticEvaluator
 
 EVAL_S = 0.05  # long enough for a kill to land mid-evaluation, short enough for CI

@@ -60,7 +60,7 @@ def run_autotune(k: int, evals: int, seed: int, storage: str, jobs: int | None, 
 
 def _tuned(session, problem, seed: int, evals: int, jobs: int | None, k: int) -> dict:
     from autotune.families import get_family
-    from autotune.tuning.tuner import plan_studies
+    from autotune.tuning.studies import plan_studies
 
     studies, skipped = plan_studies([(get_family("tiled2d"), problem)], session.runner.limits)
     if not studies:

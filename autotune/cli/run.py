@@ -39,7 +39,7 @@ from autotune.tuning.campaign import NothingToTune, RunRequest, Say, open_campai
 if TYPE_CHECKING:
     import pandas as pd
 
-    from autotune.tuning.tuner import CampaignOutcome
+    from autotune.tuning.studies import CampaignOutcome
 
 SUMMARY_COLUMNS = ("family", "shape", "config", "time_ms", "gflops", "speedup", "efficiency")
 RUN_PRECISION_HELP = (

@@ -17,18 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from autotune.gpu.given import argument_names
+from autotune.model import observe as names
 from autotune.model.evaluator import WithOutputs
-from autotune.model.observe import (
-    ENERGY_J,
-    MEM_CLOCK_MHZ,
-    POWER_W,
-    SM_CLOCK_MAX_MHZ,
-    SM_CLOCK_MHZ,
-    SM_CLOCK_MIN_MHZ,
-    TEMPERATURE_C,
-    THROTTLED,
-    Observe,
-)
+from autotune.model.observe import Observe
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import DeviceLimits
 
@@ -72,14 +63,15 @@ def _readings(observe: Observe | None, ms: float) -> dict:
         return {}
     found: dict[str, float] = {}
     if observe.power:
-        found[POWER_W] = 300.0
+        found[names.POWER_W] = 300.0
     if observe.energy:
-        found[ENERGY_J] = 300.0 * ms / 1e3
+        found[names.ENERGY_J] = 300.0 * ms / 1e3
     if observe.clocks:
-        found.update({SM_CLOCK_MHZ: 1980.0, SM_CLOCK_MIN_MHZ: 1980.0, SM_CLOCK_MAX_MHZ: 1980.0})
-        found.update({MEM_CLOCK_MHZ: 2619.0, THROTTLED: 0.0})
+        for name in (names.SM_CLOCK_MHZ, names.SM_CLOCK_MIN_MHZ, names.SM_CLOCK_MAX_MHZ):
+            found[name] = 1980.0
+        found.update({names.MEM_CLOCK_MHZ: 2619.0, names.THROTTLED: 0.0})
     if observe.temperature:
-        found[TEMPERATURE_C] = 50.0
+        found[names.TEMPERATURE_C] = 50.0
     return {"observations": tuple(sorted(found.items()))}
 
 

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from autotune import package_path
 from autotune.model.parsing import parse_shape
 from autotune.model.problem import Problem, ProblemError
+from autotune.model.shapes import read_toml
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover
-    import tomli as tomllib
+    pass
 
 CAMPAIGNS_FILE = package_path("autotune", "data", "campaigns.toml")
 QUICK = "quick"  # what a bare `autotune run` does
@@ -34,13 +35,7 @@ class CampaignSpec:
 
 
 def _load() -> dict[str, dict]:
-    try:
-        with CAMPAIGNS_FILE.open("rb") as fh:
-            return tomllib.load(fh)
-    except OSError as err:
-        raise ProblemError(f"cannot read the campaigns ({err})") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ProblemError(f"{CAMPAIGNS_FILE}: malformed TOML ({err})") from None
+    return read_toml(CAMPAIGNS_FILE, "campaigns")
 
 
 def campaign_names() -> list[str]:

@@ -23,14 +23,19 @@ else:  # pragma: no cover
 SHAPE_SETS_FILE = package_path("autotune", "data", "shape_sets.toml")
 
 
-def _load_sets() -> dict[str, dict]:
+def read_toml(path: Path, what: str) -> dict[str, dict]:
+    """A TOML data file of the package (`what` names it in errors), or a one-line ProblemError."""
     try:
-        with SHAPE_SETS_FILE.open("rb") as fh:
+        with path.open("rb") as fh:
             return tomllib.load(fh)
     except OSError as err:
-        raise ProblemError(f"cannot read the shape sets ({err})") from None
+        raise ProblemError(f"cannot read the {what} ({err})") from None
     except tomllib.TOMLDecodeError as err:
-        raise ProblemError(f"{SHAPE_SETS_FILE}: malformed TOML ({err})") from None
+        raise ProblemError(f"{path}: malformed TOML ({err})") from None
+
+
+def _load_sets() -> dict[str, dict]:
+    return read_toml(SHAPE_SETS_FILE, "shape sets")
 
 
 def shape_set_names() -> list[str]:

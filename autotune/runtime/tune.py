@@ -10,7 +10,7 @@ from autotune.gpu.timing import TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.runtime.lookup import LookupMiss, callable_family
 from autotune.tuning.session import open_gpu_session
-from autotune.tuning.tuner import plan_studies
+from autotune.tuning.studies import plan_studies
 
 
 def tune_shape(

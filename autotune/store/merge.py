@@ -22,6 +22,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from autotune.store.engine import StoreBase, StoreError, default_url, hide_passwords, one_line
 from autotune.store.migrations import UPGRADABLE_FROM, immediate_transaction
 from autotune.store.schema import (
+    EVALUATION_IDENTITY,
     SCHEMA_VERSION,
     baselines_table,
     ceilings_table,
@@ -40,14 +41,7 @@ CHUNK_ROWS = 2_000  # rows read and inserted at a time: a large source never sit
 IDENTITY = {
     devices_table: ("name", "compute_capability", "sm_count", "driver_version"),
     runs_table: ("device_id", "started_at", "host", "command"),
-    evaluations_table: (
-        "device_id",
-        "family",
-        "problem_key",
-        "config",
-        "protocol",
-        "kernel_digest",
-    ),
+    evaluations_table: EVALUATION_IDENTITY,
     baselines_table: ("device_id", "library", "problem_key", "protocol"),
     ceilings_table: ("device_id", "name", "protocol", "created_at"),
 }

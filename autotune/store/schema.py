@@ -87,6 +87,10 @@ runs_table = sa.Table(
     sa.Column("host", sa.String(255), nullable=False),
 )
 
+# What makes an evaluation itself: its study, its configuration, the timing protocol and the code
+# measured. Unique in the table; a merge matches rows by it.
+EVALUATION_IDENTITY = ("device_id", "family", "problem_key", "config", "protocol", "kernel_digest")
+
 evaluations_table = sa.Table(
     "evaluations",
     METADATA,
@@ -117,15 +121,7 @@ evaluations_table = sa.Table(
     # One row per finished evaluation, protocol and kernel digest (a re-measurement under a new
     # protocol, or of changed code, is a new row; the old one stays); the index also serves the
     # per-study queries.
-    sa.UniqueConstraint(
-        "device_id",
-        "family",
-        "problem_key",
-        "config",
-        "protocol",
-        "kernel_digest",
-        name="uq_evaluations",
-    ),
+    sa.UniqueConstraint(*EVALUATION_IDENTITY, name="uq_evaluations"),
 )
 
 ceilings_table = sa.Table(

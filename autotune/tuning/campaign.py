@@ -209,7 +209,7 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
     """Open the replay or the GPU (request.gpu unless `gpu` is given) and plan the studies (cut
     to their pins, dropping what cannot fit); the evaluator is closed again on an error."""
     from autotune.store import hide_passwords
-    from autotune.tuning.tuner import Skipped, plan_studies
+    from autotune.tuning.studies import Skipped, plan_studies
 
     def tuned_pairs():
         return pair_request(request)
@@ -301,7 +301,7 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
 def _fitting(studies: list, memory_bytes: int) -> tuple[list, list]:
     """The studies whose problem's own arrays fit in the device's memory, and the others as
     skipped (they would only fail, one candidate after another, out of memory)."""
-    from autotune.tuning.tuner import Skipped
+    from autotune.tuning.studies import Skipped
 
     if not memory_bytes:  # not known (a replay, an evaluator that does not say)
         return studies, []

@@ -15,7 +15,7 @@ from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import Config, DeviceLimits
 from autotune.store import Store
-from autotune.tuning.tuner import Skipped, Study, plan_studies
+from autotune.tuning.studies import Skipped, Study, plan_studies
 
 
 def remeasure_studies(

@@ -21,7 +21,8 @@ from autotune.model.runner import Runner
 from autotune.store import Store
 from autotune.strategies import DEFAULT_STRATEGY
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Progress, Tuner, register_device
+from autotune.tuning.studies import Progress
+from autotune.tuning.tuner import Tuner, register_device
 
 
 def versions(runner: Runner) -> dict[str, str]:

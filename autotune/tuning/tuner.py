@@ -27,7 +27,6 @@ from autotune.tuning.studies import (
     Study,
     StudyOutcome,
     estimated_cost_s,
-    plan_studies,
     study_target,
     valid_count,
 )
@@ -306,14 +305,4 @@ class Tuner:
             self.gpu_busy_s += time.monotonic() - busy_from
 
 
-__all__ = [
-    "CampaignOutcome",
-    "Progress",
-    "Skipped",
-    "Study",
-    "StudyOutcome",
-    "Tuner",
-    "estimated_cost_s",
-    "plan_studies",
-    "register_device",
-]
+__all__ = ["Tuner", "register_device"]

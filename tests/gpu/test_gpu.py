@@ -18,7 +18,8 @@ from autotune.model.records import Status
 from autotune.model.shapes import in_precisions
 from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 from tests.gpu_checks import failures
 
 pytestmark = pytest.mark.gpu

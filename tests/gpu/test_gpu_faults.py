@@ -12,7 +12,8 @@ from autotune.model.records import Status
 from autotune.model.space import Config
 from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 from tests.fault_family import FaultInjection, expected_status
 
 pytestmark = pytest.mark.gpu

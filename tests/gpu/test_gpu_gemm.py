@@ -15,7 +15,8 @@ from autotune.model.records import Status
 from autotune.model.space import Config
 from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 from tests.gpu_checks import failures
 
 pytestmark = pytest.mark.gpu

@@ -14,7 +14,8 @@ from autotune.gpu.session import TimingPolicy
 from autotune.model.space import Config
 from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 from tests.gpu_checks import failures
 from tests.nvrtc.test_implicit_gemm import STRIDED
 from tests.nvrtc.test_implicit_gemm_gather import PROBED

@@ -15,7 +15,8 @@ from autotune.gpu.session import TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 from tests.gpu_checks import failures
 
 pytestmark = pytest.mark.gpu

@@ -18,7 +18,8 @@ from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Sta
 from autotune.model.space import DeviceLimits
 from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 
 SAMPLES = Path(__file__).parents[1] / "data" / "early_stop_samples.json.gz"
 

@@ -23,7 +23,8 @@ from autotune.replay.runner import ReplayRunner
 from autotune.store import Store
 from autotune.tuning.remeasure import protocol_comparison, remeasure_studies
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
 OTHER = ConvProblem(N=17, K=3, C=5, F=4)

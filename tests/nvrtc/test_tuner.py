@@ -13,7 +13,8 @@ from autotune.model.records import Status
 from autotune.model.space import Config, DeviceLimits
 from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
 
@@ -268,7 +269,7 @@ def test_a_finished_study_is_ranked_last_whatever_its_size(compiler, store, synt
 
 def test_estimated_cost_grows_with_size_and_evaluations():
     from autotune.gpu.session import TimingPolicy
-    from autotune.tuning.tuner import estimated_cost_s
+    from autotune.tuning.studies import estimated_cost_s
 
     timing = TimingPolicy()
     assert estimated_cost_s(10**9, 0, timing) == 0

@@ -22,7 +22,8 @@ from autotune.model.space import Config, DeviceLimits
 from autotune.store import SCHEMA_VERSION, Store, StudyClaim
 from autotune.tuning.claims import StudyClaims, host_identity, process_gone
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
 from tests.campaign_worker import evaluated as logged
 from tests.conftest import SyntheticEvaluator

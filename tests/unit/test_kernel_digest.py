@@ -14,7 +14,8 @@ from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import Config, DeviceLimits
 from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
 

@@ -33,7 +33,8 @@ from autotune.store import Store
 from autotune.strategies import DEFAULT_STRATEGY, make_strategy
 from autotune.strategies.local import Coordinates
 from autotune.strategies.transfer import Transfer, shape_distance, transfer_seeds
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 
 DEVICE = "Recorded GPU"
 SHAPES = [

@@ -16,7 +16,8 @@ from autotune.gpu.session import TimingPolicy
 from autotune.model.shapes import named_shapes
 from autotune.model.space import Config
 from autotune.store import Store
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 from autotune.tuning.runners import GpuRunner
 
 F = get_family("conv3d")

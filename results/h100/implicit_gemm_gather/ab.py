@@ -17,8 +17,9 @@ from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.model.space import Config
 from autotune.store import Store
-from autotune.tuning.tuner import Tuner, plan_studies
 from autotune.tuning.runners import GpuRunner
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 
 OUT = Path(os.environ.get("OUT", "/tmp"))
 LIMIT_S = float(sys.argv[1]) if len(sys.argv) > 1 else 200
