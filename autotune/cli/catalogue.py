@@ -32,8 +32,8 @@ def families(kernel_dirs) -> None:
         click.echo(f"{family.name}: {family.description}")
         click.echo(f"    paper: {family.paper}; default shapes: {family.default_shape_set}")
         click.echo(f"    layout: {family.layout}; precision: {family.precision}")
-        dtypes, layouts = getattr(family, "dtypes", ("fp32",)), getattr(family, "layouts", ())
-        if tuple(dtypes) != ("fp32",) or tuple(layouts or ("NCHW",)) != ("NCHW",):
+        dtypes, layouts = family.dtypes, family.layouts
+        if tuple(dtypes) != ("fp32",) or tuple(layouts) != ("NCHW",):
             click.echo(f"    computes: {'/'.join(dtypes)} in {'/'.join(layouts)}")
         tunables = ", ".join(f"{p.name} {list(p.values)}" for p in space.parameters)
         click.echo(f"    tunables: {tunables}")

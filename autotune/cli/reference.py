@@ -88,7 +88,7 @@ def family_reference() -> str:
         "|---|---|---|---|---|",
     ]
     for family in FAMILIES.values():
-        kind = getattr(family.problem_type, "kind", "")
+        kind = family.problem_type.kind
         lines.append(
             f"| [`{family.name}`](#{family.name}) | {kind} | {', '.join(family.dtypes)} | "
             f"{', '.join(family.layouts)} | `{family.default_shape_set}` |"

@@ -74,8 +74,7 @@ def family_precisions(
     """The dtypes and layouts a family is tuned in: those asked, else its own: fp32 (NCHW) where
     it computes (reads) it, else every one it declares (a tensor-core family's tf32, bf16 and
     fp16 in NHWC)."""
-    own_dtypes = tuple(getattr(family, "dtypes", (DEFAULT_DTYPE,)))
-    own_layouts = tuple(getattr(family, "layouts", (DEFAULT_LAYOUT,)))
+    own_dtypes, own_layouts = tuple(family.dtypes), tuple(family.layouts)
     if not dtypes:
         dtypes = (DEFAULT_DTYPE,) if DEFAULT_DTYPE in own_dtypes else own_dtypes
     if not layouts:

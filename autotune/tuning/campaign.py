@@ -14,7 +14,7 @@ from autotune.gpu.compiler import DEFAULT_CACHE
 from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
 from autotune.model.campaigns import DEFAULT_BUDGET, FULL, named_campaign
 from autotune.model.observe import Observe
-from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT, family_precisions
+from autotune.model.precision import family_precisions
 from autotune.model.shapes import collect_shapes, in_precisions, named_shapes
 from autotune.strategies import DEFAULT_STRATEGY
 
@@ -143,8 +143,7 @@ def pair_request(request: RunRequest) -> Pairing:
     pairs, refused = [], []
     for family in chosen:
         dtypes, layouts = family_precisions(family, request.dtypes, request.layouts)
-        own_dtypes = tuple(getattr(family, "dtypes", (DEFAULT_DTYPE,)))
-        own_layouts = tuple(getattr(family, "layouts", (DEFAULT_LAYOUT,)))
+        own_dtypes, own_layouts = tuple(family.dtypes), tuple(family.layouts)
         for dtype in dtypes:
             if dtype not in own_dtypes:
                 refused.append(f"{family.name} in {dtype}: it computes {'/'.join(own_dtypes)}")
@@ -185,7 +184,7 @@ def check_runnable(request: RunRequest) -> None:
     pairing = pair_request(request)
     reasons = list(pairing.refused)
     for family, problem in pairing.pairs:
-        kind = getattr(family.problem_type, "kind", None)
+        kind = family.problem_type.kind
         if kind != problem.kind:
             reasons.append(f"{family.name} {problem.key}: {family.name} computes {kind} problems")
             continue

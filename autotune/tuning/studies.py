@@ -137,7 +137,7 @@ def plan_studies(
     family of another problem kind (a GEMM family on a convolution) first."""
     studies, skipped = [], []
     for family, problem in pairs:
-        kind = getattr(family.problem_type, "kind", None)
+        kind = family.problem_type.kind
         if kind != problem.kind:
             reason = f"{family.name} computes {kind} problems, not {problem.kind}"
             skipped.append(Skipped(family.name, problem, reason))
