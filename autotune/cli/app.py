@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import signal
+import sys
 
 import click
 
@@ -26,9 +27,48 @@ from autotune.gpu.interrupt import (
     exit_code,
     watch_signals,
 )
+from autotune.model.quoting import one_line
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OneLineErrors(click.Group):
+    """The top group: click's own errors (a bad option value, a missing argument, an unknown
+    command, in any subcommand) as one line, `autotune: <what> (see '<command> --help')`, with
+    click's exit code (2 for usage), instead of its usage block, hint and message on 4 lines."""
+
+    def make_context(self, *args, **kwargs) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.ClickException as err:
+            raise OneLineError(err) from None
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as err:
+            raise OneLineError(err) from None
+
+
+class OneLineError(click.ClickException):
+    """A click error shown on one line of stderr, its exit code kept."""
+
+    def __init__(self, err: click.ClickException) -> None:
+        super().__init__(err.format_message())
+        self.exit_code = err.exit_code
+        self.original = err
+
+    def show(self, file=None) -> None:
+        err = self.original
+        if isinstance(err, click.exceptions.NoArgsIsHelpError):
+            err.show(file)  # `autotune` or `autotune bench` alone: the help, not an error
+            return
+        text = one_line(err.format_message())
+        ctx = getattr(err, "ctx", None)
+        if isinstance(err, click.UsageError) and ctx is not None:
+            text += f" (see '{ctx.command_path} --help')"
+        click.echo(f"autotune: {text}", file=file or sys.stderr, err=True)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="autotune")
 def main() -> None:
     """Autotune GPU convolution kernels: search tile and block parameters per kernel family and

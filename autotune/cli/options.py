@@ -26,6 +26,7 @@ from autotune.model.precision import (
     check_layout,
 )
 from autotune.model.problem import ProblemError
+from autotune.model.quoting import one_line
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.shapes import shape_set_names
 from autotune.model.space import SpaceError
@@ -74,10 +75,11 @@ def reading_store(storage: str, protocol: int, kernel_dirs=()):
 
 
 def fail(message: str, code: int) -> None:
-    """End the command: one line on stderr (a password in it hidden) and this exit code."""
+    """End the command: one line on stderr (a password in it hidden, its control characters
+    escaped: it may quote a file) and this exit code."""
     from autotune.store import hide_passwords  # messages may quote --storage
 
-    click.echo(f"autotune: {hide_passwords(message)}", err=True)
+    click.echo(f"autotune: {one_line(hide_passwords(message))}", err=True)
     sys.exit(code)
 
 
@@ -109,9 +111,9 @@ def friendly_errors(fn):
         try:
             return fn(*args, **kwargs)
         except (*USAGE_ERRORS, MalformedRecording) as err:
-            fail(str(err).splitlines()[0] if str(err) else type(err).__name__, 2)
+            fail(first_line(err), 2)
         except NoGpu as err:
-            fail(f"no usable CUDA GPU: {str(err).splitlines()[0]}", 1)
+            fail(f"no usable CUDA GPU: {first_line(err)}", 1)
         except (
             StoreError,
             ReportError,
@@ -119,9 +121,15 @@ def friendly_errors(fn):
             StrategyUnavailable,
             RecordingError,
         ) as err:
-            fail(str(err).splitlines()[0], 1)
+            fail(first_line(err), 1)
 
     return wrapper
+
+
+def first_line(err: BaseException) -> str:
+    """An error's first non-blank line, else its type's name."""
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
 
 
 MAX_SEED = 2**32 - 1  # NumPy's legacy generators and CuPy's take seeds below 2**32
@@ -161,14 +169,16 @@ class RegularFile(click.Path):
     """An existing regular file: a FIFO would block the read forever, a device would never end,
     a directory says nothing useful; each is one line before anything is opened."""
 
-    def __init__(self, dir_okay: bool = False, **kwargs) -> None:
-        super().__init__(exists=True, dir_okay=dir_okay, **kwargs)
+    def __init__(self, dir_okay: bool = False, must_exist: bool = True, **kwargs) -> None:
+        super().__init__(exists=must_exist, dir_okay=dir_okay, **kwargs)
+        self.must_exist = must_exist
 
     def convert(self, value, param, ctx):
-        import os
         import stat
 
         path = super().convert(value, param, ctx)
+        if not self.must_exist and not os.path.lexists(path):
+            return path  # a file the command creates
         try:
             mode = os.stat(path).st_mode
         except OSError as err:

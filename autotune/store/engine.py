@@ -167,7 +167,9 @@ class StoreBase:
                 check_integrity(file)
         except DamagedFile as err:
             said = (str(err).strip().splitlines() or ["unreadable"])[0]
-            raise StoreError(f"{self.url} is damaged ({said}); nothing was changed in it") from None
+            raise StoreError(
+                f"results database {self.url} is damaged ({said}); nothing was changed in it"
+            ) from None
         if facts.ours or facts.has_our_schema:  # a file another program marked but shares
             # Marked already, or written before the marker: marked if ours alone.
             self._stamp = facts.application_id == 0 and not facts.foreign_tables()
