@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
 import signal
-import sys
 
 import click
 
@@ -12,6 +10,7 @@ from autotune import __version__
 from autotune.cli.catalogue import families, shapes, space
 from autotune.cli.data import data
 from autotune.cli.export import export
+from autotune.cli.group import LazyGroup, OneLineErrors
 from autotune.cli.kt_cache import import_kt_cache
 from autotune.cli.measure import baseline, device, remeasure
 from autotune.cli.merge import merge
@@ -27,45 +26,6 @@ from autotune.gpu.interrupt import (
     exit_code,
     watch_signals,
 )
-from autotune.model.quoting import one_line
-
-
-class OneLineErrors(click.Group):
-    """The top group: click's own errors (a bad option value, a missing argument, an unknown
-    command, in any subcommand) as one line, `autotune: <what> (see '<command> --help')`, with
-    click's exit code (2 for usage), instead of its usage block, hint and message on 4 lines."""
-
-    def make_context(self, *args, **kwargs) -> click.Context:
-        try:
-            return super().make_context(*args, **kwargs)
-        except click.ClickException as err:
-            raise OneLineError(err) from None
-
-    def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except click.ClickException as err:
-            raise OneLineError(err) from None
-
-
-class OneLineError(click.ClickException):
-    """A click error shown on one line of stderr, its exit code kept."""
-
-    def __init__(self, err: click.ClickException) -> None:
-        super().__init__(err.format_message())
-        self.exit_code = err.exit_code
-        self.original = err
-
-    def show(self, file=None) -> None:
-        err = self.original
-        if isinstance(err, click.exceptions.NoArgsIsHelpError):
-            err.show(file)  # `autotune` or `autotune bench` alone: the help, not an error
-            return
-        text = one_line(err.format_message())
-        ctx = getattr(err, "ctx", None)
-        if isinstance(err, click.UsageError) and ctx is not None:
-            text += f" (see '{ctx.command_path} --help')"
-        click.echo(f"autotune: {text}", file=file or sys.stderr, err=True)
 
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
@@ -74,25 +34,6 @@ def main() -> None:
     """Autotune GPU convolution kernels: search tile and block parameters per kernel family and
     problem shape, verify every candidate against a float64 reference, time it on the GPU and
     keep every measurement in a results database."""
-
-
-class LazyGroup(click.Group):
-    """A command group imported when it is used rather than when the command line loads:
-    `bench` pulls in pandas and SQLAlchemy, 0.8 s of the 1.2 s every `--help` waited."""
-
-    def __init__(self, target: str, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self._target = target  # "module:attribute"
-
-    def _group(self) -> click.Group:
-        module, _, name = self._target.partition(":")
-        return getattr(importlib.import_module(module), name)
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return self._group().list_commands(ctx)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        return self._group().get_command(ctx, cmd_name)
 
 
 bench = LazyGroup(

@@ -218,6 +218,12 @@ CASES = [
          constraint("9**9**9 > 0")),
     Case("constraint-string-repetition", RUN, 2, "arithmetic on a string is not allowed",
          constraint("'x' * 99999999999 == 'y'")),
+    Case("constraint-division-by-zero", RUN, 2, "'1 // 0 == 0': division by zero",
+         constraint("1 // 0 == 0")),
+    Case("constraint-modulo-by-zero", RUN, 2, "division by zero (BLOCK_X - BLOCK_X is 0)",
+         constraint("N % (BLOCK_X - BLOCK_X) == 0")),
+    Case("constraint-division-by-zero-space", SPACE, 2, "division by zero",
+         constraint("N / (FILTER_IN_CONST * 0) > 1")),
     # Impossible shapes.
     Case("filter-larger-than-input", (*RUN, "--shape-file", "{tmp}/s.csv"), 2,
          "filter Kc=5 is larger than the input Cc=4",

@@ -122,3 +122,70 @@ def test_any_bad_number_is_one_line_and_the_database_is_unchanged(results_db, op
         result.exception
     )
     assert _digest(results_db) == before
+
+
+# ---------------------------------------------------------------------------------------------
+# Files nested deeper than Python's parsers recurse (RecursionError), and places not writable
+
+DEEP = 100_000
+
+
+def _deep_json(kind: str) -> str:
+    if kind == "array":
+        return "[" * DEEP + "]" * DEEP
+    return '{"a":' * DEEP + "1" + "}" * DEEP
+
+
+@pytest.mark.parametrize("kind", ["array", "object"])
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_import_kt_cache_of_json_nested_too_deeply(tmp_path, kind, gzipped) -> None:
+    import gzip
+
+    data = _deep_json(kind).encode()
+    path = tmp_path / ("deep.json.gz" if gzipped else "deep.json")
+    path.write_bytes(gzip.compress(data) if gzipped else data)
+    _refused(["import-kt-cache", str(path), "--output", str(tmp_path / "out")], "nested too deeply")
+    assert not (tmp_path / "out").exists()
+
+
+KT_CACHE = (
+    Path(__file__).resolve().parents[1] / "data" / "kernel_tuner" / "pnpoly_RTX_2080_Ti.json.gz"
+)
+
+
+def test_import_kt_cache_into_a_place_that_cannot_be_written(tmp_path) -> None:
+    (tmp_path / "file").write_text("a file, not a directory")
+    args = ["import-kt-cache", str(KT_CACHE), "--output", str(tmp_path / "file" / "out")]
+    _refused(args, "cannot write --output")
+
+
+@pytest.mark.parametrize(
+    ("option", "name", "text"),
+    [
+        ("--shape-file", "s.toml", "shapes = " + "[" * DEEP + "]" * DEEP + "\n"),
+        ("--subspace", "p.toml", "[direct_naive]\nBLOCK_X = " + "[" * DEEP + "]" * DEEP + "\n"),
+        ("--replay", "r.jsonl.gz", None),
+    ],
+)
+def test_run_files_nested_too_deeply(tmp_path, option, name, text) -> None:
+    import gzip
+    import json
+
+    from tests.unit.test_hostile_files import recording_lines
+
+    path = tmp_path / name
+    if text is None:
+        lines = "".join(json.dumps(x) + "\n" for x in recording_lines()[:2])
+        path.write_bytes(gzip.compress((lines + _deep_json("array") + "\n").encode()))
+    else:
+        path.write_text(text)
+    shape = [] if option == "--shape-file" else ["--shape", "N=9,K=3,C=1,F=2"]
+    args = ["run", "--family", "direct_naive", *shape, option, str(path)]
+    _refused([*args, "--storage", str(tmp_path / "r.db")], "nested too deeply")
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_a_kernel_directory_toml_nested_too_deeply(tmp_path) -> None:
+    (tmp_path / "mine.cu").write_text("")
+    (tmp_path / "mine.toml").write_text("x = " + "[" * DEEP + "]" * DEEP + "\n")
+    _refused(["families", "--kernels", str(tmp_path)], "nested too deeply")
