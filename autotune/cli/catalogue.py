@@ -30,7 +30,7 @@ def families(kernel_dirs) -> None:
     """List the kernel families with their sources and tunables."""
     for family in with_directories(kernel_dirs).values():
         space = family.load_space()
-        click.echo(f"{family.name}: {family.description}")
+        click.echo(f"{family.name}: {printable(family.description)}")  # a kernel dir's TOML
         click.echo(f"    paper: {family.paper}; default shapes: {family.default_shape_set}")
         click.echo(f"    layout: {family.layout}; precision: {family.precision}")
         dtypes, layouts = getattr(family, "dtypes", ("fp32",)), getattr(family, "layouts", ())

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from autotune.cli.options import RegularFile, friendly_errors, writing
+from autotune.model.quoting import printable
 
 
 @click.command("import-kt-cache")
@@ -48,7 +49,9 @@ def import_kt_cache(files, output, family, device):
         with writing("--output", output):
             save_recording([study], target)
         click.echo(
-            f"{path}: {study.family} {study.problem.key} on {study.device}: "
+            # The names come from the file: escaped, never obeyed by the terminal.
+            f"{printable(path)}: {printable(study.family)} {study.problem.key} on "
+            f"{printable(study.device)}: "
             f"{len(study.outcomes)} configurations of {product} in the product of the value "
-            f"lists, {ran} ran, {len(study.outcomes) - ran} failed -> {target}"
+            f"lists, {ran} ran, {len(study.outcomes) - ran} failed -> {printable(target)}"
         )

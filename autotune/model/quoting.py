@@ -29,10 +29,14 @@ def quoted(text: object, limit: int = EXCERPT_CHARS) -> str:
     return repr(text[:limit]) + "..."
 
 
-def one_line(text: object) -> str:
-    """A message on one line: its lines joined by ' / ', then made printable."""
+MESSAGE_CHARS = 1000  # an error quoting a whole file is still one line, but not a useful one
+
+
+def one_line(text: object, limit: int = MESSAGE_CHARS) -> str:
+    """A message on one line: its lines joined by ' / ', made printable, cut to `limit`."""
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    return printable(" / ".join(lines))
+    joined = printable(" / ".join(lines))
+    return joined if len(joined) <= limit else joined[:limit] + "..."
 
 
-__all__ = ["EXCERPT_CHARS", "one_line", "printable", "quoted"]
+__all__ = ["EXCERPT_CHARS", "MESSAGE_CHARS", "one_line", "printable", "quoted"]

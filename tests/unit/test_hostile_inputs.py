@@ -189,3 +189,76 @@ def test_a_kernel_directory_toml_nested_too_deeply(tmp_path) -> None:
     (tmp_path / "mine.cu").write_text("")
     (tmp_path / "mine.toml").write_text("x = " + "[" * DEEP + "]" * DEEP + "\n")
     _refused(["families", "--kernels", str(tmp_path)], "nested too deeply")
+
+
+# ---------------------------------------------------------------------------------------------
+# One line, quoted short and escaped; one value per option
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["best", "--family", "direct_naive", "--family", "sgemm"],
+        ["plot", "--family", "direct_naive", "--family=sgemm"],
+        ["forget", "--family", "direct_naive", "--yes", "--family", "sgemm"],
+        ["run", *SHAPE, "--budget", "3", "--budget", "4"],
+        ["bench", "search", "--seeds", "1", "--seeds", "2"],
+    ],
+)
+def test_an_option_taking_one_value_given_twice_is_refused(tmp_path, args) -> None:
+    db = tmp_path / "r.db"
+    _refused([*args, "--storage", str(db)], "given twice")
+    assert not db.exists()
+
+
+def test_an_option_given_twice_as_the_value_of_another_is_not_counted(tmp_path) -> None:
+    # --shape's value is the text "--family": parsing, not counting, decides what it is.
+    result = CliRunner().invoke(main, ["space", "direct_naive", "--shape", "--family"])
+    assert "given twice" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["status", "--minutes", "nan"], "Invalid value for '--minutes'"),
+        (["bogus"], "No such command 'bogus'"),
+        (["run", "--bogus"], "No such option '--bogus'"),
+        (["space"], "Missing argument 'FAMILY'"),
+        (["run", "--strategy", "nope", *SHAPE], "Invalid value for '--strategy'"),
+        (["bench", "search", "--jobs", "x"], "Invalid value for '--jobs'"),
+    ],
+)
+def test_clicks_own_errors_are_one_line_with_exit_code_2(args, said) -> None:
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    (line,) = result.output.strip().splitlines()  # not Usage: / Try ... / Error: on 4 lines
+    assert line.startswith("autotune: ") and said in line and "--help" in line
+
+
+def test_a_shape_file_error_quotes_a_short_escaped_excerpt(tmp_path) -> None:
+    secret = "root:$6$" + "x" * 200 + ":19000:0:99999:7:::"
+    path = tmp_path / "s.csv"
+    path.write_text(f"{secret}\n\x1b]0;pwned\x07{secret}\n")
+    line = _refused(["run", "--family", "direct_naive", "--shape-file", str(path)])
+    assert "\x1b" not in line and "\x07" not in line
+    assert secret not in line and len(line) < 200 + len(str(path))
+
+
+def test_file_contents_printed_back_are_escaped(tmp_path) -> None:
+    import json
+
+    from tests.unit.test_kt_cache import cache_data
+
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cache_data(device="GPU\x1b[2J\x1b]0;title\x07")))
+    result = CliRunner().invoke(main, ["import-kt-cache", str(path), "--output", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "GPU\\x1b[2J" in result.output
+
+
+def test_an_error_quoting_a_file_is_escaped(tmp_path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text('kind = "\\u001b[31mconv9d\\u202e"\nshapes = []\n')
+    line = _refused(["run", "--family", "direct_naive", "--shape-file", str(path)])
+    assert "\x1b" not in line and "\u202e" not in line and "\\x1b[31m" in line
