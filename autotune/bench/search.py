@@ -299,7 +299,7 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
     "--recordings",
     "recordings",
     multiple=True,
-    type=click.Path(exists=True, path_type=Path),
+    type=RegularFile(dir_okay=True, path_type=Path),  # a FIFO would block the read forever
     default=[Path("results/recordings")],
     show_default=True,
     help="Recording files or directories of *.jsonl.gz (repeatable); only exhaustive studies "

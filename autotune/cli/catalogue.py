@@ -8,6 +8,7 @@ import click
 
 from autotune.cli.options import (
     SHAPE_METAVAR,
+    StrictIntRange,
     fail,
     family_precisions,
     friendly_errors,
@@ -78,7 +79,7 @@ def shapes(name) -> None:
 )
 @click.option(
     "--samples",
-    type=click.IntRange(min=0),
+    type=StrictIntRange(0, 10_000),
     default=5,
     show_default=True,
     help="How many valid configurations to show.",

@@ -26,7 +26,7 @@ from autotune.model.precision import (
     check_layout,
 )
 from autotune.model.problem import ProblemError
-from autotune.model.quoting import one_line
+from autotune.model.quoting import one_line, quoted
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.shapes import shape_set_names
 from autotune.model.space import SpaceError
@@ -122,6 +122,11 @@ def friendly_errors(fn):
             RecordingError,
         ) as err:
             fail(first_line(err), 1)
+        except OSError as err:
+            # A file the system refused where no check named it first (a name too long, no
+            # space left): what and why, in one line, rather than a traceback.
+            where = f" {quoted(str(err.filename))}" if err.filename else ""
+            fail(f"cannot use{where}: {err.strerror or err}", 1)
 
     return wrapper
 
@@ -134,6 +139,7 @@ def first_line(err: BaseException) -> str:
 
 MAX_SEED = 2**32 - 1  # NumPy's legacy generators and CuPy's take seeds below 2**32
 MAX_JOBS = 1024  # compile processes: each is a Python process with NVRTC loaded
+MAX_SECONDS = 10 * 366 * 86400  # a time limit: ten years is no limit, 1e300 s is a mistake
 
 
 def finite_number(_ctx, param, value: float | None) -> float | None:
@@ -188,6 +194,22 @@ class RegularFile(click.Path):
         return path
 
 
+class CreatableDir(click.Path):
+    """A directory, made when the command line is read if it is not there: a place that cannot
+    be one is refused before a GPU starts, not when the first file is written into it."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(file_okay=False, **kwargs)
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        try:
+            Path(os.fspath(path)).expanduser().mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            self.fail(f"{str(value)!r} cannot be made: {err.strerror or err}", param, ctx)
+        return path
+
+
 def finite_seconds(_ctx, param, value: float | None) -> float | None:
     """A click callback for a number of seconds: FloatRange lets nan through (every comparison
     with nan is false), and inf would mean no limit."""
@@ -217,7 +239,7 @@ storage_option = click.option(
 
 protocol_option = click.option(
     "--protocol",
-    type=click.IntRange(1, TIMING_PROTOCOL),
+    type=StrictIntRange(1, TIMING_PROTOCOL),
     default=TIMING_PROTOCOL,
     show_default=True,
     help="Read the measurements of this timing protocol (DESIGN section 2): 2 queues an L2 "

@@ -19,8 +19,10 @@ from autotune.cli.options import (
     DEFAULT_DTYPE,
     DEFAULT_LAYOUT,
     MAX_JOBS,
+    MAX_SECONDS,
     MAX_SEED,
     PRECISION_HELP,
+    CreatableDir,
     RegularFile,
     StrictFloatRange,
     StrictIntRange,
@@ -98,7 +100,7 @@ class RunResult:
 @click.option("--exhaustive", is_flag=True, help="Evaluate every valid configuration (no budget).")
 @click.option(
     "--time-limit",
-    type=StrictFloatRange(min=1),
+    type=StrictFloatRange(min=1, max=MAX_SECONDS),
     callback=finite_seconds,
     default=None,
     metavar="SECONDS",
@@ -134,7 +136,7 @@ class RunResult:
 )
 @click.option(
     "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=CreatableDir(path_type=Path),
     default=DEFAULT_CACHE,
     show_default=True,
     help="Cubin cache shared between runs.",
