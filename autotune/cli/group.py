@@ -30,7 +30,7 @@ class OneValueOnce(click.Group):
 def repeated_option(command: click.Command, ctx: click.Context, args: list[str]) -> str | None:
     """The first option of `command` that takes one value and appears twice in `args`."""
     options: dict[str, click.Option] = {}
-    for param in command.get_params(ctx):
+    for param in command.params:  # not get_params: it would fix --help's names for good
         if isinstance(param, click.Option):
             options |= dict.fromkeys((*param.opts, *param.secondary_opts), param)
     seen: set[str | None] = set()

@@ -194,22 +194,6 @@ class RegularFile(click.Path):
         return path
 
 
-class CreatableDir(click.Path):
-    """A directory, made when the command line is read if it is not there: a place that cannot
-    be one is refused before a GPU starts, not when the first file is written into it."""
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(file_okay=False, **kwargs)
-
-    def convert(self, value, param, ctx):
-        path = super().convert(value, param, ctx)
-        try:
-            Path(os.fspath(path)).expanduser().mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            self.fail(f"{str(value)!r} cannot be made: {err.strerror or err}", param, ctx)
-        return path
-
-
 def finite_seconds(_ctx, param, value: float | None) -> float | None:
     """A click callback for a number of seconds: FloatRange lets nan through (every comparison
     with nan is false), and inf would mean no limit."""

@@ -27,7 +27,8 @@ def _commands(group: click.Group, ctx: click.Context, prefix: str):
         command = group.get_command(ctx, name)
         if command is None or command.hidden:
             continue
-        sub = click.Context(command, info_name=name, parent=ctx)
+        # As click's make_context builds it: the command's own settings (bench's -h) apply.
+        sub = click.Context(command, info_name=name, parent=ctx, **command.context_settings)
         if isinstance(command, click.Group):
             yield from _commands(command, sub, f"{prefix} {name}")
         else:
@@ -55,7 +56,7 @@ def cli_reference() -> str:
     """Every command of the `autotune` group with its usage, help and options."""
     from autotune.cli.app import main
 
-    ctx = click.Context(main, info_name="autotune")
+    ctx = click.Context(main, info_name="autotune", **main.context_settings)
     lines = [
         GENERATED,
         "",

@@ -22,7 +22,6 @@ from autotune.cli.options import (
     MAX_SECONDS,
     MAX_SEED,
     PRECISION_HELP,
-    CreatableDir,
     RegularFile,
     StrictFloatRange,
     StrictIntRange,
@@ -136,7 +135,7 @@ class RunResult:
 )
 @click.option(
     "--cache-dir",
-    type=CreatableDir(path_type=Path),
+    type=click.Path(file_okay=False, path_type=Path),
     default=DEFAULT_CACHE,
     show_default=True,
     help="Cubin cache shared between runs.",

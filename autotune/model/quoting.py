@@ -22,8 +22,11 @@ def printable(text: object) -> str:
 
 def quoted(text: object, limit: int = EXCERPT_CHARS) -> str:
     """`text` in quotes as an error shows a value it refuses: escaped (repr's rules), and cut
-    to `limit` characters with '...' after the quote when longer."""
-    text = str(text)
+    to `limit` characters with '...' after the quote when longer. A value that is no string
+    is shown as its repr (27.9, True, [1]), cut the same way."""
+    if not isinstance(text, str):
+        shown = printable(repr(text))
+        return shown if len(shown) <= limit else shown[:limit] + "..."
     if len(text) <= limit:
         return repr(text)
     return repr(text[:limit]) + "..."

@@ -82,7 +82,7 @@ CASES = [
     (RUN, "--seed", NUMBERS),
     (RUN, "--gpu", NUMBERS),
     (RUN, "--gpus", st.sampled_from(["0,x", "-1", "1_0", ",", "0,0"]) | JUNK),
-    (RUN, "--cache-dir", OUT_DIRS),
+    # --cache-dir that cannot be written is no error: the run tunes without a cache, saying so.
     (RUN, "--jobs", COUNTS | st.just("100000000")),
     (RUN, "--replay", IN_FILES),
     (RUN, "--subspace", IN_FILES),
