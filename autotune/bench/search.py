@@ -8,6 +8,7 @@ import json
 import math
 import multiprocessing as mp
 import os
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -31,7 +32,15 @@ from autotune.bench.kt_search import (
 )
 from autotune.bench.scoring import Case
 from autotune.bench.search_report import summarise, write_outputs
+from autotune.cli.options import (
+    MAX_JOBS,
+    RegularFile,
+    StrictIntRange,
+    friendly_errors,
+    writing,
+)
 from autotune.model.problem import Problem
+from autotune.model.quoting import one_line, quoted
 from autotune.model.space import Config
 from autotune.replay.recording import load_recordings
 from autotune.strategies import (
@@ -53,6 +62,9 @@ TRANSFER = "transfer"  # the default strategy started at the neighbouring shapes
 # Seeds for strategies that take seconds per ask (GP refits on every ask)
 SLOW = {"gp": 5, **KT_SLOW}
 
+
+MAX_SEEDS = 10_000
+MAX_BUDGET = 100_000  # evaluations of one run: every recorded space is far smaller
 
 _CASES: list[Case] = []  # set before the worker pool forks, so spaces need no pickling
 
@@ -112,10 +124,16 @@ def run_one(task: tuple[str, int, int, int, str]) -> tuple[str, int, int, list[f
     return name, case_index, seed, trajectory, spent, len(trajectory)
 
 
-def one_thread_each() -> None:
-    """Pool initializer: the worker processes already share the cores, and a library's own
+def start_worker() -> None:
+    """Pool initializer. The worker processes already share the cores, and a library's own
     thread pool (torch's, under Optuna's GP sampler) would oversubscribe them: two processes
-    with two torch threads each on two cores made a 200-ask GP run take minutes, not 19 s."""
+    with two torch threads each on two cores made a 200-ask GP run take minutes, not 19 s.
+    A forked worker also inherits the command's handlers, which turn SIGTERM into a
+    KeyboardInterrupt: the pool ends its workers with SIGTERM once the work is done, and each
+    one idle at that moment printed that interrupt's traceback. Workers end on SIGTERM as
+    Python's default has it, and ignore Ctrl-C: the command, not each worker, stops the pool."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ["OMP_NUM_THREADS"] = "1"  # for a torch imported after the fork
     torch = sys.modules.get("torch")
     if torch is not None:
@@ -156,7 +174,7 @@ def benchmark(
     reused = len(results)
     caches = write_caches(cases) if any(n.startswith(KT_PREFIX) for n in strategies) else None
     if jobs > 1 and len(tasks) > 1:
-        with mp.get_context("fork").Pool(jobs, initializer=one_thread_each) as pool:
+        with mp.get_context("fork").Pool(jobs, initializer=start_worker) as pool:
             for r in pool.imap_unordered(run_one, tasks, chunksize=1):
                 results.append(r)
                 if runs:
@@ -192,21 +210,50 @@ def load_runs(path: Path, cases: list[Case], top: int) -> list:
         return []
     index = {c.name: i for i, c in enumerate(cases)}
     out = []
-    with gzip.open(path, "rt") as f:
-        for line in f:
-            r = json.loads(line)
-            if r["space"] in index and r["top"] == top:
-                out.append(
-                    (
-                        r["strategy"],
-                        index[r["space"]],
-                        r["seed"],
-                        r["trajectory"],
-                        r["seconds"],
-                        r["asks"],
+    number = 0
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                number += 1
+                r = _run_row(json.loads(line))
+                if r["space"] in index and r["top"] == top:
+                    out.append(
+                        (r["strategy"], index[r["space"]], r["seed"], r["trajectory"])
+                        + (r["seconds"], r["asks"])
                     )
-                )
+    except (OSError, EOFError, ValueError, RecursionError) as err:  # not gzip, not JSON
+        raise click.BadParameter(
+            f"{quoted(str(path))} is not a runs file: {one_line(err)}", param_hint="--runs"
+        ) from None
+    except (KeyError, TypeError, AttributeError) as err:
+        raise click.BadParameter(
+            f"{quoted(str(path))} line {number}: not a run ({type(err).__name__}: "
+            f"{quoted(str(err), 40)})",
+            param_hint="--runs",
+        ) from None
     return out
+
+
+_RUN_FIELDS = {"strategy": str, "space": str, "seed": int, "top": int, "asks": int}
+
+
+def _run_row(r: object) -> dict:
+    """One line of a runs file, every field of the type save_runs writes, else TypeError."""
+    if not isinstance(r, dict):
+        raise TypeError(f"a line is {type(r).__name__}, not an object")
+    for name, kind in _RUN_FIELDS.items():
+        if not isinstance(r[name], kind) or isinstance(r[name], bool):
+            raise TypeError(f"{name} is not {kind.__name__}")
+    trajectory = r["trajectory"]
+    if not isinstance(trajectory, list) or not all(_is_number(x) for x in trajectory):
+        raise TypeError("trajectory is not a list of numbers")
+    if not _is_number(r["seconds"]):
+        raise TypeError("seconds is not a number")
+    return r
+
+
+def _is_number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def available(names: Sequence[str], cases: list[Case]) -> tuple[list[str], list[str]]:
@@ -252,7 +299,7 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
     "--recordings",
     "recordings",
     multiple=True,
-    type=click.Path(exists=True, path_type=Path),
+    type=RegularFile(dir_okay=True, path_type=Path),  # a FIFO would block the read forever
     default=[Path("results/recordings")],
     show_default=True,
     help="Recording files or directories of *.jsonl.gz (repeatable); only exhaustive studies "
@@ -270,14 +317,14 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
     "prior); 'transfer_gpu' is the default strategy seeded from the same space's best configs "
     "on the other GPUs; 'transfer' is the default strategy seeded leave-one-shape-out.",
 )
-@click.option("--seeds", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--seeds", type=StrictIntRange(1, MAX_SEEDS), default=20, show_default=True)
 @click.option(
     "--budgets",
     default=",".join(map(str, BUDGETS)),
     show_default=True,
     help="Comma-separated evaluation budgets.",
 )
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Worker processes.")
+@click.option("--jobs", type=StrictIntRange(1, MAX_JOBS), default=None, help="Worker processes.")
 @click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -293,7 +340,7 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
 )
 @click.option(
     "--runs",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=RegularFile(must_exist=False, path_type=Path),
     default=None,
     help="Keep every run's trajectory in this file (gzip'd JSON lines) and reuse the runs it "
     "already holds, so that a later call can add or redo strategies.",
@@ -305,6 +352,7 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
     metavar="NAME=SEEDS,...",
     help="Fewer seeds for the strategies that take seconds per run.",
 )
+@friendly_errors
 def search(recordings, strategies, seeds, budgets, jobs, output_dir, stem, runs, few_seeds):
     """Every strategy on every exhaustive recorded space: search.csv, search.md, search.png."""
     from autotune.replay.recording import RecordingError
@@ -321,15 +369,17 @@ def search(recordings, strategies, seeds, budgets, jobs, output_dir, stem, runs,
     ours = {*STRATEGIES, TRANSFER, TRANSFER_GPU, DEFAULT_WARM}
     unknown = [n for n in names if n not in ours and not n.startswith(KT_PREFIX)]
     if unknown:
-        raise click.BadParameter(f"unknown strategy {unknown[0]!r}", param_hint="--strategies")
-    try:
-        budget_list = sorted({int(b) for b in budgets.split(",") if b.strip()})
-    except ValueError:
         raise click.BadParameter(
-            f"{budgets!r} is not a list of integers", param_hint="--budgets"
-        ) from None
-    if not budget_list or budget_list[0] < 1:
-        raise click.BadParameter("budgets must be positive", param_hint="--budgets")
+            f"unknown strategy {quoted(unknown[0], 40)}", param_hint="--strategies"
+        )
+    budget_list = sorted({_count(b, "--budgets", MAX_BUDGET) for b in budgets.split(",") if b})
+    if not budget_list:
+        raise click.BadParameter("no budget given", param_hint="--budgets")
+    slow = _few_seeds(few_seeds)
+    if runs:
+        load_runs(runs, cases, max(budget_list))  # a file that is none refused before any work
+    with writing("--output-dir", output_dir):  # before the work, not after it
+        output_dir.mkdir(parents=True, exist_ok=True)
     names, skipped = available(names, cases)
     for why in skipped:
         click.echo(f"autotune: leaving out {why}", err=True)
@@ -347,10 +397,6 @@ def search(recordings, strategies, seeds, budgets, jobs, output_dir, stem, runs,
             last[0] = time.monotonic()
             click.echo(f"autotune: {done}/{total} runs, {time.monotonic() - start:.0f} s", err=True)
 
-    try:
-        slow = {n.strip(): int(k) for n, k in (p.split("=") for p in few_seeds.split(",") if p)}
-    except ValueError:
-        raise click.BadParameter(f"{few_seeds!r} is not NAME=SEEDS,...", "--few-seeds") from None
     frame, ask = benchmark(
         cases, names, seeds, budget_list, jobs, slow=slow, on_done=progress, runs=runs
     )
@@ -380,8 +426,35 @@ def search(recordings, strategies, seeds, budgets, jobs, output_dir, stem, runs,
             " (max_fevals); its ms/ask is its whole run's time per evaluation, start-up"
             " (reading the cache, building the space) included."
         )
-    for path in write_outputs(frame, ask, cases, output_dir, meta, stem):
+    with writing("--output-dir", output_dir):
+        written = write_outputs(frame, ask, cases, output_dir, meta, stem)
+    for path in written:
         click.echo(f"autotune: wrote {path}", err=True)
     every = frame[(frame["space"] == "ALL") & (frame["strategy"] != "default")]
     table = every.pivot_table(index="strategy", columns="budget", values="fraction_of_optimum")
     click.echo(table.round(3).to_string())
+
+
+def _count(text: str, option: str, most: int) -> int:
+    """One positive whole number of a comma-separated option, ASCII decimal."""
+    try:
+        return StrictIntRange(1, most).convert(text.strip(), None, None)
+    except click.BadParameter as err:
+        raise click.BadParameter(err.format_message(), param_hint=option) from None
+
+
+def _few_seeds(text: str) -> dict[str, int]:
+    """--few-seeds: NAME=SEEDS,... to a table; a name given twice is refused."""
+    slow: dict[str, int] = {}
+    for part in (p for p in text.split(",") if p.strip()):
+        name, sep, count = part.partition("=")
+        if not sep or not name.strip():
+            raise click.BadParameter(
+                f"{quoted(part, 40)} is not NAME=SEEDS", param_hint="--few-seeds"
+            )
+        if name.strip() in slow:
+            raise click.BadParameter(
+                f"{quoted(name.strip(), 40)} given twice", param_hint="--few-seeds"
+            )
+        slow[name.strip()] = _count(count, "--few-seeds", MAX_SEEDS)
+    return slow

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import click
 
+from autotune.cli.options import (
+    MAX_JOBS,
+    MAX_SEED,
+    StrictIntRange,
+    friendly_errors,
+    writing,
+)
 from autotune.model.problem import ConvProblem
+from autotune.model.quoting import one_line
 
 FILTER_SIZES = (5, 17)
 N = 4096
@@ -21,6 +29,7 @@ DEFAULT_OUTPUT = Path("results/bench")
 # defaults keep its share near 6 minutes (it measured 89/min and 10/min on this .cu) and the
 # whole bench under 8.
 DEFAULT_EVALS = {5: 150, 17: 40}
+MAX_EVALS = 100_000  # more than the space holds
 
 
 def _problem(k: int) -> ConvProblem:
@@ -242,24 +251,34 @@ def markdown(results: dict) -> str:
 
 @click.command("throughput")
 @click.option(
-    "--evals-5x5", "evals5", type=click.IntRange(min=1), default=DEFAULT_EVALS[5], show_default=True
+    "--evals-5x5",
+    "evals5",
+    type=StrictIntRange(1, MAX_EVALS),
+    default=DEFAULT_EVALS[5],
+    show_default=True,
 )
 @click.option(
     "--evals-17x17",
     "evals17",
-    type=click.IntRange(min=1),
+    type=StrictIntRange(1, MAX_EVALS),
     default=DEFAULT_EVALS[17],
     show_default=True,
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of both samplers.")
+@click.option(
+    "--seed",
+    type=StrictIntRange(0, MAX_SEED),
+    default=0,
+    show_default=True,
+    help="Seed of both samplers.",
+)
 @click.option(
     "--storage",
     default=None,
     help="Results database (SQLAlchemy URL) of our tuner's runs. Default: a temporary file, so "
     "the bench never mixes into results/autotune.db.",
 )
-@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Compile processes.")
-@click.option("--gpu", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--jobs", type=StrictIntRange(1, MAX_JOBS), default=None, help="Compile processes.")
+@click.option("--gpu", type=StrictIntRange(0, 1023), default=0, show_default=True)
 @click.option(
     "--output-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -275,6 +294,7 @@ def markdown(results: dict) -> str:
     help="Only this filter size (repeatable; default: both). Figures of the other size already "
     "in the output's throughput.json are kept, so the two sizes can run in separate sessions.",
 )
+@friendly_errors
 def throughput(
     evals5, evals17, seed, storage, jobs, gpu, output_dir, skip_kernel_tuner, sizes
 ) -> None:
@@ -289,9 +309,10 @@ def throughput(
         )
     budgets = {5: evals5, 17: evals17}
     chosen = [int(k) for k in sizes] or list(FILTER_SIZES)
-    output_dir.mkdir(parents=True, exist_ok=True)
+    with writing("--output-dir", output_dir):
+        output_dir.mkdir(parents=True, exist_ok=True)
     previous = output_dir / "throughput.json"
-    results: dict = json.loads(previous.read_text()) if sizes and previous.is_file() else {}
+    results: dict = _previous(previous) if sizes and previous.is_file() else {}
     with tempfile.TemporaryDirectory(prefix="autotune-bench-") as scratch:
         url = storage or f"sqlite:///{scratch}/throughput.db"
         for k in chosen:
@@ -309,9 +330,21 @@ def throughput(
     click.echo(markdown(_write(output_dir, results)))
 
 
+def _previous(path: Path) -> dict:
+    """The figures an earlier call wrote, to keep beside the size measured now."""
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise click.ClickException(f"cannot read {path}: {one_line(err)}") from None
+    if not isinstance(results, dict):
+        raise click.ClickException(f"{path} is not a table of figures")
+    return results
+
+
 def _write(output_dir: Path, results: dict) -> dict:
     sizes = [f"{k}x{k}" for k in FILTER_SIZES if f"{k}x{k}" in results]
     ordered = {"device": results["device"]} | {key: results[key] for key in sizes}
-    (output_dir / "throughput.json").write_text(json.dumps(ordered, indent=2) + "\n")
-    (output_dir / "throughput.md").write_text(markdown(ordered))
+    with writing("--output-dir", output_dir):
+        (output_dir / "throughput.json").write_text(json.dumps(ordered, indent=2) + "\n")
+        (output_dir / "throughput.md").write_text(markdown(ordered))
     return ordered

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import signal
 
 import click
@@ -11,6 +10,7 @@ from autotune import __version__
 from autotune.cli.catalogue import families, shapes, space
 from autotune.cli.data import data
 from autotune.cli.export import export
+from autotune.cli.group import LazyGroup, OneLineErrors
 from autotune.cli.kt_cache import import_kt_cache
 from autotune.cli.measure import baseline, device, remeasure
 from autotune.cli.merge import merge
@@ -29,31 +29,12 @@ from autotune.gpu.interrupt import (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="autotune")
 def main() -> None:
     """Autotune GPU convolution kernels: search tile and block parameters per kernel family and
     problem shape, verify every candidate against a float64 reference, time it on the GPU and
     keep every measurement in a results database."""
-
-
-class LazyGroup(click.Group):
-    """A command group imported when it is used rather than when the command line loads:
-    `bench` pulls in pandas and SQLAlchemy, 0.8 s of the 1.2 s every `--help` waited."""
-
-    def __init__(self, target: str, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self._target = target  # "module:attribute"
-
-    def _group(self) -> click.Group:
-        module, _, name = self._target.partition(":")
-        return getattr(importlib.import_module(module), name)
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return self._group().list_commands(ctx)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        return self._group().get_command(ctx, cmd_name)
 
 
 bench = LazyGroup(

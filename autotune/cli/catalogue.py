@@ -8,6 +8,7 @@ import click
 
 from autotune.cli.options import (
     SHAPE_METAVAR,
+    StrictIntRange,
     fail,
     family_precisions,
     friendly_errors,
@@ -15,9 +16,10 @@ from autotune.cli.options import (
     one_name,
 )
 from autotune.families import get_family, with_directories
-from autotune.gpu.compiler import Compiler
+from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.parsing import parse_shape
 from autotune.model.precision import DTYPES, LAYOUTS, check_dtype, check_layout
+from autotune.model.quoting import printable
 from autotune.model.shapes import describe_shape_sets, in_precisions, named_shapes, shape_set_kinds
 from autotune.model.space import ARCH_LIMITS
 
@@ -29,7 +31,7 @@ def families(kernel_dirs) -> None:
     """List the kernel families with their sources and tunables."""
     for family in with_directories(kernel_dirs).values():
         space = family.load_space()
-        click.echo(f"{family.name}: {family.description}")
+        click.echo(f"{family.name}: {printable(family.description)}")  # a kernel dir's TOML
         click.echo(f"    paper: {family.paper}; default shapes: {family.default_shape_set}")
         click.echo(f"    layout: {family.layout}; precision: {family.precision}")
         dtypes, layouts = family.dtypes, family.layouts
@@ -77,7 +79,7 @@ def shapes(name) -> None:
 )
 @click.option(
     "--samples",
-    type=click.IntRange(min=0),
+    type=StrictIntRange(0, 10_000),
     default=5,
     show_default=True,
     help="How many valid configurations to show.",
@@ -129,12 +131,27 @@ def space(family_name, shape_text, arch, samples, do_compile, dtype, layout, ker
         fail(f"{family.name} has no valid configuration at {problem.key} on {arch}", 2)
     picks = random.Random(0).sample(bound.configs, min(samples, len(bound)))
     compiler = Compiler(arch=arch) if do_compile else None
+    failed = []
     for config in picks:
         line = f"  {config}"
         if compiler is not None:
-            compiled = compiler.compile(family.plan(problem, config))
-            line += (
-                f"  -> {compiled.max_registers} registers, {compiled.max_smem_bytes} B smem, "
-                f"{compiled.spills} B spilled, {compiled.compile_s:.2f} s"
-            )
+            try:
+                compiled = compiler.compile(family.plan(problem, config))
+            except CompileError as err:  # a configuration's outcome, as `run` records it
+                failed.append(compile_error_line(str(err)))
+                line += f"  -> compile error: {failed[-1]}"
+            else:
+                line += (
+                    f"  -> {compiled.max_registers} registers, {compiled.max_smem_bytes} B "
+                    f"smem, {compiled.spills} B spilled, {compiled.compile_s:.2f} s"
+                )
         click.echo(line)
+    if failed:
+        fail(f"{len(failed)} of {len(picks)} samples did not compile: {failed[0]}", 1)
+
+
+def compile_error_line(log: str) -> str:
+    """The line of NVRTC's log that says what is wrong (its first 'error'), short and escaped."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    said = next((line for line in lines if "error" in line), lines[0] if lines else "failed")
+    return printable(said[:200])

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import RegularFile, friendly_errors
+from autotune.cli.options import RegularFile, friendly_errors, writing
+from autotune.model.quoting import printable
 
 
 @click.command("import-kt-cache")
@@ -45,9 +46,12 @@ def import_kt_cache(files, output, family, device):
         ran = sum(o.status is Status.OK for o in study.outcomes.values())
         product = math.prod(len(v) for _, v in study.tunables)
         target = output / f"{slug(study.family)}_{slug(study.device)}.jsonl.gz"
-        save_recording([study], target)
+        with writing("--output", output):
+            save_recording([study], target)
         click.echo(
-            f"{path}: {study.family} {study.problem.key} on {study.device}: "
+            # The names come from the file: escaped, never obeyed by the terminal.
+            f"{printable(path)}: {printable(study.family)} {study.problem.key} on "
+            f"{printable(study.device)}: "
             f"{len(study.outcomes)} configurations of {product} in the product of the value "
-            f"lists, {ran} ran, {len(study.outcomes) - ran} failed -> {target}"
+            f"lists, {ran} ran, {len(study.outcomes) - ran} failed -> {printable(target)}"
         )

@@ -28,6 +28,7 @@ from autotune.model.precision import (
     family_precisions,
 )
 from autotune.model.problem import ProblemError
+from autotune.model.quoting import one_line, quoted
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.shapes import shape_set_names
 from autotune.model.space import SpaceError
@@ -75,10 +76,11 @@ def reading_store(storage: str, protocol: int, kernel_dirs=()):
 
 
 def fail(message: str, code: int) -> None:
-    """End the command: one line on stderr (a password in it hidden) and this exit code."""
+    """End the command: one line on stderr (a password in it hidden, its control characters
+    escaped: it may quote a file) and this exit code."""
     from autotune.store import hide_passwords  # messages may quote --storage
 
-    click.echo(f"autotune: {hide_passwords(message)}", err=True)
+    click.echo(f"autotune: {one_line(hide_passwords(message))}", err=True)
     sys.exit(code)
 
 
@@ -110,9 +112,9 @@ def friendly_errors(fn):
         try:
             return fn(*args, **kwargs)
         except (*USAGE_ERRORS, MalformedRecording) as err:
-            fail(str(err).splitlines()[0] if str(err) else type(err).__name__, 2)
+            fail(first_line(err), 2)
         except NoGpu as err:
-            fail(f"no usable CUDA GPU: {str(err).splitlines()[0]}", 1)
+            fail(f"no usable CUDA GPU: {first_line(err)}", 1)
         except (
             StoreError,
             ReportError,
@@ -120,13 +122,25 @@ def friendly_errors(fn):
             StrategyUnavailable,
             RecordingError,
         ) as err:
-            fail(str(err).splitlines()[0], 1)
+            fail(first_line(err), 1)
+        except OSError as err:
+            # A file the system refused where no check named it first (a name too long, no
+            # space left): what and why, in one line, rather than a traceback.
+            where = f" {quoted(str(err.filename))}" if err.filename else ""
+            fail(f"cannot use{where}: {err.strerror or err}", 1)
 
     return wrapper
 
 
+def first_line(err: BaseException) -> str:
+    """An error's first non-blank line, else its type's name."""
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
+
+
 MAX_SEED = 2**32 - 1  # NumPy's legacy generators and CuPy's take seeds below 2**32
 MAX_JOBS = 1024  # compile processes: each is a Python process with NVRTC loaded
+MAX_SECONDS = 10 * 366 * 86400  # a time limit: ten years is no limit, 1e300 s is a mistake
 
 
 def finite_number(_ctx, param, value: float | None) -> float | None:
@@ -162,14 +176,16 @@ class RegularFile(click.Path):
     """An existing regular file: a FIFO would block the read forever, a device would never end,
     a directory says nothing useful; each is one line before anything is opened."""
 
-    def __init__(self, dir_okay: bool = False, **kwargs) -> None:
-        super().__init__(exists=True, dir_okay=dir_okay, **kwargs)
+    def __init__(self, dir_okay: bool = False, must_exist: bool = True, **kwargs) -> None:
+        super().__init__(exists=must_exist, dir_okay=dir_okay, **kwargs)
+        self.must_exist = must_exist
 
     def convert(self, value, param, ctx):
-        import os
         import stat
 
         path = super().convert(value, param, ctx)
+        if not self.must_exist and not os.path.lexists(path):
+            return path  # a file the command creates
         try:
             mode = os.stat(path).st_mode
         except OSError as err:
@@ -222,7 +238,7 @@ storage_option = click.option(
 
 protocol_option = click.option(
     "--protocol",
-    type=click.IntRange(1, TIMING_PROTOCOL),
+    type=StrictIntRange(1, TIMING_PROTOCOL),
     default=TIMING_PROTOCOL,
     show_default=True,
     help="Read the measurements of this timing protocol (DESIGN section 2): 2 queues an L2 "

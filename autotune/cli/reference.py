@@ -27,6 +27,7 @@ def _commands(group: click.Group, ctx: click.Context, prefix: str):
         command = group.get_command(ctx, name)
         if command is None or command.hidden:
             continue
+        # As click's make_context builds it: the command's own settings (bench's -h) apply.
         sub = click.Context(command, info_name=name, parent=ctx, **command.context_settings)
         if isinstance(command, click.Group):
             yield from _commands(command, sub, f"{prefix} {name}")

@@ -18,6 +18,7 @@ from autotune.cli.options import (
     DEFAULT_DTYPE,
     DEFAULT_LAYOUT,
     MAX_JOBS,
+    MAX_SECONDS,
     MAX_SEED,
     PRECISION_HELP,
     RegularFile,
@@ -99,7 +100,7 @@ class RunResult:
 @click.option("--exhaustive", is_flag=True, help="Evaluate every valid configuration (no budget).")
 @click.option(
     "--time-limit",
-    type=StrictFloatRange(min=1),
+    type=StrictFloatRange(min=1, max=MAX_SECONDS),
     callback=finite_seconds,
     default=None,
     metavar="SECONDS",

@@ -248,6 +248,8 @@ def load_family(toml: Path) -> TomlFamily:
         data = tomllib.loads(toml.read_text())
     except tomllib.TOMLDecodeError as err:
         raise fail("TOML", f"malformed ({err})") from None
+    except RecursionError:  # tomllib recurses once per level of nesting
+        raise fail("TOML", "malformed (nested too deeply)") from None
     except (OSError, UnicodeDecodeError) as err:
         raise fail("TOML", f"cannot be read ({err})") from None
     table = data.pop("family", None)

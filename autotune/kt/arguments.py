@@ -9,6 +9,7 @@ The search space, the metrics and the study's key are kt/space.py's.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES
 from autotune.kt.observers import DEVICE_TUNABLES, READINGS, observing
 from autotune.model.expression import Expression, SpaceError
 from autotune.model.observe import Observe, ObserveError
+from autotune.model.quoting import quoted
 
 
 class TuneKernelError(ValueError):
@@ -125,10 +127,12 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
         kernel_name=name,
         source_text=text,
         include_dir=include,
-        problem_size=_problem_size(args["problem_size"]),
+        problem_size=_problem_size(args["problem_size"], tune_params),
         arguments=arguments,
         tune_params=tune_params,
-        grid_div=(args.get("grid_div_x"), args.get("grid_div_y"), args.get("grid_div_z")),
+        grid_div=tuple(
+            _grid_div(args.get(f"grid_div_{axis}"), axis, tune_params) for axis in "xyz"
+        ),
         block_size_names=_block_size_names(args.get("block_size_names"), tune_params),
         restrictions=_restrictions(args.get("restrictions")),
         answer=_answer(_on_host(args.get("answer")), arguments, args.get("verify") is not None),
@@ -137,7 +141,7 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
         iterations=_positive_int(args.get("iterations", 7), "iterations"),
         compiler_options=tuple(_strings(args.get("compiler_options") or (), "compiler_options")),
         defines=_defines(args.get("defines")),
-        smem_size=_smem(args.get("smem_args")),
+        smem_size=_smem(args.get("smem_args"), tune_params),
         cmem_args=_cmem(args.get("cmem_args")),
         metrics=_metrics(args.get("metrics")),
         cache=_cache(args.get("cache")),
@@ -205,6 +209,8 @@ def _restrictions(restrictions: Any) -> Any:
         or (isinstance(r, tuple) and len(r) == 2 and callable(r[0]))
         for r in restrictions
     ):
+        for text in (r for r in restrictions if isinstance(r, str)):
+            _expression(text, "restrictions")  # the whitelist refuses code before the GPU starts
         return restrictions
     raise TuneKernelError(
         "tune_kernel: restrictions must be a function or a list of texts and functions, got "
@@ -281,7 +287,7 @@ def _on_host(values: Any) -> Any:
     ]
 
 
-def _problem_size(size: Any) -> Any:
+def _problem_size(size: Any, tune_params: Mapping[str, list]) -> Any:
     if callable(size):
         return size
     items = (size,) if isinstance(size, int | str | np.integer) else size
@@ -289,7 +295,7 @@ def _problem_size(size: Any) -> Any:
         raise TuneKernelError("tune_kernel: problem_size must be 1 to 3 integers or expressions")
     for item in items:
         if isinstance(item, str):
-            _expression(item, "problem_size")  # malformed text fails here, before any GPU work
+            _expression(item, "problem_size", tune_params)  # fails here, before any GPU work
         elif isinstance(item, bool) or not isinstance(item, int | np.integer) or item < 1:
             raise TuneKernelError(f"tune_kernel: problem_size entry {item!r} is not a positive int")
     return tuple(int(i) if isinstance(i, np.integer) else i for i in items)
@@ -355,8 +361,28 @@ def _positive_int(value: Any, what: str) -> int:
     return int(value)
 
 
+def _grid_div(divisor: Any, axis: str, tune_params: Mapping[str, list]) -> Any:
+    """A grid divisor as Kernel Tuner takes it (None, a whole number, an expression of the
+    tunables, a function of their dict, or a list of those multiplied), checked for its form
+    here; its value at each configuration is checked when the first one is planned."""
+    parts = divisor if isinstance(divisor, list | tuple) else [divisor]
+    for part in parts:
+        if part is None and not isinstance(divisor, list | tuple) or callable(part):
+            continue
+        if isinstance(part, int) and not isinstance(part, bool) and part >= 1:
+            continue
+        if isinstance(part, str):
+            _expression(part, f"grid_div_{axis}", tune_params)
+            continue
+        raise TuneKernelError(
+            f"tune_kernel: grid_div_{axis} {quoted(part, 40)} is not a whole number >= 1, an "
+            "expression of the tunables or a function of them"
+        )
+    return divisor
+
+
 def _strings(values: Any, what: str) -> list[str]:
-    if isinstance(values, str) or not all(isinstance(v, str) for v in values):
+    if not isinstance(values, list | tuple) or not all(isinstance(v, str) for v in values):
         raise TuneKernelError(f"tune_kernel: {what} must be a list of strings")
     return list(values)
 
@@ -372,14 +398,23 @@ def _defines(defines: Any) -> dict | None:
     return dict(defines)
 
 
-def _smem(smem_args: Any) -> Any:
+def _smem(smem_args: Any, tune_params: Mapping[str, list]) -> Any:
     if smem_args is None:
         return None
     if not isinstance(smem_args, Mapping) or set(smem_args) != {"size"}:
         raise TuneKernelError(
             "tune_kernel: smem_args must be {'size': bytes (int, text, function)}"
         )
-    return smem_args["size"]
+    size = smem_args["size"]
+    if isinstance(size, int) and not isinstance(size, bool) and size < 0:
+        raise TuneKernelError(f"tune_kernel: smem_args size {size} is negative")
+    if not (isinstance(size, int | str) and not isinstance(size, bool)) and not callable(size):
+        raise TuneKernelError(
+            f"tune_kernel: smem_args size {quoted(size, 40)} is not bytes (int, text, function)"
+        )
+    if isinstance(size, str):
+        _expression(size, "smem_args size", tune_params)
+    return size
 
 
 def _cmem(cmem_args: Any) -> dict[str, np.ndarray]:
@@ -388,6 +423,8 @@ def _cmem(cmem_args: Any) -> dict[str, np.ndarray]:
     if not isinstance(cmem_args, Mapping):
         raise TuneKernelError("tune_kernel: cmem_args must be a dict of symbol names to arrays")
     for name, value in cmem_args.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise TuneKernelError(f"tune_kernel: cmem_args name {quoted(name, 40)} is no symbol")
         if not isinstance(value, np.ndarray | np.generic):
             raise TuneKernelError(f"tune_kernel: cmem_args[{name!r}] must be a NumPy array")
     return {name: np.asarray(value) for name, value in cmem_args.items()}
@@ -406,23 +443,35 @@ def _metrics(metrics: Any) -> dict | None:
     return dict(metrics)
 
 
-def _expression(text: str, what: str) -> Expression:
+def _expression(text: str, what: str, tune_params: Mapping[str, list] | None = None) -> Expression:
+    """The text as an expression; with tune_params, one that names only tunables."""
     try:
-        return Expression(text)
+        expression = Expression(text)
     except SpaceError as err:
         raise TuneKernelError(f"tune_kernel: {what}: {err}".replace("constraint ", "")) from None
+    unknown = sorted(expression.names - set(tune_params or expression.names))
+    if unknown:
+        raise TuneKernelError(
+            f"tune_kernel: {what} {quoted(text)} names {quoted(unknown[0], 40)}, not a tunable"
+        )
+    return expression
 
 
 def _cache(cache: Any) -> Path | None:
     if cache is None:
         return None
+    if not isinstance(cache, str | os.PathLike) or not str(cache).strip():
+        raise TuneKernelError(f"tune_kernel: cache must be a file name, not {quoted(cache, 40)}")
     path = Path(cache)
-    return path if path.suffix == ".json" else path.with_name(path.name + ".json")
+    path = path if path.suffix == ".json" else path.with_name(path.name + ".json")
+    if path.parent.exists() and not path.parent.is_dir():  # before the GPU starts
+        raise TuneKernelError(f"tune_kernel: cache {quoted(str(path))}: not in a directory")
+    return path
 
 
 def _device(device: Any) -> int:
-    if isinstance(device, bool) or not isinstance(device, int) or device < 0:
-        raise TuneKernelError(f"tune_kernel: device must be a GPU index, got {device!r}")
+    if isinstance(device, bool) or not isinstance(device, int) or not 0 <= device < 1024:
+        raise TuneKernelError(f"tune_kernel: device must be a GPU index, got {device!r:.40}")
     return device
 
 
@@ -457,6 +506,8 @@ def _strategy(request: KernelRequest, strategy: Any, options: Any) -> None:
             f"tune_kernel: strategy {strategy!r} is not supported; use one of "
             f"{', '.join([*KT_STRATEGIES, *OUR_STRATEGIES])}"
         )
+    if options is not None and not isinstance(options, Mapping):
+        raise TuneKernelError("tune_kernel: strategy_options must be a dict")
     options = dict(options or {})
     unknown = sorted(set(options) - STRATEGY_OPTIONS)
     if unknown:

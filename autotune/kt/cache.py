@@ -74,6 +74,8 @@ def read_json(path: str | Path) -> object:
         raise KtCacheError(f"{path}: not a text (JSON) file") from None
     try:
         return json.loads(text)
+    except RecursionError:  # Python's parser recurses once per level of nesting
+        raise KtCacheError(f"{path}: not a Kernel Tuner file (JSON nested too deeply)") from None
     except json.JSONDecodeError as err:
         stripped = text.rstrip()
         if stripped.endswith(","):

@@ -25,6 +25,9 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.FloorDiv: lambda a, b: np.floor_divide(a, b),
     ast.Mod: lambda a, b: np.mod(a, b),
 }
+# NumPy answers x // 0 with 0 and x / 0 with inf (a warning at most): a constraint would keep
+# or drop configurations on a value that means nothing. Python raises; so do we.
+_DIVISIONS = (ast.Div, ast.FloorDiv, ast.Mod)
 _CMPOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Eq: lambda a, b: a == b,
     ast.NotEq: lambda a, b: a != b,
@@ -47,6 +50,47 @@ def _reduce(op: Callable[[Any, Any], Any], args: tuple[Any, ...]) -> Any:
     out = args[0]
     for arg in args[1:]:
         out = op(out, arg)
+    return out
+
+
+# `and`, `or` and `x if c else y` evaluate an operand only where Python would (one element per
+# configuration): `X == 0 or N % X == 0` never divides by the X that is 0.
+
+
+def _rows(env: Mapping[str, Any], where: np.ndarray) -> dict[str, Any]:
+    """The environment cut to the configurations `where` selects (scalars stay)."""
+    return {
+        k: v[where] if isinstance(v, np.ndarray) and v.shape[:1] == where.shape else v
+        for k, v in env.items()
+    }
+
+
+def _short_circuit(parts: list, is_and: bool, env: Mapping[str, Any]) -> Any:
+    result = np.asarray(parts[0](env), dtype=bool)
+    for part in parts[1:]:
+        pending = result if is_and else ~result  # where the answer is not known yet
+        if not pending.any():
+            break
+        if pending.ndim == 0:
+            result = np.asarray(part(env), dtype=bool)
+            continue
+        result = result.copy()
+        result[pending] = np.asarray(part(_rows(env, pending)), dtype=bool)
+    return result if result.ndim else bool(result)
+
+
+def _choose(test, body, orelse, env: Mapping[str, Any]) -> Any:
+    chosen = np.asarray(test(env), dtype=bool)
+    if chosen.ndim == 0:
+        return body(env) if chosen else orelse(env)
+    out_true = body(_rows(env, chosen)) if chosen.any() else None
+    out_false = orelse(_rows(env, ~chosen)) if (~chosen).any() else None
+    kinds = [np.asarray(x) for x in (out_true, out_false) if x is not None]
+    out = np.empty(chosen.shape, dtype=np.result_type(*kinds))
+    if out_true is not None:
+        out[chosen] = out_true
+    if out_false is not None:
+        out[~chosen] = out_false
     return out
 
 
@@ -103,12 +147,18 @@ class Expression:
                 self._compile(node.left),
                 self._compile(node.right),
             )
+            divides = isinstance(node.op, _DIVISIONS)
+            divisor = (
+                "" if isinstance(node.right, ast.Constant) else f" ({ast.unparse(node.right)} is 0)"
+            )
 
             def arithmetic(env: Mapping[str, Any]) -> Any:
                 a, b = left(env), right(env)
                 # 'x' * 10**10 would try to build a 10 GB string: strings only compare.
                 if isinstance(a, str) or isinstance(b, str):
                     raise self._refuse("arithmetic on a string")
+                if divides and np.any(np.asarray(b) == 0):
+                    raise SpaceError(f"constraint {self.source!r}: division by zero{divisor}")
                 return op(a, b)
 
             return arithmetic
@@ -127,8 +177,8 @@ class Expression:
             raise self._refuse(type(node.op).__name__)
         if isinstance(node, ast.BoolOp):
             parts = [self._compile(v) for v in node.values]
-            combine = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
-            return lambda env: _reduce(combine, tuple(p(env) for p in parts))
+            is_and = isinstance(node.op, ast.And)
+            return lambda env: _short_circuit(parts, is_and, env)
         if isinstance(node, ast.Compare):
             if not all(type(op) in _CMPOPS for op in node.ops):
                 raise self._refuse("comparison operator")
@@ -145,7 +195,7 @@ class Expression:
             return compare
         if isinstance(node, ast.IfExp):
             test, body, orelse = (self._compile(n) for n in (node.test, node.body, node.orelse))
-            return lambda env: np.where(test(env), body(env), orelse(env))
+            return lambda env: _choose(test, body, orelse, env)
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS:
                 raise self._refuse("function call")

@@ -134,6 +134,8 @@ def shapes_from_file(path: str | Path) -> list[Problem]:
             data = tomllib.loads(_read_text(path, "shape file"))
         except tomllib.TOMLDecodeError as err:
             raise ProblemError(f"{path}: malformed TOML ({err})") from None
+        except RecursionError:  # tomllib recurses once per level of nesting
+            raise ProblemError(f"{path}: malformed TOML (nested too deeply)") from None
         if "shapes" in data:
             kept = ("kind", *SET_TEXTS)
             data = {**{k: v for k, v in data.items() if k in kept}, "layers": data["shapes"]}

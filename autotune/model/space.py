@@ -134,6 +134,10 @@ class SearchSpace:
             raise SpaceError(f"search space file {str(path)!r} does not exist") from None
         except tomllib.TOMLDecodeError as err:
             raise SpaceError(f"{path}: malformed TOML ({err})") from None
+        except RecursionError:  # tomllib recurses once per level of nesting
+            raise SpaceError(f"{path}: malformed TOML (nested too deeply)") from None
+        except (OSError, UnicodeDecodeError) as err:
+            raise SpaceError(f"cannot read {str(path)!r}: {err}") from None
         try:
             return cls.from_dict(path.stem, data)
         except SpaceError as err:

@@ -170,6 +170,8 @@ def load_recording(path: str | Path) -> list[RecordedStudy]:
         rows = [json.loads(line) for line in lines if line.strip()]
     except json.JSONDecodeError as err:
         raise MalformedRecording(f"recording {str(path)!r}: malformed line ({err})") from None
+    except RecursionError:  # json recurses once per level of nesting
+        raise MalformedRecording(f"recording {str(path)!r}: a line nested too deeply") from None
     if not rows or not isinstance(rows[0], dict) or rows[0].get("format") != FORMAT:
         raise MalformedRecording(f"recording {str(path)!r} is not in format {FORMAT}")
     studies: dict[int, RecordedStudy] = {}

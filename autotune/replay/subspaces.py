@@ -38,6 +38,8 @@ def load_pins(path: str | Path | None) -> dict[str, dict[str, tuple]]:
         ) from None
     except tomllib.TOMLDecodeError as err:
         raise SpaceError(f"{path}: malformed TOML ({err})") from None
+    except RecursionError:  # tomllib recurses once per level of nesting
+        raise SpaceError(f"{path}: malformed TOML (nested too deeply)") from None
     pins: dict[str, dict[str, tuple]] = {}
     for family, table in data.items():
         if family == "description":

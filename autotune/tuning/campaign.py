@@ -223,9 +223,11 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
             + _reasons([], pairing.refused)
             + ")"
         )
+    from autotune.replay.subspaces import load_pins
     from autotune.tuning.session import open_gpu_session, open_replay_session
     from autotune.tuning.studies import Study
 
+    given_pins = load_pins(request.subspace) if request.subspace else None  # read, or refused
     if request.replay:
         session = open_replay_session(request.replay, request.storage, share=request.share)
         storage, baselines = request.storage or "memory", False
@@ -261,11 +263,10 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
                 studies = held
         # A replay searches the subspaces its recording was made over unless told otherwise.
         pins = runner.pins
-        if request.subspace or pins:
-            from autotune.replay.subspaces import load_pins
+        if given_pins is not None or pins:
             from autotune.tuning.studies import restrict_studies
 
-            pins = load_pins(request.subspace) if request.subspace else pins
+            pins = given_pins if given_pins is not None else pins
             studies, cut = restrict_studies(studies, pins, runner.limits)
             skipped += cut
         studies, too_large = _fitting(studies, info.memory_bytes)

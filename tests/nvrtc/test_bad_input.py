@@ -21,7 +21,7 @@ from click.testing import CliRunner
 import autotune.gpu.evaluator
 import autotune.model.shapes
 from autotune.cli.app import main
-from autotune.families import get_family
+from autotune.families import get_family, kernel_digests
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Measurement
 from autotune.model.space import Config
@@ -194,8 +194,8 @@ CASES = [
     Case("unknown-shape-set-listing", ("shapes", "nope"), 2, "unknown shape set 'nope'"),
     Case("unknown-option", (*RUN, "--bogus"), 2, "No such option '--bogus'"),
     Case("unknown-strategy", (*RUN, "--strategy", "nope"), 2, "Invalid value for '--strategy'"),
-    Case("time-limit-nan", (*RUN, "--time-limit", "nan"), 2, "'nan' is not a finite decimal"),
-    Case("time-limit-inf", (*RUN, "--time-limit", "inf"), 2, "'inf' is not a finite decimal"),
+    Case("time-limit-nan", (*RUN, "--time-limit", "nan"), 2, "is not a finite decimal number"),
+    Case("time-limit-inf", (*RUN, "--time-limit", "inf"), 2, "is not a finite decimal number"),
     Case(
         "remeasure-time-limit-nan",
         ("remeasure", "--time-limit", "nan"),
@@ -218,6 +218,12 @@ CASES = [
          constraint("9**9**9 > 0")),
     Case("constraint-string-repetition", RUN, 2, "arithmetic on a string is not allowed",
          constraint("'x' * 99999999999 == 'y'")),
+    Case("constraint-division-by-zero", RUN, 2, "'1 // 0 == 0': division by zero",
+         constraint("1 // 0 == 0")),
+    Case("constraint-modulo-by-zero", RUN, 2, "division by zero (BLOCK_X - BLOCK_X is 0)",
+         constraint("N % (BLOCK_X - BLOCK_X) == 0")),
+    Case("constraint-division-by-zero-space", SPACE, 2, "division by zero",
+         constraint("N / (FILTER_IN_CONST * 0) > 1")),
     # Impossible shapes.
     Case("filter-larger-than-input", (*RUN, "--shape-file", "{tmp}/s.csv"), 2,
          "filter Kc=5 is larger than the input Cc=4",
@@ -242,7 +248,7 @@ CASES = [
          "cannot open results database (postgresql://nobody@127.0.0.1:1/x)"),
     Case("storage-sqlite-in-uncreatable-directory",
          (*RUN[:-4], "--storage", "/proc/no-such-dir/r.db"), 1,
-         "cannot open results database (/proc/no-such-dir/r.db)"),
+         "cannot open results database (sqlite:////proc/no-such-dir/r.db)"),
     Case("storage-sqlite-below-a-file", (*RUN[:-4], "--storage", "{tmp}/plain/r.db"), 1,
          "cannot open results database", a_file("plain", "a file, not a directory")),
     # No GPU; a results database of a later schema.
@@ -260,14 +266,12 @@ def _stored(db: Path) -> list[str]:
         return list(con.iterdump())
 
 
-CURRENT = get_family("direct_naive").kernel_digest()  # what the commands read as current
-
-
 @pytest.fixture(scope="module")
 def results_db(tmp_path_factory) -> Path:
     """A database with results of the synthetic GPU (the device the CLI will register)."""
     path = tmp_path_factory.mktemp("stored") / "results.db"
     problem = ConvProblem(N=9, K=3, C=1, F=2)
+    digest = kernel_digests()["direct_naive"]  # the current code's rows: what `best` reads
     with Store(path) as store:
         device_id = store.register_device(SyntheticEvaluator(lambda d: 1.0).device)
         run_id = store.start_run(device_id, "autotune run", {})
@@ -275,7 +279,7 @@ def results_db(tmp_path_factory) -> Path:
             config = Config.of({"BLOCK_X": block_x, "BLOCK_Y": 4, "FILTER_IN_CONST": 0})
             m = Measurement.from_samples([ms, ms])
             store.record(
-                run_id, device_id, "direct_naive", problem, config, m, problem.flops, CURRENT
+                run_id, device_id, "direct_naive", problem, config, m, problem.flops, digest
             )
         store.finish_run(run_id)
     return path
@@ -333,7 +337,7 @@ def test_a_shape_no_device_can_hold_says_why_nothing_runs(tmp_path, monkeypatch)
     result = CliRunner().invoke(main, [*args, "--storage", str(tmp_path / "r.db")])
     assert result.exit_code == 2, result.output
     last = result.output.strip().splitlines()[-1]
-    assert last.startswith("Error: nothing to tune: no (family, shape) pair can run (")
+    assert last.startswith("autotune: nothing to tune: no (family, shape) pair can run (")
     shape = "N=4096,K=3,C=256,F=256,B=8"
     memory = "its inputs and outputs alone take 275.0 GB, the device has 85.9 GB"
     assert f"skipping direct_naive {shape}: {memory}" in result.output

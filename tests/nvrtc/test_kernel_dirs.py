@@ -64,6 +64,19 @@ def test_a_bad_kernel_directory_ends_the_command_in_one_line(tmp_path):
     )
 
 
+def test_space_compile_of_a_kernel_that_does_not_compile_says_so_in_one_line(tmp_path):
+    (tmp_path / "mine.cu").write_text("__global__ void k( { \x1b[31m\n")
+    toml = (EXAMPLE / "direct_conv2d.toml").read_text()
+    (tmp_path / "mine.toml").write_text(toml.replace('"direct_conv2d"', '"k"'))
+    args = ["space", "mine", "--kernels", str(tmp_path), "--shape", "N=8,K=1,C=1,F=1"]
+    result = CliRunner().invoke(main, [*args, "--samples", "2", "--compile"])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and "\x1b" not in result.output
+    lines = result.output.strip().splitlines()
+    assert [ln.split("->")[1].split(":")[0] for ln in lines[1:3]] == [" compile error"] * 2
+    assert lines[-1].startswith("autotune: 2 of 2 samples did not compile: mine.cu(1): error")
+
+
 @pytest.mark.slow
 def test_run_tunes_a_family_of_a_kernel_directory_on_a_synthetic_gpu(tmp_path, monkeypatch):
     monkeypatch.setattr(

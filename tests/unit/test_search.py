@@ -370,12 +370,12 @@ def _threads_here() -> tuple[str | None, int | None]:
     return os.environ.get("OMP_NUM_THREADS"), torch.get_num_threads() if torch else None
 
 
-def test_benchmark_workers_run_their_libraries_on_one_thread_each() -> None:
+def test_benchmark_workers_run_their_libraries_on_start_worker() -> None:
     import multiprocessing as mp
 
-    from autotune.bench.search import one_thread_each
+    from autotune.bench.search import start_worker
 
-    with mp.get_context("fork").Pool(1, initializer=one_thread_each) as pool:
+    with mp.get_context("fork").Pool(1, initializer=start_worker) as pool:
         omp, torch_threads = pool.apply(_threads_here)
     assert omp == "1"
     assert torch_threads in (None, 1)  # torch only where it was imported before the fork

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import time
 
 import numpy as np
@@ -61,6 +62,33 @@ def test_chained_comparison_and_conditional():
     e = Expression("1 < A <= 4 if B else A == 0")
     assert [bool(e({"A": a, "B": 1})) for a in range(6)] == [False, False, True, True, True, False]
     assert [bool(e({"A": a, "B": 0})) for a in range(3)] == [True, False, False]
+
+
+@pytest.mark.parametrize(
+    "source", ["1 // 0 == 0", "A % (B - B) == 0", "A / B > 1", "max(A, 1) // min(B, 0) > 0"]
+)
+def test_a_division_by_zero_names_the_constraint(source):
+    # NumPy's answer (0 for x // 0, inf for x / 0) would keep or drop configurations silently.
+    for env in ({"A": 4, "B": 0}, {"A": np.arange(4), "B": np.array([1, 2, 0, 3])}):
+        with pytest.raises(SpaceError, match=f"{re.escape(repr(source))}: division by zero"):
+            Expression(source)(env)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("B == 0 or A % B == 0", [True, True, False, False]),
+        ("B != 0 and A // B >= 2", [False, True, False, False]),
+        ("A // B >= 2 if B else A == 0", [True, True, False, False]),
+    ],
+)
+def test_guarded_divisions_evaluate_only_where_python_would(source, expected):
+    env = {"A": np.array([0, 4, 3, 1]), "B": np.array([0, 2, 2, 3])}
+    assert list(Expression(source)(env)) == expected
+    scalars = [
+        Expression(source)({"A": int(a), "B": int(b)}) for a, b in zip(*env.values(), strict=True)
+    ]
+    assert [bool(x) for x in scalars] == expected
 
 
 def test_unknown_names_are_reported_when_binding():
