@@ -38,11 +38,12 @@ def parse_gpus(text: str, count: Callable[[], int]) -> list[int]:
         if n < 1:
             raise GpuListError("--gpus all: no CUDA device is visible")
         return list(range(n))
-    try:
-        gpus = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise GpuListError(f"--gpus {text!r}: expected 'all' or indices such as 0,1") from None
-    if not gpus or min(gpus) < 0:
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    # Plain ASCII digits only: int() would also take '1_0' and other scripts' digits.
+    if not all(part.isascii() and part.isdigit() for part in parts):
+        raise GpuListError(f"--gpus {text!r}: expected 'all' or indices such as 0,1")
+    gpus = [int(part) for part in parts]
+    if not gpus:
         raise GpuListError(f"--gpus {text!r}: expected 'all' or indices such as 0,1")
     if len(set(gpus)) != len(gpus):
         raise GpuListError(f"--gpus {text!r}: a GPU is named twice")

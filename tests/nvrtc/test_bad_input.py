@@ -248,7 +248,7 @@ CASES = [
          "cannot open results database (postgresql://nobody@127.0.0.1:1/x)"),
     Case("storage-sqlite-in-uncreatable-directory",
          (*RUN[:-4], "--storage", "/proc/no-such-dir/r.db"), 1,
-         "cannot open results database (sqlite:////proc/no-such-dir/r.db)"),
+         "cannot open results database (/proc/no-such-dir/r.db)"),
     Case("storage-sqlite-below-a-file", (*RUN[:-4], "--storage", "{tmp}/plain/r.db"), 1,
          "cannot open results database", a_file("plain", "a file, not a directory")),
     # No GPU; a results database of a later schema.
