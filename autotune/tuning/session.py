@@ -41,11 +41,19 @@ def versions(runner: Runner) -> dict[str, str]:
 
 @dataclass
 class Session:
-    """An open store, a runner, and the device's id in the store."""
+    """An open store and a runner; the device is registered in the store when first needed (a
+    campaign refused while it is planned writes nothing)."""
 
     store: Store
     runner: Runner
-    device_id: int
+    _device_id: int | None = None
+
+    @property
+    def device_id(self) -> int:
+        """The device's id in the store, inserting it the first time it is seen."""
+        if self._device_id is None:
+            self._device_id = register_device(self.store, self.runner)
+        return self._device_id
 
     @property
     def device(self):
@@ -118,8 +126,7 @@ def open_gpu_session(
             store.close()
         raise
     compiler = Compiler(arch=evaluator.device.arch, cache_dir=cache_dir, options=options)
-    runner = GpuRunner(compiler, evaluator, processes=compile_processes)
-    return Session(store, runner, register_device(store, runner))
+    return Session(store, GpuRunner(compiler, evaluator, processes=compile_processes))
 
 
 def open_replay_session(paths, storage: str | None, share: bool = False) -> Session:
@@ -127,7 +134,7 @@ def open_replay_session(paths, storage: str | None, share: bool = False) -> Sess
     from autotune.replay.runner import open_replay
 
     store, runner = open_replay(paths, storage, share=share)
-    return Session(store, runner, register_device(store, runner))
+    return Session(store, runner)
 
 
 __all__ = ["Session", "open_gpu_session", "open_replay_session", "versions"]
