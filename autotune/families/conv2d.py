@@ -9,6 +9,9 @@ from autotune.families.plan import Buffers, KernelPlan, Launch, cdiv
 from autotune.model.problem import ConvProblem
 
 REFERENCE_SOURCE = REFERENCE_DIR / "reference_conv2d.cu"
+# The reference of a problem with a fused epilogue: the convolution above, then the epilogue (a
+# file of its own, so that the plain reference's text, part of every family's digest, stays).
+EPILOGUE_REFERENCE_SOURCE = REFERENCE_DIR / "reference_conv2d_epilogue.cu"
 REFERENCE_BLOCK = 256
 
 
@@ -22,12 +25,30 @@ def storage_define(problem: ConvProblem) -> tuple[str, int]:
 
 
 def buffers(problem: ConvProblem) -> Buffers:
-    """Input, filters and output in the problem's layout and storage type."""
+    """Input, filters and output in the problem's layout and storage type, and the inputs of its
+    epilogue if it has one (scale and bias of F values, a residual of the output's shape)."""
     return Buffers(
-        inputs=(("x", problem.input_shape), ("w", problem.filter_shape)),
+        inputs=(
+            ("x", problem.input_shape),
+            ("w", problem.filter_shape),
+            *epilogue_buffers(problem),
+        ),
         outputs=(("y", problem.output_shape),),
         dtype=problem.dtype,
     )
+
+
+def epilogue_buffers(problem: ConvProblem) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The extra inputs of the problem's epilogue, in the order the kernels take them."""
+    fused = problem.fused
+    shapes = {"scale": (problem.F,), "bias": (problem.F,), "residual": problem.output_shape}
+    return tuple((name, shapes[name]) for name in fused.inputs) if fused else ()
+
+
+def epilogue_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
+    """-D defines compiling the problem's epilogue in (none without one: the plain kernel)."""
+    fused = problem.fused
+    return fused.defines() if fused else ()
 
 
 def problem_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
@@ -38,7 +59,8 @@ def problem_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
 
 def reference_plan(problem: ConvProblem) -> KernelPlan:
     """Float64 direct convolution on the GPU over the stored inputs (any storage type and
-    layout), writing 'y_ref' (double, in the output's layout); one thread per output."""
+    layout), writing 'y_ref' (double, in the output's layout), then its epilogue if it has one;
+    one thread per output."""
     outputs = problem.B * problem.F * problem.N * problem.N
     launch = Launch(
         "reference_conv2d",
@@ -47,7 +69,17 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
         args=("x", "w", "y_ref"),
     )
     storage = (storage_define(problem), ("NHWC", int(problem.nhwc)))
-    return KernelPlan(REFERENCE_SOURCE, (*problem_defines(problem), *storage), (launch,))
+    fused = problem.fused
+    if fused is None:
+        return KernelPlan(REFERENCE_SOURCE, (*problem_defines(problem), *storage), (launch,))
+    epilogue = Launch(
+        "reference_epilogue",
+        grid=launch.grid,
+        block=launch.block,
+        args=("y_ref", *fused.inputs),
+    )
+    defines = (*problem_defines(problem), *storage, *fused.defines())
+    return KernelPlan(EPILOGUE_REFERENCE_SOURCE, defines, (launch, epilogue))
 
 
 def reference_numpy(problem: ConvProblem, x: np.ndarray, w: np.ndarray) -> np.ndarray:
