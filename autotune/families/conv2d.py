@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from autotune.families.files import REFERENCE_DIR
@@ -94,3 +96,29 @@ def reference_numpy(problem: ConvProblem, x: np.ndarray, w: np.ndarray) -> np.nd
     s = problem.stride
     windows = windows[:, :, ::s, ::s][:, :, : problem.N, : problem.N]  # B, C, N, N, K, K
     return np.einsum("bcyxij,fcij->bfyx", windows, w64, optimize=True)
+
+
+def epilogue_numpy(
+    problem: ConvProblem, y: np.ndarray, inputs: dict[str, np.ndarray]
+) -> np.ndarray:
+    """The problem's epilogue in float64 on the CPU over a convolution's output `y` (in the
+    problem's layout) and its inputs as stored (scale, bias, residual by name): what the GPU
+    reference applies, written independently of it, to check it."""
+    fused = problem.fused
+    if fused is None:
+        return y
+    channel = (1, 1, 1, -1) if problem.nhwc else (1, -1, 1, 1)
+    v = y.astype(np.float64)
+    if fused.scale:
+        v = v * inputs["scale"].astype(np.float64).reshape(channel)
+    if fused.bias:
+        v = v + inputs["bias"].astype(np.float64).reshape(channel)
+    if fused.residual:
+        v = v + inputs["residual"].astype(np.float64)
+    if fused.activation == "relu":
+        v = np.where(v < 0.0, 0.0, v)
+    elif fused.activation == "silu":
+        v = v / (1.0 + np.exp(-v))
+    elif fused.activation == "gelu":
+        v = 0.5 * v * (1.0 + np.vectorize(math.erf)(v / math.sqrt(2.0)))
+    return v

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from autotune.families import conv2d
@@ -114,3 +115,26 @@ def test_the_reference_applies_the_epilogue_after_the_plain_convolution() -> Non
     assert dict(plan.defines)["EPI_ACT"] == 3 and dict(plan.defines)["NHWC"] == 1
     # The plain reference's text is not touched: it is part of every family's kernel digest.
     assert '#include "reference_conv2d.cu"' in conv2d.EPILOGUE_REFERENCE_SOURCE.read_text()
+
+
+def test_the_numpy_epilogue_reads_channels_in_either_layout_and_each_activation() -> None:
+    problem = ConvProblem(N=1, K=1, C=1, F=2, B=1, layout="NHWC", epilogue="scale_bias_add_relu")
+    y = np.array([1.0, -2.0]).reshape(1, 1, 1, 2)
+    extras = {
+        "scale": np.array([2.0, 3.0]),
+        "bias": np.array([0.5, 1.0]),
+        "residual": np.array([0.25, 0.5]).reshape(1, 1, 1, 2),
+    }
+    got = conv2d.epilogue_numpy(problem, y, extras)
+    assert got.ravel().tolist() == [2.75, 0.0]  # 1*2+0.5+0.25; -2*3+1+0.5 < 0
+    nchw = dataclasses.replace(problem, layout="NCHW")
+    y2 = y.reshape(1, 2, 1, 1)
+    extras2 = {**extras, "residual": extras["residual"].reshape(1, 2, 1, 1)}
+    assert conv2d.epilogue_numpy(nchw, y2, extras2).ravel().tolist() == [2.75, 0.0]
+    one = np.ones((1, 1, 1, 2))
+    zero = {"bias": np.zeros(2)}
+    gelu = conv2d.epilogue_numpy(dataclasses.replace(problem, epilogue="bias_gelu"), one, zero)
+    silu = conv2d.epilogue_numpy(dataclasses.replace(problem, epilogue="bias_silu"), one, zero)
+    assert gelu.ravel()[0] == pytest.approx(0.8413447460685429, rel=1e-15)  # Phi(1), exact GELU
+    assert silu.ravel()[0] == pytest.approx(0.7310585786300049, rel=1e-15)  # 1 / (1 + e^-1)
+    assert conv2d.epilogue_numpy(PLAIN, one, {}) is one
