@@ -35,7 +35,9 @@
 // their byte count. The maps come as __grid_constant__ parameters, encoded by the launcher.
 //
 // Defines: B C N K F STRIDE (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM BN WG STAGES
-// SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA.
+// SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA; with a fused epilogue, EPILOGUE and the
+// EPI_ defines of epilogue.cuh: applied where the output is stored (store_tile, or with SPLIT_K
+// > 1 tc_wgmma_reduce), whose kernel then takes the epilogue's inputs after y.
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "tc_wgmma needs the sm_90a target (wgmma): compile the plan with arch_specific"
@@ -114,6 +116,29 @@ typedef u16 out_t;
 #define STAGE_BYTES ((BM + BN) * 128)
 #define BARRIER_BYTES (PRODUCER * 16 * STAGES)  // full and empty mbarriers a slot
 #define REDUCE_BLOCK 256
+
+// A fused epilogue in the output store (epilogue.cuh), or none: no parameters, the value as it is.
+#ifndef EPILOGUE
+#define EPILOGUE 0
+#endif
+#if EPILOGUE
+#include "epilogue.cuh"
+#else
+#define EPI_PARAMS
+#define EPI_ARGS
+#define EPI(v, f, i) (v)
+#endif
+// The GEMM kernel applies it only where it stores the output itself; split-K's partial sums get
+// it in tc_wgmma_reduce.
+#if SPLIT_K == 1
+#define GEMM_EPI_PARAMS EPI_PARAMS
+#define GEMM_EPI_ARGS EPI_ARGS
+#define GEMM_EPI(v, f, i) EPI(v, f, i)
+#else
+#define GEMM_EPI_PARAMS
+#define GEMM_EPI_ARGS
+#define GEMM_EPI(v, f, i) (v)
+#endif
 
 
 // 16-byte copies, zero-filled past the edges (cp_async.cuh); the gathered input rows that
@@ -506,7 +531,8 @@ typedef float gemm_out_t;
 // holds rows 16q..16q+15; register i of a lane is row lane/4 + 8*((i/2)%2), column
 // 8*(i/4) + 2*(lane%4) + i%2.
 __device__ __forceinline__ void store_tile(
-    float (&acc)[MI][BN / 2], gemm_out_t* __restrict__ y, int m0, int f0, int ctid, int cwg)
+    float (&acc)[MI][BN / 2], gemm_out_t* __restrict__ y, int m0, int f0, int ctid, int cwg
+    GEMM_EPI_PARAMS)
 {
     // The accumulators are the asynchronous wgmma's until the wait: read them only after it.
 #pragma unroll
@@ -526,21 +552,28 @@ __device__ __forceinline__ void store_tile(
                 const int f = f0 + 8 * g + 2 * (lane % 4);
                 const float v0 = acc[mi][4 * g + 2 * h];
                 const float v1 = acc[mi][4 * g + 2 * h + 1];
+                // The epilogue (if any) of outputs f and f + 1 at flat index m * F + f (NHWF).
 #if SPLIT_K == 1 && STORAGE != 0
                 u16* out = y + (long long)m * F + f;
                 if (F % 2 == 0) {
-                    if (f < F) *(unsigned*)out = to_storage2(v0, v1);
+                    if (f < F)
+                        *(unsigned*)out = to_storage2(
+                            GEMM_EPI(v0, f, (long long)m * F + f),
+                            GEMM_EPI(v1, f + 1, (long long)m * F + f + 1));
                 } else {
-                    if (f < F) out[0] = to_storage(v0);
-                    if (f + 1 < F) out[1] = to_storage(v1);
+                    if (f < F) out[0] = to_storage(GEMM_EPI(v0, f, (long long)m * F + f));
+                    if (f + 1 < F) out[1] = to_storage(GEMM_EPI(v1, f + 1, (long long)m * F + f + 1));
                 }
 #else
                 float* out = y + ((long long)blockIdx.z * M_ALL + m) * F + f;
                 if (F % 2 == 0) {
-                    if (f < F) *(float2*)out = make_float2(v0, v1);
+                    if (f < F)
+                        *(float2*)out = make_float2(
+                            GEMM_EPI(v0, f, (long long)m * F + f),
+                            GEMM_EPI(v1, f + 1, (long long)m * F + f + 1));
                 } else {
-                    if (f < F) out[0] = v0;
-                    if (f + 1 < F) out[1] = v1;
+                    if (f < F) out[0] = GEMM_EPI(v0, f, (long long)m * F + f);
+                    if (f + 1 < F) out[1] = GEMM_EPI(v1, f + 1, (long long)m * F + f + 1);
                 }
 #endif
             }
@@ -564,6 +597,7 @@ __device__ __forceinline__ void zero(float (&acc)[MI][BN / 2])
 // over its split's share of the reduction.
 extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     const elem_t* __restrict__ x, const elem_t* __restrict__ w, gemm_out_t* __restrict__ y
+    GEMM_EPI_PARAMS
 #if TMA
     ,
     const __grid_constant__ tensor_map_t x_map, const __grid_constant__ tensor_map_t w_map
@@ -670,7 +704,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
         }
         wgmma_wait<0>();
         if (steps > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
-        store_tile(acc, y, (tile / TILES_F) * BM, (tile % TILES_F) * BN, ctid, cwg);
+        store_tile(acc, y, (tile / TILES_F) * BM, (tile % TILES_F) * BN, ctid, cwg GEMM_EPI_ARGS);
     }
 #else
     // Every thread loads and multiplies: a step waits for its tile, syncs, issues its wgmma
@@ -706,14 +740,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
             cp_async::commit();
         }
         wgmma_wait<0>();
-        store_tile(acc, y, m0, f0, tid, cwg);
+        store_tile(acc, y, m0, f0, tid, cwg GEMM_EPI_ARGS);
     }
 #endif
 }
 
-// Split-K: the SPLIT_K partial sums of every output added up and stored in the storage dtype.
+// Split-K: the SPLIT_K partial sums of every output added up, the epilogue (if any) applied,
+// and stored in the storage dtype.
 extern "C" __global__ void __launch_bounds__(REDUCE_BLOCK)
-    tc_wgmma_reduce(const float* __restrict__ partial, out_t* __restrict__ y)
+    tc_wgmma_reduce(const float* __restrict__ partial, out_t* __restrict__ y EPI_PARAMS)
 {
     const long long total = (long long)M_ALL * F;
     const long long i = (long long)blockIdx.x * REDUCE_BLOCK + threadIdx.x;
@@ -721,5 +756,5 @@ extern "C" __global__ void __launch_bounds__(REDUCE_BLOCK)
     float sum = 0.0f;
 #pragma unroll
     for (int s = 0; s < SPLIT_K; ++s) sum += partial[s * total + i];
-    y[i] = to_storage(sum);
+    y[i] = to_storage(EPI(sum, (int)(i % F), i));
 }

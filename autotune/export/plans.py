@@ -170,6 +170,10 @@ def exported_plan(choice: Choice, family: Family) -> ExportedPlan:
         raise NotExportable(
             f"measured in {problem.dtype} {problem.layout}; the C++ API takes FP32 NCHW data"
         )
+    if problem.epilogue:
+        raise NotExportable(
+            f"fused epilogue {problem.epilogue}; the C++ API calls a plain convolution"
+        )
     plan = family.plan(problem, choice.config)
     if any(isinstance(a, TensorMap) for launch in plan.all_launches for a in launch.args):
         # A map holds its buffer's address: the C++ launcher would have to encode it per call.

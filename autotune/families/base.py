@@ -46,6 +46,9 @@ class Family:
     # The problem dtypes and layouts the kernels compute (model/precision.py); others are refused.
     dtypes: tuple[str, ...] = ("fp32",)
     layouts: tuple[str, ...] = ("NCHW",)
+    # The epilogues (model/epilogue.py) the kernel applies in its output store; a problem with
+    # another is refused (none: only problems without one).
+    epilogues: tuple[str, ...] = ()
     tolerance: float = 1e-5  # in FP32; the other dtypes check against their own (tolerance_for)
     default_shape_set: str = "general"
     # Tunables added after results were stored, each with the value that reproduces the kernel
@@ -103,6 +106,9 @@ class Family:
             raise UnsupportedProblem(
                 f"{self.name} reads {'/'.join(self.layouts)} tensors, not {layout}"
             )
+        epilogue = getattr(problem, "epilogue", "")
+        if epilogue and epilogue not in self.epilogues:
+            raise UnsupportedProblem(f"{self.name} applies no fused epilogue: not {epilogue}")
 
     def check_int32_offsets(self, problem: ConvProblem) -> None:
         """Refuse a problem whose input, filters or output hold more elements than a kernel's

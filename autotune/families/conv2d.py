@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from autotune.families.files import REFERENCE_DIR
@@ -9,6 +11,9 @@ from autotune.families.plan import Buffers, KernelPlan, Launch, cdiv
 from autotune.model.problem import ConvProblem
 
 REFERENCE_SOURCE = REFERENCE_DIR / "reference_conv2d.cu"
+# The reference of a problem with a fused epilogue: the convolution above, then the epilogue (a
+# file of its own, so that the plain reference's text, part of every family's digest, stays).
+EPILOGUE_REFERENCE_SOURCE = REFERENCE_DIR / "reference_conv2d_epilogue.cu"
 REFERENCE_BLOCK = 256
 
 
@@ -22,12 +27,30 @@ def storage_define(problem: ConvProblem) -> tuple[str, int]:
 
 
 def buffers(problem: ConvProblem) -> Buffers:
-    """Input, filters and output in the problem's layout and storage type."""
+    """Input, filters and output in the problem's layout and storage type, and the inputs of its
+    epilogue if it has one (scale and bias of F values, a residual of the output's shape)."""
     return Buffers(
-        inputs=(("x", problem.input_shape), ("w", problem.filter_shape)),
+        inputs=(
+            ("x", problem.input_shape),
+            ("w", problem.filter_shape),
+            *epilogue_buffers(problem),
+        ),
         outputs=(("y", problem.output_shape),),
         dtype=problem.dtype,
     )
+
+
+def epilogue_buffers(problem: ConvProblem) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """The extra inputs of the problem's epilogue, in the order the kernels take them."""
+    fused = problem.fused
+    shapes = {"scale": (problem.F,), "bias": (problem.F,), "residual": problem.output_shape}
+    return tuple((name, shapes[name]) for name in fused.inputs) if fused else ()
+
+
+def epilogue_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
+    """-D defines compiling the problem's epilogue in (none without one: the plain kernel)."""
+    fused = problem.fused
+    return fused.defines() if fused else ()
 
 
 def problem_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
@@ -38,7 +61,8 @@ def problem_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
 
 def reference_plan(problem: ConvProblem) -> KernelPlan:
     """Float64 direct convolution on the GPU over the stored inputs (any storage type and
-    layout), writing 'y_ref' (double, in the output's layout); one thread per output."""
+    layout), writing 'y_ref' (double, in the output's layout), then its epilogue if it has one;
+    one thread per output."""
     outputs = problem.B * problem.F * problem.N * problem.N
     launch = Launch(
         "reference_conv2d",
@@ -47,7 +71,17 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
         args=("x", "w", "y_ref"),
     )
     storage = (storage_define(problem), ("NHWC", int(problem.nhwc)))
-    return KernelPlan(REFERENCE_SOURCE, (*problem_defines(problem), *storage), (launch,))
+    fused = problem.fused
+    if fused is None:
+        return KernelPlan(REFERENCE_SOURCE, (*problem_defines(problem), *storage), (launch,))
+    epilogue = Launch(
+        "reference_epilogue",
+        grid=launch.grid,
+        block=launch.block,
+        args=("y_ref", *fused.inputs),
+    )
+    defines = (*problem_defines(problem), *storage, *fused.defines())
+    return KernelPlan(EPILOGUE_REFERENCE_SOURCE, defines, (launch, epilogue))
 
 
 def reference_numpy(problem: ConvProblem, x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -62,3 +96,29 @@ def reference_numpy(problem: ConvProblem, x: np.ndarray, w: np.ndarray) -> np.nd
     s = problem.stride
     windows = windows[:, :, ::s, ::s][:, :, : problem.N, : problem.N]  # B, C, N, N, K, K
     return np.einsum("bcyxij,fcij->bfyx", windows, w64, optimize=True)
+
+
+def epilogue_numpy(
+    problem: ConvProblem, y: np.ndarray, inputs: dict[str, np.ndarray]
+) -> np.ndarray:
+    """The problem's epilogue in float64 on the CPU over a convolution's output `y` (in the
+    problem's layout) and its inputs as stored (scale, bias, residual by name): what the GPU
+    reference applies, written independently of it, to check it."""
+    fused = problem.fused
+    if fused is None:
+        return y
+    channel = (1, 1, 1, -1) if problem.nhwc else (1, -1, 1, 1)
+    v = y.astype(np.float64)
+    if fused.scale:
+        v = v * inputs["scale"].astype(np.float64).reshape(channel)
+    if fused.bias:
+        v = v + inputs["bias"].astype(np.float64).reshape(channel)
+    if fused.residual:
+        v = v + inputs["residual"].astype(np.float64)
+    if fused.activation == "relu":
+        v = np.where(v < 0.0, 0.0, v)
+    elif fused.activation == "silu":
+        v = v / (1.0 + np.exp(-v))
+    elif fused.activation == "gelu":
+        v = 0.5 * v * (1.0 + np.vectorize(math.erf)(v / math.sqrt(2.0)))
+    return v

@@ -129,17 +129,19 @@ def split_k_plan(
     partial: str = "y_split",
     output: str = "y",
     arch_specific: bool = False,
+    reduce_inputs: tuple[str, ...] = (),
 ) -> KernelPlan:
     """The plan of a GEMM launch writing `output` (split == 1) or, split along the reduction,
     FP32 partial sums into the scratch `partial` (split x partial_shape) that a second timed
-    kernel, `reduce_entry`, adds up into `output`."""
+    kernel, `reduce_entry`, adds up into `output` (taking `reduce_inputs` after it: a fused
+    epilogue's inputs)."""
     if split == 1:
         return KernelPlan(source, defines, (gemm,), arch_specific=arch_specific)
     reduce = Launch(
         reduce_entry,
         grid=(cdiv(_elements(partial_shape), REDUCE_BLOCK), 1, 1),
         block=(REDUCE_BLOCK, 1, 1),
-        args=(partial, output),
+        args=(partial, output, *reduce_inputs),
     )
     return KernelPlan(
         source,

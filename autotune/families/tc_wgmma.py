@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from autotune.families import conv2d
 from autotune.families.base import Family, KernelPlan, Launch, cdiv
-from autotune.families.conv2d import problem_defines, storage_define
+from autotune.families.conv2d import epilogue_defines, problem_defines, storage_define
 from autotune.families.plan import TensorMap, split_k_plan
+from autotune.model.epilogue import EPILOGUES
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -74,13 +76,18 @@ class TcWgmma(Family):
         "multi-stage cp.async pipeline (16-byte chunks where C fills whole ones, an element "
         "gather otherwise), one or two consumer warpgroups, an optional producer warpgroup on "
         "mbarriers, optional split-K, or (TMA) tensor-memory copies of both tiles through an "
-        "im2col-mode and a tiled tensor map; output in the storage type (BF16/FP16 rounded, FP32)"
+        "im2col-mode and a tiled tensor map; output in the storage type (BF16/FP16 rounded, FP32), "
+        "after the problem's fused epilogue if it has one (scale, bias, residual, activation)"
     )
     paper = "issue 20 (tensor cores), Hopper's wgmma path"
     layout = "NHWC input, FKKC filters, NHWF output"
     precision = "fp32 storage with TF32 products, or bf16/fp16 storage; FP32 accumulation"
     dtypes = ("tf32", "bf16", "fp16")
     layouts = ("NHWC",)
+    # Every fused epilogue, applied where the consumers store their accumulators (or in the
+    # split-K reduction); compiled in only for a problem with one.
+    epilogues = tuple(EPILOGUES)
+    reference_sources = (conv2d.REFERENCE_SOURCE, conv2d.EPILOGUE_REFERENCE_SOURCE)
     default_shape_set = "alexnet"
     # Configs stored before the TMA path loaded by cp.async.
     later_tunables = MappingProxyType({"TMA": 0})
@@ -93,7 +100,9 @@ class TcWgmma(Family):
         p = problem
         config = self.complete(config)
         values = {name: int(config[name]) for name in TUNABLES}
-        defines = (*problem_defines(p), storage_define(p), *values.items())
+        # The epilogue's defines last, and only with one: a plain problem builds as it did.
+        defines = (*problem_defines(p), storage_define(p), *values.items(), *epilogue_defines(p))
+        fused = p.fused.inputs if p.fused else ()
         pixels = p.B * p.N * p.N
         split = values["SPLIT_K"]
         tiles = cdiv(p.F, values["BN"]) * cdiv(pixels, values["BM"])
@@ -104,7 +113,7 @@ class TcWgmma(Family):
             args=(
                 "x",
                 "w",
-                "y" if split == 1 else "y_split",
+                *(("y", *fused) if split == 1 else ("y_split",)),
                 *(tensor_maps(p, config) if values["TMA"] else ()),
             ),
             smem_bytes=shared_bytes(config),
@@ -118,4 +127,5 @@ class TcWgmma(Family):
             "tc_wgmma_reduce",
             (pixels, p.F),
             arch_specific=True,
+            reduce_inputs=fused,
         )

@@ -25,7 +25,7 @@ CONV2D = KindSpec(
     required=("N", "K", "C", "F"),
     columns=("B", "N", "K", "C", "F", "stride"),
     library="cudnn",
-    texts=("dtype", "layout"),
+    texts=("dtype", "layout", "epilogue"),
 )
 GEMM = KindSpec("gemm", ("M", "N", "K"), ("M", "N", "K"), ("M", "N", "K"), library="cublas")
 CONV3D = KindSpec("conv3d", *(("D", "R", "Cc", "Kd", "Kr", "Kc"),) * 3)

@@ -39,8 +39,9 @@ def _known(kind: str) -> tuple[str, ...]:
 
 
 def parse_shape(text: str, kind: str | None = None) -> Problem:
-    """Parse 'N=128,K=3,C=64,F=64[,B=..,stride=..,dtype=..,layout=..]', 'M=..,N=..,K=..' or
-    'D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=..'; the kind follows from the field names unless given."""
+    """Parse 'N=128,K=3,C=64,F=64[,B=..,stride=..,dtype=..,layout=..,epilogue=..]',
+    'M=..,N=..,K=..' or 'D=..,R=..,Cc=..,Kd=..,Kr=..,Kc=..'; the kind follows from the field
+    names unless given."""
     raw_values: dict[str, str] = {}
     for part in text.replace(" ", "").split(","):
         if not part:

@@ -6,6 +6,7 @@ import hashlib
 from dataclasses import asdict, dataclass, fields
 from typing import Union
 
+from autotune.model.epilogue import DEFAULT_EPILOGUE, Epilogue, EpilogueError, epilogue_of
 from autotune.model.kinds import KIND_SPECS
 from autotune.model.precision import (
     DEFAULT_DTYPE,
@@ -41,7 +42,8 @@ class ConvProblem:
     B images of C channels, F filters of K x K, an N x N output per feature map; the input side is
     (N - 1) * stride + K, i.e. any padding is already part of the input. `dtype` says how values
     are stored and multiplied (model/precision.py), `layout` how tensors are ordered: NCHW input,
-    FCKK filters, NFHW output; or NHWC, FKKC, NHWF.
+    FCKK filters, NFHW output; or NHWC, FKKC, NHWF; `epilogue` what is applied to the output
+    before it is stored (model/epilogue.py; empty: nothing).
     """
 
     N: int
@@ -52,6 +54,7 @@ class ConvProblem:
     stride: int = 1
     dtype: str = DEFAULT_DTYPE
     layout: str = DEFAULT_LAYOUT
+    epilogue: str = DEFAULT_EPILOGUE
 
     kind = "conv2d"
     sizes = ("N", "K", "C", "F", "B", "stride")
@@ -61,12 +64,18 @@ class ConvProblem:
         try:
             check_dtype(self.dtype)
             check_layout(self.layout)
-        except PrecisionError as err:
+            epilogue_of(self.epilogue)
+        except (PrecisionError, EpilogueError) as err:
             raise ProblemError(str(err)) from None
 
     @property
     def precision(self) -> Precision:
         return precision_of(self.dtype)
+
+    @property
+    def fused(self) -> Epilogue | None:
+        """The epilogue applied to the output, or None."""
+        return epilogue_of(self.epilogue)
 
     @property
     def nhwc(self) -> bool:
@@ -84,10 +93,14 @@ class ConvProblem:
 
     @property
     def min_bytes(self) -> int:
-        """Each input element and filter read once, each output written once, in storage type."""
+        """Each input element and filter read once, each output written once, in storage type;
+        an epilogue's scale and bias (F each) and residual (the output's size) read once."""
         inputs = self.B * self.C * self.input_size**2
         filters = self.F * self.C * self.K * self.K
         outputs = self.B * self.F * self.N * self.N
+        fused = self.fused
+        if fused is not None:
+            inputs += self.F * (fused.scale + fused.bias) + outputs * fused.residual
         return self.precision.bytes * (inputs + filters + outputs)
 
     @property
@@ -118,19 +131,21 @@ class ConvProblem:
         }
 
     def as_dict(self) -> dict[str, int | str]:
-        """The fields, dtype and layout only when not the default (so FP32 NCHW shapes read as
-        they always have)."""
+        """The fields, dtype, layout and epilogue only when not the default (so FP32 NCHW shapes
+        read as they always have)."""
         values: dict[str, int | str] = {name: getattr(self, name) for name in self.sizes}
         if self.dtype != DEFAULT_DTYPE:
             values["dtype"] = self.dtype
         if self.layout != DEFAULT_LAYOUT:
             values["layout"] = self.layout
+        if self.epilogue != DEFAULT_EPILOGUE:
+            values["epilogue"] = self.epilogue
         return values
 
     @property
     def key(self) -> str:
-        """Shape key (N, K, C, F), with B and stride only when not 1, dtype and layout only when
-        not the default."""
+        """Shape key (N, K, C, F), with B and stride only when not 1, dtype, layout and epilogue
+        only when not the default."""
         text = f"N={self.N},K={self.K},C={self.C},F={self.F}"
         if self.B != 1:
             text += f",B={self.B}"
@@ -140,6 +155,8 @@ class ConvProblem:
             text += f",dtype={self.dtype}"
         if self.layout != DEFAULT_LAYOUT:
             text += f",layout={self.layout}"
+        if self.epilogue != DEFAULT_EPILOGUE:
+            text += f",epilogue={self.epilogue}"
         return text
 
     def __str__(self) -> str:

@@ -61,7 +61,7 @@ def _expand(spec: dict, origin: str) -> list[Problem]:
 
 
 # What a whole set may name for every one of its shapes (a layer or grid naming it wins).
-SET_TEXTS = ("dtype", "layout")
+SET_TEXTS = ("dtype", "layout", "epilogue")
 
 
 def _expand_checked(spec: dict) -> list[Problem]:
@@ -107,7 +107,8 @@ def named_shapes(name: str) -> list[Problem]:
 def shapes_from_file(path: str | Path) -> list[Problem]:
     """Read shapes from a CSV (header with N,K,C,F[,B,stride], M,N,K or D,R,Cc,Kd,Kr,Kc; the
     header's names give the kind) or TOML file (a 'shapes' list, a 'grid' table or a 'layers'
-    list, with an optional top-level `kind`, and `dtype` and `layout` for every shape)."""
+    list, with an optional top-level `kind`, and `dtype`, `layout` and `epilogue` for every
+    shape)."""
     path = Path(path)
     if path.is_dir():
         raise ProblemError(f"shape file {str(path)!r} is a directory")

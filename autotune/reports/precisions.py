@@ -54,7 +54,8 @@ def layer_names() -> dict[str, tuple[int, str]]:
 
 
 def _sizes_key(problem: ConvProblem) -> str:
-    return dataclasses.replace(problem, dtype=DEFAULT_DTYPE, layout="NCHW").key
+    # A fused problem is named as its layer too (its shape key still names the epilogue).
+    return dataclasses.replace(problem, dtype=DEFAULT_DTYPE, layout="NCHW", epilogue="").key
 
 
 def _section(

@@ -435,7 +435,7 @@ class Queries(StoreBase):
 def _by_shape(frame: pd.DataFrame, leading: list[str]) -> pd.DataFrame:
     """Rows ordered by the leading columns, then kind, then the shape's fields in their order
     (N, K, C, F, B, stride for conv2d; M, N, K; D, R, Cc, Kd, Kr, Kc): numbers, not keys; then
-    its dtype and layout in the model's order (fp32 NCHW, the default, first)."""
+    its dtype and layout in the model's order (fp32 NCHW, the default, first), then its epilogue."""
     if frame.empty:
         return frame
 
@@ -447,6 +447,7 @@ def _by_shape(frame: pd.DataFrame, leading: list[str]) -> pd.DataFrame:
         texts = (
             _position(DTYPES, shape.get("dtype", DEFAULT_DTYPE)),
             _position(LAYOUTS, shape.get("layout", DEFAULT_LAYOUT)),
+            str(shape.get("epilogue", "")),  # none (the default) first
         )
         return (*(str(row[c]) for c in leading), kind, fields, texts)
 

@@ -6,6 +6,7 @@ binds on every shape of its own shape set, and only configurations that can laun
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import random
 import re
@@ -173,3 +174,30 @@ def test_the_kernel_digest_covers_every_file_the_family_compiles(name: str) -> N
     sources = set(family.kernel_sources())
     assert family.plan(problem, config).source in sources
     assert family.reference_plan(problem).source in sources
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_a_fused_epilogue_is_applied_or_refused_in_one_line(name: str) -> None:
+    # An epilogue (model/epilogue.py) is refused by check() where the family lists none, as
+    # another dtype is; where it lists some, every launch takes only buffers the problem has
+    # and the reference applying it is part of the family's digest.
+    family = FAMILIES[name]
+    if family.problem_type is not ConvProblem:
+        return
+    problem = in_precisions(named_shapes(family.default_shape_set), *family_precisions(family))[0]
+    fused = dataclasses.replace(problem, epilogue="scale_bias_add_relu")
+    if not family.epilogues:
+        with pytest.raises(UnsupportedProblem) as err:
+            family.check(fused)
+        assert "\n" not in str(err.value) and "scale_bias_add_relu" in str(err.value)
+        return
+    family.check(fused)
+    names = {n for n, _ in (*family.buffers(fused).inputs, *family.buffers(fused).outputs)}
+    assert {"scale", "bias", "residual"} <= names
+    space = family.load_space().bind(fused.fields(), LIMITS)
+    for config in random.Random(name).sample(space.configs, min(50, len(space.configs))):
+        plan = family.plan(fused, config)
+        names_here = names | {n for n, _ in plan.scratch}
+        args = {a for launch in _launches(plan) for a in launch.args if isinstance(a, str)}
+        assert {"scale", "bias", "residual"} <= args <= names_here
+    assert family.reference_plan(fused).source in set(family.kernel_sources())

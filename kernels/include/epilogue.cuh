@@ -1,0 +1,82 @@
+// A fused epilogue (autotune/model/epilogue.py) in a kernel's output store, in FP32: an
+// accumulator v of filter f at the output's flat index i becomes
+//   act(v * scale[f] + bias[f] + residual[i])
+// before it is rounded to the storage type. Included only where the problem has an epilogue
+// (EPILOGUE defined), so that a plain kernel's code is untouched.
+//
+// The includer defines elem_t (the stored elements' raw bits: unsigned FP32 bits, or u16 FP16 /
+// BF16 bits) and STORAGE (0 FP32, 1 FP16, 2 BF16); the plan defines EPI_SCALE, EPI_BIAS,
+// EPI_RESIDUAL (0 or 1) and EPI_ACT (0 none, 1 ReLU, 2 SiLU, 3 GELU, the exact one).
+// The kernel takes the epilogue's inputs as the parameters EPI_PARAMS (scale, bias, residual,
+// those present, each in the storage type) and passes them on with EPI_ARGS; EPI(v, f, i) is the
+// epilogue applied.
+
+#ifndef AUTOTUNE_EPILOGUE_CUH
+#define AUTOTUNE_EPILOGUE_CUH
+
+#if EPI_SCALE
+#define EPI_P_SCALE , const elem_t* __restrict__ epi_scale
+#define EPI_A_SCALE , epi_scale
+#else
+#define EPI_P_SCALE
+#define EPI_A_SCALE
+#endif
+#if EPI_BIAS
+#define EPI_P_BIAS , const elem_t* __restrict__ epi_bias
+#define EPI_A_BIAS , epi_bias
+#else
+#define EPI_P_BIAS
+#define EPI_A_BIAS
+#endif
+#if EPI_RESIDUAL
+#define EPI_P_RESIDUAL , const elem_t* __restrict__ epi_residual
+#define EPI_A_RESIDUAL , epi_residual
+#else
+#define EPI_P_RESIDUAL
+#define EPI_A_RESIDUAL
+#endif
+#define EPI_PARAMS EPI_P_SCALE EPI_P_BIAS EPI_P_RESIDUAL
+#define EPI_ARGS EPI_A_SCALE EPI_A_BIAS EPI_A_RESIDUAL
+
+// A stored element as FP32.
+__device__ __forceinline__ float epi_load(const elem_t* p, long long i)
+{
+    const elem_t bits = __ldg(p + i);
+#if STORAGE == 0
+    return __uint_as_float(bits);
+#elif STORAGE == 1
+    float v;
+    asm("cvt.f32.f16 %0, %1;\n" : "=f"(v) : "h"(bits));
+    return v;
+#else
+    return __uint_as_float(((unsigned)bits) << 16);  // BF16: the top half of an FP32
+#endif
+}
+
+__device__ __forceinline__ float epilogue(float v, int f, long long i EPI_PARAMS)
+{
+#if EPI_SCALE
+    v *= epi_load(epi_scale, f);
+#endif
+#if EPI_BIAS
+    v += epi_load(epi_bias, f);
+#endif
+#if EPI_RESIDUAL
+    v += epi_load(epi_residual, i);
+#endif
+    // NaN passes through every activation (as in PyTorch), so the check still sees it.
+#if EPI_ACT == 1
+    v = v < 0.0f ? 0.0f : v;
+#elif EPI_ACT == 2
+    v = v / (1.0f + __expf(-v));
+#elif EPI_ACT == 3
+    v = 0.5f * v * (1.0f + erff(v * 0.70710678f));
+#elif EPI_ACT != 0
+#error "EPI_ACT is 0 (none), 1 (ReLU), 2 (SiLU) or 3 (GELU)"
+#endif
+    return v;
+}
+
+#define EPI(v, f, i) epilogue((v), (f), (i)EPI_ARGS)
+
+#endif

@@ -1,0 +1,126 @@
+"""On a CUDA device (Hopper for tc_wgmma): fused epilogues. The float64 reference applies each
+epilogue as an independent NumPy version does, over the stored inputs; tc_wgmma with each
+epilogue passes the check at odd shapes in TF32, BF16 and FP16 (both store paths, split-K's
+reduction, TMA); and a kernel that leaves the epilogue out fails it."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from autotune.families import conv2d, get_family
+from autotune.families.tc_wgmma import TcWgmma
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.storage import stored_values
+from autotune.model.epilogue import EPILOGUES
+from autotune.model.problem import ConvProblem
+from autotune.model.records import Status
+from autotune.store import Store
+from autotune.tuning.runners import GpuRunner
+from autotune.tuning.tuner import Tuner, plan_studies
+from tests.gpu.test_gpu_tc_wgmma import CONFIGS, QUICK, SHAPES
+from tests.gpu_checks import failures
+from tests.nvrtc.test_tc_wgmma import nhwc
+
+pytestmark = pytest.mark.gpu
+
+FAMILY = get_family("tc_wgmma")
+NAMES = sorted(EPILOGUES)
+PRECISIONS = [(d, layout) for d in ("fp32", "tf32", "bf16", "fp16") for layout in ("NCHW", "NHWC")]
+
+
+@pytest.fixture(scope="module")
+def tuner(evaluator, tmp_path_factory):
+    if evaluator.device.arch != "sm_90":
+        pytest.skip(f"tc_wgmma needs sm_90a (wgmma); this device is {evaluator.device.arch}")
+    path = tmp_path_factory.mktemp("gpu_epilogue")
+    compiler = Compiler(arch=evaluator.device.arch, cache_dir=path / "cubins")
+    compiler.start_pool(os.cpu_count() or 1)
+    yield Tuner(
+        GpuRunner(compiler, evaluator), Store(str(path / "gpu.db")), strategy="random", timing=QUICK
+    )
+    compiler.stop_pool()
+
+
+@pytest.fixture(scope="module")
+def session():
+    from autotune.gpu.session import GpuSession
+
+    return GpuSession(0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_reference_applies_the_epilogue_as_numpy_does(name, evaluator, session):
+    import cupy as cp
+
+    compiler = Compiler(arch=evaluator.device.arch)
+    for i, (dtype, layout) in enumerate(PRECISIONS):
+        if i % 2 != NAMES.index(name) % 2:
+            continue  # each epilogue in half the precisions, every precision by 8 epilogues
+        problem = ConvProblem(
+            N=7, K=3, C=5, F=9, B=3, stride=2, dtype=dtype, layout=layout, epilogue=name
+        )
+        buffers = conv2d.buffers(problem)
+        arrays = session.fresh_inputs(buffers, seed=3)
+        stored = {n: stored_values(arrays[n].get(), dtype) for n, _ in buffers.inputs}
+        plan = conv2d.reference_plan(problem)
+        functions = session.load(compiler.compile(plan).cubin, plan.entries)
+        arrays["y_ref"] = cp.full(problem.output_shape, np.nan, dtype=cp.float64)
+        session.runner(plan.launches, functions, arrays)()
+        session.sync()
+        plain = conv2d.reference_numpy(problem, stored["x"], stored["w"])
+        np.testing.assert_allclose(
+            arrays["y_ref"].get(),
+            conv2d.epilogue_numpy(problem, plain, stored),
+            rtol=1e-12,
+            atol=1e-12,
+            err_msg=problem.key,
+        )
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_each_epilogue_correct_at_odd_shapes(tuner, evaluator, dtype):
+    rng = random.Random(f"epilogue-{dtype}")
+    problems = [
+        dataclasses.replace(nhwc(SHAPES[(2 * i + k) % len(SHAPES)], dtype), epilogue=name)
+        for i, name in enumerate(NAMES)
+        for k in (0, 1)
+    ]
+    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
+    assert len(studies) == len(problems), skipped
+    picks = []
+    for study in studies:
+        fixed = [c for c in CONFIGS if study.space.is_valid(c)]
+        configs = rng.sample(fixed, min(2, len(fixed))) or rng.sample(study.space.configs, 1)
+        # Where the space holds them, a split-K config (the epilogue in the reduction) and a TMA
+        # one as well.
+        for key, least in (("SPLIT_K", 2), ("TMA", 1)):
+            some = [c for c in study.space.configs if int(c[key]) >= least]
+            configs += [rng.choice(some)] if some else []
+        picks += [(study, c) for c in dict.fromkeys(configs)]
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        list(pool.map(lambda p: tuner.compiler.compile(FAMILY.plan(p[0].problem, p[1])), picks))
+    failed = failures(tuner, picks, QUICK.min_repeats)
+    assert not failed, "\n".join(failed)
+
+
+class WithoutEpilogue(TcWgmma):
+    """tc_wgmma that plans the plain kernel for a fused problem: its output lacks the epilogue."""
+
+    def plan(self, problem, config):
+        return super().plan(dataclasses.replace(problem, epilogue=""), config)
+
+
+@pytest.mark.parametrize("name", ["bias", "bias_relu", "scale_bias_add_gelu"])
+def test_an_output_without_the_epilogue_fails_the_check(tuner, evaluator, name):
+    problem = dataclasses.replace(nhwc(SHAPES[3], "bf16"), epilogue=name)
+    family = WithoutEpilogue()
+    (study,), _ = plan_studies([(family, problem)], evaluator.limits)
+    config = next(c for c in CONFIGS if study.space.is_valid(c))
+    m = tuner.evaluate(study, config)
+    assert m.status is Status.WRONG_RESULT, (m.status, m.rel_error)

@@ -1,0 +1,89 @@
+"""Fused epilogues without a GPU: the float64 reference compiles with each epilogue in every
+storage type and layout, and tc_wgmma compiles for sm_90a with each at sampled configurations
+(both store paths, split-K's reduction, TMA, odd F) without spills; a plain problem's plan is
+the one it always was."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from autotune.families import conv2d, get_family
+from autotune.families.tc_wgmma import threads
+from autotune.model.epilogue import EPILOGUES
+from autotune.model.problem import ConvProblem
+from autotune.model.space import ARCH_LIMITS
+from tests.nvrtc.test_tc_wgmma import cfg, nhwc, tma
+
+FAMILY = get_family("tc_wgmma")
+LIMITS = ARCH_LIMITS["sm_90"]
+NAMES = sorted(EPILOGUES)
+PRECISIONS = [(d, layout) for d in ("fp32", "tf32", "bf16", "fp16") for layout in ("NCHW", "NHWC")]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_reference_compiles_with_each_epilogue(compiler, name: str) -> None:
+    dtype, layout = PRECISIONS[NAMES.index(name) % len(PRECISIONS)]
+    problem = ConvProblem(N=7, K=3, C=5, F=33, B=3, dtype=dtype, layout=layout, epilogue=name)
+    compiled = compiler.compile(conv2d.reference_plan(problem))
+    assert set(compiled.resources) == {"reference_conv2d", "reference_epilogue"}
+    assert compiled.spills == 0, compiled.log
+
+
+@pytest.mark.parametrize(("dtype", "layout"), PRECISIONS)
+def test_the_reference_reads_every_storage_type_and_layout(compiler, dtype, layout) -> None:
+    problem = ConvProblem(N=7, K=3, C=5, F=33, dtype=dtype, layout=layout)
+    fused = dataclasses.replace(problem, epilogue="scale_bias_add_gelu")
+    assert compiler.compile(conv2d.reference_plan(fused)).spills == 0
+
+
+# Each epilogue once, over the kernel's cases: both consumer counts and the producer warpgroup
+# (setmaxnreg leaves the consumers 216 or 224 registers), both output types (16-bit pairs and
+# FP32), odd F (the element-wise store), split-K (the epilogue in the reduction), TMA, the widest
+# tiles (the most accumulators a thread beside the epilogue's registers).
+CONV3 = ConvProblem(N=13, K=3, C=192, F=384, B=128)
+ODD_F = ConvProblem(N=13, K=3, C=40, F=33, B=3)
+CASES = [
+    (CONV3, "bf16", cfg(256, 128, 2, 4)),
+    (CONV3, "fp16", cfg(128, 256, 2, 4, producer=1)),
+    (CONV3, "tf32", tma(256, 128, 2, 4, tiles=2)),
+    (CONV3, "bf16", tma(128, 256, 2, 4)),
+    (ODD_F, "bf16", cfg(64, 64, 1, 3)),
+    (ODD_F, "tf32", cfg(64, 64, 1, 3, producer=1)),
+    (ConvProblem(N=7, K=3, C=256, F=64), "bf16", cfg(64, 64, 1, 6, split=8)),
+    (ConvProblem(N=7, K=3, C=256, F=64), "tf32", tma(64, 64, 1, 6, split=4)),
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tc_wgmma_compiles_with_each_epilogue_without_spills(compiler, name: str) -> None:
+    base, dtype, config = CASES[NAMES.index(name) % len(CASES)]
+    problem = dataclasses.replace(nhwc(base, dtype), epilogue=name)
+    FAMILY.check(problem)
+    assert FAMILY.load_space().bind(problem.fields(), LIMITS).is_valid(config), config
+    plan = FAMILY.plan(problem, config)
+    inputs = EPILOGUES[name].inputs
+    if int(config["SPLIT_K"]) == 1:  # the epilogue's inputs follow y
+        assert plan.launches[0].args[2 : 3 + len(inputs)] == ("y", *inputs)
+    else:  # the partial sums are plain; the reduction applies the epilogue
+        assert plan.launches[0].args[2] == "y_split"
+        assert plan.launches[1].args == ("y_split", "y", *inputs)
+    compiled = compiler.compile(plan)
+    assert compiled.spills == 0, compiled.log
+    gemm = compiled.resources["tc_wgmma"]
+    assert gemm.stack_bytes == 0 and gemm.registers <= LIMITS.REGS_PER_BLOCK // threads(config)
+    assert compiled.resources["tc_wgmma_reduce"].stack_bytes == 0
+
+
+@pytest.mark.parametrize(("base", "dtype", "config"), CASES[:1] + CASES[4:5] + CASES[6:7])
+def test_the_epilogue_changes_the_cubin_and_a_plain_plan_is_unchanged(
+    compiler, base, dtype, config
+) -> None:
+    plain = nhwc(base, dtype)
+    plan = FAMILY.plan(plain, config)
+    assert not any(name.startswith("EPI") for name, _ in plan.defines)
+    assert all(a not in ("scale", "bias", "residual") for la in plan.launches for a in la.args)
+    fused = FAMILY.plan(dataclasses.replace(plain, epilogue="bias_add_relu"), config)
+    assert fused.defines[: len(plan.defines)] == plan.defines
+    assert compiler.compile(fused).cubin != compiler.compile(plan).cubin
