@@ -10,9 +10,12 @@ import click
 
 from autotune.cli.options import (
     DEFAULT_CACHE,
+    cache_dir_option,
     fail,
     finite_seconds,
     friendly_errors,
+    gpu_option,
+    jobs_option,
     shape_options,
     storage_option,
 )
@@ -39,9 +42,7 @@ def start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE):
 
 
 @click.command()
-@click.option(
-    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
-)
+@gpu_option
 @click.option("--remeasure", is_flag=True, help="Measure again even if stored.")
 @click.option(
     "--ceiling",
@@ -81,9 +82,7 @@ def device(gpu, remeasure, only, storage) -> None:
 @click.command()
 @shape_options()
 @click.option("--remeasure", is_flag=True, help="Measure again shapes that are stored.")
-@click.option(
-    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
-)
+@gpu_option
 @storage_option
 @friendly_errors
 def baseline(shape_sets, shapes, shape_files, dtypes, layouts, remeasure, gpu, storage) -> None:
@@ -180,22 +179,9 @@ def baseline(shape_sets, shapes, shape_files, dtypes, layouts, remeasure, gpu, s
     callback=finite_seconds,
     help="Stop after this many seconds (the same command resumes).",
 )
-@click.option(
-    "--gpu", type=click.IntRange(min=0), default=0, show_default=True, help="CUDA device index."
-)
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Compile processes working ahead of the GPU. Default: one per CPU core.",
-)
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_CACHE,
-    show_default=True,
-    help="Cubin cache shared between runs.",
-)
+@gpu_option
+@jobs_option
+@cache_dir_option
 @storage_option
 @friendly_errors
 def remeasure(

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from autotune.cli.options import fail, friendly_errors, storage_option
+from autotune.cli.options import (
+    MAX_SECONDS,
+    StrictFloatRange,
+    fail,
+    finite_seconds,
+    friendly_errors,
+    gpu_option,
+    storage_option,
+)
 from autotune.model.precision import DTYPES
 
 
@@ -36,8 +44,15 @@ def torchvision_model(name: str):
     help="Evaluations per (family, shape); a run again resumes.",
 )
 @click.option("--family", "families", multiple=True, help="Tune only these families (repeatable).")
-@click.option("--gpu", type=click.IntRange(0, 1023), default=0, show_default=True)
-@click.option("--time-limit", type=click.FloatRange(0, min_open=True), help="Seconds, at most.")
+@gpu_option
+@click.option(
+    "--time-limit",
+    type=StrictFloatRange(min=1, max=MAX_SECONDS),
+    callback=finite_seconds,
+    default=None,
+    metavar="SECONDS",
+    help="Stop after this many seconds (the same command resumes).",
+)
 @storage_option
 @friendly_errors
 def tune_model_command(model_name, batch, dtype, budget, families, gpu, time_limit, storage):

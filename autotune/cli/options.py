@@ -229,6 +229,23 @@ kernels_option = click.option(
     f"{os.pathsep!r}).",
 )
 
+# The options that mean the same in every command that measures on the GPU, written once.
+gpu_option = click.option(
+    "--gpu", type=StrictIntRange(0, 1023), default=0, show_default=True, help="CUDA device index."
+)
+jobs_option = click.option(
+    "--jobs",
+    type=StrictIntRange(1, MAX_JOBS),
+    default=None,
+    help="Compile processes working ahead of the GPU. Default: one per CPU core.",
+)
+cache_dir_option = click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_CACHE,
+    show_default=True,
+    help="Cubin cache shared between runs.",
+)
 storage_option = click.option(
     "--storage",
     default=default_storage,

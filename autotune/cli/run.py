@@ -14,18 +14,19 @@ from autotune.cli.estimate import Eta, describe_estimate, plan_estimate
 from autotune.cli.measure import say_on_stderr
 from autotune.cli.options import (
     DEFAULT_BUDGET,
-    DEFAULT_CACHE,
     DEFAULT_DTYPE,
     DEFAULT_LAYOUT,
-    MAX_JOBS,
     MAX_SECONDS,
     MAX_SEED,
     PRECISION_HELP,
     RegularFile,
     StrictFloatRange,
     StrictIntRange,
+    cache_dir_option,
     finite_seconds,
     friendly_errors,
+    gpu_option,
+    jobs_option,
     kernels_option,
     observe_option,
     shape_options,
@@ -113,9 +114,7 @@ class RunResult:
     show_default=True,
     help="Seed of the strategy and inputs.",
 )
-@click.option(
-    "--gpu", type=StrictIntRange(min=0), default=0, show_default=True, help="CUDA device index."
-)
+@gpu_option
 @click.option(
     "--gpus",
     default=None,
@@ -134,25 +133,14 @@ class RunResult:
     "'auto' (the cluster this machine belongs to), host:6379 or ray://host:10001; alone, "
     "the cluster RAY_ADDRESS names, else a new one on this machine. Needs the 'ray' extra.",
 )
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_CACHE,
-    show_default=True,
-    help="Cubin cache shared between runs.",
-)
+@cache_dir_option
 @click.option(
     "--no-baseline",
     is_flag=True,
     help="Do not measure the device ceilings and the libraries (cuDNN for convolutions, cuBLAS "
     "for GEMMs) on the tuned shapes (they are measured once per device and shape, then reused).",
 )
-@click.option(
-    "--jobs",
-    type=StrictIntRange(1, MAX_JOBS),
-    default=None,
-    help="Compile processes working ahead of the GPU. Default: one per CPU core.",
-)
+@jobs_option
 @click.option(
     "--quick-timing",
     is_flag=True,
