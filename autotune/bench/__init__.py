@@ -13,7 +13,15 @@ def bench() -> None:
 
 
 # Registered here, not by the modules themselves, so that no benchmark imports this package back.
-from autotune.bench import dispatch, kt_examples, model, scaling, search, throughput  # noqa: E402
+from autotune.bench import (  # noqa: E402
+    dispatch,
+    kt_examples,
+    model,
+    plan_choice,
+    scaling,
+    search,
+    throughput,
+)
 
 bench.add_command(search.search)
 bench.add_command(throughput.throughput)
@@ -21,3 +29,4 @@ bench.add_command(scaling.scaling)
 bench.add_command(dispatch.dispatch)
 bench.add_command(kt_examples.kt_examples)
 bench.add_command(model.model)
+bench.add_command(plan_choice.plan_choice)

@@ -6,17 +6,22 @@ store only, for one device and timing protocol:
 1. A stored shape: its stored bests (each family's fastest verified configuration), of the
    families that can compute the call (`callable_family`), ranked by their expected time per
    call, then by family name.
-2. A shape with nothing stored: the other stored shapes of the same dtype and layout, nearest
-   first by the transfer strategy's log-shape distance; at each, its families in the order of
-   rule 1 there, each one's best made valid for this shape as the transfer strategy makes its
-   seeds valid (the nearest valid configuration in the space's coordinates). The export serves
-   stored shapes only and never takes this step.
+2. A shape with nothing stored: the families that can compute it, in the order
+   `ranking.by_evidence` gives from what the store says about each family on similar shapes
+   of the same dtype and layout (its measured time per call relative to the fastest family's
+   there, weighted by the shapes' nearness in the features that decide which family is fast:
+   filter size, 1x1-ness, stride, C, F, pixels); each family's best at the nearest stored shape
+   it was measured on (the transfer strategy's log-shape distance) made valid for this shape as
+   the transfer strategy makes its seeds valid (the nearest valid configuration in the space's
+   coordinates). First every family's nearest, in that order; then each family's farther
+   ones. The export serves stored shapes only and never takes this step.
 
 A call names its tensors' storage type and layout and whether TF32 is allowed (calls.Request):
 rules 1 and 2 then run over every problem that may serve it (each dtype the request allows, in
 either layout), all ranked together, a plan in the other layout than the call's tensors paying
 for the copies of the input, the filters and the output (calls.layout_copy_bytes), priced as
-below. Rule 2 ranks the nearest stored shape of each such problem together, then the rest.
+below. Rule 2 ranks each such problem's first choice together (by its time scaled by the two
+shapes' FLOPs), then the rest problem by problem.
 
 A caller tries the choices in turn and takes the first it can use (the runtime: one that
 compiles and fits the device; the export: one the C++ tree can launch).
@@ -37,12 +42,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from autotune.families import FAMILIES, Family, UnsupportedProblem
-from autotune.families.plan import KernelPlan
 from autotune.model.parsing import problem_from_dict
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import BoundSpace, Config, DeviceLimits
-from autotune.runtime.calls import LAYOUT_COPIES, Request, layout_copy_bytes
+from autotune.runtime.calls import Request
+from autotune.runtime.pricing import layout_ms, untimed_ms
+from autotune.runtime.ranking import Ranking, Table, Timed, by_evidence
 from autotune.store.campaigns import shipped_best
 from autotune.strategies.local import Coordinates
 from autotune.strategies.transfer import shape_distance
@@ -51,10 +57,6 @@ from autotune.strategies.transfer import shape_distance
 # one more input, a per-filter bias (smem_channels), which the runtime passes as zeros.
 CALL_BUFFERS = {"x", "w", "y"}
 ZERO_INPUTS = {"bias"}
-# What one extra operation on the stream costs at least, besides its bytes (a launch or a copy
-# queued behind the previous one).
-OPERATION_MS = 0.002
-SCRATCH_BYTES = 4  # scratch buffers are FP32 (families/plan.py)
 
 
 MISS_POLICIES = ("nearest", "tune", "error")
@@ -85,42 +87,6 @@ class Choice:
     @property
     def expected_ms(self) -> float:
         return self.time_ms + self.untimed_ms + self.layout_ms
-
-
-def untimed_bytes(family: Family, problem: ConvProblem, plan: KernelPlan) -> int:
-    """Bytes the plan moves outside its timed launches on every call: each buffer a setup or
-    finish launch touches read or written once, each constant copied (read and written)."""
-    element = problem.precision.bytes
-    buffers = family.buffers(problem)
-    sizes = {name: element * _elements(shape) for name, shape in buffers.inputs}
-    sizes.update({name: element * _elements(shape) for name, shape in buffers.outputs})
-    sizes.update({name: SCRATCH_BYTES * _elements(shape) for name, shape in plan.scratch})
-    total = 0
-    for launch in (*plan.setup, *plan.finish):
-        total += sum(sizes.get(a, 0) for a in dict.fromkeys(launch.args) if isinstance(a, str))
-    total += sum(2 * sizes.get(buffer, 0) for _, buffer in plan.constants)
-    return total
-
-
-def untimed_ms(
-    family: Family, problem: ConvProblem, plan: KernelPlan, copy_gbps: float | None
-) -> float:
-    operations = len(plan.setup) + len(plan.finish) + len(plan.constants)
-    if not operations:
-        return 0.0
-    if not copy_gbps:
-        return math.inf if plan.setup or plan.finish else operations * OPERATION_MS
-    seconds = untimed_bytes(family, problem, plan) / (copy_gbps * 1e9)
-    return seconds * 1e3 + operations * OPERATION_MS
-
-
-def layout_ms(problem: ConvProblem, copy_gbps: float | None) -> float:
-    """What a call in the other layout than `problem`'s pays for its copies (infinite without a
-    copy bandwidth: such a plan then ranks after every plan in the call's own layout)."""
-    if not copy_gbps:
-        return math.inf
-    seconds = layout_copy_bytes(problem) / (copy_gbps * 1e9)
-    return seconds * 1e3 + LAYOUT_COPIES * OPERATION_MS
 
 
 def callable_family(family: Family, problem: ConvProblem) -> str | None:
@@ -160,16 +126,20 @@ class Refusal:
 class Catalogue:
     """A device's stored best configurations of 2D convolutions under one timing protocol,
     read from the store once; `candidates` answers per shape from memory (binding a space only for
-    a shape with nothing stored). Rows of families outside `families` are kept, and refused."""
+    a shape with nothing stored). Rows of families outside `families` are kept, and refused.
+    `ranking` orders the families for a shape with nothing stored (rule 2; another rule only to
+    compare rules, as `autotune bench plan-choice` does)."""
 
     def __init__(
         self,
         rows: Iterable[tuple[ConvProblem, Stored]],
         copy_gbps: float | None = None,
         families: Mapping[str, Family] | None = None,
+        ranking: Ranking = by_evidence,
     ) -> None:
         self.families = dict(FAMILIES if families is None else families)
         self.copy_gbps = copy_gbps
+        self.ranking = ranking
         self.problems: dict[str, ConvProblem] = {}
         self.best: dict[str, list[Stored]] = {}
         for problem, stored in rows:
@@ -215,6 +185,11 @@ class Catalogue:
         copy = ceilings[ceilings["name"] == "copy_bandwidth"]["value"]
         return cls(rows, float(copy.iloc[0]) if len(copy) else None, families)
 
+    def rows(self) -> Iterator[tuple[ConvProblem, Stored]]:
+        """Every stored best it holds, as it was given."""
+        for key, stored in self.best.items():
+            yield from ((self.problems[key], s) for s in stored)
+
     # -- one shape ---------------------------------------------------------------------------
 
     def stored(self, problem: ConvProblem) -> list[Choice]:
@@ -229,34 +204,70 @@ class Catalogue:
         return [o for o in offers if isinstance(o, Refusal)]
 
     def nearest(self, problem: ConvProblem, limits: DeviceLimits) -> Iterator[Choice]:
-        """For a shape with nothing stored: the other stored shapes nearest first (log-shape
-        distance, as the transfer strategy); at each, its families in rule 1's order there, each
-        one's best configuration made valid for `problem` (skipped where none is)."""
-        others = sorted(
-            (shape_distance(problem, p), key) for key, p in self.problems.items()
-            if key != problem.key
-        )  # fmt: skip
-        spaces: dict[str, Coordinates | None] = {}
-        for distance, key in others:
-            if not math.isfinite(distance):
-                continue
-            neighbour = self.problems[key]
-            if (neighbour.dtype, neighbour.layout) != (problem.dtype, problem.layout):
+        """For a shape with nothing stored (rule 2): the families in the catalogue's ranking's
+        order, each one's best at the nearest stored shape it was measured on made valid for
+        `problem`; then each family's bests at farther shapes (skipped where none is valid)."""
+        table = self.table(problem)
+        streams = [
+            self._borrowed(f, problem, limits, table)
+            for f in self.ranking(problem, table, self._untimed_here(problem, table))
+        ]
+        for stream in streams:  # lazily: a caller mostly takes the first, binding one space
+            first = next(stream, None)
+            if first is not None:
+                yield first
+        for stream in streams:
+            yield from stream
+
+    def table(self, problem: ConvProblem) -> Table:
+        """What rule 2 ranks families from: per other stored shape of `problem`'s dtype and
+        layout, the stored bests there of the families that can also compute `problem`."""
+        table: dict[str, tuple[ConvProblem, dict[str, Timed]]] = {}
+        serve = {n for n, f in self.families.items() if callable_family(f, problem) is None}
+        for key, shape in self.problems.items():
+            if key == problem.key or (shape.dtype, shape.layout) != (problem.dtype, problem.layout):
                 continue  # a bf16 or NHWC plan never serves an fp32 NCHW call (nor the reverse)
-            for choice in self.stored(neighbour):
-                family = self.families[choice.family]
-                if family.name not in spaces:
-                    spaces[family.name] = _coordinates(family, problem, limits)
-                coords = spaces[family.name]
-                if coords is None:
-                    continue
-                near = coords.nearest(family.complete(choice.config))
-                if near is None:
-                    continue
-                stored = Stored(family.name, near, choice.time_ms, choice.gflops)
-                made = self._offer(stored, problem, neighbour)
-                if isinstance(made, Choice):
-                    yield made
+            stored = self.stored(shape)
+            times = {c.family: Timed(c.time_ms, c.untimed_ms) for c in stored if c.family in serve}
+            if times:
+                table[key] = (shape, times)
+        return table
+
+    def _untimed_here(self, problem: ConvProblem, table: Table) -> dict[str, float]:
+        """Each family's per-call work outside the timed region on `problem`, with its best
+        configuration at the nearest stored shape (its work there where that cannot plan it)."""
+        nearest = sorted((shape_distance(problem, p), key) for key, (p, _) in table.items())
+        here: dict[str, float] = {}
+        for _, key in nearest:
+            for family, timed in table[key][1].items():
+                if family not in here:
+                    s = next(s for s in self.best[key] if s.family == family)
+                    made = self._offer(s, problem, self.problems[key])
+                    here[family] = made.untimed_ms if isinstance(made, Choice) else timed.untimed_ms
+        return here
+
+    def _borrowed(
+        self, family_name: str, problem: ConvProblem, limits: DeviceLimits, table: Table
+    ) -> Iterator[Choice]:
+        """The family's stored bests, nearest shape first (the transfer strategy's distance),
+        each made valid for `problem` (skipped where none is)."""
+        family = self.families[family_name]
+        coords = _coordinates(family, problem, limits)
+        if coords is None:
+            return
+        shapes = sorted(
+            (shape_distance(problem, p), key) for key, (p, times) in table.items()
+            if family_name in times
+        )  # fmt: skip
+        for _, key in shapes:
+            neighbour = self.problems[key]
+            s = next(s for s in self.best[key] if s.family == family_name)
+            near = coords.nearest(family.complete(s.config))
+            if near is None:
+                continue
+            made = self._offer(replace(s, config=near), problem, neighbour)
+            if isinstance(made, Choice):
+                yield made
 
     def candidates(
         self, problem: ConvProblem, limits: DeviceLimits, nearest: bool = True
@@ -275,8 +286,8 @@ class Catalogue:
         """Every choice for a call of these sizes and this request, in order of preference:
         the stored bests of every problem that may serve it, ranked together (a plan in the
         other layout than the call's paying for the copies); with `nearest`, and only when none
-        is stored, the made-valid bests of the nearest shapes: each problem's nearest stored
-        shape ranked together (by time scaled by FLOPs), then the rest problem by problem."""
+        is stored, rule 2's choices: each problem's first ranked together (by time scaled by
+        FLOPs), then the rest problem by problem."""
         problems = request.problems(sizes)
         stored = sorted(
             (self._priced(c, request) for p in problems for c in self.stored(p)), key=_rank
@@ -284,19 +295,14 @@ class Catalogue:
         yield from stored
         if not nearest or stored:
             return
-        streams, first = [], []
-        for p in problems:
-            found = self.nearest(p, limits)
-            head: list[Choice] = []
-            for choice in found:
-                if head and choice.measured_on != head[0].measured_on:
-                    streams.append((choice, found))
-                    break
-                head.append(choice)
-            first.extend(self._priced(c, request) for c in head)
-        yield from sorted(first, key=self._scaled_rank)
-        for choice, rest in streams:
-            yield self._priced(choice, request)
+        found = [self.nearest(p, limits) for p in problems]
+        heads = [(next(choices, None), choices) for choices in found]
+        heads = sorted(
+            ((self._priced(c, request), rest) for c, rest in heads if c is not None),
+            key=lambda h: self._scaled_rank(h[0]),
+        )
+        yield from (head for head, _ in heads)
+        for _, rest in heads:
             yield from (self._priced(c, request) for c in rest)
 
     def stored_for(self, sizes: ConvProblem, request: Request) -> bool:
@@ -385,10 +391,6 @@ def _coordinates(family: Family, problem: ConvProblem, limits: DeviceLimits) -> 
     return Coordinates(space) if len(space) else None
 
 
-def _elements(shape: tuple[int, ...]) -> int:
-    return math.prod(shape)
-
-
 __all__ = [
     "Catalogue",
     "Choice",
@@ -398,6 +400,4 @@ __all__ = [
     "Stored",
     "callable_family",
     "resolve",
-    "untimed_bytes",
-    "untimed_ms",
 ]

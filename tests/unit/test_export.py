@@ -32,7 +32,8 @@ from autotune.model.parsing import parse_shape
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import ARCH_LIMITS
-from autotune.runtime.lookup import Catalogue, untimed_ms
+from autotune.runtime.lookup import Catalogue
+from autotune.runtime.pricing import untimed_ms
 from autotune.store import Store
 from tests.committed import committed_database
 

@@ -11,13 +11,8 @@ from autotune.families import FAMILIES
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import ARCH_LIMITS, Config
-from autotune.runtime.lookup import (
-    Catalogue,
-    callable_family,
-    resolve,
-    untimed_bytes,
-    untimed_ms,
-)
+from autotune.runtime.lookup import Catalogue, callable_family, resolve
+from autotune.runtime.pricing import untimed_bytes, untimed_ms
 from autotune.store import Store
 
 DEVICE = "Synthetic GPU"

@@ -10,7 +10,8 @@ import pytest
 
 from autotune.model.problem import ConvProblem
 from autotune.runtime.calls import CallError, Request, layout_copy_bytes
-from autotune.runtime.lookup import layout_ms, resolve
+from autotune.runtime.lookup import resolve
+from autotune.runtime.pricing import layout_ms
 from tests.unit.test_runtime_lookup import LIMITS, Synthetic, config_of, space
 
 SIZES = ConvProblem(N=32, K=3, C=64, F=64)

@@ -1,0 +1,60 @@
+"""What a plan costs per call besides its timed run (no GPU needed): the work it does outside
+the timed region (layout conversions, constant copies) and the layout copies of a call whose
+tensors are in the other layout, both priced at the device's measured copy bandwidth."""
+
+from __future__ import annotations
+
+import math
+
+from autotune.families import Family
+from autotune.families.plan import KernelPlan
+from autotune.model.problem import ConvProblem
+from autotune.runtime.calls import LAYOUT_COPIES, layout_copy_bytes
+
+# What one extra operation on the stream costs at least, besides its bytes (a launch or a copy
+# queued behind the previous one).
+OPERATION_MS = 0.002
+SCRATCH_BYTES = 4  # scratch buffers are FP32 (families/plan.py)
+
+
+def untimed_bytes(family: Family, problem: ConvProblem, plan: KernelPlan) -> int:
+    """Bytes the plan moves outside its timed launches on every call: each buffer a setup or
+    finish launch touches read or written once, each constant copied (read and written)."""
+    element = problem.precision.bytes
+    buffers = family.buffers(problem)
+    sizes = {name: element * _elements(shape) for name, shape in buffers.inputs}
+    sizes.update({name: element * _elements(shape) for name, shape in buffers.outputs})
+    sizes.update({name: SCRATCH_BYTES * _elements(shape) for name, shape in plan.scratch})
+    total = 0
+    for launch in (*plan.setup, *plan.finish):
+        total += sum(sizes.get(a, 0) for a in dict.fromkeys(launch.args) if isinstance(a, str))
+    total += sum(2 * sizes.get(buffer, 0) for _, buffer in plan.constants)
+    return total
+
+
+def untimed_ms(
+    family: Family, problem: ConvProblem, plan: KernelPlan, copy_gbps: float | None
+) -> float:
+    operations = len(plan.setup) + len(plan.finish) + len(plan.constants)
+    if not operations:
+        return 0.0
+    if not copy_gbps:
+        return math.inf if plan.setup or plan.finish else operations * OPERATION_MS
+    seconds = untimed_bytes(family, problem, plan) / (copy_gbps * 1e9)
+    return seconds * 1e3 + operations * OPERATION_MS
+
+
+def layout_ms(problem: ConvProblem, copy_gbps: float | None) -> float:
+    """What a call in the other layout than `problem`'s pays for its copies (infinite without a
+    copy bandwidth: such a plan then ranks after every plan in the call's own layout)."""
+    if not copy_gbps:
+        return math.inf
+    seconds = layout_copy_bytes(problem) / (copy_gbps * 1e9)
+    return seconds * 1e3 + LAYOUT_COPIES * OPERATION_MS
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)
+
+
+__all__ = ["OPERATION_MS", "layout_ms", "untimed_bytes", "untimed_ms"]
