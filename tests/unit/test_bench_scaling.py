@@ -113,7 +113,8 @@ def test_reuse_takes_the_earlier_runs_and_measures_only_ray(tmp_path, monkeypatc
     ]  # fmt: skip
     assert figures["reused"]["runs"] == ["gpu", "gpus"]
     assert "reused from" in (out / "scaling.md").read_text()
-    other = CliRunner().invoke(main, [*args[:-2], "--budget", "4", "--reuse", str(earlier)])
+    budget_4 = [a if a != "3" else "4" for a in args]  # the same campaign at another budget
+    other = CliRunner().invoke(main, [*budget_4, "--reuse", str(earlier)])
     assert other.exit_code == 2 and "another campaign" in other.output
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
