@@ -22,7 +22,8 @@ from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
 from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
-from autotune.tuning.tuner import Tuner, plan_studies
+from autotune.tuning.studies import plan_studies
+from autotune.tuning.tuner import Tuner
 from tests.gpu.test_gpu_tc_wgmma import CONFIGS, QUICK, SHAPES
 from tests.gpu_checks import failures
 from tests.nvrtc.test_tc_wgmma import nhwc
