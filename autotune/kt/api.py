@@ -19,12 +19,13 @@ from autotune import __version__
 from autotune.gpu.evaluator import GpuEvaluator
 from autotune.gpu.given import GivenCheck, user_verify, write_arguments
 from autotune.gpu.timing import TimingPolicy
-from autotune.kt.arguments import KernelRequest, TuneKernelError, budget, check_request
+from autotune.kt.arguments import KernelRequest, TuneKernelError, check_request
 from autotune.kt.cache import KtCacheError
 from autotune.kt.cache_file import CacheFile, entry_key
 from autotune.kt.kernel import GivenKernelError
 from autotune.kt.observers import observed_keys
 from autotune.kt.space import bind_space, evaluate_metric
+from autotune.kt.strategies import budget
 from autotune.kt.study import compile_options, given_kernel, study_problem
 from autotune.model.evaluator import Evaluator
 from autotune.model.records import TIMING_PROTOCOL, Measurement, Status

@@ -13,41 +13,21 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
+from autotune.kt.arrays import checked_answer, checked_arguments, checked_cmem, on_host
+from autotune.kt.errors import TuneKernelError
 from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES
-from autotune.kt.observers import DEVICE_TUNABLES, READINGS, observing
+from autotune.kt.observers import DEVICE_TUNABLES, observing
+from autotune.kt.strategies import apply_objective, apply_strategy, positive_int
 from autotune.model.expression import Expression, SpaceError
 from autotune.model.observe import Observe, ObserveError
 from autotune.model.quoting import quoted
 
-
-class TuneKernelError(ValueError):
-    """An argument of tune_kernel that cannot be used: one line naming it."""
-
-
 # Kernel Tuner's spellings of CUDA through its three CUDA backends; every other language is refused.
 CUDA_LANGS = {"cuda", "cupy", "nvcuda"}
-# Kernel Tuner's strategies that have a counterpart here, and ours by their own names.
-KT_STRATEGIES = {
-    "brute_force": "brute_force",
-    "random_sample": "random",
-    # Multi-start and iterated greedy local search: ours is a best-first local search from a
-    # short random start (autotune/strategies/local.py), the same family of method.
-    "greedy_mls": "local",
-    "mls": "local",
-    "ordered_greedy_mls": "local",
-    "greedy_ils": "local",
-    # A local optimiser of scipy.optimize.minimize's from a random start: a local search too.
-    "minimize": "local",
-}
-OUR_STRATEGIES = ("local", "brute_force", "random", "tpe", "cmaes", "gp")
-STRATEGY_OPTIONS = {"max_fevals", "time_limit", "fraction"}
-RANDOM_SAMPLE_FRACTION = 0.1  # Kernel Tuner's random_sample without max_fevals or fraction
-
 # Arguments of Kernel Tuner's that autotune does not take, with why; refused unless left at
 # their default (None or False).
 UNSUPPORTED = {
@@ -122,7 +102,7 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
     tune_params = _tune_params(args["tune_params"])
     render = args["kernel_source"] if callable(args["kernel_source"]) else None
     text, include = _source(args["kernel_source"], tune_params)
-    arguments = _arguments(args["arguments"])
+    arguments = checked_arguments(args["arguments"])
     request = KernelRequest(
         kernel_name=name,
         source_text=text,
@@ -135,14 +115,16 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
         ),
         block_size_names=_block_size_names(args.get("block_size_names"), tune_params),
         restrictions=_restrictions(args.get("restrictions")),
-        answer=_answer(_on_host(args.get("answer")), arguments, args.get("verify") is not None),
+        answer=checked_answer(
+            on_host(args.get("answer")), arguments, args.get("verify") is not None
+        ),
         atol=_atol(args.get("atol", 1e-6)),
         verify=_verify(args.get("verify")),
-        iterations=_positive_int(args.get("iterations", 7), "iterations"),
+        iterations=positive_int(args.get("iterations", 7), "iterations"),
         compiler_options=tuple(_strings(args.get("compiler_options") or (), "compiler_options")),
         defines=_defines(args.get("defines")),
         smem_size=_smem(args.get("smem_args"), tune_params),
-        cmem_args=_cmem(args.get("cmem_args")),
+        cmem_args=checked_cmem(args.get("cmem_args")),
         metrics=_metrics(args.get("metrics")),
         cache=_cache(args.get("cache")),
         device=_device(args.get("device", 0)),
@@ -155,8 +137,8 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
         request.observe, request.observables = observing(args.get("observers"), request.device)
     except ObserveError as err:
         raise TuneKernelError(str(err)) from None
-    _objective(request, args.get("objective"), args.get("objective_higher_is_better"))
-    _strategy(request, args.get("strategy"), args.get("strategy_options"))
+    apply_objective(request, args.get("objective"), args.get("objective_higher_is_better"))
+    apply_strategy(request, args.get("strategy"), args.get("strategy_options"))
     return request
 
 
@@ -259,34 +241,6 @@ def _tune_params(tune_params: Any) -> dict[str, list]:
     return out
 
 
-def _arguments(arguments: Any) -> list[Any]:
-    if not isinstance(arguments, list | tuple):
-        raise TuneKernelError("tune_kernel: arguments must be a list")
-    arguments = _on_host(arguments)
-    for i, arg in enumerate(arguments):
-        if isinstance(arg, np.ndarray):
-            if arg.dtype.hasobject:
-                raise TuneKernelError(f"tune_kernel: arguments[{i}] is an array of objects")
-        elif not isinstance(arg, np.generic):
-            raise TuneKernelError(
-                f"tune_kernel: arguments[{i}] is a {type(arg).__name__}; arguments are NumPy "
-                "or CuPy arrays and NumPy scalars (e.g. numpy.int32(n)), as Kernel Tuner requires"
-            )
-    return list(arguments)
-
-
-def _on_host(values: Any) -> Any:
-    """CuPy arrays (Kernel Tuner's cupy backend takes them) copied to NumPy ones: they travel to
-    the GPU worker as data, like every argument. Recognised by their interface, so that CuPy is
-    not imported here."""
-    if not isinstance(values, list | tuple):
-        return values
-    return [
-        v.get() if hasattr(v, "__cuda_array_interface__") and hasattr(v, "get") else v
-        for v in values
-    ]
-
-
 def _problem_size(size: Any, tune_params: Mapping[str, list]) -> Any:
     if callable(size):
         return size
@@ -315,37 +269,6 @@ def _block_size_names(names: Any, tune_params: Mapping[str, list]) -> tuple[str,
     return tuple(_strings(names, "block_size_names"))
 
 
-def _answer(answer: Any, arguments: list, own_verify: bool = False) -> list | None:
-    if answer is None:
-        return None
-    if not isinstance(answer, list | tuple) or len(answer) != len(arguments):
-        raise TuneKernelError(
-            "tune_kernel: answer must be a list as long as arguments (None where not checked)"
-        )
-    if own_verify:  # the user's verify reads the answer as it likes (a sum for a partial sum)
-        return list(answer)
-    for i, (expected, arg) in enumerate(zip(answer, arguments, strict=True)):
-        if expected is None:
-            continue
-        if isinstance(arg, np.ndarray):
-            expected = np.asarray(expected)
-            if expected.size != arg.size:
-                raise TuneKernelError(
-                    f"tune_kernel: answer[{i}] has {expected.size} elements, "
-                    f"arguments[{i}] {arg.size}"
-                )
-            if not np.can_cast(arg.dtype, expected.dtype):
-                raise TuneKernelError(
-                    f"tune_kernel: answer[{i}] is {expected.dtype}, which {arg.dtype} "
-                    "output cannot be cast to"
-                )
-        elif not isinstance(expected, np.generic):
-            raise TuneKernelError(
-                f"tune_kernel: answer[{i}] must be a NumPy scalar, as its argument"
-            )
-    return list(answer)
-
-
 def _verify(verify: Any) -> Callable | None:
     if verify is None:
         return None
@@ -353,12 +276,6 @@ def _verify(verify: Any) -> Callable | None:
         raise TuneKernelError("tune_kernel: verify must be a function (answer, result_host, atol)")
     # Any callable: it is called in this process (a lambda, a nested function, a notebook's).
     return verify
-
-
-def _positive_int(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise TuneKernelError(f"tune_kernel: {what} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _grid_div(divisor: Any, axis: str, tune_params: Mapping[str, list]) -> Any:
@@ -417,19 +334,6 @@ def _smem(smem_args: Any, tune_params: Mapping[str, list]) -> Any:
     return size
 
 
-def _cmem(cmem_args: Any) -> dict[str, np.ndarray]:
-    if cmem_args is None:
-        return {}
-    if not isinstance(cmem_args, Mapping):
-        raise TuneKernelError("tune_kernel: cmem_args must be a dict of symbol names to arrays")
-    for name, value in cmem_args.items():
-        if not isinstance(name, str) or not name.isidentifier():
-            raise TuneKernelError(f"tune_kernel: cmem_args name {quoted(name, 40)} is no symbol")
-        if not isinstance(value, np.ndarray | np.generic):
-            raise TuneKernelError(f"tune_kernel: cmem_args[{name!r}] must be a NumPy array")
-    return {name: np.asarray(value) for name, value in cmem_args.items()}
-
-
 def _metrics(metrics: Any) -> dict | None:
     if metrics is None:
         return None
@@ -475,79 +379,4 @@ def _device(device: Any) -> int:
     return device
 
 
-def _objective(request: KernelRequest, objective: Any, higher: Any) -> None:
-    """Kernel Tuner's objective: time, an observation (nvml_energy) or a metric's name."""
-    if objective in (None, "time"):
-        if higher not in (None, False):
-            raise TuneKernelError("tune_kernel: objective_higher_is_better must be False for time")
-        return
-    named = [n for n in request.observables if n in READINGS] + list(request.metrics or {})
-    if objective not in named:
-        raise TuneKernelError(
-            f"tune_kernel: objective={objective!r} names neither time, an observation of the "
-            f"observers nor a metric (it may be one of: {', '.join(['time', *named])})"
-        )
-    if higher is not None and not isinstance(higher, bool):
-        raise TuneKernelError("tune_kernel: objective_higher_is_better must be True or False")
-    request.objective, request.higher_is_better = objective, bool(higher)
-
-
-def _strategy(request: KernelRequest, strategy: Any, options: Any) -> None:
-    if isinstance(strategy, ModuleType):  # Kernel Tuner's own module, e.g. strategies.minimize
-        strategy = strategy.__name__.rpartition(".")[2]
-    if strategy is None:
-        request.strategy = "brute_force"  # Kernel Tuner's default
-    elif strategy in KT_STRATEGIES:
-        request.strategy = KT_STRATEGIES[strategy]
-    elif strategy in OUR_STRATEGIES:
-        request.strategy = strategy
-    else:
-        raise TuneKernelError(
-            f"tune_kernel: strategy {strategy!r} is not supported; use one of "
-            f"{', '.join([*KT_STRATEGIES, *OUR_STRATEGIES])}"
-        )
-    if options is not None and not isinstance(options, Mapping):
-        raise TuneKernelError("tune_kernel: strategy_options must be a dict")
-    options = dict(options or {})
-    unknown = sorted(set(options) - STRATEGY_OPTIONS)
-    if unknown:
-        raise TuneKernelError(
-            f"tune_kernel: strategy_options {', '.join(map(repr, unknown))} not supported "
-            f"(supported: {', '.join(sorted(STRATEGY_OPTIONS))})"
-        )
-    if "max_fevals" in options:
-        request.budget = _positive_int(options["max_fevals"], "strategy_options['max_fevals']")
-    if "time_limit" in options:
-        limit = options["time_limit"]
-        if (
-            isinstance(limit, bool)
-            or not isinstance(limit, int | float)
-            or not math.isfinite(limit)
-            or limit <= 0
-        ):
-            raise TuneKernelError("tune_kernel: strategy_options['time_limit'] must be seconds > 0")
-        request.time_limit_s = float(limit)
-    if "fraction" in options:
-        fraction = options["fraction"]
-        if not isinstance(fraction, int | float) or not 0 < fraction <= 1:
-            raise TuneKernelError("tune_kernel: strategy_options['fraction'] must be in (0, 1]")
-        request.fraction = float(fraction)
-    elif strategy == "random_sample" and request.budget is None:
-        request.fraction = RANDOM_SAMPLE_FRACTION
-
-
-def budget(request: KernelRequest, space_size: int) -> int | None:
-    """Evaluations to store: max_fevals, else a fraction of the space, else all of it (None)."""
-    if request.fraction is not None and request.budget is None:
-        return max(1, math.ceil(request.fraction * space_size))
-    return request.budget
-
-
-__all__ = [
-    "KT_STRATEGIES",
-    "UNSUPPORTED",
-    "KernelRequest",
-    "TuneKernelError",
-    "budget",
-    "check_request",
-]
+__all__ = ["UNSUPPORTED", "KernelRequest", "TuneKernelError", "check_request"]

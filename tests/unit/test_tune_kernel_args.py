@@ -8,9 +8,10 @@ import pytest
 
 from autotune.gpu.given import takes_atol, write_arguments
 from autotune.kt.api import tune_kernel
-from autotune.kt.arguments import UNSUPPORTED, TuneKernelError, budget, check_request
+from autotune.kt.arguments import UNSUPPORTED, TuneKernelError, check_request
 from autotune.kt.kernel import GivenKernel, GivenKernelError
 from autotune.kt.space import bind_space, evaluate_metric, fixed_sizes, signature
+from autotune.kt.strategies import budget
 from autotune.model.problem import KernelProblem
 from autotune.model.space import Config, DeviceLimits
 
