@@ -182,7 +182,7 @@ def _looks_like_a_file_name(text: str) -> bool:
 
 def _restrictions(restrictions: Any) -> Any:
     """Kernel Tuner's forms (a function, or a list of texts, functions and (function, names)
-    pairs; kt_space reads them) checked here, before the GPU starts."""
+    pairs; kt/space.py reads them) checked here, before the GPU starts."""
     if restrictions is None or callable(restrictions):
         return restrictions
     if isinstance(restrictions, list | tuple) and all(

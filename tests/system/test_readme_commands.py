@@ -35,9 +35,13 @@ def test_bare_pytest_collects_tests_that_import_their_helpers() -> None:
 
 
 def test_what_commands_write_under_results_is_ignored_by_git() -> None:
-    # `run --gpus` writes its workers' logs there; the database's WAL files sit beside it.
+    # `run --gpus` writes its workers' logs there; a database named there, and its WAL files.
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    paths = ["results/logs/run-20261124-050000/gpu0.log", "results/autotune.db-wal"]
+    paths = [
+        "results/logs/run-20261124-050000/gpu0.log",
+        "results/autotune.db",  # results are committed as campaign files, never as a database
+        "results/autotune.db-wal",
+    ]
     done = subprocess.run(["git", "check-ignore", *paths], cwd=ROOT, capture_output=True, text=True)
     assert done.stdout.split() == paths, done.stderr
