@@ -9,7 +9,7 @@ from autotune.cli.progress import format_duration
 from autotune.gpu.timing import TimingPolicy
 from autotune.tuning.studies import estimated_cost_s
 
-# Per family, from the H100's protocol-2 records in results/autotune.db (every evaluation of
+# Per family, from the H100's protocol-2 records (results/campaigns/; every evaluation of
 # 2026-11-24 to 2026-11-27): NVRTC seconds per candidate (mean, 90th percentile) and the wall
 # seconds an evaluation took beyond estimated_cost_s (median over studies of the gaps between
 # consecutive evaluations of a run, less the GPU estimate: checking, the worker's round trip,
