@@ -20,10 +20,8 @@ from autotune.gpu.storage import stored_values
 from autotune.model.epilogue import EPILOGUES
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
-from autotune.store import Store
-from autotune.tuning.runners import GpuRunner
 from autotune.tuning.studies import plan_studies
-from autotune.tuning.tuner import Tuner
+from tests.gpu import test_gpu_tc_wgmma
 from tests.gpu.test_gpu_tc_wgmma import CONFIGS, QUICK, SHAPES
 from tests.gpu_checks import failures
 from tests.nvrtc.test_tc_wgmma import nhwc
@@ -34,18 +32,8 @@ FAMILY = get_family("tc_wgmma")
 NAMES = sorted(EPILOGUES)
 PRECISIONS = [(d, layout) for d in ("fp32", "tf32", "bf16", "fp16") for layout in ("NCHW", "NHWC")]
 
-
-@pytest.fixture(scope="module")
-def tuner(evaluator, tmp_path_factory):
-    if evaluator.device.arch != "sm_90":
-        pytest.skip(f"tc_wgmma needs sm_90a (wgmma); this device is {evaluator.device.arch}")
-    path = tmp_path_factory.mktemp("gpu_epilogue")
-    compiler = Compiler(arch=evaluator.device.arch, cache_dir=path / "cubins")
-    compiler.start_pool(os.cpu_count() or 1)
-    yield Tuner(
-        GpuRunner(compiler, evaluator), Store(str(path / "gpu.db")), strategy="random", timing=QUICK
-    )
-    compiler.stop_pool()
+# The tc_wgmma tests' tuner (a compile pool and a scratch database), shared.
+tuner = test_gpu_tc_wgmma.tuner
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +93,11 @@ def test_each_epilogue_correct_at_odd_shapes(tuner, evaluator, dtype):
             configs += [rng.choice(some)] if some else []
         picks += [(study, c) for c in dict.fromkeys(configs)]
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        list(pool.map(lambda p: tuner.compiler.compile(FAMILY.plan(p[0].problem, p[1])), picks))
+        list(
+            pool.map(
+                lambda p: tuner.runner.compiler.compile(FAMILY.plan(p[0].problem, p[1])), picks
+            )
+        )
     failed = failures(tuner, picks, QUICK.min_repeats)
     assert not failed, "\n".join(failed)
 

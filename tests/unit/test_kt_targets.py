@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -17,21 +16,13 @@ from autotune.model.problem import KernelProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import Config
 from autotune.store import Store
+from tests.unit.test_tune_kernel_args import args
 
-SOURCE = "__global__ void k(float *y, const float *x, int n) { }\n"
 H100 = DeviceInfo("NVIDIA H100 80GB HBM3", "9.0", 132, "580", "13.0", "13.0", 1980, 80 << 30)
 
 
 def request(**extra):
-    x = np.arange(100, dtype=np.float32)
-    base = {
-        "kernel_name": "k",
-        "kernel_source": SOURCE,
-        "problem_size": 100,
-        "arguments": [np.zeros_like(x), x, np.int32(100)],
-        "tune_params": {"block_size_x": [32, 64, 128]},
-    }
-    return check_request({**base, **extra})
+    return check_request(args(**extra))
 
 
 def test_default_launches_keep_their_keys_and_others_are_new_studies():
