@@ -55,15 +55,28 @@ def worker_main(conn, device_index: int, session: str = DEFAULT_SESSION) -> None
         if task is None:
             return
         try:
-            conn.send(("done", task.run(opened)))
+            answered = _answer(conn, ("done", task.run(opened)))
         except StickyCudaError as err:
-            conn.send(("sticky", str(err)))
+            _answer(conn, ("sticky", str(err)))
             conn.close()
             # The context is poisoned: leave at once (CuPy's cleanup would only fail noisily);
             # the parent starts a fresh worker.
             os._exit(3)
         except Exception as err:  # anything unforeseen is recorded, never fatal to the run
-            conn.send(("done", Measurement(Status.CRASH, error=f"{type(err).__name__}: {err}")))
+            crash = Measurement(Status.CRASH, error=f"{type(err).__name__}: {err}")
+            answered = _answer(conn, ("done", crash))
+        if not answered:
+            return
+
+
+def _answer(conn, message) -> bool:
+    """Send `message`; False when the parent is gone (stopped, killed or timed out): then there
+    is no one to answer and nothing to report, so the worker just ends."""
+    try:
+        conn.send(message)
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
 
 
 class GpuEvaluator(Evaluator):
