@@ -84,9 +84,14 @@ def bench_one(torch, torchvision, name, batch, precision, database, warmup, repe
     dtype, fmt = _precision(torch, precision)
     model = base.to(dtype=dtype, memory_format=fmt)
     x = x32.to(dtype=dtype).contiguous(memory_format=fmt)
+    from autotune.runtime.calls import CallError
+    from autotune.runtime.lookup import LookupMiss
     from autotune.runtime.models import optimize
 
-    ours = optimize(copy.deepcopy(model), x, database=database)
+    try:
+        ours = optimize(copy.deepcopy(model), x, database=database)
+    except (LookupMiss, CallError) as err:
+        raise click.ClickException(f"{name} batch {batch} {precision}: {err}") from None
     ways = {
         "eager": model,
         "compile": torch.compile(model),

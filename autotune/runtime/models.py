@@ -14,7 +14,7 @@ from autotune.families import FAMILIES, Family, get_family
 from autotune.model.precision import check_dtype
 from autotune.model.problem import ConvProblem
 from autotune.runtime.calls import Call, CallError, Request
-from autotune.runtime.lookup import callable_family
+from autotune.runtime.lookup import LookupMiss, callable_family
 from autotune.runtime.torch_tensors import STORAGES, layout_of
 
 # Evaluations per (family, shape) when a whole model is tuned: a campaign's, not a miss's.
@@ -245,8 +245,14 @@ def _prepare(model, example_inputs, rt, layers) -> None:
     calls = [(c.problem, request) for c in collect_convolutions(model, example_inputs) if c.problem]
     if x.is_cuda:
         rt.compile_ahead(calls, device=x.get_device())
-    with torch.no_grad():
-        model(*_inputs(example_inputs))  # prepares every shape: load, launches, workspaces
+    try:
+        with torch.no_grad():
+            model(*_inputs(example_inputs))  # prepares every shape: load, launches, workspaces
+    except LookupMiss as err:
+        raise LookupMiss(
+            f"{err}: tune the model's convolutions first (autotune.tune_model, or the command "
+            f"`autotune tune-model --model NAME --dtype {request.dtypes[-1]}`)"
+        ) from err
     for layer in layers.values():
         _settle_weight(rt, layer)
 

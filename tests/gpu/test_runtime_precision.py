@@ -230,3 +230,13 @@ def test_after_optimize_the_first_forward_prepares_nothing(tuned, monkeypatch):
     torch.cuda.synchronize()
     err = (torch.linalg.vector_norm(y - eager) / torch.linalg.vector_norm(eager)).item()
     assert err <= 2e-2  # bf16 folded against bf16 unfolded
+
+
+def test_optimize_over_a_store_without_this_device_says_to_tune_first(tmp_path):
+    from autotune.runtime.lookup import LookupMiss
+    from autotune.runtime.models import optimize
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1)).cuda().eval()
+    x = torch.randn(2, 8, 12, 12, device="cuda").to(memory_format=torch.channels_last)
+    with pytest.raises(LookupMiss, match="tune-model --model NAME --dtype (fp32|tf32)"):
+        optimize(model, x, database=str(tmp_path / "empty.db"))
