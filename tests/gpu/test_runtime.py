@@ -10,6 +10,7 @@ import pytest
 
 from autotune.families import FAMILIES
 from autotune.gpu.timing import TimingPolicy
+from autotune.runtime.calls import Call
 from autotune.runtime.dispatch import serves_calls
 from autotune.runtime.lookup import LookupMiss
 
@@ -245,7 +246,7 @@ def test_a_pre_padded_input_is_used_in_place_and_views_are_copied(tuned, cache):
     y = rt.conv2d(x, w, 1, 0, "error")
     torch.cuda.synchronize()
     assert rel_error(y, x, w, shape) <= TOLERANCE
-    (entry,) = [e for k, e in rt._entries.items() if k[3] == 22 and k[-1] == 0]
+    (entry,) = [e for k, e in rt.entries.items() if Call.of(k).H == 22 and Call.of(k).padding == 0]
     assert entry.pad is None and entry.choice.exact
     # A non-contiguous view (channels last in memory) gives the same result.
     xt = x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
