@@ -271,6 +271,8 @@ def kt_examples(examples, synthetic, with_kt, only, timeout_s, max_fevals, kt_la
     mode = "synthetic" if synthetic else "ours"
     chosen = [e for e in every if e.in_scope and (not only or e.name in only)]
     stem = "synthetic" if synthetic else "gpu"
+    title = table_title(synthetic, with_kt, timeout_s, max_fevals, kt_lang)
+    excluded = [e for e in every if not e.in_scope]
     rows = []
     for example in chosen:
         click.echo(f"{example.name}: ", nl=False)
@@ -282,6 +284,13 @@ def kt_examples(examples, synthetic, with_kt, only, timeout_s, max_fevals, kt_la
             )
         rows.append(row(example, ours, theirs))
         click.echo(f"{ours['status']} {ours.get('error', '')}".strip())
+        # Written after every example, so a run stopped part-way keeps what it measured.
+        write_table(rows, excluded, output / stem, title)
+    click.echo(f"wrote {output / stem}.md and .csv")
+
+
+def table_title(synthetic: bool, with_kt: bool, timeout_s: float, max_fevals, kt_lang) -> list[str]:
+    stem = "synthetic" if synthetic else "gpu"
     title = [f"# Kernel Tuner's CUDA examples through autotune ({stem})", ""]
     if synthetic:
         title.append(
@@ -298,8 +307,7 @@ def kt_examples(examples, synthetic, with_kt, only, timeout_s, max_fevals, kt_la
         f"Budget: {budget}; time limit {timeout_s:g} s per run. Command: "
         f"`autotune bench kt-examples{' --synthetic' if synthetic else ''}"
         f"{' --kernel-tuner' if with_kt else ''}"
-        f"{f' --max-fevals {max_fevals}' if max_fevals else ''}`."
+        f"{f' --kt-lang {kt_lang}' if with_kt and kt_lang else ''}"
+        f"{f' --max-fevals {max_fevals}' if max_fevals else ''} --timeout {timeout_s:g}`."
     )
-    excluded = [e for e in every if not e.in_scope]
-    write_table(rows, excluded, output / stem, title)
-    click.echo(f"wrote {output / stem}.md and .csv")
+    return title
