@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sqlite3
 import tempfile
@@ -41,6 +42,19 @@ def default_url(path: str | Path) -> str:
     file = Path(path).expanduser().resolve()
     file.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{file}"
+
+
+def check_creatable(path: str | Path) -> None:
+    """Refuse, before any costly start, a new SQLite file that could not be created: its
+    nearest existing ancestor must be a directory this process may write into."""
+    file = Path(path).expanduser().absolute()
+    ancestor = file.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise StoreError(f"cannot create results database {file}: {ancestor} is not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise StoreError(f"cannot create results database {file}: {ancestor} is not writable")
 
 
 def one_line(err: BaseException) -> str:

@@ -19,6 +19,7 @@ from autotune.model.evaluator import Evaluator
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.runner import Runner
 from autotune.store import Store
+from autotune.store.engine import check_creatable
 from autotune.strategies import DEFAULT_STRATEGY
 from autotune.tuning.runners import GpuRunner
 from autotune.tuning.studies import Progress
@@ -112,6 +113,8 @@ def open_gpu_session(
     from autotune.gpu.evaluator import GpuEvaluator
 
     new_file = "://" not in storage and not Path(storage).expanduser().exists()
+    if new_file:
+        check_creatable(storage)  # a path that cannot be created fails before the GPU starts
     store = None if new_file else Store(storage, share=share)
     try:
         if evaluator is None:
