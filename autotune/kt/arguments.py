@@ -23,6 +23,7 @@ from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES
 from autotune.kt.observers import DEVICE_TUNABLES, observing
 from autotune.kt.strategies import apply_objective, apply_strategy, positive_int
 from autotune.model.expression import Expression, SpaceError
+from autotune.model.files import why_not_creatable
 from autotune.model.observe import Observe, ObserveError
 from autotune.model.quoting import quoted
 
@@ -368,8 +369,9 @@ def _cache(cache: Any) -> Path | None:
         raise TuneKernelError(f"tune_kernel: cache must be a file name, not {quoted(cache, 40)}")
     path = Path(cache)
     path = path if path.suffix == ".json" else path.with_name(path.name + ".json")
-    if path.parent.exists() and not path.parent.is_dir():  # before the GPU starts
-        raise TuneKernelError(f"tune_kernel: cache {quoted(str(path))}: not in a directory")
+    why = why_not_creatable(path)  # before the GPU starts
+    if why is not None:
+        raise TuneKernelError(f"tune_kernel: cache {quoted(str(path))}: {why}")
     return path
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sqlite3
 import tempfile
@@ -17,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
+from autotune.model.files import why_not_creatable
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.store.credentials import check_url, hide_passwords
 from autotune.store.migrations import UPGRADABLE_FROM, upgrade
@@ -45,16 +45,10 @@ def default_url(path: str | Path) -> str:
 
 
 def check_creatable(path: str | Path) -> None:
-    """Refuse, before any costly start, a new SQLite file that could not be created: its
-    nearest existing ancestor must be a directory this process may write into."""
-    file = Path(path).expanduser().absolute()
-    ancestor = file.parent
-    while not ancestor.exists() and ancestor != ancestor.parent:
-        ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise StoreError(f"cannot create results database {file}: {ancestor} is not a directory")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise StoreError(f"cannot create results database {file}: {ancestor} is not writable")
+    """Refuse, before any costly start, a new SQLite file that could not be created."""
+    why = why_not_creatable(path)
+    if why is not None:
+        raise StoreError(f"cannot create results database {Path(path).expanduser()}: {why}")
 
 
 def one_line(err: BaseException) -> str:

@@ -193,6 +193,18 @@ def test_strategies_and_their_options():
     assert t.time_limit_s == 30.0 and budget(t, 100) is None
 
 
+def test_a_cache_file_that_cannot_be_written_is_refused_before_the_gpu(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "taken.json").mkdir()
+    with pytest.raises(TuneKernelError, match="notes.txt is not a directory"):
+        check_request(args(cache=str(tmp_path / "notes.txt" / "deeper" / "k_cache")))
+    with pytest.raises(TuneKernelError, match="taken.json is not a regular file"):
+        check_request(args(cache=str(tmp_path / "taken")))
+    # Missing directories are fine (made when the file is), and checking makes nothing.
+    assert check_request(args(cache=str(tmp_path / "new" / "k"))).cache.name == "k.json"
+    assert not (tmp_path / "new").exists()
+
+
 def test_iterations_compiler_options_cache_objective_metrics_seed():
     r = check_request(
         args(
