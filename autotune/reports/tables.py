@@ -13,6 +13,7 @@ from autotune.families import UnknownFamily, get_family
 from autotune.model.kinds import KIND_SPECS
 from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
 from autotune.model.problem import KINDS
+from autotune.model.quoting import printable
 from autotune.model.space import Config
 from autotune.reports.views import (
     COPY_BANDWIDTH,
@@ -293,7 +294,7 @@ def maxdnn_table1(
 def format_table(df: pd.DataFrame, fmt: str) -> str:
     """A table as GitHub markdown (no tabulate needed) or CSV."""
     if fmt == "csv":
-        return df.to_csv(index=False)
+        return _printable_text(df).to_csv(index=False)
     if fmt == "markdown":
         return markdown_table(df)
     raise ReportError(f"unknown table format {fmt!r} (expected {' or '.join(TABLE_FORMATS)})")
@@ -327,6 +328,17 @@ def _significant(value: object) -> float | None:
     return float(f"{float(value):.{TIME_DIGITS}g}")
 
 
+def _printable_text(df: pd.DataFrame) -> pd.DataFrame:
+    """The table with every text cell's control characters escaped: a merged campaign file
+    may carry anything, and a table goes to a terminal. Lossless for what autotune stores
+    (identifiers, shape keys, JSON, which escapes its own)."""
+    out = df.copy()
+    for name in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[name]):
+            out[name] = out[name].map(lambda v: printable(v) if isinstance(v, str) else v)
+    return out
+
+
 def markdown_table(df: pd.DataFrame) -> str:
     """A table as GitHub markdown, numbers right-aligned (no tabulate needed)."""
     header = [str(c) for c in df.columns]
@@ -350,5 +362,5 @@ def markdown_table(df: pd.DataFrame) -> str:
 def _cell(value: object) -> str:
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return ""
-    # A pipe would end the cell and a newline the row.
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    # A pipe would end the cell and a newline the row; other controls are escaped.
+    return printable(str(value).replace("\n", " ")).replace("|", "\\|")

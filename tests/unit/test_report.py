@@ -442,3 +442,21 @@ def test_chen_general_beside_the_papers_table1_and_its_losses(lab: Store, tmp_pa
     assert "best CSPLIT: 1 on 12, 8 on 6" in section
     losses = section[section.index("Where chen_general loses") :].splitlines()[0]
     assert "(1 of 18 measured shapes" in losses and "0.50x, cuDNN FFT" in losses
+
+
+def test_table_cells_from_a_foreign_file_cannot_drive_the_terminal():
+    # A merged campaign file may carry anything: colours, a cursor move, a right-to-left
+    # override, a newline that would start a row of its own.
+    import pandas as pd
+
+    from autotune.reports.tables import format_table
+
+    hostile = "fam\x1b[31mily\x9b2J\u202e|x\nrow"
+    df = pd.DataFrame({"family": [hostile], "time_ms": [1.5]})
+    for fmt in ("markdown", "csv"):
+        text = format_table(df, fmt)
+        assert not any(c in text for c in ("\x1b", "\x9b", "\u202e")), fmt
+        assert "\\x1b[31m" in text and "\\u202e" in text
+        assert len(text.strip().splitlines()) == (3 if fmt == "markdown" else 2)
+    assert "\\nrow" in format_table(df, "csv")  # CSV keeps the newline, escaped
+    assert "\\|x" in format_table(df, "markdown")
