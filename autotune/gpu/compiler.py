@@ -18,6 +18,7 @@ from pathlib import Path
 from autotune.families.base import INCLUDE_DIR, Family, KernelPlan
 from autotune.families.digest import BUILD_OPTIONS
 from autotune.families.headers import Headers, option_dirs, quoted_headers
+from autotune.gpu.cccl import cccl_flags, cccl_version
 from autotune.gpu.child import ChildEnded, ChildPool
 from autotune.gpu.nvrtc_library import load_nvrtc, nvrtc_version
 from autotune.gpu.ptxas import parse_resources
@@ -180,12 +181,15 @@ class Compiler:
         headers: Headers = (),
         arch_specific: bool = False,
         ptxas_options: tuple[str, ...] = (),
+        cccl: bool = False,
     ) -> str:
         material: dict[str, object] = {
             "source": hashlib.sha256(source_text.encode()).hexdigest(),
             "flags": self._flags(tuple(sorted(defines)), arch_specific, ptxas_options),
             "nvrtc": self.version,
         }
+        if cccl:  # absent otherwise, as headers below: other keys stay as they were
+            material["cccl"] = cccl_version()
         if headers:  # absent otherwise: the keys of sources without includes stay as they were
             digests = [[n, hashlib.sha256(t.encode()).hexdigest()] for n, t in sorted(headers)]
             material["headers"] = digests
@@ -206,12 +210,13 @@ class Compiler:
     ) -> CompiledKernel:
         text = Path(source).read_text()
         headers = self.headers(source, text)
-        key = self.cache_key(text, defines, headers, arch_specific, ptxas_options)
+        system = cccl_flags(text)
+        key = self.cache_key(text, defines, headers, arch_specific, ptxas_options, bool(system))
         cached = self._read_cache(key)
         if cached is not None:
             return cached
         start = time.perf_counter()
-        flags = self._flags(defines, arch_specific, ptxas_options)
+        flags = [*self._flags(defines, arch_specific, ptxas_options), *system]
         args = (text, Path(source).name, flags, None, headers)
         pool = self._pool
         if pool is None:

@@ -117,6 +117,9 @@ CHECK = textwrap.dedent(
         found = dict(quoted_headers(text, family.source_path.parent, (INCLUDE_DIR,)))
         assert wanted <= set(found), (family.name, wanted - set(found))
     assert all(p.is_relative_to(package) and p.is_file() for p in references), references
+    from autotune.gpu.cccl import DEVICE_SIDE_DIR  # CUB's device side, for users' kernels
+    assert (DEVICE_SIDE_DIR / "cub" / "cub.cuh").is_file(), DEVICE_SIDE_DIR
+    assert DEVICE_SIDE_DIR.is_relative_to(package), DEVICE_SIDE_DIR
     print(len(FAMILIES), "families")
     """
 )
