@@ -6,18 +6,29 @@ import importlib.util
 import math
 import random
 import warnings
-
-import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
-from optuna.trial import Trial, TrialState, create_trial
+from typing import TYPE_CHECKING
 
 from autotune.model.space import BoundSpace, Config, Value
 from autotune.strategies.base import StrategyUnavailable
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.distributions import BaseDistribution
+    from optuna.trial import Trial
 
 # Sampler proposals per ask, at most, before falling back to a random unseen valid config:
 # samplers that converge keep proposing the best config, and a tight space rejects most of the
 # Cartesian product the sampler sees.
 MAX_ATTEMPTS = 50
+
+
+def _optuna():
+    """Optuna, imported when one of its samplers is made: its import takes about 0.2 s, which
+    a run or a tune_kernel call with another strategy need not pay."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
 
 
 class OptunaStrategy:
@@ -32,7 +43,9 @@ class OptunaStrategy:
     def __init__(
         self, name: str, space: BoundSpace, sampler: optuna.samplers.BaseSampler, seed: int | None
     ) -> None:
-        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        optuna = _optuna()
+        from optuna.distributions import CategoricalDistribution, IntDistribution
+
         self.name = name
         self._configs = space.configs
         self._unseen = set(self._configs)  # valid, neither asked nor told
@@ -66,7 +79,7 @@ class OptunaStrategy:
             # still in flight has none to give.
             value = self._told.get(config)
             if value is None:
-                self._study.tell(trial, state=TrialState.FAIL)
+                self._study.tell(trial, state=_optuna().trial.TrialState.FAIL)
             else:
                 self._study.tell(trial, value)
         # A sampler that ran dry once mostly stays dry (it has converged, or few configs are
@@ -81,6 +94,8 @@ class OptunaStrategy:
         value = math.log(time_ms) if time_ms is not None and 0 < time_ms < math.inf else None
         self._unseen.discard(config)
         self._told[config] = value
+        from optuna.trial import TrialState, create_trial
+
         state = TrialState.FAIL if value is None else TrialState.COMPLETE
         trial = self._pending.pop(config, None)
         if trial is not None:
@@ -128,14 +143,14 @@ def _require(strategy: str, *modules: str) -> None:
 
 
 def tpe(space: BoundSpace, seed: int | None = None) -> OptunaStrategy:
-    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
+    sampler = _optuna().samplers.TPESampler(seed=seed, multivariate=True, constant_liar=True)
     return OptunaStrategy("tpe", space, sampler, seed)
 
 
 def gp(space: BoundSpace, seed: int | None = None) -> OptunaStrategy:
     _require("gp", "torch", "scipy")
     # Parameters with a single value are sampled independently; that is expected, not news.
-    sampler = optuna.samplers.GPSampler(seed=seed, warn_independent_sampling=False)
+    sampler = _optuna().samplers.GPSampler(seed=seed, warn_independent_sampling=False)
     return OptunaStrategy("gp", space, sampler, seed)
 
 
@@ -143,6 +158,7 @@ def cmaes(space: BoundSpace, seed: int | None = None) -> OptunaStrategy:
     _require("cmaes", "cmaes")
     # The margin keeps CMA-ES from collapsing onto one value of an integer (index) parameter;
     # Optuna marks it experimental, which is no news to a user at every run.
+    optuna = _optuna()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         sampler = optuna.samplers.CmaEsSampler(
