@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import csv
 import statistics
+import time
 from pathlib import Path
 
 import click
@@ -27,7 +28,8 @@ MODELS = ("resnet50", "vgg16")
 BATCHES = (1, 32)
 PRECISIONS = ("fp32", "tf32", "bf16")  # bf16 runs channels-last
 WAYS = ("eager", "compile", "ours", "ours+compile")
-COLUMNS = ("model", "batch", "precision", "way", "median_ms", "rel_error", "top1_agree", "speedup")
+COLUMNS = ("model", "batch", "precision", "way", "median_ms", "host_ms", "rel_error", "top1_agree")
+COLUMNS += ("speedup", "exact_plans")
 
 
 def _requirements():
@@ -53,21 +55,26 @@ def _precision(torch, name: str):
     return torch.float32, torch.contiguous_format
 
 
-def _median_ms(torch, forward, x, warmup: int, repeats: int) -> float:
+def _median_ms(torch, forward, x, warmup: int, repeats: int) -> tuple[float, float]:
+    """Medians of the forward's time on the GPU (events around it) and of the host's time to
+    issue it (the call's return, nothing waited for). Where the two are close, the GPU was
+    waiting for the host's launches: the forward is bound by host time per call."""
     with torch.no_grad():
         for _ in range(warmup):
             forward(x)
         torch.cuda.synchronize()
-        times = []
+        times, host = [], []
         for _ in range(repeats):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             start.record()
+            issued = time.perf_counter()
             forward(x)
+            host.append((time.perf_counter() - issued) * 1e3)
             end.record()
             end.synchronize()
             times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(host)
 
 
 def _rel_error(torch, logits, reference) -> float:
@@ -85,13 +92,17 @@ def bench_one(torch, torchvision, name, batch, precision, database, warmup, repe
     model = base.to(dtype=dtype, memory_format=fmt)
     x = x32.to(dtype=dtype).contiguous(memory_format=fmt)
     from autotune.runtime.calls import CallError
+    from autotune.runtime.dispatch import runtime
     from autotune.runtime.lookup import LookupMiss
     from autotune.runtime.models import optimize
 
+    known = set(runtime(database).prepared())  # the calls earlier models prepared
     try:
         ours = optimize(copy.deepcopy(model), x, database=database)
     except (LookupMiss, CallError) as err:
         raise click.ClickException(f"{name} batch {batch} {precision}: {err}") from None
+    choices = [c for call, c in runtime(database).prepared().items() if call not in known]
+    plans = f"{sum(c.exact for c in choices)}/{len(choices)}"
     ways = {
         "eager": model,
         "compile": torch.compile(model),
@@ -103,7 +114,7 @@ def bench_one(torch, torchvision, name, batch, precision, database, warmup, repe
         say(f"autotune: {name} batch {batch} {precision} {way} ...")
         with torch.no_grad():
             logits = forward(x)
-        ms = _median_ms(torch, forward, x, warmup, repeats)
+        ms, host_ms = _median_ms(torch, forward, x, warmup, repeats)
         top1 = logits.argmax(dim=1)
         if eager_top1 is None:
             eager_top1, eager_ms = top1, ms
@@ -114,9 +125,13 @@ def bench_one(torch, torchvision, name, batch, precision, database, warmup, repe
                 "precision": precision + (" channels-last" if precision == "bf16" else ""),
                 "way": way,
                 "median_ms": f"{ms:.3f}",
+                "host_ms": f"{host_ms:.3f}",
                 "rel_error": f"{_rel_error(torch, logits, reference):.2e}",
                 "top1_agree": f"{(top1 == eager_top1).float().mean().item():.3f}",
                 "speedup": f"{eager_ms / ms:.2f}",
+                # How many of the model's distinct convolutions ran a plan tuned on their own
+                # shape (the others borrowed the nearest stored shape's: runtime/lookup.py).
+                "exact_plans": plans if way.startswith("ours") else "",
             }
         )
         torch._dynamo.reset()
@@ -191,7 +206,9 @@ def write_plot(rows, output: Path) -> Path:
 def model(models, batches, precisions, warmup, repeats, storage, output):
     """Whole torchvision models (ResNet-50, VGG-16) forward: eager PyTorch, torch.compile,
     autotune's convolutions, and those inside torch.compile; fp32 (TF32 off), tf32 and bf16
-    channels-last; median time, logits' error against float64, top-1 agreement with eager."""
+    channels-last; median time on the GPU and the host's time to issue a forward (close to it:
+    bound by host time per call), logits' error against float64, top-1 agreement with eager,
+    and how many of the convolutions ran plans tuned on their own shape."""
     torch, torchvision = _requirements()
     say = lambda line: click.echo(line, err=True)  # noqa: E731
     rows = []

@@ -35,16 +35,19 @@ def test_the_table_and_plot_are_written_from_rows(tmp_path):
         dict(
             zip(
                 COLUMNS,
-                ("resnet50", 32, "bf16 channels-last", way, ms, "1e-3", "1.000", sp),
+                ("resnet50", 32, "bf16 channels-last", way, ms, host, "1e-3", "1.000", sp, plans),
                 strict=True,
             )
         )
-        for way, ms, sp in (("eager", "5.6", "1.00"), ("ours", "4.0", "1.40"))
+        for way, ms, host, sp, plans in (
+            ("eager", "5.6", "4.1", "1.00", ""),
+            ("ours", "4.0", "3.9", "1.40", "23/23"),
+        )
     ]
     csv_path, md_path = write_table(rows, tmp_path)
     with csv_path.open() as f:
         assert [r["way"] for r in csv.DictReader(f)] == ["eager", "ours"]
     table = md_path.read_text().splitlines()
     assert table[0] == "| " + " | ".join(COLUMNS) + " |" and len(table) == 4
-    assert "| ours | 4.0 |" in table[3]
+    assert "| ours | 4.0 | 3.9 |" in table[3] and table[3].endswith("| 23/23 |")
     assert write_plot(rows, tmp_path).stat().st_size > 1000
