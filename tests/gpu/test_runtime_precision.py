@@ -153,6 +153,23 @@ def test_the_op_compiles_fullgraph_with_inductor(tuned):
     assert torch.allclose(compiled.float(), eager.float(), rtol=2e-2, atol=2e-2)
 
 
+def test_an_eager_layer_calls_the_runtime_without_the_op(tuned, monkeypatch):
+    # The custom op's dispatch costs host time per call: run eagerly, a layer skips it.
+    from autotune.runtime import torch_layer
+
+    def no_op(*args):
+        raise AssertionError("an eager forward on the GPU went through the custom op")
+
+    model = small_model(tuned)
+    x = inputs(SHAPES[0], "bfloat16", "NHWC", 4)[0]
+    with torch.no_grad():
+        before = model(x)
+        monkeypatch.setattr(torch_layer.torch_op, "conv2d", no_op)
+        after = model(x)
+    torch.cuda.synchronize()
+    assert torch.equal(before, after)
+
+
 def test_the_op_runs_in_a_captured_cuda_graph(tuned):
     model = small_model(tuned)
     static = inputs(SHAPES[0], "bfloat16", "NHWC", 6)[0]

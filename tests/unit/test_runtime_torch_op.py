@@ -90,3 +90,15 @@ def test_a_layer_takes_the_dtype_of_its_weights_and_refuses_gradients(database):
     assert torch.allclose(layer(x), conv(x).detach(), rtol=1e-2, atol=1e-2)
     with pytest.raises(RuntimeError, match="forward only"):
         layer(x.requires_grad_())
+
+
+def test_fx_symbolic_tracing_records_the_op(database):
+    # Traced (FX here; Dynamo is the test above), a layer is the custom op: one node that a
+    # graph can hold, never the eager shortcut to the runtime.
+    model = Small(database).eval()
+    traced = torch.fx.symbolic_trace(model)
+    targets = [n.target for n in traced.graph.nodes if n.op == "call_function"]
+    assert sum(t is torch_op.conv2d or "autotune" in str(t) for t in targets) == 2, targets
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad():
+        assert torch.allclose(traced(x), model(x))
