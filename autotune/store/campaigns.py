@@ -155,6 +155,20 @@ def _best_row(row: Any) -> dict[str, Any]:
     return out
 
 
+def shipped_bests(protocol: int, directory: Path | None = None) -> dict[str, list[dict]]:
+    """Every device's shipped best configurations under `protocol`, by device name."""
+    folder = directory if directory is not None else BEST_DIR
+    out = {}
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else ():
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue  # not one of ours: nothing to start from
+        if isinstance(data, dict) and data.get("protocol") == protocol and data.get("device"):
+            out[str(data["device"])] = list(data.get("rows", []))
+    return out
+
+
 def shipped_best(device: str, protocol: int, directory: Path | None = None) -> list[dict]:
     """The best configurations shipped for `device` under `protocol` (empty when none)."""
     folder = directory if directory is not None else BEST_DIR

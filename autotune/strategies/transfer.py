@@ -147,10 +147,14 @@ def warm_across_devices(
 ) -> Strategy:
     """The strategy started at warm_seeds, its model given the other devices' mean rank as its
     prior mean where it takes one (use_prior); unchanged when no other device measured a config
-    of this space. `others`: per other device, config -> time (None: failed)."""
+    of this space; started at the devices' bests alone where none measured two configs (no
+    ranking then). `others`: per other device, config -> time (None: failed)."""
     prior = device_prior(space, others)
     if np.isnan(prior).all():
-        return strategy
+        if not any(t is not None for times in others for t in times.values()):
+            return strategy
+        # One result per device (a shipped best) ranks nothing, yet each is a place to start.
+        return Transfer(strategy, warm_seeds(space, prior, others))
     use_prior = getattr(strategy, "use_prior", None)
     if use_prior is not None:
         use_prior(prior)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from autotune.model.parsing import problem_from_dict
 from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL, Status
 from autotune.model.space import Config
 from autotune.store import Store
+from autotune.store.campaigns import shipped_bests
 from autotune.strategies.base import Strategy
 from autotune.strategies.transfer import PER_SHAPE, Transfer, transfer_seeds, warm_across_devices
 
@@ -24,11 +26,13 @@ def warm_start(
     study,
     protocol: int = TIMING_PROTOCOL,
     kernel_digest: str | None = None,
+    shipped_dir: Path | None = None,
 ) -> Strategy:
     """The strategy wrapped in Transfer when the store holds other shapes of the study's family
     on this device measured under `protocol` (seeded with their best configs, made valid here),
-    or else this shape on other devices (their best configs); else unchanged. With a
-    kernel_digest, only measurements of that code seed it (the store's current one else)."""
+    or else this shape on other devices (their best configs, stored or shipped: `shipped_dir`,
+    the package's by default); else unchanged. With a kernel_digest, only measurements of that
+    code seed it (the store's current one else)."""
     if strategy.name in NOT_SEEDED:
         return strategy
     kernels = {study.family.name: kernel_digest} if kernel_digest is not None else None
@@ -36,7 +40,7 @@ def warm_start(
         device=device, family=study.family.name, protocol=protocol, kernels=kernels
     )
     if not len(history):
-        others = other_devices_times(store, device, study, kernels)
+        others = other_devices_times(store, device, study, kernels, protocol, shipped_dir)
         return warm_across_devices(strategy, study.space, others)
     ok = history[(history["status"] == Status.OK.value) & (history["kind"] == study.problem.kind)]
     ok = ok[ok["problem_key"] != study.problem.key].sort_values(["time_ms", "id"])
@@ -59,31 +63,52 @@ def warm_start(
 
 
 def other_devices_times(
-    store: Store, device: str, study, kernels: dict[str, str] | None = None
+    store: Store,
+    device: str,
+    study,
+    kernels: dict[str, str] | None = None,
+    protocol: int = TIMING_PROTOCOL,
+    shipped_dir: Path | None = None,
 ) -> list[dict[Config, float | None]]:
     """Every stored result of the same family and shape on each other device (this one left
     out), in device name order: config -> time, None for a failure (a config measured more than
     once keeps its best time). The tile that suits one GPU is often near the best on another:
     on Kernel Tuner's published spaces, the default seeded from the other GPUs' results is the
-    `default_warm` row of results/bench/search_published.md."""
+    `default_warm` row of results/bench/search_published.md. A device the store holds nothing
+    of may still give its shipped best (package data, under `protocol` and the current code):
+    so a first run on a new GPU starts where the project's own GPU ended."""
+    by_device: dict[str, dict[Config, float | None]] = {}
     history = store.history(family=study.family.name, kernels=kernels)
-    if not len(history):
-        return []
-    rows = history[
-        (history["kind"] == study.problem.kind)
-        & (history["problem_key"] == study.problem.key)
-        & (history["device"] != device)
-    ]
-    timed = {s.value for s in Status if s.timed}
-    out = []
-    for _, group in sorted(rows.groupby("device", sort=False), key=lambda g: g[0]):
-        times: dict[Config, float | None] = {}
-        for config, status, time_ms in zip(
-            group["config"], group["status"], group["time_ms"], strict=True
-        ):
-            c = study.family.complete(Config.from_json(config))
-            t = float(time_ms) if status in timed and time_ms == time_ms else None
-            if t is not None or c not in times:
-                times[c] = t if times.get(c) is None else min(times[c], t)
-        out.append(times)
-    return out
+    if len(history):
+        rows = history[
+            (history["kind"] == study.problem.kind)
+            & (history["problem_key"] == study.problem.key)
+            & (history["device"] != device)
+        ]
+        timed = {s.value for s in Status if s.timed}
+        for name, group in rows.groupby("device", sort=False):
+            times: dict[Config, float | None] = {}
+            for config, status, time_ms in zip(
+                group["config"], group["status"], group["time_ms"], strict=True
+            ):
+                c = study.family.complete(Config.from_json(config))
+                t = float(time_ms) if status in timed and time_ms == time_ms else None
+                if t is not None or c not in times:
+                    times[c] = t if times.get(c) is None else min(times[c], t)
+            by_device[str(name)] = times
+    digest = (kernels or {}).get(study.family.name)
+    for name, rows in shipped_bests(protocol, shipped_dir).items():
+        if name == device or name in by_device:
+            continue  # this device's own, or one the store already speaks for
+        best = [
+            row
+            for row in rows
+            if row.get("family") == study.family.name
+            and row.get("kind", study.problem.kind) == study.problem.kind
+            and row.get("problem_key") == study.problem.key
+            and (digest is None or row.get("kernel_digest") == digest)
+        ]
+        if best:
+            config = study.family.complete(Config.from_json(best[0]["config"]))
+            by_device[name] = {config: float(best[0]["time_ms"])}
+    return [by_device[name] for name in sorted(by_device)]

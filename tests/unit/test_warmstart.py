@@ -32,14 +32,58 @@ def test_a_shape_stored_only_on_other_gpus_starts_at_their_best(tmp_path) -> Non
                 else Measurement(Status.WRONG_RESULT, error="mismatch")
             )
             store.record(run, device, family.name, PROBLEM, config, m, PROBLEM.flops)
-    others = other_devices_times(store, "GPU A", study)
+    none = tmp_path / "no-shipped-bests"  # the package's own shipped bests left out here
+    others = other_devices_times(store, "GPU A", study, shipped_dir=none)
     assert [len(o) for o in others] == [6, 6] and others[0][configs[4]] is None
-    assert other_devices_times(store, "GPU B", study)[0][configs[3]] == 0.1  # C's only
-    strategy = warm_start(make_strategy(DEFAULT_STRATEGY, study.space, 0), store, "GPU A", study)
+    assert other_devices_times(store, "GPU B", study, shipped_dir=none)[0][configs[3]] == 0.1
+    strategy = warm_start(
+        make_strategy(DEFAULT_STRATEGY, study.space, 0), store, "GPU A", study, shipped_dir=none
+    )
     assert isinstance(strategy, Transfer) and strategy.inner._prior is not None
     # The mean rank puts configs 2 and 3 first (first and second on each), config 2 ahead on
     # the tie by order; then each GPU's best.
     asked = [strategy.ask() for _ in range(3)]
     assert asked[0] == configs[2] and set(asked) == {configs[2], configs[3]} | {asked[2]}
     assert configs[4] not in asked  # failed on both
+    store.close()
+
+
+def test_a_new_gpu_starts_at_another_gpus_shipped_best(tmp_path) -> None:
+    import json
+
+    family = FAMILIES["implicit_gemm"]
+    (study,), _ = plan_studies([(family, PROBLEM)], ARCH_LIMITS["sm_90"])
+    store = Store(str(tmp_path / "fresh.db"))  # holds nothing: a first run on this GPU
+    shipped = tmp_path / "best"
+    shipped.mkdir()
+    chosen = study.space.configs[7]
+    row = {
+        "family": family.name,
+        "kind": "conv2d",
+        "problem_key": PROBLEM.key,
+        "config": chosen.to_json(),
+        "time_ms": 0.05,
+        "kernel_digest": "current",
+    }
+    other = {"family": "chen_general", "problem_key": PROBLEM.key, "config": "{}", "time_ms": 1}
+    for name, protocol in (("GPU B", 2), ("GPU C", 1)):
+        data = {"device": name, "protocol": protocol, "rows": [other, row]}
+        (shipped / f"{name}.json").write_text(json.dumps(data))
+    (shipped / "broken.json").write_text("{not json")
+    kernels = {family.name: "current"}
+    others = other_devices_times(store, "GPU A", study, kernels, 2, shipped)
+    assert others == [{chosen: 0.05}]  # GPU C's is of another protocol
+    assert other_devices_times(store, "GPU B", study, kernels, 2, shipped) == []  # its own
+    stale = {family.name: "edited since"}
+    assert other_devices_times(store, "GPU A", study, stale, 2, shipped) == []
+    strategy = warm_start(
+        make_strategy(DEFAULT_STRATEGY, study.space, 0),
+        store,
+        "GPU A",
+        study,
+        2,
+        kernel_digest="current",
+        shipped_dir=shipped,
+    )
+    assert isinstance(strategy, Transfer) and strategy.ask() == chosen
     store.close()
