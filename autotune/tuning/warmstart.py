@@ -75,8 +75,9 @@ def other_devices_times(
     once keeps its best time). The tile that suits one GPU is often near the best on another:
     on Kernel Tuner's published spaces, the default seeded from the other GPUs' results is the
     `default_warm` row of results/bench/search_published.md. A device the store holds nothing
-    of may still give its shipped best (package data, under `protocol` and the current code):
-    so a first run on a new GPU starts where the project's own GPU ended."""
+    of may still give its shipped best (package data, under `protocol` and the current code),
+    this device's own included: a first run starts where the project's own GPUs ended, and
+    measures that start again like any other configuration."""
     by_device: dict[str, dict[Config, float | None]] = {}
     history = store.history(family=study.family.name, kernels=kernels)
     if len(history):
@@ -98,8 +99,8 @@ def other_devices_times(
             by_device[str(name)] = times
     digest = (kernels or {}).get(study.family.name)
     for name, rows in shipped_bests(protocol, shipped_dir).items():
-        if name == device or name in by_device:
-            continue  # this device's own, or one the store already speaks for
+        if name in by_device:
+            continue  # the store speaks for that device
         best = [
             row
             for row in rows
