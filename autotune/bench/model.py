@@ -27,7 +27,6 @@ DEFAULT_OUTPUT = Path("results/bench")
 MODELS = ("resnet50", "vgg16")
 BATCHES = (1, 32)
 PRECISIONS = ("fp32", "tf32", "bf16")  # bf16 runs channels-last
-WAYS = ("eager", "compile", "ours", "ours+compile")
 COLUMNS = ("model", "batch", "precision", "way", "median_ms", "host_ms", "rel_error", "top1_agree")
 COLUMNS += ("speedup", "exact_plans")
 
@@ -82,7 +81,9 @@ def _rel_error(torch, logits, reference) -> float:
     return diff / torch.linalg.vector_norm(reference).item()
 
 
-def bench_one(torch, torchvision, name, batch, precision, database, warmup, repeats, say):
+def bench_one(
+    torch, torchvision, name, batch, precision, database, warmup, repeats, say, graphs=False
+):
     torch.manual_seed(0)
     base = getattr(torchvision.models, name)(weights=None).eval().cuda()
     x32 = torch.randn(batch, 3, 224, 224, device="cuda")
@@ -109,11 +110,14 @@ def bench_one(torch, torchvision, name, batch, precision, database, warmup, repe
         "ours": ours,
         "ours+compile": torch.compile(ours),
     }
+    if graphs:  # no host time per call left: the kernels' own speed against PyTorch's
+        ways["compile+graphs"] = torch.compile(model, mode="reduce-overhead")
+        ways["ours+compile+graphs"] = torch.compile(ours, mode="reduce-overhead")
     rows, eager_top1, eager_ms = [], None, None
     for way, forward in ways.items():
         say(f"autotune: {name} batch {batch} {precision} {way} ...")
         with torch.no_grad():
-            logits = forward(x)
+            logits = forward(x).clone()  # a CUDA graph's output is overwritten by its next run
         ms, host_ms = _median_ms(torch, forward, x, warmup, repeats)
         top1 = logits.argmax(dim=1)
         if eager_top1 is None:
@@ -163,8 +167,9 @@ def write_plot(rows, output: Path) -> Path:
 
     groups = list(dict.fromkeys((r["model"], r["batch"], r["precision"]) for r in rows))
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(groups)), 4))
-    width = 0.8 / len(WAYS)
-    for i, way in enumerate(WAYS):
+    ways = list(dict.fromkeys(r["way"] for r in rows))
+    width = 0.8 / len(ways)
+    for i, way in enumerate(ways):
         values = [
             next(
                 (
@@ -199,11 +204,18 @@ def write_plot(rows, output: Path) -> Path:
 )
 @click.option("--warmup", type=click.IntRange(1, 1000), default=5, show_default=True)
 @click.option("--repeats", type=click.IntRange(1, 10000), default=30, show_default=True)
+@click.option(
+    "--cuda-graphs",
+    "graphs",
+    is_flag=True,
+    help="Also both compiled ways under CUDA graphs (mode='reduce-overhead'): no host time per "
+    "call left, the kernels against PyTorch's.",
+)
 @click.option("--storage", default=None, help="Results database (default: the user's).")
 @click.option(
     "--output", type=click.Path(path_type=Path), default=DEFAULT_OUTPUT, show_default=True
 )
-def model(models, batches, precisions, warmup, repeats, storage, output):
+def model(models, batches, precisions, warmup, repeats, graphs, storage, output):
     """Whole torchvision models (ResNet-50, VGG-16) forward: eager PyTorch, torch.compile,
     autotune's convolutions, and those inside torch.compile; fp32 (TF32 off), tf32 and bf16
     channels-last; median time on the GPU and the host's time to issue a forward (close to it:
@@ -216,7 +228,16 @@ def model(models, batches, precisions, warmup, repeats, storage, output):
         for batch in batches or BATCHES:
             for precision in precisions or PRECISIONS:
                 rows += bench_one(
-                    torch, torchvision, name, batch, precision, storage, warmup, repeats, say
+                    torch,
+                    torchvision,
+                    name,
+                    batch,
+                    precision,
+                    storage,
+                    warmup,
+                    repeats,
+                    say,
+                    graphs,
                 )
     paths = [*write_table(rows, output), write_plot(rows, output)]
     click.echo((output / "model.md").read_text())
