@@ -31,6 +31,7 @@ from autotune.store.schema import (
     meta_table,
     observations_table,
     runs_table,
+    with_identity_digest,
 )
 
 CHUNK_ROWS = 2_000  # rows read and inserted at a time: a large source never sits in memory whole
@@ -103,6 +104,8 @@ def _merge_table(
                 if values[column] not in new_ids:
                     raise StoreError(f"the source's {table.name} row {row['id']} has no {column}")
                 values[column] = new_ids[values[column]]
+        if table is evaluations_table:  # computed here, not trusted from the source
+            values = with_identity_digest(values)
         key = _key(values, identity)
         if key in existing:
             skipped += 1

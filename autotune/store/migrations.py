@@ -13,6 +13,7 @@ from sqlalchemy.exc import DBAPIError
 from autotune.model.problem import KIND_FIELDS
 from autotune.store.samples import pack_json
 from autotune.store.schema import (
+    DIGESTED_IDENTITY,
     KIND_DEFAULT,
     SCHEMA_VERSION,
     SHAPE_COLUMNS,
@@ -20,6 +21,7 @@ from autotune.store.schema import (
     ceilings_table,
     devices_table,
     evaluations_table,
+    identity_digest,
     meta_table,
     runs_table,
 )
@@ -30,8 +32,9 @@ from autotune.store.schema import (
 # 4 had no timing protocol and no spread (its rows are protocol 1, DESIGN section 2);
 # 5 kept timing samples as JSON text (packed into `samples` now) and no kernel digest (its rows
 # have none: stale until `autotune data backfill` gives them their family's), and had no
-# observations table (created by the store's create_all).
-UPGRADABLE_FROM = ("1", "2", "3", "4", "5")
+# observations table (created by the store's create_all);
+# 6 had its unique index over the identity's fields themselves (no identity_digest column).
+UPGRADABLE_FROM = ("1", "2", "3", "4", "5", "6")
 
 # Not Alembic (installed with Optuna): it keeps its revision in a table of its own, while every
 # autotune ever released reads meta.schema_version to refuse a schema it does not know, so the two
@@ -39,6 +42,7 @@ UPGRADABLE_FROM = ("1", "2", "3", "4", "5")
 # step, under the cross-process lock below, which Alembic would not take for us.
 
 PACK_FUNCTION = "autotune_pack_samples"  # SQL name of samples.pack_json in the SQLite upgrade
+DIGEST_FUNCTION = "autotune_identity_digest"  # and of schema.identity_digest
 
 
 @contextmanager
@@ -129,6 +133,11 @@ def _rebuild_sqlite_table(conn: sa.Connection, table: sa.Table, old_columns: set
             PACK_FUNCTION, 1, pack_json, deterministic=True
         )
         derived["samples"] = getattr(sa.func, PACK_FUNCTION)(old.c.samples_ms)
+    if "identity_digest" in table.columns and "identity_digest" not in old_columns:
+        driver = conn.connection.driver_connection
+        driver.create_function(DIGEST_FUNCTION, 5, identity_digest, deterministic=True)
+        fields = [_old_or_default(old, old_columns, table.c[n]) for n in DIGESTED_IDENTITY]
+        derived["identity_digest"] = getattr(sa.func, DIGEST_FUNCTION)(*fields)
     # Columns new to this version that the old rows cannot fill from others (protocol, spread)
     # take their server defaults.
     extra = [n for n in derived if n not in old_columns]
@@ -138,10 +147,35 @@ def _rebuild_sqlite_table(conn: sa.Connection, table: sa.Table, old_columns: set
     conn.exec_driver_sql(f'ALTER TABLE "{new.name}" RENAME TO "{table.name}"')
 
 
+def _old_or_default(old: Any, old_columns: set[str], column: sa.Column) -> Any:
+    """A column of the old rows in SQL, or the server default the copy gives them where the
+    old table lacks it (protocol and kernel_digest, new in versions 5 and 6)."""
+    if column.name in old_columns:
+        return old.c[column.name]
+    return sa.literal(column.server_default.arg)
+
+
+def _fill_identity_digests(conn: sa.Connection, table: sa.Table) -> None:
+    """Each stored evaluation's identity digest, computed here row by row (PostgreSQL has
+    SHA-256, SQLite none: one definition, in Python, for both)."""
+    c = table.c
+    fields = [c[name] for name in DIGESTED_IDENTITY]
+    rows = conn.execute(sa.select(c.id, *fields).where(c.identity_digest.is_(None))).all()
+    digests = [{"row_id": r[0], "digest": identity_digest(*r[1:])} for r in rows]
+    if digests:
+        conn.execute(
+            table.update()
+            .where(c.id == sa.bindparam("row_id"))
+            .values(identity_digest=sa.bindparam("digest")),
+            digests,
+        )
+
+
 def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) -> None:
-    """Other databases (PostgreSQL) alter in place: add the new columns, widen the unique
-    constraints that gained a column, drop the NOT NULLs of the conv2d columns, fill the
-    shape JSON of the stored rows, and pack their JSON timing samples."""
+    """Other databases (PostgreSQL) alter in place: add the new columns, pack the stored rows'
+    JSON timing samples and compute their identity digests, rebuild the unique constraints
+    that gained a column, drop the NOT NULLs of the conv2d columns and fill the shape JSON of
+    the stored rows."""
     preparer = conn.dialect.identifier_preparer
     name = preparer.format_table(table)
     added = set()
@@ -150,8 +184,8 @@ def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) ->
         if column.name in old_columns:
             continue
         added.add(column.name)
-        if column.name == "samples":  # filled below, then required
-            column = sa.Column("samples", column.type, nullable=True)
+        if column.name in ("samples", "identity_digest"):  # filled below, then required
+            column = sa.Column(column.name, column.type, nullable=True)
         ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
         conn.exec_driver_sql(f"ALTER TABLE {name} ADD COLUMN {ddl}")
     if packing:
@@ -162,6 +196,9 @@ def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) ->
             conn.execute(new.update().where(new.c.id == row_id).values(samples=pack_json(text)))
         conn.exec_driver_sql(f"ALTER TABLE {name} ALTER COLUMN samples SET NOT NULL")
         conn.exec_driver_sql(f"ALTER TABLE {name} DROP COLUMN samples_ms")
+    if "identity_digest" in added:
+        _fill_identity_digests(conn, table)
+        conn.exec_driver_sql(f"ALTER TABLE {name} ALTER COLUMN identity_digest SET NOT NULL")
     for constraint in table.constraints:
         if isinstance(constraint, sa.UniqueConstraint) and added & set(constraint.columns.keys()):
             quoted = preparer.format_constraint(constraint)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -133,6 +134,23 @@ def check_integrity(file: Path) -> None:
         raise DamagedFile("; ".join(str(p) for p in problems))
 
 
+def bytes_per_evaluation(file: Path) -> float:
+    """What one stored evaluation costs in a results file (its row, its samples, its share of
+    every index and of the other tables): the size of a compacted copy (VACUUM INTO, so no free
+    pages and no log count) over the number of evaluations. The file itself is only read."""
+    with tempfile.TemporaryDirectory(prefix="autotune-size-") as tmp:
+        copy = Path(tmp) / "compact.db"
+        conn = connect_read_only(file)
+        try:
+            rows = int(conn.execute("SELECT count(*) FROM evaluations").fetchone()[0])
+            conn.execute("VACUUM INTO ?", (str(copy),))
+        finally:
+            conn.close()
+        if rows == 0:
+            raise ValueError(f"{file} holds no evaluations")
+        return copy.stat().st_size / rows
+
+
 def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -141,6 +159,7 @@ __all__ = [
     "APPLICATION_ID",
     "DamagedFile",
     "FileFacts",
+    "bytes_per_evaluation",
     "check_integrity",
     "connect_read_only",
     "inspect_file",

@@ -16,6 +16,7 @@ from autotune.model.space import Config
 from autotune.store.engine import StoreBase, StoreError, one_line
 from autotune.store.samples import pack
 from autotune.store.schema import (
+    DIGESTED_IDENTITY,
     baselines_table,
     ceilings_table,
     devices_table,
@@ -23,6 +24,7 @@ from autotune.store.schema import (
     observations_table,
     runs_table,
     shape_values,
+    with_identity_digest,
 )
 
 
@@ -114,6 +116,7 @@ class Writes(StoreBase):
             "spread": _float(m.spread),
             "kernel_digest": kernel_digest,
         }
+        row = with_identity_digest(row)
         with self._errors("cannot record evaluation"):
             try:
                 with self._engine.begin() as conn:
@@ -132,6 +135,12 @@ class Writes(StoreBase):
                     device_id, family, problem.key, row["config"], m.protocol, kernel_digest
                 ):
                     return False
+                if self._digest_taken(device_id, family, problem.key, row["identity_digest"]):
+                    raise StoreError(
+                        f"cannot record evaluation ({self.url}): its identity digest "
+                        f"{row['identity_digest']} is another evaluation's of study "
+                        f"{family} {problem.key} (a hash collision); nothing was stored"
+                    ) from None
                 raise StoreError(
                     f"cannot record evaluation ({self.url}): {one_line(err)}"
                 ) from None
@@ -238,6 +247,17 @@ class Writes(StoreBase):
             ).first()
         return found is not None
 
+    def _digest_taken(self, device_id: int, family: str, problem_key: str, digest: int) -> bool:
+        e = evaluations_table.c
+        query = sa.select(e.id).where(
+            e.device_id == device_id,
+            e.family == family,
+            e.problem_key == problem_key,
+            e.identity_digest == digest,
+        )
+        with self._engine.connect() as conn:
+            return conn.execute(query).first() is not None
+
     def backfill_digests(self, digests: Mapping[str, str]) -> int:
         """Give every evaluation stored without a kernel digest ("", before schema version 6) the
         current digest of its family, for the families named, in one transaction; returns how
@@ -258,11 +278,35 @@ class Writes(StoreBase):
                     n.protocol == e.protocol,
                     n.kernel_digest == digest,
                 )
-                changed += conn.execute(
-                    evaluations_table.update()
-                    .where(e.family == family, e.kernel_digest == "", ~measured)
-                    .values(kernel_digest=digest)
-                ).rowcount
+                fields = [e[name] for name in DIGESTED_IDENTITY]
+                rows = conn.execute(
+                    sa.select(e.id, *fields).where(
+                        e.family == family, e.kernel_digest == "", ~measured
+                    )
+                ).all()
+                # The identity digest covers the kernel digest: computed here, row by row
+                # (SQL has no SHA-256 common to SQLite and PostgreSQL).
+                updates = [
+                    {
+                        "row_id": row.id,
+                        "new_digest": digest,
+                        "new_identity": with_identity_digest(
+                            {**row._mapping, "kernel_digest": digest}
+                        )["identity_digest"],
+                    }
+                    for row in rows
+                ]
+                if updates:
+                    conn.execute(
+                        evaluations_table.update()
+                        .where(e.id == sa.bindparam("row_id"))
+                        .values(
+                            kernel_digest=sa.bindparam("new_digest"),
+                            identity_digest=sa.bindparam("new_identity"),
+                        ),
+                        updates,
+                    )
+                changed += len(updates)
         return changed
 
     def forget(self, family: str, device: str | None = None, problem_key: str | None = None) -> int:

@@ -1,18 +1,26 @@
 """The store end to end on PostgreSQL as on SQLite: tables, record, best, claims, forget, status,
-and the upgrade of a version-3 database."""
+and the upgrades of a version-3 and a version-6 database."""
 
 from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta, timezone
 
+import pandas as pd
 import pytest
+import sqlalchemy as sa
 
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import Config
 from autotune.reports import claims_status, format_status, run_status, runs_since
 from autotune.store import SCHEMA_VERSION, Store, StudyClaim
+from autotune.store.schema import (
+    DIGESTED_IDENTITY,
+    EVALUATION_IDENTITY,
+    evaluations_table,
+    identity_digest,
+)
 from autotune.tuning.claims import StudyClaims
 from tests.pg_server import pg_server, pg_url  # noqa: F401 - fixtures
 
@@ -126,6 +134,68 @@ def test_a_version_3_database_is_upgraded_keeping_its_rows(url) -> None:
                 "SELECT value FROM meta WHERE key = 'schema_version'"
             ).scalar()
         assert version == str(SCHEMA_VERSION)
+    finally:
+        first.close()
+        second.close()
+
+
+def _downgrade_to_version_6(store: Store) -> None:
+    """The evaluations table as schema 6 had it: no identity digest, the unique constraint over
+    the identity's fields themselves."""
+    old_unique = ", ".join(EVALUATION_IDENTITY)
+    with store._engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("ALTER TABLE evaluations DROP CONSTRAINT uq_evaluations")
+            conn.exec_driver_sql("ALTER TABLE evaluations DROP COLUMN identity_digest")
+            conn.exec_driver_sql(
+                f"ALTER TABLE evaluations ADD CONSTRAINT uq_evaluations UNIQUE ({old_unique})"
+            )
+        else:  # SQLite drops no column of a constraint: the table is made again
+            ddl = conn.exec_driver_sql(
+                "SELECT sql FROM sqlite_master WHERE name = 'evaluations'"
+            ).scalar()
+            ddl = ddl.replace("CREATE TABLE evaluations", "CREATE TABLE v6")
+            ddl = ddl.replace("identity_digest BIGINT NOT NULL, ", "")
+            new_unique = "device_id, family, problem_key, identity_digest"
+            assert new_unique in ddl
+            ddl = ddl.replace(new_unique, old_unique)
+            conn.exec_driver_sql(ddl)
+            kept = ", ".join(
+                f'"{c.name}"' for c in evaluations_table.c if c.name != "identity_digest"
+            )
+            conn.exec_driver_sql(f"INSERT INTO v6 ({kept}) SELECT {kept} FROM evaluations")
+            conn.exec_driver_sql("DROP TABLE evaluations")
+            conn.exec_driver_sql("ALTER TABLE v6 RENAME TO evaluations")
+        conn.exec_driver_sql("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("evaluations")}
+        assert "identity_digest" not in columns
+
+
+def test_a_version_6_database_gets_identity_digests_keeping_its_rows(url) -> None:
+    with Store(url) as store:
+        device_id = store.register_device(DEVICE)
+        run_id = store.start_run(device_id, "run", {})
+        for problem, bx, digest in ((PROBLEM, 8, "d1"), (PROBLEM, 16, ""), (OTHER, 8, "d1")):
+            m = Measurement.from_samples([float(bx), bx + 0.5])
+            store.record(run_id, device_id, "direct_naive", problem, _config(bx), m, 1, digest)
+        before = store.history().drop(columns="identity_digest")
+        _downgrade_to_version_6(store)
+    first, second = Store(url), Store(url)  # two openers at once agree, as for version 3
+    try:
+        for store in (first, second):
+            pd.testing.assert_frame_equal(store.history().drop(columns="identity_digest"), before)
+        again = Measurement.from_samples([1.0])
+        args = (run_id, device_id, "direct_naive", PROBLEM, _config(8), again, 1)
+        assert not first.record(*args, "d1")  # stored already: the new constraint knows it
+        assert second.record(*args, "d2")  # another kernel's: a new evaluation
+        with first._engine.connect() as conn:
+            version = conn.exec_driver_sql(
+                "SELECT value FROM meta WHERE key = 'schema_version'"
+            ).scalar()
+            fields = ", ".join(DIGESTED_IDENTITY)
+            rows = conn.exec_driver_sql(f"SELECT identity_digest, {fields} FROM evaluations").all()
+        assert version == str(SCHEMA_VERSION) and len(rows) == 4
+        assert all(row[0] == identity_digest(*row[1:]) for row in rows)
     finally:
         first.close()
         second.close()

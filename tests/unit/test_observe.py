@@ -15,7 +15,7 @@ from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import Config
 from autotune.reports.tables import best_table
-from autotune.store import Store
+from autotune.store import SCHEMA_VERSION, Store
 from tests.fake_nvml import FakeDevice, install
 
 ALL = Observe(power=True, energy=True, clocks=True, temperature=True, window_s=0.02)
@@ -174,7 +174,7 @@ def test_a_version_5_database_gains_the_observations_table(tmp_path):
         _, device = fill(store, [(2, observed(1.0, 0.5))])
         stored = store.evaluations(device, "direct_naive", PROBLEM)
         assert [len(h.observations) for h in stored] == [0, 2]
-        assert store._schema_version() == "6"
+        assert store._schema_version() == str(SCHEMA_VERSION)
 
 
 def test_failed_evaluations_carry_no_readings(tmp_path):
