@@ -35,8 +35,25 @@ def _check_sizes(problem: object, names: tuple[str, ...] | None = None) -> None:
             raise ProblemError(f"{name} must be at least 1, got {value}")
 
 
+class _Problem:
+    """What every problem kind says the same way: its fields as a dict (those a search-space
+    constraint may use, unless a kind adds or leaves out some) and its key as its text."""
+
+    __slots__ = ()
+
+    def fields(self) -> dict[str, int]:
+        """Names a search-space constraint may use."""
+        return asdict(self)
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return self.key
+
+
 @dataclass(frozen=True, slots=True)
-class ConvProblem:
+class ConvProblem(_Problem):
     """2D convolution over a pre-padded input (valid cross-correlation).
 
     B images of C channels, F filters of K x K, an N x N output per feature map; the input side is
@@ -159,12 +176,9 @@ class ConvProblem:
             text += f",epilogue={self.epilogue}"
         return text
 
-    def __str__(self) -> str:
-        return self.key
-
 
 @dataclass(frozen=True, slots=True)
-class GemmProblem:
+class GemmProblem(_Problem):
     """C[M, N] = A[M, K] @ B[K, N], FP32, row-major (a fully connected layer: M is the batch)."""
 
     M: int
@@ -198,23 +212,13 @@ class GemmProblem:
     def c_shape(self) -> tuple[int, int]:
         return (self.M, self.N)
 
-    def fields(self) -> dict[str, int]:
-        """Names a search-space constraint may use."""
-        return asdict(self)
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
     @property
     def key(self) -> str:
         return f"M={self.M},N={self.N},K={self.K}"
 
-    def __str__(self) -> str:
-        return self.key
-
 
 @dataclass(frozen=True, slots=True)
-class Conv3dProblem:
+class Conv3dProblem(_Problem):
     """Valid single-channel 3D cross-correlation: a D x R x Cc input and a Kd x Kr x Kc filter
     give a (D-Kd+1) x (R-Kr+1) x (Cc-Kc+1) output."""
 
@@ -280,19 +284,13 @@ class Conv3dProblem:
         """Names a search-space constraint may use, with the output sides OD, OR, OC."""
         return {**asdict(self), "OD": self.OD, "OR": self.OR, "OC": self.OC}
 
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
     @property
     def key(self) -> str:
         return f"D={self.D},R={self.R},Cc={self.Cc},Kd={self.Kd},Kr={self.Kr},Kc={self.Kc}"
 
-    def __str__(self) -> str:
-        return self.key
-
 
 @dataclass(frozen=True, slots=True)
-class RecordedProblem:
+class RecordedProblem(_Problem):
     """A problem known only from a recording made elsewhere (a Kernel Tuner cache file): its
     problem size as X, Y, Z (Kernel Tuner's problem_size), no kernel of ours, no known work."""
 
@@ -314,24 +312,15 @@ class RecordedProblem:
     def min_bytes(self) -> int:
         return 0
 
-    def fields(self) -> dict[str, int]:
-        return asdict(self)
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
     @property
     def key(self) -> str:
         text = f"X={self.X}"
         text += f",Y={self.Y}" if self.Y != 1 or self.Z != 1 else ""
         return text + (f",Z={self.Z}" if self.Z != 1 else "")
 
-    def __str__(self) -> str:
-        return self.key
-
 
 @dataclass(frozen=True, slots=True)
-class KernelProblem:
+class KernelProblem(_Problem):
     """A user's kernel tuned through tune_kernel: Kernel Tuner's problem_size as X, Y, Z (0 for a
     dimension given as an expression of the tunables, written out in `args`) and the signature of
     its arguments (dtype and shape of each, constant and dynamic shared memory) with digests of
@@ -368,9 +357,6 @@ class KernelProblem:
     def fields(self) -> dict[str, int]:
         return {"X": self.X, "Y": self.Y, "Z": self.Z}
 
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
-
     @property
     def key(self) -> str:
         """X, Y, Z, then a digest of the signature: keys stay short (the column holds 200
@@ -379,9 +365,6 @@ class KernelProblem:
         text = self.args + (f"\nlaunch={self.launch}" if self.launch else "")
         digest = hashlib.sha256(text.encode()).hexdigest()[:12]
         return f"X={self.X},Y={self.Y},Z={self.Z},args={digest}"
-
-    def __str__(self) -> str:
-        return self.key
 
 
 Problem = Union[ConvProblem, GemmProblem, Conv3dProblem, RecordedProblem, KernelProblem]  # noqa: UP007
