@@ -36,10 +36,14 @@ def _check_sizes(problem: object, names: tuple[str, ...] | None = None) -> None:
 
 
 class _Problem:
-    """What every problem kind says the same way: its fields as a dict (those a search-space
-    constraint may use, unless a kind adds or leaves out some) and its key as its text."""
+    """What every problem kind says the same way, unless it overrides it: its fields are sizes
+    (positive integers), the names a search-space constraint may use, its dict; its key is its
+    text."""
 
     __slots__ = ()
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)  # every field a size, unless a kind checks its own way
 
     def fields(self) -> dict[str, int]:
         """Names a search-space constraint may use."""
@@ -187,9 +191,6 @@ class GemmProblem(_Problem):
 
     kind = "gemm"
 
-    def __post_init__(self) -> None:
-        _check_sizes(self)
-
     @property
     def flops(self) -> int:
         """One multiply-add per (m, n, k) is 2 FLOPs."""
@@ -299,9 +300,6 @@ class RecordedProblem(_Problem):
     Z: int = 1
 
     kind = "recorded"
-
-    def __post_init__(self) -> None:
-        _check_sizes(self)
 
     @property
     def flops(self) -> int:
