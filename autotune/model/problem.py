@@ -290,8 +290,23 @@ class Conv3dProblem(_Problem):
         return f"D={self.D},R={self.R},Cc={self.Cc},Kd={self.Kd},Kr={self.Kr},Kc={self.Kc}"
 
 
+class _UnknownWork(_Problem):
+    """A problem known by its sizes only, not by the work it does: a recording from elsewhere
+    carries times, a user's kernel no FLOP count (GFlop/s shows 0)."""
+
+    __slots__ = ()
+
+    @property
+    def flops(self) -> int:
+        return 0
+
+    @property
+    def min_bytes(self) -> int:
+        return 0
+
+
 @dataclass(frozen=True, slots=True)
-class RecordedProblem(_Problem):
+class RecordedProblem(_UnknownWork):
     """A problem known only from a recording made elsewhere (a Kernel Tuner cache file): its
     problem size as X, Y, Z (Kernel Tuner's problem_size), no kernel of ours, no known work."""
 
@@ -302,15 +317,6 @@ class RecordedProblem(_Problem):
     kind = "recorded"
 
     @property
-    def flops(self) -> int:
-        """Unknown: a recording from elsewhere carries times, not the work (GFlop/s shows 0)."""
-        return 0
-
-    @property
-    def min_bytes(self) -> int:
-        return 0
-
-    @property
     def key(self) -> str:
         text = f"X={self.X}"
         text += f",Y={self.Y}" if self.Y != 1 or self.Z != 1 else ""
@@ -318,7 +324,7 @@ class RecordedProblem(_Problem):
 
 
 @dataclass(frozen=True, slots=True)
-class KernelProblem(_Problem):
+class KernelProblem(_UnknownWork):
     """A user's kernel tuned through tune_kernel: Kernel Tuner's problem_size as X, Y, Z (0 for a
     dimension given as an expression of the tunables, written out in `args`) and the signature of
     its arguments (dtype and shape of each, constant and dynamic shared memory) with digests of
@@ -343,14 +349,6 @@ class KernelProblem(_Problem):
         for name in ("args", "launch"):
             if not isinstance(getattr(self, name), str):
                 raise ProblemError(f"{name} must be text, got {getattr(self, name)!r}")
-
-    @property
-    def flops(self) -> int:
-        return 0
-
-    @property
-    def min_bytes(self) -> int:
-        return 0
 
     def fields(self) -> dict[str, int]:
         return {"X": self.X, "Y": self.Y, "Z": self.Z}
