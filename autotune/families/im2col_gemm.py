@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
 from autotune.families.conv2d import problem_defines
+from autotune.families.plan import tiled_threads
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -25,10 +26,6 @@ def shared_bytes(config: Config) -> int:
     """Dynamic shared memory of the GEMM: two stages of both tiles."""
     bm, bn, bk = int(config["BM"]), int(config["BN"]), int(config["BK"])
     return 2 * bk * (bm + A_PAD + bn) * 4
-
-
-def threads(config: Config) -> int:
-    return (int(config["BM"]) // int(config["TM"])) * (int(config["BN"]) // int(config["TN"]))
 
 
 class Im2colGemm(Family):
@@ -76,7 +73,7 @@ class Im2colGemm(Family):
         gemm = Launch(
             "im2col_gemm",
             grid=(cdiv(cols, values["BN"]), cdiv(p.F, values["BM"]), p.B),
-            block=(threads(config), 1, 1),
+            block=(tiled_threads(config), 1, 1),
             args=("w", "x_unroll", "y"),
             smem_bytes=shared_bytes(config),
         )

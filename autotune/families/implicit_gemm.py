@@ -6,7 +6,7 @@ from types import MappingProxyType
 
 from autotune.families.base import Family, KernelPlan, Launch, cdiv
 from autotune.families.conv2d import problem_defines
-from autotune.families.plan import split_k_plan
+from autotune.families.plan import split_k_plan, tiled_threads
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -31,10 +31,6 @@ def shared_bytes(config: Config) -> int:
     stages = 2 if int(config["DOUBLE_BUFFER"]) else 1
     pad = gather_pad(int(config["GATHER_ROWS"]))
     return stages * bk * (bm + A_PAD + bn + pad) * 4
-
-
-def threads(config: Config) -> int:
-    return (int(config["BM"]) // int(config["TM"])) * (int(config["BN"]) // int(config["TN"]))
 
 
 class ImplicitGemm(Family):
@@ -70,7 +66,7 @@ class ImplicitGemm(Family):
         gemm = Launch(
             "implicit_gemm",
             grid=(cdiv(columns, values["BN"]), cdiv(p.F, values["BM"]), split),
-            block=(threads(config), 1, 1),
+            block=(tiled_threads(config), 1, 1),
             args=("x", "w", "y" if split == 1 else "y_split"),
             smem_bytes=shared_bytes(config),
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from autotune.families import gemm
 from autotune.families.base import Buffers, Family, KernelPlan, Launch, UnsupportedProblem, cdiv
-from autotune.families.plan import split_k_plan
+from autotune.families.plan import split_k_plan, tiled_threads
 from autotune.model.problem import GemmProblem
 from autotune.model.space import Config
 
@@ -50,7 +50,7 @@ class Sgemm(Family):
     def plan(self, problem: GemmProblem, config: Config) -> KernelPlan:  # type: ignore[override]
         v = {name: int(config[name]) for name in TUNABLES}
         p = problem
-        threads = (v["BM"] // v["TM"]) * (v["BN"] // v["TN"])
+        threads = tiled_threads(v)
         grid = (cdiv(p.N, v["BN"]), cdiv(p.M, v["BM"]), v["SPLIT_K"])
         defines = (*gemm.defines(p), *((name, v[name]) for name in TUNABLES))
         split = v["SPLIT_K"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
 from autotune.families.conv2d import problem_defines
+from autotune.families.plan import tiled_threads
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -89,7 +90,7 @@ class Winograd(Family):
         lay = Layout.of(p, v["OUT_TILE"], v["BM"], v["BN"], v["BK"])
         a2 = lay.alpha**2
         defines = (*problem_defines(p), *v.items())
-        threads = (v["BM"] // v["TM"]) * (v["BN"] // v["TN"])
+        threads = tiled_threads(v)
         launches = (
             Launch(
                 "wino_filter",
