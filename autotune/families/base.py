@@ -49,6 +49,9 @@ class Family:
     # The epilogues (model/epilogue.py) the kernel applies in its output store; a problem with
     # another is refused (none: only problems without one).
     epilogues: tuple[str, ...] = ()
+    # The kernels index input, filters and output with 32-bit integers: check() refuses a
+    # problem whose tensors hold more elements than that reaches.
+    int32_offsets: bool = False
     tolerance: float = 1e-5  # in FP32; the other dtypes check against their own (tolerance_for)
     default_shape_set: str = "general"
     # Tunables added after results were stored, each with the value that reproduces the kernel
@@ -109,6 +112,8 @@ class Family:
         epilogue = getattr(problem, "epilogue", "")
         if epilogue and epilogue not in self.epilogues:
             raise UnsupportedProblem(f"{self.name} applies no fused epilogue: not {epilogue}")
+        if self.int32_offsets:
+            self.check_int32_offsets(problem)
 
     def check_int32_offsets(self, problem: ConvProblem) -> None:
         """Refuse a problem whose input, filters or output hold more elements than a kernel's

@@ -10,7 +10,6 @@ from autotune.families.plan import split_k_plan, tiled_threads
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
-# The kernel indexes input, filters and output with 32-bit integers.
 # The filter tile in shared memory is padded by this many floats per row (see the kernel).
 A_PAD = 4
 WARP = 32  # threads a warp: the kernel's gathered-tile padding assumes 32 banks
@@ -48,10 +47,7 @@ class ImplicitGemm(Family):
     # Configs stored before the table existed computed their row offsets in the kernel; those
     # stored before the row-interleaved gather gathered one row a warp.
     later_tunables = MappingProxyType({"OFFSET_TABLE": 0, "GATHER_ROWS": 1})
-
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
-        self.check_int32_offsets(problem)
+    int32_offsets = True
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem

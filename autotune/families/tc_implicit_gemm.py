@@ -45,10 +45,7 @@ class TcImplicitGemm(Family):
     dtypes = ("tf32", "bf16", "fp16")
     layouts = ("NHWC",)
     default_shape_set = "alexnet"
-
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)  # the kind, the dtypes and the layouts
-        self.check_int32_offsets(problem)
+    int32_offsets = True
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem

@@ -91,10 +91,7 @@ class TcWgmma(Family):
     default_shape_set = "alexnet"
     # Configs stored before the TMA path loaded by cp.async.
     later_tunables = MappingProxyType({"TMA": 0})
-
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
-        self.check_int32_offsets(problem)
+    int32_offsets = True
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem
