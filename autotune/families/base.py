@@ -96,7 +96,9 @@ class Family:
         return Config.of({**stored, **missing}) if missing else config
 
     def check(self, problem: ConvProblem) -> None:
-        """Raise UnsupportedProblem when this family cannot compute `problem`."""
+        """Raise UnsupportedProblem when this family cannot compute `problem`: its kind, dtype,
+        layout or epilogue is not one the family declares, or check_limits refuses it. A family
+        overrides check_limits, not this, so that no family can skip the declared checks."""
         if not isinstance(problem, self.problem_type):
             raise UnsupportedProblem(
                 f"{self.name} computes {self.problem_type.__name__}, not {type(problem).__name__}"
@@ -114,6 +116,11 @@ class Family:
             raise UnsupportedProblem(f"{self.name} applies no fused epilogue: not {epilogue}")
         if self.int32_offsets:
             self.check_int32_offsets(problem)
+        self.check_limits(problem)
+
+    def check_limits(self, problem: ConvProblem) -> None:
+        """Raise UnsupportedProblem for a problem of a declared kind, dtype, layout and epilogue
+        that the kernels still cannot compute (a size past a grid, register or memory limit)."""
 
     def check_int32_offsets(self, problem: ConvProblem) -> None:
         """Refuse a problem whose input, filters or output hold more elements than a kernel's

@@ -38,8 +38,7 @@ class Im2colGemm(Family):
     paper = "003 (ECE408 lecture), input unrolling + tiled matrix multiplication"
     default_shape_set = "general"
 
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
+    def check_limits(self, problem: ConvProblem) -> None:
         p = problem
         rows, cols = p.C * p.K * p.K, p.N * p.N
         per_image = {

@@ -36,8 +36,7 @@ class Sgemm(Family):
     reference_sources = (gemm.REFERENCE_SOURCE,)
     default_shape_set = "alexnet_fc"
 
-    def check(self, problem: GemmProblem) -> None:  # type: ignore[override]
-        super().check(problem)
+    def check_limits(self, problem: GemmProblem) -> None:  # type: ignore[override]
         if problem.M * problem.K >= 2**31 or problem.K * problem.N >= 2**31:
             raise UnsupportedProblem(f"{self.name} indexes rows with 32-bit integers")
 

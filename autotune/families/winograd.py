@@ -69,8 +69,7 @@ class Winograd(Family):
     paper = "Lavin and Gray, Fast Algorithms for Convolutional Neural Networks (CVPR 2016)"
     default_shape_set = "vgg16"
 
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
+    def check_limits(self, problem: ConvProblem) -> None:
         p = problem
         if p.K != 3 or p.stride != 1:
             raise UnsupportedProblem(
