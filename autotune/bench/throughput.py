@@ -14,9 +14,9 @@ import click
 
 from autotune.cli.options import (
     MAX_JOBS,
-    MAX_SEED,
     StrictIntRange,
     friendly_errors,
+    seed_option,
     writing,
 )
 from autotune.model.problem import ConvProblem
@@ -264,13 +264,7 @@ def markdown(results: dict) -> str:
     default=DEFAULT_EVALS[17],
     show_default=True,
 )
-@click.option(
-    "--seed",
-    type=StrictIntRange(0, MAX_SEED),
-    default=0,
-    show_default=True,
-    help="Seed of both samplers.",
-)
+@seed_option("Seed of both samplers.")
 @click.option(
     "--storage",
     default=None,

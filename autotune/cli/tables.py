@@ -12,6 +12,7 @@ from autotune.cli.options import (
     fail,
     friendly_errors,
     kernels_option,
+    output_option,
     protocol_option,
     reading_store,
     storage_option,
@@ -39,12 +40,7 @@ READABLE_COLUMNS += ("efficiency",)
     help="Only shapes of this kind (the table's shape columns follow the kinds it holds).",
 )
 @dtype_filter_option
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write to this file instead of standard output.",
-)
+@output_option("Write to this file instead of standard output.")
 @click.option(
     "--columns",
     default=None,
@@ -150,12 +146,7 @@ def forget(family, device, shape_text, yes, kernel_dirs, storage) -> None:
     "roofline: arithmetic intensity against GFlop/s under the measured ceilings; speedup: over "
     "the library per shape.",
 )
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Path without suffix; a .png and a .svg are written.  [default: results/KIND]",
-)
+@output_option("Path without suffix; a .png and a .svg are written.  [default: results/KIND]")
 @click.option(
     "--problem-kind",
     "problem_kind",
