@@ -14,9 +14,9 @@ import click
 
 from autotune.cli.options import (
     MAX_JOBS,
-    MAX_SEED,
     StrictIntRange,
     friendly_errors,
+    seed_option,
     writing,
 )
 from autotune.model.problem import ConvProblem
@@ -249,28 +249,21 @@ def markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _evals_option(k: int):
+    """--evals-KxK: the evaluations of each search on the K x K filter shape."""
+    return click.option(
+        f"--evals-{k}x{k}",
+        f"evals{k}",
+        type=StrictIntRange(1, MAX_EVALS),
+        default=DEFAULT_EVALS[k],
+        show_default=True,
+    )
+
+
 @click.command("throughput")
-@click.option(
-    "--evals-5x5",
-    "evals5",
-    type=StrictIntRange(1, MAX_EVALS),
-    default=DEFAULT_EVALS[5],
-    show_default=True,
-)
-@click.option(
-    "--evals-17x17",
-    "evals17",
-    type=StrictIntRange(1, MAX_EVALS),
-    default=DEFAULT_EVALS[17],
-    show_default=True,
-)
-@click.option(
-    "--seed",
-    type=StrictIntRange(0, MAX_SEED),
-    default=0,
-    show_default=True,
-    help="Seed of both samplers.",
-)
+@_evals_option(5)
+@_evals_option(17)
+@seed_option("Seed of both samplers.")
 @click.option(
     "--storage",
     default=None,

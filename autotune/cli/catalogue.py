@@ -13,12 +13,11 @@ from autotune.cli.options import (
     family_precisions,
     friendly_errors,
     kernels_option,
-    one_name,
+    precision_option,
 )
 from autotune.families import get_family, with_directories
 from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.parsing import parse_shape
-from autotune.model.precision import DTYPES, LAYOUTS, check_dtype, check_layout
 from autotune.model.quoting import printable
 from autotune.model.shapes import describe_shape_sets, in_precisions, named_shapes, shape_set_kinds
 from autotune.model.space import ARCH_LIMITS
@@ -90,21 +89,15 @@ def shapes(name) -> None:
     is_flag=True,
     help="Compile the samples with NVRTC and show their resource usage.",
 )
-@click.option(
-    "--dtype",
-    default=None,
-    metavar="|".join(DTYPES),
-    callback=one_name(check_dtype, str.lower),
-    help="The shape's dtype, unless it names one. Default: the family's first (fp32 where it "
+@precision_option(
+    "dtype",
+    "The shape's dtype, unless it names one. Default: the family's first (fp32 where it "
     "computes fp32).",
 )
-@click.option(
-    "--layout",
-    default=None,
-    metavar="|".join(LAYOUTS),
-    callback=one_name(check_layout, str.upper),
-    help="The shape's layout, unless it names one. Default: the family's first (NCHW where "
-    "it reads NCHW).",
+@precision_option(
+    "layout",
+    "The shape's layout, unless it names one. Default: the family's first (NCHW where it reads "
+    "NCHW).",
 )
 @kernels_option
 @friendly_errors

@@ -9,6 +9,7 @@ import click
 
 from autotune.cli.options import (
     fail,
+    families_option,
     friendly_errors,
     kernels_option,
     protocol_option,
@@ -45,13 +46,7 @@ from autotune.model.shapes import collect_shapes
     "every measurement, one Kernel Tuner T4 results file per study, with a Kernel Tuner cache "
     "file beside it for its simulation mode.",
 )
-@click.option(
-    "--family",
-    "families",
-    multiple=True,
-    metavar="NAME",
-    help="Only these families (--format kernel: these kernels, by kernel name).",
-)
+@families_option("Only these families (--format kernel: these kernels, by kernel name).")
 @shape_options("Default: every shape stored.")
 @click.option(
     "--device",

@@ -7,17 +7,16 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import RegularFile, friendly_errors, writing
+from autotune.cli.options import RegularFile, friendly_errors, output_option, writing
 from autotune.model.quoting import printable
 
 
 @click.command("import-kt-cache")
 @click.argument("files", nargs=-1, required=True, type=RegularFile(path_type=Path))
-@click.option(
-    "--output",
-    type=click.Path(file_okay=False, path_type=Path),
+@output_option(
+    "Directory for the recordings, one <family>_<device>.jsonl.gz per file.",
     required=True,
-    help="Directory for the recordings, one <family>_<device>.jsonl.gz per file.",
+    directory=True,
 )
 @click.option(
     "--family",

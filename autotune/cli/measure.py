@@ -12,6 +12,7 @@ from autotune.cli.options import (
     DEFAULT_CACHE,
     cache_dir_option,
     fail,
+    families_option,
     finite_seconds,
     friendly_errors,
     gpu_option,
@@ -151,13 +152,7 @@ def baseline(shape_sets, shapes, shape_files, dtypes, layouts, remeasure, gpu, s
 
 
 @click.command()
-@click.option(
-    "--family",
-    "families",
-    multiple=True,
-    metavar="NAME",
-    help="Only this family's studies (repeatable). Default: every stored family.",
-)
+@families_option("Only this family's studies (repeatable). Default: every stored family.")
 @shape_options("Default: every stored shape.")
 @click.option(
     "--top",

@@ -5,13 +5,11 @@ from __future__ import annotations
 import click
 
 from autotune.cli.options import (
-    MAX_SECONDS,
-    StrictFloatRange,
     fail,
-    finite_seconds,
     friendly_errors,
     gpu_option,
     storage_option,
+    time_limit_option,
 )
 from autotune.model.precision import DTYPES
 
@@ -45,14 +43,7 @@ def torchvision_model(name: str):
 )
 @click.option("--family", "families", multiple=True, help="Tune only these families (repeatable).")
 @gpu_option
-@click.option(
-    "--time-limit",
-    type=StrictFloatRange(min=1, max=MAX_SECONDS),
-    callback=finite_seconds,
-    default=None,
-    metavar="SECONDS",
-    help="Stop after this many seconds (the same command resumes).",
-)
+@time_limit_option("Stop after this many seconds (the same command resumes).")
 @storage_option
 @friendly_errors
 def tune_model_command(model_name, batch, dtype, budget, families, gpu, time_limit, storage):

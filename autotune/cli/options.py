@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import os
-import re
 import sys
 from pathlib import Path
 
 import click
 
+from autotune.cli.values import (
+    MAX_JOBS,
+    MAX_SECONDS,
+    MAX_SEED,
+    RegularFile,
+    StrictFloatRange,
+    StrictIntRange,
+    finite_number,
+    finite_seconds,
+)
 from autotune.families import UnknownFamily, UnsupportedProblem
 from autotune.gpu.compiler import DEFAULT_CACHE
 from autotune.gpu.interrupt import signals_end_at_once
@@ -138,71 +146,6 @@ def first_line(err: BaseException) -> str:
     return lines[0] if lines else type(err).__name__
 
 
-MAX_SEED = 2**32 - 1  # NumPy's legacy generators and CuPy's take seeds below 2**32
-MAX_JOBS = 1024  # compile processes: each is a Python process with NVRTC loaded
-MAX_SECONDS = 10 * 366 * 86400  # a time limit: ten years is no limit, 1e300 s is a mistake
-
-
-def finite_number(_ctx, param, value: float | None) -> float | None:
-    """A click callback for a count or a time given as a float: FloatRange lets nan through."""
-    if value is not None and not math.isfinite(value):
-        raise click.BadParameter(f"{value} is not a finite number", param=param)
-    return value
-
-
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
-_FLOAT_TEXT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-
-
-class StrictIntRange(click.IntRange):
-    """IntRange over ASCII decimal text: int() also reads 1_024 and other scripts' digits."""
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, str) and not _INT_TEXT.fullmatch(value.strip()):
-            self.fail(f"{value!r} is not a whole number", param, ctx)
-        return super().convert(value, param, ctx)
-
-
-class StrictFloatRange(click.FloatRange):
-    """FloatRange over ASCII decimal text, finite: float() also reads 1_0, nan and inf."""
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, str) and not _FLOAT_TEXT.fullmatch(value.strip()):
-            self.fail(f"{value!r} is not a finite decimal number", param, ctx)
-        return super().convert(value, param, ctx)
-
-
-class RegularFile(click.Path):
-    """An existing regular file: a FIFO would block the read forever, a device would never end,
-    a directory says nothing useful; each is one line before anything is opened."""
-
-    def __init__(self, dir_okay: bool = False, must_exist: bool = True, **kwargs) -> None:
-        super().__init__(exists=must_exist, dir_okay=dir_okay, **kwargs)
-        self.must_exist = must_exist
-
-    def convert(self, value, param, ctx):
-        import stat
-
-        path = super().convert(value, param, ctx)
-        if not self.must_exist and not os.path.lexists(path):
-            return path  # a file the command creates
-        try:
-            mode = os.stat(path).st_mode
-        except OSError as err:
-            self.fail(f"{str(value)!r}: {err.strerror}", param, ctx)
-        if not (stat.S_ISREG(mode) or (self.dir_okay and stat.S_ISDIR(mode))):
-            self.fail(f"{str(value)!r} is not a regular file", param, ctx)
-        return path
-
-
-def finite_seconds(_ctx, param, value: float | None) -> float | None:
-    """A click callback for a number of seconds: FloatRange lets nan through (every comparison
-    with nan is false), and inf would mean no limit."""
-    if value is not None and not math.isfinite(value):
-        raise click.BadParameter(f"{value} is not a number of seconds", param=param)
-    return value
-
-
 def observe_option(_ctx, param, value: str | None):
     """A click callback for --observe: the Observe it names, with NVML's binding present."""
     from autotune.model.observe import Observe, ObserveError, require_nvml
@@ -264,6 +207,39 @@ protocol_option = click.option(
 )
 
 
+def families_option(help: str):
+    """--family, repeatable, passed as `families`."""
+    return click.option("--family", "families", multiple=True, metavar="NAME", help=help)
+
+
+def time_limit_option(help: str):
+    """--time-limit in seconds, at least one, finite; None when not given."""
+    return click.option(
+        "--time-limit",
+        type=StrictFloatRange(min=1, max=MAX_SECONDS),
+        callback=finite_seconds,
+        default=None,
+        metavar="SECONDS",
+        help=help,
+    )
+
+
+def seed_option(help: str):
+    """--seed, a whole number the random generators take (0 by default)."""
+    return click.option(
+        "--seed", type=StrictIntRange(0, MAX_SEED), default=0, show_default=True, help=help
+    )
+
+
+def output_option(help: str, required: bool = False, directory: bool = False):
+    """--output, a Path: a file the command writes (a directory where `directory`); None when
+    not given and not required."""
+    kind = {"file_okay": False} if directory else {"dir_okay": False}
+    return click.option(
+        "--output", type=click.Path(path_type=Path, **kind), required=required, help=help
+    )
+
+
 def _names(check, spelling):
     """A click callback for a repeatable --dtype or --layout: each value checked (an unknown one
     ends the command in one line, exit 2), spelt as the model spells it, repeats dropped."""
@@ -291,12 +267,37 @@ def one_name(check, spelling):
     return callback
 
 
-dtype_filter_option = click.option(
-    "--dtype",
-    default=None,
-    metavar="|".join(DTYPES),
-    callback=one_name(check_dtype, str.lower),
-    help="Only results in this dtype (any layout). Default: every dtype stored.",
+# --dtype and --layout: the names they take, how a name is checked and how the model spells it.
+_PRECISION_OPTIONS = {
+    "dtype": (DTYPES, check_dtype, str.lower),
+    "layout": (LAYOUTS, check_layout, str.upper),
+}
+
+
+def precision_option(what: str, help: str, repeatable: bool = False):
+    """--dtype or --layout (`what`): one name or None, or, repeatable, a tuple of them passed as
+    dtypes or layouts."""
+    names, check, spelling = _PRECISION_OPTIONS[what]
+    if repeatable:
+        return click.option(
+            f"--{what}",
+            f"{what}s",
+            multiple=True,
+            metavar="|".join(names),
+            callback=_names(check, spelling),
+            help=help,
+        )
+    return click.option(
+        f"--{what}",
+        default=None,
+        metavar="|".join(names),
+        callback=one_name(check, spelling),
+        help=help,
+    )
+
+
+dtype_filter_option = precision_option(
+    "dtype", "Only results in this dtype (any layout). Default: every dtype stored."
 )
 
 
@@ -305,22 +306,8 @@ def precision_options(dtype_help: str, layout_help: str):
     taken in (model/precision.py)."""
 
     def decorate(fn):
-        fn = click.option(
-            "--layout",
-            "layouts",
-            multiple=True,
-            metavar="|".join(LAYOUTS),
-            callback=_names(check_layout, str.upper),
-            help=layout_help,
-        )(fn)
-        return click.option(
-            "--dtype",
-            "dtypes",
-            multiple=True,
-            metavar="|".join(DTYPES),
-            callback=_names(check_dtype, str.lower),
-            help=dtype_help,
-        )(fn)
+        fn = precision_option("layout", layout_help, repeatable=True)(fn)
+        return precision_option("dtype", dtype_help, repeatable=True)(fn)
 
     return decorate
 
@@ -373,6 +360,18 @@ def shape_options(default: str = "", precision_help: tuple[str, str] = PRECISION
 
 
 __all__ = [
+    "output_option",
+    "seed_option",
+    "time_limit_option",
+    "families_option",
+    "MAX_JOBS",
+    "MAX_SECONDS",
+    "MAX_SEED",
+    "RegularFile",
+    "StrictFloatRange",
+    "StrictIntRange",
+    "finite_number",
+    "finite_seconds",
     "DEFAULT_BUDGET",
     "DEFAULT_CACHE",
     "DEFAULT_DTYPE",
@@ -389,6 +388,7 @@ __all__ = [
     "kernels_option",
     "one_name",
     "reading_store",
+    "precision_option",
     "precision_options",
     "protocol_option",
     "shape_options",

@@ -9,7 +9,9 @@ import click
 from autotune.cli.options import (
     PRECISION_HELP,
     SHAPE_METAVAR,
+    families_option,
     friendly_errors,
+    output_option,
     precision_options,
     protocol_option,
     reading_store,
@@ -21,7 +23,7 @@ from autotune.model.shapes import collect_shapes
 
 
 @click.command("export-recording")
-@click.option("--family", "families", multiple=True, metavar="NAME", help="Only these families.")
+@families_option("Only these families.")
 @click.option("--shape", "shapes", multiple=True, metavar=SHAPE_METAVAR, help="Only these shapes.")
 @precision_options(*PRECISION_HELP)
 @click.option("--device", default=None, help="Only this device (name as stored).")
@@ -32,11 +34,9 @@ from autotune.model.shapes import collect_shapes
     help="Recording subspaces (TOML of pinned value lists per family), as given to `run`: only "
     "evaluations inside them are kept, and exhaustiveness is judged against them.",
 )
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+@output_option(
+    "The recording to write (gzip'd JSON lines, e.g. results/recordings/h100.jsonl.gz).",
     required=True,
-    help="The recording to write (gzip'd JSON lines, e.g. results/recordings/h100.jsonl.gz).",
 )
 @click.option("--exhaustive-only", is_flag=True, help="Leave out studies that miss a valid config.")
 @protocol_option

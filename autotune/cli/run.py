@@ -16,21 +16,20 @@ from autotune.cli.options import (
     DEFAULT_BUDGET,
     DEFAULT_DTYPE,
     DEFAULT_LAYOUT,
-    MAX_SECONDS,
-    MAX_SEED,
     PRECISION_HELP,
     RegularFile,
-    StrictFloatRange,
     StrictIntRange,
     cache_dir_option,
-    finite_seconds,
+    families_option,
     friendly_errors,
     gpu_option,
     jobs_option,
     kernels_option,
     observe_option,
+    seed_option,
     shape_options,
     storage_option,
+    time_limit_option,
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
@@ -75,13 +74,7 @@ class RunResult:
     f"{FULL!r}: every family on its own shape set ({FULL!r} takes --dtype and --layout). "
     "Not with --family or shape options.",
 )
-@click.option(
-    "--family",
-    "families",
-    multiple=True,
-    metavar="NAME",
-    help="Kernel family to tune (repeatable). Default: every registered family.",
-)
+@families_option("Kernel family to tune (repeatable). Default: every registered family.")
 @kernels_option
 @shape_options("Default: each family's own set.", RUN_PRECISION_HELP)
 @click.option(
@@ -99,21 +92,8 @@ class RunResult:
     help="Evaluations per (family, shape), earlier runs included: rerunning resumes.",
 )
 @click.option("--exhaustive", is_flag=True, help="Evaluate every valid configuration (no budget).")
-@click.option(
-    "--time-limit",
-    type=StrictFloatRange(min=1, max=MAX_SECONDS),
-    callback=finite_seconds,
-    default=None,
-    metavar="SECONDS",
-    help="Stop the whole run after this many seconds.",
-)
-@click.option(
-    "--seed",
-    type=StrictIntRange(0, MAX_SEED),
-    default=0,
-    show_default=True,
-    help="Seed of the strategy and inputs.",
-)
+@time_limit_option("Stop the whole run after this many seconds.")
+@seed_option("Seed of the strategy and inputs.")
 @gpu_option
 @click.option(
     "--gpus",

@@ -12,6 +12,7 @@ from autotune.cli.options import (
     fail,
     friendly_errors,
     kernels_option,
+    output_option,
     protocol_option,
     reading_store,
     storage_option,
@@ -25,26 +26,22 @@ READABLE_COLUMNS = ("device", "family", "shape", "config", "time_ms", "gflops", 
 READABLE_COLUMNS += ("efficiency",)
 
 
+def _problem_kind_option(help: str):
+    """--problem-kind: only shapes of one kind (conv2d, gemm, conv3d)."""
+    return click.option("--problem-kind", "problem_kind", type=click.Choice(KINDS), help=help)
+
+
 @click.command()
 @click.option(
     "--format", "fmt", type=click.Choice(["markdown", "csv"]), default="markdown", show_default=True
 )
 @click.option("--family", default=None, help="Only this family.")
 @click.option("--device", default=None, help="Only this device (name as stored).")
-@click.option(
-    "--problem-kind",
-    "problem_kind",
-    type=click.Choice(KINDS),
-    default=None,
-    help="Only shapes of this kind (the table's shape columns follow the kinds it holds).",
+@_problem_kind_option(
+    "Only shapes of this kind (the table's shape columns follow the kinds it holds)."
 )
 @dtype_filter_option
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write to this file instead of standard output.",
-)
+@output_option("Write to this file instead of standard output.")
 @click.option(
     "--columns",
     default=None,
@@ -150,19 +147,8 @@ def forget(family, device, shape_text, yes, kernel_dirs, storage) -> None:
     "roofline: arithmetic intensity against GFlop/s under the measured ceilings; speedup: over "
     "the library per shape.",
 )
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Path without suffix; a .png and a .svg are written.  [default: results/KIND]",
-)
-@click.option(
-    "--problem-kind",
-    "problem_kind",
-    type=click.Choice(KINDS),
-    default=None,
-    help="Only shapes of this kind (conv2d, gemm, conv3d).",
-)
+@output_option("Path without suffix; a .png and a .svg are written.  [default: results/KIND]")
+@_problem_kind_option("Only shapes of this kind (conv2d, gemm, conv3d).")
 @dtype_filter_option
 @kernels_option
 @protocol_option

@@ -9,12 +9,7 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import (
-    STORAGE_DEFAULT_TEXT,
-    StrictFloatRange,
-    default_storage,
-    finite_number,
-)
+from autotune.cli.options import StrictFloatRange, finite_number, storage_option
 from autotune.cli.progress import ProgressPrinter, campaign_line, format_duration
 from autotune.gpu.interrupt import terminate_as_interrupt
 
@@ -114,12 +109,7 @@ MAX_MINUTES = 60 * 24 * 366 * 10  # ten years: more is no window, and 1e300 over
     help="Count each run's evaluations of this many last minutes.",
 )
 @click.option("--all", "all_runs", is_flag=True, help="Every run, not only the active ones.")
-@click.option(
-    "--storage",
-    default=default_storage,
-    show_default=STORAGE_DEFAULT_TEXT,
-    help="Results database: a SQLite file path or any SQLAlchemy URL.",
-)
+@storage_option
 def status(minutes, all_runs, storage) -> None:
     """Per-run (per-worker) progress from the database: the runs that are unfinished, hold a
     study or recorded lately, with host, command, evaluations and lease left; then the studies

@@ -49,6 +49,9 @@ class Family:
     # The epilogues (model/epilogue.py) the kernel applies in its output store; a problem with
     # another is refused (none: only problems without one).
     epilogues: tuple[str, ...] = ()
+    # The kernels index input, filters and output with 32-bit integers: check() refuses a
+    # problem whose tensors hold more elements than that reaches.
+    int32_offsets: bool = False
     tolerance: float = 1e-5  # in FP32; the other dtypes check against their own (tolerance_for)
     default_shape_set: str = "general"
     # Tunables added after results were stored, each with the value that reproduces the kernel
@@ -93,7 +96,9 @@ class Family:
         return Config.of({**stored, **missing}) if missing else config
 
     def check(self, problem: ConvProblem) -> None:
-        """Raise UnsupportedProblem when this family cannot compute `problem`."""
+        """Raise UnsupportedProblem when this family cannot compute `problem`: its kind, dtype,
+        layout or epilogue is not one the family declares, or check_limits refuses it. A family
+        overrides check_limits, not this, so that no family can skip the declared checks."""
         if not isinstance(problem, self.problem_type):
             raise UnsupportedProblem(
                 f"{self.name} computes {self.problem_type.__name__}, not {type(problem).__name__}"
@@ -109,6 +114,13 @@ class Family:
         epilogue = getattr(problem, "epilogue", "")
         if epilogue and epilogue not in self.epilogues:
             raise UnsupportedProblem(f"{self.name} applies no fused epilogue: not {epilogue}")
+        if self.int32_offsets:
+            self.check_int32_offsets(problem)
+        self.check_limits(problem)
+
+    def check_limits(self, problem: ConvProblem) -> None:
+        """Raise UnsupportedProblem for a problem of a declared kind, dtype, layout and epilogue
+        that the kernels still cannot compute (a size past a grid, register or memory limit)."""
 
     def check_int32_offsets(self, problem: ConvProblem) -> None:
         """Refuse a problem whose input, filters or output hold more elements than a kernel's

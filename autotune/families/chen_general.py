@@ -78,8 +78,7 @@ class ChenGeneral(Family):
     paper = "000 (Chen et al., DAC 2017), section 4, Algorithm 2"
     default_shape_set = "general"
 
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
+    def check_limits(self, problem: ConvProblem) -> None:
         p = problem
         if p.B > MAX_GRID_Y:
             raise UnsupportedProblem(

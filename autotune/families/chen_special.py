@@ -21,8 +21,7 @@ class ChenSpecial(Family):
     paper = "000 (Chen et al., DAC 2017), Algorithm 1"
     default_shape_set = "special"
 
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
+    def check_limits(self, problem: ConvProblem) -> None:
         if problem.C != 1:
             raise UnsupportedProblem(f"{self.name} computes one input channel, not C={problem.C}")
         if problem.stride != 1:

@@ -85,8 +85,7 @@ class Conv3d(Family):
     # Configurations stored before the ring existed ran the kernel without it.
     later_tunables = MappingProxyType({"RING": 0})
 
-    def check(self, problem: Conv3dProblem) -> None:
-        super().check(problem)
+    def check_limits(self, problem: Conv3dProblem) -> None:
         taps = problem.Kd * problem.Kr * problem.Kc
         if taps * 4 > CONST_BANK_BYTES:
             raise UnsupportedProblem(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
 from autotune.families.conv2d import problem_defines
+from autotune.families.plan import tiled_threads
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -27,10 +28,6 @@ def shared_bytes(config: Config) -> int:
     return 2 * bk * (bm + A_PAD + bn) * 4
 
 
-def threads(config: Config) -> int:
-    return (int(config["BM"]) // int(config["TM"])) * (int(config["BN"]) // int(config["TN"]))
-
-
 class Im2colGemm(Family):
     name = "im2col_gemm"
     description = (
@@ -41,8 +38,7 @@ class Im2colGemm(Family):
     paper = "003 (ECE408 lecture), input unrolling + tiled matrix multiplication"
     default_shape_set = "general"
 
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
+    def check_limits(self, problem: ConvProblem) -> None:
         p = problem
         rows, cols = p.C * p.K * p.K, p.N * p.N
         per_image = {
@@ -76,7 +72,7 @@ class Im2colGemm(Family):
         gemm = Launch(
             "im2col_gemm",
             grid=(cdiv(cols, values["BN"]), cdiv(p.F, values["BM"]), p.B),
-            block=(threads(config), 1, 1),
+            block=(tiled_threads(config), 1, 1),
             args=("w", "x_unroll", "y"),
             smem_bytes=shared_bytes(config),
         )

@@ -6,11 +6,10 @@ from types import MappingProxyType
 
 from autotune.families.base import Family, KernelPlan, Launch, cdiv
 from autotune.families.conv2d import problem_defines
-from autotune.families.plan import split_k_plan
+from autotune.families.plan import split_k_plan, tiled_threads
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
-# The kernel indexes input, filters and output with 32-bit integers.
 # The filter tile in shared memory is padded by this many floats per row (see the kernel).
 A_PAD = 4
 WARP = 32  # threads a warp: the kernel's gathered-tile padding assumes 32 banks
@@ -33,10 +32,6 @@ def shared_bytes(config: Config) -> int:
     return stages * bk * (bm + A_PAD + bn + pad) * 4
 
 
-def threads(config: Config) -> int:
-    return (int(config["BM"]) // int(config["TM"])) * (int(config["BN"]) // int(config["TN"]))
-
-
 class ImplicitGemm(Family):
     name = "implicit_gemm"
     description = (
@@ -52,10 +47,7 @@ class ImplicitGemm(Family):
     # Configs stored before the table existed computed their row offsets in the kernel; those
     # stored before the row-interleaved gather gathered one row a warp.
     later_tunables = MappingProxyType({"OFFSET_TABLE": 0, "GATHER_ROWS": 1})
-
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
-        self.check_int32_offsets(problem)
+    int32_offsets = True
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem
@@ -70,7 +62,7 @@ class ImplicitGemm(Family):
         gemm = Launch(
             "implicit_gemm",
             grid=(cdiv(columns, values["BN"]), cdiv(p.F, values["BM"]), split),
-            block=(threads(config), 1, 1),
+            block=(tiled_threads(config), 1, 1),
             args=("x", "w", "y" if split == 1 else "y_split"),
             smem_bytes=shared_bytes(config),
         )

@@ -109,8 +109,7 @@ class MaxDnn(Family):
         }
     )
 
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
+    def check_limits(self, problem: ConvProblem) -> None:
         table = problem.C * problem.K * problem.K * 4
         if table > CONST_BANK_BYTES:
             raise UnsupportedProblem(

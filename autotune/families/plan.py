@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from autotune.model.space import Value
+from autotune.model.space import Config, Value
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,11 @@ class Buffers:
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def tiled_threads(config: Config | Mapping[str, int]) -> int:
+    """Threads of a block of a register-tiled GEMM: one per TM x TN tile of its BM x BN tile."""
+    return (int(config["BM"]) // int(config["TM"])) * (int(config["BN"]) // int(config["TN"]))
 
 
 REDUCE_BLOCK = 256  # threads of every split-K reduction kernel (REDUCE_BLOCK in its .cu)

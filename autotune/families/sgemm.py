@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from autotune.families import gemm
 from autotune.families.base import Buffers, Family, KernelPlan, Launch, UnsupportedProblem, cdiv
-from autotune.families.plan import split_k_plan
+from autotune.families.plan import split_k_plan, tiled_threads
 from autotune.model.problem import GemmProblem
 from autotune.model.space import Config
 
@@ -36,8 +36,7 @@ class Sgemm(Family):
     reference_sources = (gemm.REFERENCE_SOURCE,)
     default_shape_set = "alexnet_fc"
 
-    def check(self, problem: GemmProblem) -> None:  # type: ignore[override]
-        super().check(problem)
+    def check_limits(self, problem: GemmProblem) -> None:  # type: ignore[override]
         if problem.M * problem.K >= 2**31 or problem.K * problem.N >= 2**31:
             raise UnsupportedProblem(f"{self.name} indexes rows with 32-bit integers")
 
@@ -50,7 +49,7 @@ class Sgemm(Family):
     def plan(self, problem: GemmProblem, config: Config) -> KernelPlan:  # type: ignore[override]
         v = {name: int(config[name]) for name in TUNABLES}
         p = problem
-        threads = (v["BM"] // v["TM"]) * (v["BN"] // v["TN"])
+        threads = tiled_threads(v)
         grid = (cdiv(p.N, v["BN"]), cdiv(p.M, v["BM"]), v["SPLIT_K"])
         defines = (*gemm.defines(p), *((name, v[name]) for name in TUNABLES))
         split = v["SPLIT_K"]

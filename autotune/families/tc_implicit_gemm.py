@@ -5,6 +5,7 @@ from __future__ import annotations
 from autotune.families.base import Family, KernelPlan, Launch, cdiv
 from autotune.families.conv2d import problem_defines, storage_define
 from autotune.families.plan import split_k_plan
+from autotune.model.precision import TENSOR_CORE_DTYPES
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -42,13 +43,10 @@ class TcImplicitGemm(Family):
     paper = "implicit GEMM (Chetlur et al., cuDNN 2014) on Ampere-style mma.sync tensor cores"
     layout = "NHWC input (B, S, S, C), FKKC filters (F, K, K, C), NHWC output (B, N, N, F)"
     precision = "tf32, bf16, fp16 (FP32 accumulation)"
-    dtypes = ("tf32", "bf16", "fp16")
+    dtypes = TENSOR_CORE_DTYPES
     layouts = ("NHWC",)
     default_shape_set = "alexnet"
-
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)  # the kind, the dtypes and the layouts
-        self.check_int32_offsets(problem)
+    int32_offsets = True
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem

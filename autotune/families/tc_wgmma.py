@@ -9,6 +9,7 @@ from autotune.families.base import Family, KernelPlan, Launch, cdiv
 from autotune.families.conv2d import epilogue_defines, problem_defines, storage_define
 from autotune.families.plan import TensorMap, split_k_plan
 from autotune.model.epilogue import EPILOGUES
+from autotune.model.precision import TENSOR_CORE_DTYPES
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -82,7 +83,7 @@ class TcWgmma(Family):
     paper = "issue 20 (tensor cores), Hopper's wgmma path"
     layout = "NHWC input, FKKC filters, NHWF output"
     precision = "fp32 storage with TF32 products, or bf16/fp16 storage; FP32 accumulation"
-    dtypes = ("tf32", "bf16", "fp16")
+    dtypes = TENSOR_CORE_DTYPES
     layouts = ("NHWC",)
     # Every fused epilogue, applied where the consumers store their accumulators (or in the
     # split-K reduction); compiled in only for a problem with one.
@@ -91,10 +92,7 @@ class TcWgmma(Family):
     default_shape_set = "alexnet"
     # Configs stored before the TMA path loaded by cp.async.
     later_tunables = MappingProxyType({"TMA": 0})
-
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
-        self.check_int32_offsets(problem)
+    int32_offsets = True
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem

@@ -44,8 +44,7 @@ class Tiled2d(Family):
     paper = "Kernel Tuner's convolution example (issue 6 throughput benchmark)"
     default_shape_set = "tiled2d"
 
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
+    def check_limits(self, problem: ConvProblem) -> None:
         if problem.stride != 1:
             raise UnsupportedProblem(f"{self.name} computes stride 1, not {problem.stride}")
         words = problem.F * problem.C * problem.K * problem.K

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from autotune.families.base import Family, KernelPlan, Launch, UnsupportedProblem, cdiv
 from autotune.families.conv2d import problem_defines
+from autotune.families.plan import tiled_threads
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
@@ -68,8 +69,7 @@ class Winograd(Family):
     paper = "Lavin and Gray, Fast Algorithms for Convolutional Neural Networks (CVPR 2016)"
     default_shape_set = "vgg16"
 
-    def check(self, problem: ConvProblem) -> None:
-        super().check(problem)
+    def check_limits(self, problem: ConvProblem) -> None:
         p = problem
         if p.K != 3 or p.stride != 1:
             raise UnsupportedProblem(
@@ -89,7 +89,7 @@ class Winograd(Family):
         lay = Layout.of(p, v["OUT_TILE"], v["BM"], v["BN"], v["BK"])
         a2 = lay.alpha**2
         defines = (*problem_defines(p), *v.items())
-        threads = (v["BM"] // v["TM"]) * (v["BN"] // v["TN"])
+        threads = tiled_threads(v)
         launches = (
             Launch(
                 "wino_filter",

@@ -45,6 +45,9 @@ PRECISIONS: dict[str, Precision] = {
     "fp16": Precision("fp16", "float16", 2, True, 1e-3, "tc_peak_fp16"),
 }
 
+# The dtypes the tensor cores multiply (what a tensor-core family computes).
+TENSOR_CORE_DTYPES = tuple(name for name, p in PRECISIONS.items() if p.tensor_core)
+
 # The device ceilings measured once per device: the FP32 ones, then the dense tensor-core peak of
 # each tensor-core dtype, by ceiling name (what its efficiency divides by).
 FP32_CEILINGS = ("fma_peak", "copy_bandwidth", "sgemm")

@@ -35,8 +35,29 @@ def _check_sizes(problem: object, names: tuple[str, ...] | None = None) -> None:
             raise ProblemError(f"{name} must be at least 1, got {value}")
 
 
+class _Problem:
+    """What every problem kind says the same way, unless it overrides it: its fields are sizes
+    (positive integers), the names a search-space constraint may use, its dict; its key is its
+    text."""
+
+    __slots__ = ()
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)  # every field a size, unless a kind checks its own way
+
+    def fields(self) -> dict[str, int]:
+        """Names a search-space constraint may use."""
+        return asdict(self)
+
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return self.key
+
+
 @dataclass(frozen=True, slots=True)
-class ConvProblem:
+class ConvProblem(_Problem):
     """2D convolution over a pre-padded input (valid cross-correlation).
 
     B images of C channels, F filters of K x K, an N x N output per feature map; the input side is
@@ -159,12 +180,9 @@ class ConvProblem:
             text += f",epilogue={self.epilogue}"
         return text
 
-    def __str__(self) -> str:
-        return self.key
-
 
 @dataclass(frozen=True, slots=True)
-class GemmProblem:
+class GemmProblem(_Problem):
     """C[M, N] = A[M, K] @ B[K, N], FP32, row-major (a fully connected layer: M is the batch)."""
 
     M: int
@@ -172,9 +190,6 @@ class GemmProblem:
     K: int
 
     kind = "gemm"
-
-    def __post_init__(self) -> None:
-        _check_sizes(self)
 
     @property
     def flops(self) -> int:
@@ -198,23 +213,13 @@ class GemmProblem:
     def c_shape(self) -> tuple[int, int]:
         return (self.M, self.N)
 
-    def fields(self) -> dict[str, int]:
-        """Names a search-space constraint may use."""
-        return asdict(self)
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
     @property
     def key(self) -> str:
         return f"M={self.M},N={self.N},K={self.K}"
 
-    def __str__(self) -> str:
-        return self.key
-
 
 @dataclass(frozen=True, slots=True)
-class Conv3dProblem:
+class Conv3dProblem(_Problem):
     """Valid single-channel 3D cross-correlation: a D x R x Cc input and a Kd x Kr x Kc filter
     give a (D-Kd+1) x (R-Kr+1) x (Cc-Kc+1) output."""
 
@@ -280,19 +285,28 @@ class Conv3dProblem:
         """Names a search-space constraint may use, with the output sides OD, OR, OC."""
         return {**asdict(self), "OD": self.OD, "OR": self.OR, "OC": self.OC}
 
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
     @property
     def key(self) -> str:
         return f"D={self.D},R={self.R},Cc={self.Cc},Kd={self.Kd},Kr={self.Kr},Kc={self.Kc}"
 
-    def __str__(self) -> str:
-        return self.key
+
+class _UnknownWork(_Problem):
+    """A problem known by its sizes only, not by the work it does: a recording from elsewhere
+    carries times, a user's kernel no FLOP count (GFlop/s shows 0)."""
+
+    __slots__ = ()
+
+    @property
+    def flops(self) -> int:
+        return 0
+
+    @property
+    def min_bytes(self) -> int:
+        return 0
 
 
 @dataclass(frozen=True, slots=True)
-class RecordedProblem:
+class RecordedProblem(_UnknownWork):
     """A problem known only from a recording made elsewhere (a Kernel Tuner cache file): its
     problem size as X, Y, Z (Kernel Tuner's problem_size), no kernel of ours, no known work."""
 
@@ -302,36 +316,15 @@ class RecordedProblem:
 
     kind = "recorded"
 
-    def __post_init__(self) -> None:
-        _check_sizes(self)
-
-    @property
-    def flops(self) -> int:
-        """Unknown: a recording from elsewhere carries times, not the work (GFlop/s shows 0)."""
-        return 0
-
-    @property
-    def min_bytes(self) -> int:
-        return 0
-
-    def fields(self) -> dict[str, int]:
-        return asdict(self)
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
     @property
     def key(self) -> str:
         text = f"X={self.X}"
         text += f",Y={self.Y}" if self.Y != 1 or self.Z != 1 else ""
         return text + (f",Z={self.Z}" if self.Z != 1 else "")
 
-    def __str__(self) -> str:
-        return self.key
-
 
 @dataclass(frozen=True, slots=True)
-class KernelProblem:
+class KernelProblem(_UnknownWork):
     """A user's kernel tuned through tune_kernel: Kernel Tuner's problem_size as X, Y, Z (0 for a
     dimension given as an expression of the tunables, written out in `args`) and the signature of
     its arguments (dtype and shape of each, constant and dynamic shared memory) with digests of
@@ -357,19 +350,8 @@ class KernelProblem:
             if not isinstance(getattr(self, name), str):
                 raise ProblemError(f"{name} must be text, got {getattr(self, name)!r}")
 
-    @property
-    def flops(self) -> int:
-        return 0
-
-    @property
-    def min_bytes(self) -> int:
-        return 0
-
     def fields(self) -> dict[str, int]:
         return {"X": self.X, "Y": self.Y, "Z": self.Z}
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
 
     @property
     def key(self) -> str:
@@ -379,9 +361,6 @@ class KernelProblem:
         text = self.args + (f"\nlaunch={self.launch}" if self.launch else "")
         digest = hashlib.sha256(text.encode()).hexdigest()[:12]
         return f"X={self.X},Y={self.Y},Z={self.Z},args={digest}"
-
-    def __str__(self) -> str:
-        return self.key
 
 
 Problem = Union[ConvProblem, GemmProblem, Conv3dProblem, RecordedProblem, KernelProblem]  # noqa: UP007

@@ -63,54 +63,51 @@ def plot_gflops(
     ceilings = device_ceilings(store, device)
     panels = _panels(df)
     colours = _family_colours(df)
-    fig, axes = plt.subplots(
-        len(panels), 1, figsize=(_width(panels), 4.6 * len(panels)), squeeze=False
-    )
-    try:
-        for ax, ((dev, fam, variant), rows) in zip(axes[:, 0], panels, strict=True):
-            x = np.arange(len(rows))
-            kind = str(rows["kind"].iloc[0])
-            row_dtype = dtype_of(problem_of(next(rows.itertuples(index=False))))
-            ax.plot(x, rows["gflops"], marker="o", color=colours[fam], label=f"{fam} (best config)")
-            library, label = KIND_LIBRARIES.get(kind), KIND_SPECS[kind].library_label
-            keys = rows["problem_key"]
-            lib = np.array([base.get((dev, library, k), math.nan) for k in keys], dtype=float)
-            if not np.isnan(lib).all():
-                ax.plot(x, lib, marker="s", ls="--", color=CUDNN_COLOUR, label=label)
-            top = float(np.nanmax([rows["gflops"].max(), *lib]))
-            peak = ceilings.get(dev, {}).get(peak_name(row_dtype))
-            if peak is not None:
-                label_peak = f"{peak_label(row_dtype)} {peak:,.0f} GFlop/s"
-                ax.axhline(peak, ls="--", color=PEAK_COLOUR, label=label_peak)
-                top = max(top, peak)
-            _shape_axis(ax, rows)
-            ax.set_ylabel("GFlop/s")
-            ax.set_ylim(0, 1.15 * top)  # room above the highest line for the legend
-            note = f" (no {label} baseline stored)" if label and np.isnan(lib).all() else ""
-            ax.set_title(f"{fam}{_in(variant)} on {dev}\nbest configuration per shape{note}")
-            ax.grid(True, axis="y", alpha=0.3)
-            if kind == "conv3d":
-                # A stencil is judged by its bandwidth as much as by its FLOPs.
-                gbs = problem_series(rows, "min_bytes") / (rows["time_ms"].astype(float) * 1e-3)
-                twin = ax.twinx()
-                twin.plot(x, gbs / 1e9, marker="^", ls=":", color="C8", label="achieved GB/s")
-                twin.set_ylabel("GB/s (minimum bytes)")
-                twin.set_ylim(0, 1.15 * float((gbs / 1e9).max()))
-                handles, labels = ax.get_legend_handles_labels()
-                more, more_labels = twin.get_legend_handles_labels()
-                ax.legend(
-                    handles + more,
-                    labels + more_labels,
-                    loc="upper left",
-                    bbox_to_anchor=(1.08, 1.0),
-                    fontsize=8,
-                    borderaxespad=0.0,
-                )
-                continue
-            _legend_outside(ax)
-        return _save(fig, path_stem)
-    finally:
-        plt.close(fig)
+
+    def draw(ax: plt.Axes, panel) -> None:
+        (dev, fam, variant), rows = panel
+        x = np.arange(len(rows))
+        kind = str(rows["kind"].iloc[0])
+        row_dtype = dtype_of(problem_of(next(rows.itertuples(index=False))))
+        ax.plot(x, rows["gflops"], marker="o", color=colours[fam], label=f"{fam} (best config)")
+        library, label = KIND_LIBRARIES.get(kind), KIND_SPECS[kind].library_label
+        keys = rows["problem_key"]
+        lib = np.array([base.get((dev, library, k), math.nan) for k in keys], dtype=float)
+        if not np.isnan(lib).all():
+            ax.plot(x, lib, marker="s", ls="--", color=CUDNN_COLOUR, label=label)
+        top = float(np.nanmax([rows["gflops"].max(), *lib]))
+        peak = ceilings.get(dev, {}).get(peak_name(row_dtype))
+        if peak is not None:
+            label_peak = f"{peak_label(row_dtype)} {peak:,.0f} GFlop/s"
+            ax.axhline(peak, ls="--", color=PEAK_COLOUR, label=label_peak)
+            top = max(top, peak)
+        _shape_axis(ax, rows)
+        ax.set_ylabel("GFlop/s")
+        ax.set_ylim(0, 1.15 * top)  # room above the highest line for the legend
+        note = f" (no {label} baseline stored)" if label and np.isnan(lib).all() else ""
+        ax.set_title(f"{fam}{_in(variant)} on {dev}\nbest configuration per shape{note}")
+        ax.grid(True, axis="y", alpha=0.3)
+        if kind == "conv3d":
+            # A stencil is judged by its bandwidth as much as by its FLOPs.
+            gbs = problem_series(rows, "min_bytes") / (rows["time_ms"].astype(float) * 1e-3)
+            twin = ax.twinx()
+            twin.plot(x, gbs / 1e9, marker="^", ls=":", color="C8", label="achieved GB/s")
+            twin.set_ylabel("GB/s (minimum bytes)")
+            twin.set_ylim(0, 1.15 * float((gbs / 1e9).max()))
+            handles, labels = ax.get_legend_handles_labels()
+            more, more_labels = twin.get_legend_handles_labels()
+            ax.legend(
+                handles + more,
+                labels + more_labels,
+                loc="upper left",
+                bbox_to_anchor=(1.08, 1.0),
+                fontsize=8,
+                borderaxespad=0.0,
+            )
+            return
+        _legend_outside(ax)
+
+    return _drawn(panels, draw, path_stem)
 
 
 def plot_roofline(
@@ -138,38 +135,36 @@ def plot_roofline(
     both = pd.concat([best[["device", "kind", "shape"]], base[["device", "kind", "shape"]]])
     panels = [(dev, t) for dev in devices for t in dtypes_present(both[both["device"] == dev])]
     colours = _family_colours(best)
-    fig, axes = plt.subplots(1, len(panels), figsize=(8.0 * len(panels), 5.8), squeeze=False)
-    try:
-        for ax, (dev, panel_dtype) in zip(axes[0, :], panels, strict=True):
-            mine = of_dtype(best[best["device"] == dev], panel_dtype)
-            theirs = of_dtype(base[base["device"] == dev], panel_dtype)
-            xs: list[float] = []
-            for fam, rows in mine.groupby("family", sort=True):
-                x = _intensity(rows)
-                xs += list(x)
-                ax.scatter(x, rows["gflops"], color=colours[fam], label=str(fam), zorder=3)
-            for library, rows in theirs.groupby("library", sort=True):
-                x = _intensity(rows)
-                xs += list(x)
-                marker = "x" if library == BASELINE_LIBRARY else "+"
-                label = LIBRARY_LABELS.get(str(library), str(library))
-                ax.scatter(
-                    x, rows["gflops"], marker=marker, color=CUDNN_COLOUR, label=label, zorder=3
-                )
-            roofs = _draw_roofs(ax, ceilings.get(dev, {}), min(xs) / 3, max(xs) * 3, panel_dtype)
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            ax.set_xlabel("arithmetic intensity (FLOP/byte, minimum bytes moved)")
-            ax.set_ylabel("GFlop/s")
-            # FP32 alone keeps its old title; beside another dtype, every panel names its own.
-            named = panel_dtype != FMA_DTYPE or len({t for _, t in panels}) > 1
-            title = f"Roofline on {dev}" + _in(panel_dtype.upper() if named else "")
-            ax.set_title(title if roofs else f"{title} (no ceilings stored: roofs not drawn)")
-            ax.grid(True, which="major", alpha=0.3)
-            ax.legend(loc="lower right", fontsize=8)
-        return _save(fig, path_stem)
-    finally:
-        plt.close(fig)
+    figure = plt.subplots(1, len(panels), figsize=(8.0 * len(panels), 5.8), squeeze=False)
+
+    def draw(ax: plt.Axes, panel) -> None:
+        dev, panel_dtype = panel
+        mine = of_dtype(best[best["device"] == dev], panel_dtype)
+        theirs = of_dtype(base[base["device"] == dev], panel_dtype)
+        xs: list[float] = []
+        for fam, rows in mine.groupby("family", sort=True):
+            x = _intensity(rows)
+            xs += list(x)
+            ax.scatter(x, rows["gflops"], color=colours[fam], label=str(fam), zorder=3)
+        for library, rows in theirs.groupby("library", sort=True):
+            x = _intensity(rows)
+            xs += list(x)
+            marker = "x" if library == BASELINE_LIBRARY else "+"
+            label = LIBRARY_LABELS.get(str(library), str(library))
+            ax.scatter(x, rows["gflops"], marker=marker, color=CUDNN_COLOUR, label=label, zorder=3)
+        roofs = _draw_roofs(ax, ceilings.get(dev, {}), min(xs) / 3, max(xs) * 3, panel_dtype)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("arithmetic intensity (FLOP/byte, minimum bytes moved)")
+        ax.set_ylabel("GFlop/s")
+        # FP32 alone keeps its old title; beside another dtype, every panel names its own.
+        named = panel_dtype != FMA_DTYPE or len({t for _, t in panels}) > 1
+        title = f"Roofline on {dev}" + _in(panel_dtype.upper() if named else "")
+        ax.set_title(title if roofs else f"{title} (no ceilings stored: roofs not drawn)")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+
+    return _drawn(panels, draw, path_stem, figure)
 
 
 def plot_speedup(
@@ -201,45 +196,56 @@ def plot_speedup(
     df["speedup"] = df["cudnn_ms"].astype(float) / df["time_ms"].astype(float)
     panels = _panels(df)
     colours = _family_colours(df)
-    fig, axes = plt.subplots(
+
+    def draw(ax: plt.Axes, panel) -> None:
+        (dev, fam, variant), rows = panel
+        speedup = rows["speedup"].to_numpy()
+        label = KIND_SPECS[str(rows["kind"].iloc[0])].library_label
+        x = np.arange(len(rows))
+        mean = geometric_mean(speedup)
+        # Bars start at 1x, so faster-than-cuDNN points up and slower points down.
+        ax.bar(x, speedup - 1.0, bottom=1.0, color=colours[fam], width=0.7, label=str(fam))
+        for xi, s in zip(x, speedup, strict=True):
+            ax.annotate(
+                f"{s:.2f}x",
+                (xi, s),
+                xytext=(0, 3 if s >= 1 else -3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom" if s >= 1 else "top",
+                fontsize=7,
+            )
+        ax.axhline(1.0, color="black", lw=1, label=f"{label} (1x)")
+        ax.axhline(mean, color=PEAK_COLOUR, ls=":", label=f"geometric mean {mean:.2f}x")
+        ax.set_yscale("log")
+        low, high = min(speedup.min(), 1.0), max(speedup.max(), 1.0)
+        ax.set_ylim(low / 1.6, high * 1.6)
+        # 1-2-5 steps, so a range within one decade still has labelled ticks.
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        _shape_axis(ax, rows)
+        ax.set_ylabel(f"speedup over {label} (time ratio)")
+        shapes = f"{len(rows)} shape" + ("s" if len(rows) != 1 else "")
+        ax.set_title(
+            f"{fam} against {label}{_in(variant)} on {dev}\n"
+            f"geometric mean {mean:.2f}x over {shapes}"
+        )
+        ax.grid(True, axis="y", alpha=0.3)
+        _legend_outside(ax)
+
+    return _drawn(panels, draw, path_stem)
+
+
+def _drawn(panels: list, draw, path_stem: Path, figure=None) -> list[Path]:
+    """`draw(ax, panel)` for each panel on its own axes of `figure` (fig, axes; by default one
+    panel a row, as wide as the most shapes need), saved as PNG and SVG; closed, also on failure."""
+    fig, axes = figure or plt.subplots(
         len(panels), 1, figsize=(_width(panels), 4.6 * len(panels)), squeeze=False
     )
     try:
-        for ax, ((dev, fam, variant), rows) in zip(axes[:, 0], panels, strict=True):
-            speedup = rows["speedup"].to_numpy()
-            label = KIND_SPECS[str(rows["kind"].iloc[0])].library_label
-            x = np.arange(len(rows))
-            mean = geometric_mean(speedup)
-            # Bars start at 1x, so faster-than-cuDNN points up and slower points down.
-            ax.bar(x, speedup - 1.0, bottom=1.0, color=colours[fam], width=0.7, label=str(fam))
-            for xi, s in zip(x, speedup, strict=True):
-                ax.annotate(
-                    f"{s:.2f}x",
-                    (xi, s),
-                    xytext=(0, 3 if s >= 1 else -3),
-                    textcoords="offset points",
-                    ha="center",
-                    va="bottom" if s >= 1 else "top",
-                    fontsize=7,
-                )
-            ax.axhline(1.0, color="black", lw=1, label=f"{label} (1x)")
-            ax.axhline(mean, color=PEAK_COLOUR, ls=":", label=f"geometric mean {mean:.2f}x")
-            ax.set_yscale("log")
-            low, high = min(speedup.min(), 1.0), max(speedup.max(), 1.0)
-            ax.set_ylim(low / 1.6, high * 1.6)
-            # 1-2-5 steps, so a range within one decade still has labelled ticks.
-            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
-            ax.yaxis.set_minor_formatter(NullFormatter())
-            _shape_axis(ax, rows)
-            ax.set_ylabel(f"speedup over {label} (time ratio)")
-            shapes = f"{len(rows)} shape" + ("s" if len(rows) != 1 else "")
-            ax.set_title(
-                f"{fam} against {label}{_in(variant)} on {dev}\n"
-                f"geometric mean {mean:.2f}x over {shapes}"
-            )
-            ax.grid(True, axis="y", alpha=0.3)
-            _legend_outside(ax)
+        for ax, panel in zip(axes.flat, panels, strict=True):
+            draw(ax, panel)
         return _save(fig, path_stem)
     finally:
         plt.close(fig)

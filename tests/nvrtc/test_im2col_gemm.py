@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from autotune.families import UnsupportedProblem, get_family
-from autotune.families.im2col_gemm import shared_bytes, threads, unrolled_shape
+from autotune.families.im2col_gemm import shared_bytes, unrolled_shape
+from autotune.families.plan import tiled_threads
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
 from autotune.model.space import ARCH_LIMITS, Config
@@ -67,7 +68,7 @@ def test_space_binds_and_every_config_launches(problem: ConvProblem) -> None:
         # The GEMM: whole warps, aligned vectors, shared memory within the opt-in limit.
         assert bm % tm == 0 and bn % tn == 0 and bk % vec == 0
         assert rows % vec == 0 and pixels % vec == 0
-        assert gemm.block == (threads(config), 1, 1)
+        assert gemm.block == (tiled_threads(config), 1, 1)
         assert gemm.threads % LIMITS.WARP_SIZE == 0 and gemm.threads <= LIMITS.MAX_THREADS
         assert gemm.threads % (bk // vec) == 0
         assert gemm.smem_bytes == shared_bytes(config) <= LIMITS.SMEM_PER_BLOCK_OPTIN

@@ -7,8 +7,8 @@ import struct
 import pytest
 
 from autotune.families import UnsupportedProblem, get_family
-from autotune.families.implicit_gemm import shared_bytes, threads
-from autotune.families.plan import REDUCE_BLOCK
+from autotune.families.implicit_gemm import shared_bytes
+from autotune.families.plan import REDUCE_BLOCK, tiled_threads
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
 from autotune.model.space import ARCH_LIMITS, Config
@@ -116,7 +116,7 @@ def test_space_binds_and_every_config_launches(problem: ConvProblem) -> None:
         split = int(config["SPLIT_K"])
         assert bm % tm == 0 and bn % tn == 0 and bk % vec == 0
         assert (problem.C * problem.K**2) % vec == 0
-        assert launch.block == (threads(config), 1, 1)
+        assert launch.block == (tiled_threads(config), 1, 1)
         assert launch.threads % LIMITS.WARP_SIZE == 0
         assert 2 * LIMITS.WARP_SIZE <= launch.threads <= LIMITS.MAX_THREADS
         # Every thread of the filter loader owns one column of VEC-wide vectors.
