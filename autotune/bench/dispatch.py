@@ -21,6 +21,7 @@ from pathlib import Path
 
 import click
 
+from autotune.cli.options import output_option
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
 from autotune.store.location import default_storage
@@ -200,9 +201,7 @@ def _summary(rows: list[dict]) -> list[str]:
 )
 @click.option("--calls", default=20, show_default=True, help="Calls per measured loop.")
 @click.option("--repeats", default=5, show_default=True, help="Loops per figure (median).")
-@click.option(
-    "--output", type=click.Path(path_type=Path), default=DEFAULT_OUTPUT, show_default=True
-)
+@output_option(directory=True, default=DEFAULT_OUTPUT)
 @click.option("--name", default="dispatch", show_default=True, help="Name of the files.")
 @click.option(
     "--launcher",

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import click
 
+from autotune.cli.options import output_option
+
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10
@@ -244,9 +246,7 @@ def write_table(rows: list[dict], excluded: list[Example], path: Path, title: li
     "--kt-lang",
     help="Kernel Tuner's backend in place of PyCUDA (lang None or 'CUDA'), e.g. cupy or nvcuda.",
 )
-@click.option(
-    "--output", type=click.Path(path_type=Path), default=DEFAULT_OUTPUT, show_default=True
-)
+@output_option(directory=True, default=DEFAULT_OUTPUT)
 def kt_examples(examples, synthetic, with_kt, only, timeout_s, max_fevals, kt_lang, output) -> None:
     """Kernel Tuner's CUDA examples through `from autotune import tune_kernel`."""
     directory = examples_dir(examples)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import click
 
+from autotune.cli.options import output_option
+
 DEFAULT_OUTPUT = Path("results/bench")
 MODELS = ("resnet50", "vgg16")
 BATCHES = (1, 32)
@@ -212,9 +214,7 @@ def write_plot(rows, output: Path) -> Path:
     "call left, the kernels against PyTorch's.",
 )
 @click.option("--storage", default=None, help="Results database (default: the user's).")
-@click.option(
-    "--output", type=click.Path(path_type=Path), default=DEFAULT_OUTPUT, show_default=True
-)
+@output_option(directory=True, default=DEFAULT_OUTPUT)
 def model(models, batches, precisions, warmup, repeats, graphs, storage, output):
     """Whole torchvision models (ResNet-50, VGG-16) forward: eager PyTorch, torch.compile,
     autotune's convolutions, and those inside torch.compile; fp32 (TF32 off), tf32 and bf16

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import click
 
+from autotune.cli.options import output_option
 from autotune.model.problem import ConvProblem
 from autotune.model.space import ARCH_LIMITS, DeviceLimits
 from autotune.runtime.lookup import Catalogue
@@ -331,9 +332,7 @@ def _limits(store, device: str) -> DeviceLimits:
     show_default=True,
     help="A shape set to show each rule's picks for (its shapes the store does not hold).",
 )
-@click.option(
-    "--output", type=click.Path(path_type=Path), default=DEFAULT_OUTPUT, show_default=True
-)
+@output_option(directory=True, default=DEFAULT_OUTPUT)
 def plan_choice(storage, device, preview_set, output) -> None:
     """Leave-one-shape-out score of the plan choice's family pick for shapes the store does not
     hold, the former rule beside the one in use; writes plan_choice.csv and .md under OUTPUT.

@@ -231,12 +231,22 @@ def seed_option(help: str):
     )
 
 
-def output_option(help: str, required: bool = False, directory: bool = False):
-    """--output, a Path: a file the command writes (a directory where `directory`); None when
-    not given and not required."""
+def output_option(
+    help: str | None = None,
+    required: bool = False,
+    directory: bool = False,
+    default: Path | None = None,
+):
+    """--output, a Path: a file the command writes (a directory where `directory`); `default`
+    (shown in the help) or None when not given and not required."""
     kind = {"file_okay": False} if directory else {"dir_okay": False}
     return click.option(
-        "--output", type=click.Path(path_type=Path, **kind), required=required, help=help
+        "--output",
+        type=click.Path(path_type=Path, **kind),
+        required=required,
+        default=default,
+        show_default=default is not None,
+        help=help,
     )
 
 
