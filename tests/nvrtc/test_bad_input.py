@@ -250,7 +250,7 @@ CASES = [
          (*RUN[:-4], "--storage", "/proc/no-such-dir/r.db"), 1,
          "cannot open results database (/proc/no-such-dir/r.db)"),
     Case("storage-sqlite-below-a-file", (*RUN[:-4], "--storage", "{tmp}/plain/r.db"), 1,
-         "cannot open results database", a_file("plain", "a file, not a directory")),
+         "cannot create results database", a_file("plain", "a file, not a directory")),
     # No GPU; a results database of a later schema.
     Case("no-gpu", RUN, 1, "no usable CUDA GPU", real_gpu=True),
     Case("future-schema-run", RUN, 1, "has schema version 99, this autotune uses schema version",

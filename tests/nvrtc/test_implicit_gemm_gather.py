@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 from autotune.families import get_family
-from autotune.families.implicit_gemm import gather_pad, shared_bytes, threads
+from autotune.families.implicit_gemm import gather_pad, shared_bytes
+from autotune.families.plan import tiled_threads
 from autotune.model.expression import Expression
 from autotune.model.problem import ConvProblem
 from autotune.model.space import ARCH_LIMITS, Config
@@ -242,7 +243,7 @@ def test_the_kernel_maps_threads_as_emulated(
     probe.write_text(FAMILY.source_path.read_text() + PROBE)
     cubin = compiler.compile_source(probe, plan.defines).cubin
     raw = elf_symbol(cubin, "gather_probe")
-    t = threads(config)
+    t = tiled_threads(config)
     assert raw is not None and len(raw) == 4 * (7 + 2 * t)
     v = struct.unpack(f"<{len(raw) // 4}i", raw)
     loader = Loader(t, values["BN"], values["BK"], values["GATHER_ROWS"])
