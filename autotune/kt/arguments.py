@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,9 @@ from autotune.model.quoting import quoted
 
 # Kernel Tuner's spellings of CUDA through its three CUDA backends; every other language is refused.
 CUDA_LANGS = {"cuda", "cupy", "nvcuda"}
+# A __global__ function's name, or a template's instance whose arguments may name tunables (they
+# are macros when it is compiled, as in Kernel Tuner): "vector_add<float_type>", "k<T, 4>".
+KERNEL_NAME = re.compile(r"[A-Za-z_]\w*(\s*<[^;{}\n]*>)?")
 # Arguments of Kernel Tuner's that autotune does not take, with why; refused unless left at
 # their default (None or False).
 UNSUPPORTED = {
@@ -95,10 +99,10 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
             "(lang None, 'CUDA', 'cupy' or 'nvcuda')"
         )
     name = args["kernel_name"]
-    if not isinstance(name, str) or not name.isidentifier():
+    if not isinstance(name, str) or not KERNEL_NAME.fullmatch(name):
         raise TuneKernelError(
-            f"tune_kernel: kernel_name {name!r} must be the name of a __global__ function "
-            "(templated kernels are not supported)"
+            f"tune_kernel: kernel_name {quoted(name, 60)} must be the name of a __global__ "
+            'function, or of a template\'s instance such as "vector_add<float_type>"'
         )
     tune_params = _tune_params(args["tune_params"])
     render = args["kernel_source"] if callable(args["kernel_source"]) else None

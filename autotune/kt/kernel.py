@@ -24,6 +24,7 @@ from typing import Any
 
 from autotune.families.base import Family
 from autotune.families.plan import Buffers, KernelPlan, Launch
+from autotune.gpu.compiler import is_name_expression
 from autotune.gpu.given import argument_names, cmem_buffer
 from autotune.model.expression import Expression, SpaceError
 from autotune.model.problem import KernelProblem
@@ -170,7 +171,7 @@ class GivenKernel(Family):
                 text = re.sub(rf"\n\s*#pragma\s+unroll\s+{re.escape(name)}\b", "\n", text)
             else:
                 prefix += f"constexpr int {name} = {value};\n"
-        return write_source(self.directory, self.name, prefix + with_c_linkage(text))
+        return write_source(self.directory, self.name, prefix + with_c_linkage(text, self.name))
 
     def buffers(self, problem: KernelProblem) -> Buffers:
         raise NotImplementedError(f"{self.name}: its buffers are the arguments given")
@@ -179,16 +180,21 @@ class GivenKernel(Family):
         raise NotImplementedError(f"{self.name}: it is checked against the answer given")
 
 
-def with_c_linkage(text: str) -> str:
+def with_c_linkage(text: str, kernel_name: str) -> str:
     """The kernel's text with C linkage (as Kernel Tuner's CUDA backends compile it, so that the
-    entry keeps its name), unless it declares its own."""
-    return text if 'extern "C"' in text else 'extern "C" {\n' + text + "\n}\n"
+    entry keeps its name), unless it declares its own or the kernel is a template's instance
+    ("vector_add<float_type>"): a template cannot have C linkage, and NVRTC names its instance
+    (compiler.py's name expressions)."""
+    if 'extern "C"' in text or is_name_expression(kernel_name):
+        return text
+    return 'extern "C" {\n' + text + "\n}\n"
 
 
 def write_source(directory: Path, name: str, text: str) -> Path:
-    """`text` saved under its digest (for NVRTC and the cubin cache); written once."""
+    """`text` saved under its digest (for NVRTC and the cubin cache); written once. A templated
+    kernel's name is kept to its word characters in the file's name."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = directory / f"{name}-{digest}.cu"
+    path = directory / f"{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_')}-{digest}.cu"
     if not path.exists():
         directory.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{id(text)}.tmp")

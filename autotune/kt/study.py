@@ -27,7 +27,9 @@ def source_file(request: KernelRequest, root: Path) -> Path:
     """The kernel's text with C linkage, saved under the digest of that text for NVRTC and the
     cubin cache (a generator's: its text at the first value of every tunable, which keys the
     study; each configuration renders its own)."""
-    return write_source(root, request.kernel_name, with_c_linkage(request.source_text))
+    return write_source(
+        root, request.kernel_name, with_c_linkage(request.source_text, request.kernel_name)
+    )
 
 
 def compile_options(request: KernelRequest) -> tuple[str, ...]:
