@@ -20,10 +20,11 @@ from autotune.gpu.evaluator import GpuEvaluator
 from autotune.gpu.given import GivenCheck, user_verify, write_arguments
 from autotune.gpu.timing import TimingPolicy
 from autotune.kt.arguments import KernelRequest, TuneKernelError, check_request
+from autotune.kt.arrays import TunableArgument
 from autotune.kt.cache import KtCacheError
 from autotune.kt.cache_file import CacheFile, entry_key
 from autotune.kt.kernel import GivenKernelError
-from autotune.kt.observers import observed_keys
+from autotune.kt.observers import observed_keys, output_check, output_keys
 from autotune.kt.space import bind_space, evaluate_metric
 from autotune.kt.strategies import budget
 from autotune.kt.study import compile_options, given_kernel, study_problem
@@ -154,7 +155,12 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
     # judges by time, and a slower configuration may still be the one of least energy.
     early = {} if request.objective == "time" else {"early_stop": None}
     timing = TimingPolicy(min_repeats=request.iterations, observe=request.observe, **early)
-    data, digest = write_arguments(root, request.arguments, request.answer, request.cmem_args)
+    # A Tunable argument travels as its options (gpu/given.py names each one's buffer).
+    given = [
+        tuple(v for _, v in a.options) if isinstance(a, TunableArgument) else a
+        for a in request.arguments
+    ]
+    data, digest = write_arguments(root, given, request.answer, request.cmem_args)
     count = len(request.arguments)
     check = GivenCheck(
         data=data,
@@ -163,12 +169,14 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
         answered=tuple(i for i, a in enumerate(request.answer or ()) if a is not None),
         atol=request.atol,
         timing=timing,
-        outputs_back=request.verify is not None,
+        outputs_back=request.verify is not None or bool(request.output_observers),
     )
-    # The caller's verify is called here, in their process, on the outputs the worker sends.
+    # The caller's verify and output observers are called here, in their process, on the
+    # outputs the worker sends.
     verify = None
     if request.verify is not None:
         verify = user_verify(request.verify, request.answer, count, request.atol)
+    verify = output_check(request.output_observers, verify, request.answer)
     problem = study_problem(request)
     study = Study(family, problem, space, check=check, verify=verify, objective=_told(request))
     cache = _open_cache(request, session, family, problem, space) if request.cache else None
@@ -341,6 +349,7 @@ def _told(request: KernelRequest):
 
 def _line(row: dict, request: KernelRequest) -> str:
     observed = [k for k in request.observables if k != "power_readings"]
+    observed += output_keys(request.output_observers)
     keys = [*request.tune_params, "time", *observed, *(request.metrics or {})]
     parts = []
     for k in keys:

@@ -18,10 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from autotune.kt.arrays import checked_answer, checked_arguments, checked_cmem, on_host
+from autotune.kt.arrays import (
+    TunableArgument,
+    checked_answer,
+    checked_arguments,
+    checked_cmem,
+    on_host,
+)
 from autotune.kt.errors import TuneKernelError
 from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES
-from autotune.kt.observers import DEVICE_TUNABLES, observing
+from autotune.kt.observers import DEVICE_TUNABLES, observing, output_observers
 from autotune.kt.strategies import apply_objective, apply_strategy, positive_int
 from autotune.model.expression import Expression, SpaceError
 from autotune.model.files import why_not_creatable
@@ -80,6 +86,7 @@ class KernelRequest:
     # strategy optimises: time, an observation or a metric (Kernel Tuner's objective).
     observe: Observe | None = None
     observables: tuple[str, ...] = ()
+    output_observers: tuple[Any, ...] = ()  # Kernel Tuner's AccuracyObserver and the like
     objective: str = "time"
     higher_is_better: bool = False
     render: Callable[[dict], str] | None = None  # kernel_source as a code generator
@@ -108,6 +115,10 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
     render = args["kernel_source"] if callable(args["kernel_source"]) else None
     text, include = _source(args["kernel_source"], tune_params)
     arguments = checked_arguments(args["arguments"])
+    for i, arg in enumerate(arguments):
+        if isinstance(arg, TunableArgument) and isinstance(arg.key, str):
+            if arg.key not in tune_params:  # Kernel Tuner evaluates it; the whitelist here
+                _expression(arg.key, f"arguments[{i}]'s Tunable key", tune_params)
     request = KernelRequest(
         kernel_name=name,
         source_text=text,
@@ -142,6 +153,7 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
         request.observe, request.observables = observing(args.get("observers"), request.device)
     except ObserveError as err:
         raise TuneKernelError(str(err)) from None
+    request.output_observers = output_observers(args.get("observers"))
     apply_objective(request, args.get("objective"), args.get("objective_higher_is_better"))
     apply_strategy(request, args.get("strategy"), args.get("strategy_options"))
     return request

@@ -13,6 +13,7 @@ import numpy as np
 
 from autotune.gpu.compiler import DEFAULT_OPTIONS
 from autotune.kt.arguments import KernelRequest
+from autotune.kt.arrays import TunableArgument
 from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES, GivenKernel, with_c_linkage, write_source
 from autotune.kt.space import fixed_sizes, signature
 from autotune.model.problem import KernelProblem
@@ -55,6 +56,9 @@ def given_kernel(request: KernelRequest, space: SearchSpace | None, root: Path) 
         arguments=len(request.arguments),
         tolerance=request.atol,
         render=request.render,
+        options={
+            i: a.index for i, a in enumerate(request.arguments) if isinstance(a, TunableArgument)
+        },
     )
 
 

@@ -123,8 +123,9 @@ class GpuRunner:
         )
         m = self.evaluator.evaluate(job, job_timeout_s(problem.flops, timing, best_ms))
         if isinstance(m, WithOutputs):
-            wrong = study.verify(m.outputs) if study.verify is not None else None
-            m = wrong or m.measurement
+            outputs, m = m.outputs, m.measurement
+            if study.verify is not None:
+                m = study.verify(outputs, m)
         return dataclasses.replace(
             m,
             compile_s=early.compile_s,
