@@ -149,6 +149,9 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
     family = given_kernel(request, space.space, root)
     try:  # a launch value that cannot be computed fails here, once, before any GPU work
         family.plan(None, space.configs[0])
+        if family.options:  # every configuration must select one of its Tunables' arrays
+            for config in space.configs:
+                family.launch_arguments(config.as_dict())
     except GivenKernelError as err:
         raise TuneKernelError(f"tune_kernel: {err}") from None
     # An objective other than time keeps timing every candidate to the end: the early stop
