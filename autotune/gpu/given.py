@@ -88,7 +88,8 @@ def write_arguments(
     for i, (name, value) in enumerate(zip(argument_names(len(arguments)), arguments, strict=True)):
         if isinstance(value, tuple):
             for j, option in enumerate(value):
-                content[option_buffer(i, j)] = np.asarray(option)
+                if option is not None:  # None: an option no configuration launches with
+                    content[option_buffer(i, j)] = np.asarray(option)
         else:
             content[name] = np.asarray(value)
     for i, expected in enumerate(answer or ()):

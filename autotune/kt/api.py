@@ -17,7 +17,7 @@ from typing import Any
 
 from autotune import __version__
 from autotune.gpu.evaluator import GpuEvaluator
-from autotune.gpu.given import GivenCheck, user_verify, write_arguments
+from autotune.gpu.given import GivenCheck, option_buffer, user_verify, write_arguments
 from autotune.gpu.timing import TimingPolicy
 from autotune.kt.arguments import KernelRequest, TuneKernelError, check_request
 from autotune.kt.arrays import TunableArgument
@@ -147,21 +147,26 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
     if not len(space):
         raise TuneKernelError("tune_kernel: no configuration of tune_params meets the restrictions")
     family = given_kernel(request, space.space, root)
+    launched: set[str] = set()  # the buffers some configuration launches with
     try:  # a launch value that cannot be computed fails here, once, before any GPU work
         family.plan(None, space.configs[0])
         if family.options:  # every configuration must select one of its Tunables' arrays
             for config in space.configs:
-                family.launch_arguments(config.as_dict())
+                launched.update(family.launch_arguments(config.as_dict()))
     except GivenKernelError as err:
         raise TuneKernelError(f"tune_kernel: {err}") from None
     # An objective other than time keeps timing every candidate to the end: the early stop
     # judges by time, and a slower configuration may still be the one of least energy.
     early = {} if request.objective == "time" else {"early_stop": None}
     timing = TimingPolicy(min_repeats=request.iterations, observe=request.observe, **early)
-    # A Tunable argument travels as its options (gpu/given.py names each one's buffer).
+    # A Tunable argument travels as its options (gpu/given.py names each one's buffer), those
+    # that no configuration selects left out (TunablePrecision converts to bfloat16 too, where
+    # ml_dtypes is installed: a dtype that neither the archive nor CuPy may take).
     given = [
-        tuple(v for _, v in a.options) if isinstance(a, TunableArgument) else a
-        for a in request.arguments
+        tuple(v if option_buffer(i, j) in launched else None for j, (_, v) in enumerate(a.options))
+        if isinstance(a, TunableArgument)
+        else a
+        for i, a in enumerate(request.arguments)
     ]
     data, digest = write_arguments(root, given, request.answer, request.cmem_args)
     count = len(request.arguments)

@@ -64,6 +64,8 @@ class SessionEvaluator(SyntheticEvaluator):
 
     def evaluate(self, job, timeout_s):
         self.jobs.append(job)
+        with np.load(job.check.data) as npz:
+            self.saved = set(npz.files)
         answer = self.session.evaluate(job)
         self.outputs.append(getattr(answer, "outputs", None))
         return answer
@@ -74,7 +76,7 @@ def _scratch(compiler, tmp_path, monkeypatch):
     monkeypatch.setattr(api, "CACHE_ROOT", tmp_path / "cache")
 
 
-def tune(tmp_path, evaluator, observers, tunable=precisions, **extra):
+def tune(tmp_path, evaluator, observers, tunable=precisions, kinds=tuple(DTYPES), **extra):
     n = 500
     rng = np.random.default_rng(1)
     a, b = rng.standard_normal(n), rng.standard_normal(n)
@@ -85,7 +87,7 @@ def tune(tmp_path, evaluator, observers, tunable=precisions, **extra):
         VECTOR_ADD,
         n,
         arguments,
-        {"block_size_x": [64, 128], "float_type": list(DTYPES)},
+        {"block_size_x": [64, 128], "float_type": list(kinds)},
         answer=[None, None, None, a + b],
         observers=observers,
         evaluator=evaluator,
@@ -117,6 +119,15 @@ def test_without_observers_the_answer_is_checked_in_the_argument_s_precision(tmp
     evaluator = SessionEvaluator()
     results, _ = tune(tmp_path, evaluator, None, verify=lambda answer, out, atol: True)
     assert all(r["status"] == "OK" for r in results) and "error_max" not in results[0]
+
+
+def test_only_the_options_some_configuration_selects_travel_to_the_worker(tmp_path):
+    evaluator = SessionEvaluator()
+    results, _ = tune(tmp_path, evaluator, [MaxError("e")], kinds=("float", "double"))
+    assert len(results) == 4
+    assert evaluator.saved == {"arg0", "answer3"} | {
+        f"arg{i}.{j}" for i in (1, 2, 3) for j in (0, 1)
+    }
 
 
 def test_an_observer_that_raises_fails_its_configuration_in_one_line(tmp_path):
