@@ -38,8 +38,12 @@ class Rewritten:
 
 def _moves(module: str, name: str) -> bool:
     """Whether `from kernel_tuner<module> import name` is one to change: tune_kernel from the
-    package, an observer class from anywhere in it."""
-    return (module == "" and name == "tune_kernel") or name.endswith("Observer")
+    package, an observer class from anywhere in it but kernel_tuner.accuracy: an output observer
+    (AccuracyObserver) is the caller's code, which tune_kernel calls in the caller's process,
+    so Kernel Tuner's own is used, as its TunablePrecision beside it."""
+    if module == "" and name == "tune_kernel":
+        return True
+    return name.endswith("Observer") and module != ".accuracy"
 
 
 def rewrite(text: str) -> Rewritten:

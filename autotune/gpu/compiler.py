@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import dataclasses
 import hashlib
 import json
 import os
@@ -20,6 +21,7 @@ from autotune.families.digest import BUILD_OPTIONS
 from autotune.families.headers import Headers, option_dirs, quoted_headers
 from autotune.gpu.cccl import cccl_flags, cccl_version
 from autotune.gpu.child import ChildEnded, ChildPool
+from autotune.gpu.cuda_headers import cuda_headers_digest, cuda_include_flags
 from autotune.gpu.nvrtc_library import load_nvrtc, nvrtc_version
 from autotune.gpu.ptxas import parse_resources
 from autotune.model.records import Resources
@@ -44,6 +46,13 @@ class CompiledKernel:
     compile_s: float
     key: str
     cached: bool = False
+    # NVRTC's lowered (mangled) names of the plan's entries that are name expressions, such as
+    # a templated kernel's "vector_add<float_type>": what the module is asked for at load.
+    lowered: tuple[tuple[str, str], ...] = ()
+
+    def entry(self, name: str) -> str:
+        """The name an entry has in the cubin: its lowered name, or itself (extern "C")."""
+        return dict(self.lowered).get(name, name)
 
     @property
     def max_registers(self) -> int:
@@ -67,6 +76,28 @@ def _check(lib: ctypes.CDLL, code: int, what: str) -> None:
 def _nvrtc_compile(
     source: str, name: str, options: list[str], major: int | None = None, headers: Headers = ()
 ) -> tuple[bytes, str]:
+    cubin, log, _ = _nvrtc_compile_named(source, name, options, major, headers)
+    return cubin, log
+
+
+def is_name_expression(entry: str) -> bool:
+    """An entry named by a C++ expression (a template instance, "k<float_type, 4>"), not by
+    an extern "C" identifier: NVRTC instantiates it and gives its lowered name."""
+    return not entry.isidentifier()
+
+
+def _nvrtc_compile_named(
+    source: str,
+    name: str,
+    options: list[str],
+    major: int | None = None,
+    headers: Headers = (),
+    expressions: tuple[str, ...] = (),
+) -> tuple[bytes, str, tuple[tuple[str, str], ...]]:
+    """The cubin, NVRTC's log and the lowered name of each name expression. An expression is
+    read after the source and its -D defines, so the macros in it expand (Kernel Tuner's
+    "vector_add<float_type>" with float_type defined per configuration), as Kernel Tuner's
+    nvcuda and cupy backends pass it."""
     lib = load_nvrtc(major)
     prog = ctypes.c_void_p()
     texts = (ctypes.c_char_p * len(headers))(*(t.encode() for _, t in headers))
@@ -79,6 +110,8 @@ def _nvrtc_compile(
         "nvrtcCreateProgram",
     )
     try:
+        for expression in expressions:
+            _check(lib, lib.nvrtcAddNameExpression(prog, expression.encode()), expression)
         opts = [o.encode() for o in options]
         status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
         size = ctypes.c_size_t()
@@ -91,9 +124,32 @@ def _nvrtc_compile(
         lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
         cubin = ctypes.create_string_buffer(size.value)
         _check(lib, lib.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
-        return cubin.raw, log
+        lowered = []
+        for expression in expressions:
+            out = ctypes.c_char_p()
+            _check(
+                lib,
+                lib.nvrtcGetLoweredName(prog, expression.encode(), ctypes.byref(out)),
+                f"nvrtcGetLoweredName {expression}",
+            )
+            lowered.append((expression, out.value.decode()))
+        return cubin.raw, log, tuple(lowered)
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def lowered_plan(plan: KernelPlan, compiled: CompiledKernel) -> KernelPlan:
+    """The plan with each entry named as in its cubin (what the GPU worker loads and the ptxas
+    report names): a name expression's lowered name; the plan itself where there is none."""
+    if not compiled.lowered:
+        return plan
+
+    def named(launches):
+        return tuple(dataclasses.replace(lc, kernel=compiled.entry(lc.kernel)) for lc in launches)
+
+    return dataclasses.replace(
+        plan, launches=named(plan.launches), setup=named(plan.setup), finish=named(plan.finish)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,7 +187,7 @@ class Compiler:
         if processes > 1:
             # Children of our own (gpu/child.py), not multiprocessing's: those re-run the
             # caller's main script, which a script without a main guard or a notebook cannot take.
-            self._pool = ChildPool("autotune.gpu.compiler:_nvrtc_compile", processes)
+            self._pool = ChildPool("autotune.gpu.compiler:_nvrtc_compile_named", processes)
 
     def stop_pool(self) -> None:
         """End the worker processes at once. A compile in flight is abandoned (its cubin would
@@ -182,6 +238,8 @@ class Compiler:
         arch_specific: bool = False,
         ptxas_options: tuple[str, ...] = (),
         cccl: bool = False,
+        expressions: tuple[str, ...] = (),
+        toolkit: str = "",
     ) -> str:
         material: dict[str, object] = {
             "source": hashlib.sha256(source_text.encode()).hexdigest(),
@@ -190,6 +248,10 @@ class Compiler:
         }
         if cccl:  # absent otherwise, as headers below: other keys stay as they were
             material["cccl"] = cccl_version()
+        if toolkit:  # the CUDA toolkit's headers it includes (gpu/cuda_headers.py)
+            material["toolkit"] = toolkit
+        if expressions:  # they instantiate code, and the entry's name comes with the cubin
+            material["expressions"] = list(expressions)
         if headers:  # absent otherwise: the keys of sources without includes stay as they were
             digests = [[n, hashlib.sha256(t.encode()).hexdigest()] for n, t in sorted(headers)]
             material["headers"] = digests
@@ -197,8 +259,9 @@ class Compiler:
         return hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def compile(self, plan: KernelPlan) -> CompiledKernel:
+        expressions = tuple(e for e in plan.entries if is_name_expression(e))
         return self.compile_source(
-            plan.source, plan.defines, plan.arch_specific, plan.ptxas_options
+            plan.source, plan.defines, plan.arch_specific, plan.ptxas_options, expressions
         )
 
     def compile_source(
@@ -207,23 +270,35 @@ class Compiler:
         defines: tuple[tuple[str, Value], ...],
         arch_specific: bool = False,
         ptxas_options: tuple[str, ...] = (),
+        expressions: tuple[str, ...] = (),
     ) -> CompiledKernel:
         text = Path(source).read_text()
         headers = self.headers(source, text)
         system = cccl_flags(text)
-        key = self.cache_key(text, defines, headers, arch_specific, ptxas_options, bool(system))
+        toolkit = cuda_include_flags(text)
+        key = self.cache_key(
+            text,
+            defines,
+            headers,
+            arch_specific,
+            ptxas_options,
+            bool(system),
+            expressions,
+            cuda_headers_digest(text) if toolkit else "",
+        )
+        system += toolkit
         cached = self._read_cache(key)
         if cached is not None:
             return cached
         start = time.perf_counter()
         flags = [*self._flags(defines, arch_specific, ptxas_options), *system]
-        args = (text, Path(source).name, flags, None, headers)
+        args = (text, Path(source).name, flags, None, headers, expressions)
         pool = self._pool
         if pool is None:
-            cubin, log = _nvrtc_compile(*args)
+            cubin, log, lowered = _nvrtc_compile_named(*args)
         else:
             try:
-                cubin, log = pool.submit(*args).result()
+                cubin, log, lowered = pool.submit(*args).result()
             except (ChildEnded, CancelledError):
                 # A worker died inside NVRTC (it is replaced for the next compile), or
                 # stop_pool ended the workers: this candidate fails either way.
@@ -238,6 +313,7 @@ class Compiler:
             log=log,
             compile_s=time.perf_counter() - start,
             key=key,
+            lowered=lowered,
         )
         self._write_cache(compiled)
         return compiled
@@ -271,6 +347,7 @@ class Compiler:
                 compile_s=float(meta["compile_s"]),
                 key=key,
                 cached=True,
+                lowered=tuple((str(e), str(n)) for e, n in meta.get("lowered", ())),
             )
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
@@ -290,6 +367,8 @@ class Compiler:
                 k: {f: getattr(r, f) for f in r.__slots__} for k, r in compiled.resources.items()
             },
         }
+        if compiled.lowered:
+            meta["lowered"] = [list(pair) for pair in compiled.lowered]
         try:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
             # The cubin first, its description last: a reader finds a complete pair or a miss.

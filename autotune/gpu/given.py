@@ -32,6 +32,17 @@ def argument_names(count: int) -> tuple[str, ...]:
     return tuple(f"arg{i}" for i in range(count))
 
 
+def option_buffer(index: int, option: int) -> str:
+    """The buffer of option `option` of argument `index`, one of a Tunable argument's arrays
+    (the configuration's plan launches with the one its tunables select)."""
+    return f"arg{index}.{option}"
+
+
+def argument_of(buffer: str) -> str:
+    """The argument a buffer is: itself, or the argument whose option it is."""
+    return buffer.split(".", 1)[0]
+
+
 def cmem_buffer(symbol: str) -> str:
     """The buffer a __constant__ symbol is copied from."""
     return f"cmem:{symbol}"
@@ -71,10 +82,16 @@ def write_arguments(
     """Save arguments, answer and constant-memory arrays as one .npz named by its digest:
     (path, digest). Written once per tune_kernel call; the same data is the same file. Streamed
     to disk and hashed from there: Kernel Tuner's examples pass arrays of gigabytes, which an
-    in-memory archive would hold twice more."""
+    in-memory archive would hold twice more. An argument given as a tuple is a Tunable's
+    options, saved each under its option_buffer name."""
     content: dict[str, np.ndarray] = {}
-    for name, value in zip(argument_names(len(arguments)), arguments, strict=True):
-        content[name] = np.asarray(value)
+    for i, (name, value) in enumerate(zip(argument_names(len(arguments)), arguments, strict=True)):
+        if isinstance(value, tuple):
+            for j, option in enumerate(value):
+                if option is not None:  # None: an option no configuration launches with
+                    content[option_buffer(i, j)] = np.asarray(option)
+        else:
+            content[name] = np.asarray(value)
     for i, expected in enumerate(answer or ()):
         if expected is not None:
             content[f"answer{i}"] = np.asarray(expected)
@@ -132,13 +149,17 @@ class GivenCheck:
         import cupy as cp
 
         given = self._on_device()
+        used = {a for launch in plan.all_launches for a in launch.args if isinstance(a, str)}
         arrays: dict[str, object] = {}
         for name, value in given.items():
-            if name.startswith("answer"):
-                continue
+            option = argument_of(name) != name
+            if name.startswith("answer") or (option and name not in used):
+                continue  # a Tunable's other options are not this configuration's
             # Constant-memory sources are only read; arguments get fresh copies every run.
             fresh = isinstance(value, cp.ndarray) and not name.startswith("cmem:")
             arrays[name] = value.copy() if fresh else value
+            if option:  # checked and sent back as the argument it is
+                arrays[argument_of(name)] = arrays[name]
         return arrays
 
     def _on_device(self) -> dict[str, Any]:
@@ -226,4 +247,11 @@ def user_verify(
     return check
 
 
-__all__ = ["GivenCheck", "takes_atol", "user_verify", "write_arguments"]
+__all__ = [
+    "GivenCheck",
+    "argument_of",
+    "option_buffer",
+    "takes_atol",
+    "user_verify",
+    "write_arguments",
+]

@@ -5,9 +5,11 @@ worker, with this in the GPU's place. Nothing it answers is a timing.
 
 Each job is answered from its defines: 1 ms + (the sum of the defines named block_size_*) / 1000
 ms, so larger blocks are slower. A job whose outputs go back to the caller (a verify of theirs)
-gets what Kernel Tuner would copy back from a kernel that computed the answer: the answer where
-one is given, the argument as given for the other arrays when no answer is given at all, None
-for unanswered arrays, scalars as given. Only those arrays are read from the arguments' file.
+(or output observers) gets what Kernel Tuner would copy back from a kernel that computed the
+answer: the answer where one is given (for a Tunable argument, in the dtype of the
+configuration's option, so that an AccuracyObserver measures that precision's rounding), the
+argument as given for the other arrays when no answer is given at all, None for unanswered
+arrays, scalars as given. Only those arrays are read from the arguments' file.
 A job that asks for observers' readings gets made-up ones of the same names (300 W, its energy
 at that power, steady clocks, 50 C), so that scripts whose metrics read them run through.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autotune.gpu.given import argument_names
+from autotune.gpu.given import argument_names, argument_of
 from autotune.model import observe as names
 from autotune.model.evaluator import WithOutputs
 from autotune.model.observe import Observe
@@ -44,16 +46,24 @@ class SyntheticSession:
         m = Measurement.from_samples([ms, ms * 1.01, ms * 0.99], **readings)
         if not check.outputs_back:
             return m
+        # A Tunable argument's buffer is the option the plan launches with.
+        launched = {
+            argument_of(a): a for lc in job.plan.launches for a in lc.args if isinstance(a, str)
+        }
         outputs: list = []
         with np.load(check.data, allow_pickle=False) as npz:
             for i, name in enumerate(argument_names(check.count)):
+                buffer = launched.get(name, name)
+                shape, dtype = _header(npz, buffer)
                 if i in check.answered:
-                    outputs.append(npz[f"answer{i}"])
-                    continue
-                if not _shape(npz, name):
-                    outputs.append(npz[name][()])
+                    answer = npz[f"answer{i}"]
+                    if buffer != name:  # a Tunable's option: the answer as its dtype holds it
+                        answer = answer.astype(dtype, copy=False)
+                    outputs.append(answer)
+                elif not shape:
+                    outputs.append(npz[buffer][()])
                 else:
-                    outputs.append(None if check.answered else npz[name])
+                    outputs.append(None if check.answered else npz[buffer])
         return WithOutputs(m, outputs)
 
 
@@ -75,8 +85,9 @@ def _readings(observe: Observe | None, ms: float) -> dict:
     return {"observations": tuple(sorted(found.items()))}
 
 
-def _shape(npz, name: str) -> tuple[int, ...]:
-    """An archived array's shape, from its header (an input of gigabytes is not read)."""
+def _header(npz, name: str) -> tuple[tuple[int, ...], np.dtype]:
+    """An archived array's shape and dtype, from its header (an input of gigabytes is not
+    read)."""
     with npz.zip.open(f"{name}.npy") as fh:
         version = np.lib.format.read_magic(fh)
         read = (
@@ -84,4 +95,5 @@ def _shape(npz, name: str) -> tuple[int, ...]:
             if version == (1, 0)
             else np.lib.format.read_array_header_2_0
         )
-        return read(fh)[0]
+        shape, _, dtype = read(fh)
+        return shape, dtype

@@ -17,13 +17,14 @@ from typing import Any
 
 from autotune import __version__
 from autotune.gpu.evaluator import GpuEvaluator
-from autotune.gpu.given import GivenCheck, user_verify, write_arguments
+from autotune.gpu.given import GivenCheck, option_buffer, user_verify, write_arguments
 from autotune.gpu.timing import TimingPolicy
 from autotune.kt.arguments import KernelRequest, TuneKernelError, check_request
+from autotune.kt.arrays import TunableArgument
 from autotune.kt.cache import KtCacheError
 from autotune.kt.cache_file import CacheFile, entry_key
 from autotune.kt.kernel import GivenKernelError
-from autotune.kt.observers import observed_keys
+from autotune.kt.observers import observed_keys, output_check, output_keys
 from autotune.kt.space import bind_space, evaluate_metric
 from autotune.kt.strategies import budget
 from autotune.kt.study import compile_options, given_kernel, study_problem
@@ -146,15 +147,28 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
     if not len(space):
         raise TuneKernelError("tune_kernel: no configuration of tune_params meets the restrictions")
     family = given_kernel(request, space.space, root)
+    launched: set[str] = set()  # the buffers some configuration launches with
     try:  # a launch value that cannot be computed fails here, once, before any GPU work
         family.plan(None, space.configs[0])
+        if family.options:  # every configuration must select one of its Tunables' arrays
+            for config in space.configs:
+                launched.update(family.launch_arguments(config.as_dict()))
     except GivenKernelError as err:
         raise TuneKernelError(f"tune_kernel: {err}") from None
     # An objective other than time keeps timing every candidate to the end: the early stop
     # judges by time, and a slower configuration may still be the one of least energy.
     early = {} if request.objective == "time" else {"early_stop": None}
     timing = TimingPolicy(min_repeats=request.iterations, observe=request.observe, **early)
-    data, digest = write_arguments(root, request.arguments, request.answer, request.cmem_args)
+    # A Tunable argument travels as its options (gpu/given.py names each one's buffer), those
+    # that no configuration selects left out (TunablePrecision converts to bfloat16 too, where
+    # ml_dtypes is installed: a dtype that neither the archive nor CuPy may take).
+    given = [
+        tuple(v if option_buffer(i, j) in launched else None for j, (_, v) in enumerate(a.options))
+        if isinstance(a, TunableArgument)
+        else a
+        for i, a in enumerate(request.arguments)
+    ]
+    data, digest = write_arguments(root, given, request.answer, request.cmem_args)
     count = len(request.arguments)
     check = GivenCheck(
         data=data,
@@ -163,12 +177,14 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
         answered=tuple(i for i, a in enumerate(request.answer or ()) if a is not None),
         atol=request.atol,
         timing=timing,
-        outputs_back=request.verify is not None,
+        outputs_back=request.verify is not None or bool(request.output_observers),
     )
-    # The caller's verify is called here, in their process, on the outputs the worker sends.
+    # The caller's verify and output observers are called here, in their process, on the
+    # outputs the worker sends.
     verify = None
     if request.verify is not None:
         verify = user_verify(request.verify, request.answer, count, request.atol)
+    verify = output_check(request.output_observers, verify, request.answer)
     problem = study_problem(request)
     study = Study(family, problem, space, check=check, verify=verify, objective=_told(request))
     cache = _open_cache(request, session, family, problem, space) if request.cache else None
@@ -341,6 +357,7 @@ def _told(request: KernelRequest):
 
 def _line(row: dict, request: KernelRequest) -> str:
     observed = [k for k in request.observables if k != "power_readings"]
+    observed += output_keys(request.output_observers)
     keys = [*request.tune_params, "time", *observed, *(request.metrics or {})]
     parts = []
     for k in keys:

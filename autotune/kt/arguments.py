@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from autotune.kt.arrays import checked_answer, checked_arguments, checked_cmem, on_host
+from autotune.kt.arrays import (
+    TunableArgument,
+    checked_answer,
+    checked_arguments,
+    checked_cmem,
+    on_host,
+)
 from autotune.kt.errors import TuneKernelError
 from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES
-from autotune.kt.observers import DEVICE_TUNABLES, observing
+from autotune.kt.observers import DEVICE_TUNABLES, observing, output_observers
 from autotune.kt.strategies import apply_objective, apply_strategy, positive_int
 from autotune.model.expression import Expression, SpaceError
 from autotune.model.files import why_not_creatable
@@ -29,6 +36,9 @@ from autotune.model.quoting import quoted
 
 # Kernel Tuner's spellings of CUDA through its three CUDA backends; every other language is refused.
 CUDA_LANGS = {"cuda", "cupy", "nvcuda"}
+# A __global__ function's name, or a template's instance whose arguments may name tunables (they
+# are macros when it is compiled, as in Kernel Tuner): "vector_add<float_type>", "k<T, 4>".
+KERNEL_NAME = re.compile(r"[A-Za-z_]\w*(\s*<[^;{}\n]*>)?")
 # Arguments of Kernel Tuner's that autotune does not take, with why; refused unless left at
 # their default (None or False).
 UNSUPPORTED = {
@@ -76,6 +86,7 @@ class KernelRequest:
     # strategy optimises: time, an observation or a metric (Kernel Tuner's objective).
     observe: Observe | None = None
     observables: tuple[str, ...] = ()
+    output_observers: tuple[Any, ...] = ()  # Kernel Tuner's AccuracyObserver and the like
     objective: str = "time"
     higher_is_better: bool = False
     render: Callable[[dict], str] | None = None  # kernel_source as a code generator
@@ -95,15 +106,19 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
             "(lang None, 'CUDA', 'cupy' or 'nvcuda')"
         )
     name = args["kernel_name"]
-    if not isinstance(name, str) or not name.isidentifier():
+    if not isinstance(name, str) or not KERNEL_NAME.fullmatch(name):
         raise TuneKernelError(
-            f"tune_kernel: kernel_name {name!r} must be the name of a __global__ function "
-            "(templated kernels are not supported)"
+            f"tune_kernel: kernel_name {quoted(name, 60)} must be the name of a __global__ "
+            'function, or of a template\'s instance such as "vector_add<float_type>"'
         )
     tune_params = _tune_params(args["tune_params"])
     render = args["kernel_source"] if callable(args["kernel_source"]) else None
     text, include = _source(args["kernel_source"], tune_params)
     arguments = checked_arguments(args["arguments"])
+    for i, arg in enumerate(arguments):
+        if isinstance(arg, TunableArgument) and isinstance(arg.key, str):
+            if arg.key not in tune_params:  # Kernel Tuner evaluates it; the whitelist here
+                _expression(arg.key, f"arguments[{i}]'s Tunable key", tune_params)
     request = KernelRequest(
         kernel_name=name,
         source_text=text,
@@ -138,6 +153,7 @@ def check_request(args: Mapping[str, Any]) -> KernelRequest:
         request.observe, request.observables = observing(args.get("observers"), request.device)
     except ObserveError as err:
         raise TuneKernelError(str(err)) from None
+    request.output_observers = output_observers(args.get("observers"))
     apply_objective(request, args.get("objective"), args.get("objective_higher_is_better"))
     apply_strategy(request, args.get("strategy"), args.get("strategy_options"))
     return request

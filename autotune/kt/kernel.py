@@ -24,7 +24,8 @@ from typing import Any
 
 from autotune.families.base import Family
 from autotune.families.plan import Buffers, KernelPlan, Launch
-from autotune.gpu.given import argument_names, cmem_buffer
+from autotune.gpu.compiler import is_name_expression
+from autotune.gpu.given import argument_names, cmem_buffer, option_buffer
 from autotune.model.expression import Expression, SpaceError
 from autotune.model.problem import KernelProblem
 from autotune.model.space import Config, SearchSpace, Value
@@ -67,6 +68,7 @@ class GivenKernel(Family):
         arguments: int = 0,
         tolerance: float = 1e-6,
         render: Callable[[dict], str] | None = None,
+        options: Mapping[int, Callable[[Mapping[str, Value]], int]] | None = None,
     ) -> None:
         self.name = name
         self.description = f"{name}, given through tune_kernel"
@@ -84,6 +86,8 @@ class GivenKernel(Family):
         self.arguments = argument_names(arguments)
         self.tolerance = tolerance  # atol, as Kernel Tuner reads it
         self.render = render  # a code generator of the user's, called in this process
+        # Tunable arguments (Kernel Tuner's): by position, the option a configuration selects.
+        self.options = dict(options or {})
 
     @property
     def source_path(self) -> Path:
@@ -150,10 +154,22 @@ class GivenKernel(Family):
         params = config.as_dict()
         block, grid = self.block(params), self.grid(params)
         smem = 0 if self.smem_size is None else evaluate(self.smem_size, params, "smem_args size")
-        launch = Launch(self.name, grid, block, self.arguments, smem_bytes=smem)
+        launch = Launch(self.name, grid, block, self.launch_arguments(params), smem_bytes=smem)
         constants = tuple((s, cmem_buffer(s)) for s in self.cmem_symbols)
         defines = self.source_defines(params, grid, block)
         return KernelPlan(self.config_source(params), defines, (launch,), constants=constants)
+
+    def launch_arguments(self, params: Mapping[str, Value]) -> tuple[str, ...]:
+        """The buffers launched with: each argument's, a Tunable's option at these tunables."""
+        names = list(self.arguments)
+        for i, select in self.options.items():
+            try:
+                names[i] = option_buffer(i, select(params))
+            except (KeyError, SpaceError) as err:
+                raise GivenKernelError(
+                    f"arguments[{i}] at {_params_text(params)}: {str(err).strip(chr(34))}"
+                ) from None
+        return tuple(names)
 
     def config_source(self, params: Mapping[str, Value]) -> Path:
         """The file this configuration compiles: the given one, or, with a code generator or
@@ -170,7 +186,7 @@ class GivenKernel(Family):
                 text = re.sub(rf"\n\s*#pragma\s+unroll\s+{re.escape(name)}\b", "\n", text)
             else:
                 prefix += f"constexpr int {name} = {value};\n"
-        return write_source(self.directory, self.name, prefix + with_c_linkage(text))
+        return write_source(self.directory, self.name, prefix + with_c_linkage(text, self.name))
 
     def buffers(self, problem: KernelProblem) -> Buffers:
         raise NotImplementedError(f"{self.name}: its buffers are the arguments given")
@@ -179,16 +195,21 @@ class GivenKernel(Family):
         raise NotImplementedError(f"{self.name}: it is checked against the answer given")
 
 
-def with_c_linkage(text: str) -> str:
+def with_c_linkage(text: str, kernel_name: str) -> str:
     """The kernel's text with C linkage (as Kernel Tuner's CUDA backends compile it, so that the
-    entry keeps its name), unless it declares its own."""
-    return text if 'extern "C"' in text else 'extern "C" {\n' + text + "\n}\n"
+    entry keeps its name), unless it declares its own or the kernel is a template's instance
+    ("vector_add<float_type>"): a template cannot have C linkage, and NVRTC names its instance
+    (compiler.py's name expressions)."""
+    if 'extern "C"' in text or is_name_expression(kernel_name):
+        return text
+    return 'extern "C" {\n' + text + "\n}\n"
 
 
 def write_source(directory: Path, name: str, text: str) -> Path:
-    """`text` saved under its digest (for NVRTC and the cubin cache); written once."""
+    """`text` saved under its digest (for NVRTC and the cubin cache); written once. A templated
+    kernel's name is kept to its word characters in the file's name."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    path = directory / f"{name}-{digest}.cu"
+    path = directory / f"{re.sub(r'[^A-Za-z0-9_]+', '_', name).strip('_')}-{digest}.cu"
     if not path.exists():
         directory.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{id(text)}.tmp")

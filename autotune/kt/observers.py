@@ -1,13 +1,22 @@
-"""Kernel Tuner's NVMLObserver and the keys its readings take in tune_kernel's result dicts.
+"""Kernel Tuner's NVMLObserver and the keys its readings take in tune_kernel's result dicts;
+Kernel Tuner's output observers (AccuracyObserver).
 
-The observer here is data: what to observe. NVML is called in autotune's GPU worker
+The NVML observer here is data: what to observe. NVML is called in autotune's GPU worker
 (gpu/observe.py), never in the caller's process; the readings come back with each measurement.
+An output observer is the caller's code (Kernel Tuner's own AccuracyObserver, or any object
+with its process_output(answer, outputs) and get_results()): it is called in the caller's
+process on the checked run's outputs, which the worker sends back; its numeric results are
+stored with the evaluation as readings named "output:<key>", so that a resumed call has them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from autotune.model.observe import (
     ENERGY_J,
@@ -20,6 +29,7 @@ from autotune.model.observe import (
     ObserveError,
     require_nvml,
 )
+from autotune.model.records import Measurement, Status
 
 # Kernel Tuner's observable names and the readings they are, in its units: nvml_power in W (the
 # median of NVML's readings while the kernel runs), nvml_energy in J per run of the kernel,
@@ -102,10 +112,13 @@ def observing(observers: Any, device: int) -> tuple[Observe | None, tuple[str, .
     names: list[str] = []
     window = None
     for observer in observers:
+        if is_output_observer(observer):
+            continue  # output_observers' (called in this process on the outputs)
         if not isinstance(observer, NVMLObserver):
             raise ObserveError(
                 f"tune_kernel: observer {type(observer).__name__} is not supported; autotune "
-                "observes through its NVMLObserver (from autotune import NVMLObserver)"
+                "observes through its NVMLObserver (from autotune import NVMLObserver) and "
+                "output observers (Kernel Tuner's AccuracyObserver)"
             )
         if observer.device != device:
             raise ObserveError(
@@ -141,7 +154,87 @@ def observed_keys(m: Any, observables: tuple[str, ...]) -> dict[str, Any]:
             out[name] = [[t, w * 1e3] for t, w in m.power_readings]
     if "core_freq" in observables and THROTTLED in values:
         out["throttled"] = bool(values[THROTTLED])
+    for name, value in values.items():
+        if name.startswith(OUTPUT):
+            out[name.removeprefix(OUTPUT)] = value
     return out
 
 
-__all__ = ["DEVICE_TUNABLES", "READINGS", "NVMLObserver", "observed_keys", "observing"]
+# -- output observers ------------------------------------------------------------------------
+
+OUTPUT = "output:"  # the stored readings of output observers, by their result keys
+
+
+def is_output_observer(observer: Any) -> bool:
+    """Kernel Tuner's OutputObserver interface (its AccuracyObserver is one)."""
+    return callable(getattr(observer, "process_output", None)) and callable(
+        getattr(observer, "get_results", None)
+    )
+
+
+def output_observers(observers: Any) -> tuple[Any, ...]:
+    if not isinstance(observers, list | tuple):
+        return ()
+    return tuple(o for o in observers if is_output_observer(o))
+
+
+def output_keys(observers: Sequence[Any]) -> list[str]:
+    """The result keys the observers declare (AccuracyObserver's `key`), for printing."""
+    return [k for o in observers if isinstance(k := getattr(o, "key", None), str)]
+
+
+def output_check(
+    observers: Sequence[Any],
+    verify: Callable[[list], Measurement | None] | None,
+    answer: Sequence[Any] | None,
+) -> Callable[[list, Measurement], Measurement] | None:
+    """What is done in this process with a checked run's outputs, as Kernel Tuner does: each
+    output observer's process_output(answer, outputs), its results added to the measurement;
+    then the verify function where given. Without one, a configuration with output observers
+    is correct (Kernel Tuner leaves the answer to the observers); None where there is neither."""
+    if not observers:
+        return None if verify is None else (lambda outputs, m: verify(outputs) or m)
+    expected = None if answer is None else [None if a is None else np.asarray(a) for a in answer]
+
+    def check(outputs: list, m: Measurement) -> Measurement:
+        readings: dict[str, float] = {}
+        for observer in observers:
+            try:
+                observer.process_output(expected, outputs)
+                results = dict(observer.get_results())
+            except Exception as err:  # the caller's code: its failure is this configuration's
+                why = f"{type(observer).__name__} raised {type(err).__name__}: {err}"
+                return Measurement(Status.WRONG_RESULT, error=why)
+            readings.update(_numbers(results))
+        wrong = verify(outputs) if verify is not None else None
+        if wrong is not None:
+            return wrong
+        added = tuple((OUTPUT + k, v) for k, v in readings.items())
+        return dataclasses.replace(m, observations=(*m.observations, *added))
+
+    return check
+
+
+def _numbers(results: dict) -> dict[str, float]:
+    """The results that can be stored: numbers, not NaN (a reading is a non-null float)."""
+    out = {}
+    for key, value in results.items():
+        value = value.item() if isinstance(value, np.generic) else value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if not math.isnan(value):
+                out[str(key)] = float(value)
+    return out
+
+
+__all__ = [
+    "DEVICE_TUNABLES",
+    "OUTPUT",
+    "READINGS",
+    "NVMLObserver",
+    "is_output_observer",
+    "observed_keys",
+    "observing",
+    "output_check",
+    "output_keys",
+    "output_observers",
+]

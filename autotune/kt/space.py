@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from autotune.kt.arguments import KernelRequest, TuneKernelError
+from autotune.kt.arrays import TunableArgument
 from autotune.model.expression import Expression, SpaceError
 from autotune.model.space import DeviceLimits, Parameter, SearchSpace
 from autotune.replay.recorded import ListedSpace
@@ -96,10 +97,12 @@ def signature(request: KernelRequest) -> str:
     if request.compiler_options:
         parts.append(f"options={_digest(' '.join(request.compiler_options))}")
     for arg in request.arguments:
-        if isinstance(arg, np.ndarray):
-            parts.append(f"{arg.dtype}[{'x'.join(map(str, arg.shape))}]")
+        if isinstance(arg, TunableArgument):
+            key = arg.key if isinstance(arg.key, str) else _describe(arg.key)
+            each = "|".join(f"{o}:{_array(v)}" for o, v in arg.options)
+            parts.append(f"tunable {key}{{{each}}}")
         else:
-            parts.append(f"{np.asarray(arg).dtype}={arg}")
+            parts.append(_array(arg))
     for name, value in request.cmem_args.items():
         parts.append(f"cmem {name}={value.dtype}[{'x'.join(map(str, value.shape))}]")
     if request.smem_size is not None:
@@ -110,7 +113,16 @@ def signature(request: KernelRequest) -> str:
         # Observed, a study has readings the same kernel timed alone lacks: it is measured
         # afresh rather than resumed from evaluations without them.
         parts.append(f"observed={'+'.join(sorted(request.observables))}")
+    if request.output_observers:  # likewise: their results are stored with each evaluation
+        named = (f"{type(o).__name__}:{getattr(o, 'key', '')}" for o in request.output_observers)
+        parts.append(f"outputs={'+'.join(named)}")
     return ",".join(parts)
+
+
+def _array(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype}[{'x'.join(map(str, value.shape))}]"
+    return f"{np.asarray(value).dtype}={value}"
 
 
 def fixed_sizes(request: KernelRequest) -> tuple[int, int, int]:

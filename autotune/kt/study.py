@@ -13,6 +13,7 @@ import numpy as np
 
 from autotune.gpu.compiler import DEFAULT_OPTIONS
 from autotune.kt.arguments import KernelRequest
+from autotune.kt.arrays import TunableArgument
 from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES, GivenKernel, with_c_linkage, write_source
 from autotune.kt.space import fixed_sizes, signature
 from autotune.model.problem import KernelProblem
@@ -27,7 +28,9 @@ def source_file(request: KernelRequest, root: Path) -> Path:
     """The kernel's text with C linkage, saved under the digest of that text for NVRTC and the
     cubin cache (a generator's: its text at the first value of every tunable, which keys the
     study; each configuration renders its own)."""
-    return write_source(root, request.kernel_name, with_c_linkage(request.source_text))
+    return write_source(
+        root, request.kernel_name, with_c_linkage(request.source_text, request.kernel_name)
+    )
 
 
 def compile_options(request: KernelRequest) -> tuple[str, ...]:
@@ -53,6 +56,9 @@ def given_kernel(request: KernelRequest, space: SearchSpace | None, root: Path) 
         arguments=len(request.arguments),
         tolerance=request.atol,
         render=request.render,
+        options={
+            i: a.index for i, a in enumerate(request.arguments) if isinstance(a, TunableArgument)
+        },
     )
 
 

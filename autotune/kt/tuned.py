@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from autotune.gpu.compiler import DEFAULT_CACHE, Compiler
+from autotune.gpu.compiler import DEFAULT_CACHE, Compiler, lowered_plan
 from autotune.kt import api
 from autotune.kt.arguments import TuneKernelError, check_request
 from autotune.kt.space import bind_space
@@ -50,6 +50,7 @@ class TunedKernel:
     study: str  # kernel name and problem key, as tune_kernel's env["study"]
     arguments: int
     constants: tuple[tuple[str, np.ndarray], ...] = ()  # cmem_args, copied in at load
+    entry: str = ""  # the name in the cubin, where it is not `name` (a template's instance)
     _loaded: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __call__(self, *args: Any, stream: Any = None) -> None:
@@ -73,16 +74,17 @@ class TunedKernel:
 
     def _function(self, launch, device: int):
         found = self._loaded.get(device)
+        entry = self.entry or self.name
         if found is None:
             # A directory of its own: the file goes once the function is fetched.
             with tempfile.TemporaryDirectory() as scratch:
-                module, functions = launch.load_module(self.cubin, (self.name,), scratch, False)
+                module, functions = launch.load_module(self.cubin, (entry,), scratch, False)
             if self.smem_bytes > launch.DEFAULT_DYNAMIC_SMEM:
-                functions[self.name].max_dynamic_shared_size_bytes = self.smem_bytes
+                functions[entry].max_dynamic_shared_size_bytes = self.smem_bytes
             for symbol, values in self.constants:
                 data = np.ascontiguousarray(values)
                 module.get_global(symbol).copy_from_host(data.ctypes.data, data.nbytes)
-            found = self._loaded[device] = (module, functions[self.name])
+            found = self._loaded[device] = (module, functions[entry])
         return found[1]
 
 
@@ -126,7 +128,7 @@ def tuned_kernel(
     plan = family.plan(problem, best.config)
     compiled = compiler.compile(plan)
     arch = compiler.arch
-    (entry,) = plan.launches
+    (entry,) = lowered_plan(plan, compiled).launches
     return TunedKernel(
         name=request.kernel_name,
         config=best.config.as_dict(),
@@ -141,6 +143,7 @@ def tuned_kernel(
         study=study,
         arguments=len(request.arguments),
         constants=tuple(request.cmem_args.items()),
+        entry=entry.kernel,
     )
 
 

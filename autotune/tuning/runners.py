@@ -7,7 +7,7 @@ import zlib
 
 from autotune.families import Family
 from autotune.families.plan import KernelPlan
-from autotune.gpu.compiler import CompileError, Compiler
+from autotune.gpu.compiler import CompileError, Compiler, lowered_plan
 from autotune.gpu.session import Check, Job, TimingPolicy
 from autotune.model.evaluator import Evaluator, WithOutputs
 from autotune.model.problem import Problem
@@ -66,6 +66,7 @@ class GpuRunner:
                 Status.COMPILE_ERROR, error=str(err)[-4000:], scratch_bytes=plan.scratch_bytes
             )
             return Prepared(failed)
+        plan = lowered_plan(plan, compiled)  # a templated kernel's entry, as the cubin names it
         timed = [lc for lc in plan.launches if lc.kernel in compiled.resources]
         extra = {
             "compile_s": 0.0 if compiled.cached else compiled.compile_s,
@@ -122,8 +123,9 @@ class GpuRunner:
         )
         m = self.evaluator.evaluate(job, job_timeout_s(problem.flops, timing, best_ms))
         if isinstance(m, WithOutputs):
-            wrong = study.verify(m.outputs) if study.verify is not None else None
-            m = wrong or m.measurement
+            outputs, m = m.outputs, m.measurement
+            if study.verify is not None:
+                m = study.verify(outputs, m)
         return dataclasses.replace(
             m,
             compile_s=early.compile_s,

@@ -47,8 +47,9 @@ class Study:
 
     A kernel given through tune_kernel brings its own check: `check` (data the GPU worker checks
     with, in place of fresh inputs and the float64 reference) and, where the caller passed a
-    verify function, `verify`: called here, in the caller's process, on the outputs the worker
-    sends back (None when they pass, else the WRONG_RESULT Measurement).
+    verify function or output observers, `verify`: called here, in the caller's process, on the
+    outputs the worker sends back and the worker's measurement; it returns the measurement to
+    record (the WRONG_RESULT one where they fail; with the observers' readings added).
 
     `objective`, where given, is what the strategy minimises instead of the median time: a
     function of (config, measurement or stored evaluation) called in the caller's process
@@ -59,7 +60,7 @@ class Study:
     space: BoundSpace
     configs: tuple[Config, ...] | None = None
     check: Any = None
-    verify: Callable[[list], Measurement | None] | None = None
+    verify: Callable[[list, Measurement], Measurement] | None = None
     objective: Callable[[Config, Any], float | None] | None = None
 
     @property

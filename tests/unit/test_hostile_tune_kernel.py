@@ -22,7 +22,7 @@ from tests.unit.test_tune_kernel_args import args
 NOT_A_NUMBER = st.sampled_from(["7", "abc", None, [], {}, object(), b"1", math.nan, math.inf])
 # Per argument, values that are wrong whatever the others are.
 BAD = {
-    "kernel_name": st.sampled_from(["", "1k", "k<float>", "a b", 5, None, b"k", "k\x1b[2J"]),
+    "kernel_name": st.sampled_from(["", "1k", "k<float", "a b", 5, None, b"k", "k\x1b[2J"]),
     "kernel_source": st.sampled_from(
         [5, None, ["a.cu", "b.cu"], lambda: "", "kernels/missing.cu", Path("/no/such.cu"), b"x"]
     ),

@@ -45,23 +45,28 @@ def test_only_tune_kernel_and_observers_move_to_autotune() -> None:
             "from kernel_tuner import tune_kernel, run_kernel",
             "from kernel_tuner.observers.nvml import NVMLObserver",
             "from kernel_tuner.util import get_config_string",
+            "from kernel_tuner.accuracy import TunablePrecision, AccuracyObserver",
             "def go():",
             "    return tune_kernel('k', 'src', 1, [], {})",
         ]
     )
     out = rewrite(script)
     lines = out.text.split("\n")
-    assert lines[1:5] == [
+    assert lines[1:6] == [
         "from autotune import tune_kernel",
         "from kernel_tuner import run_kernel",
         "from autotune import NVMLObserver",
         "from kernel_tuner.util import get_config_string",
+        # Output observers are the caller's code: Kernel Tuner's own are passed to ours.
+        "from kernel_tuner.accuracy import TunablePrecision, AccuracyObserver",
     ]
     assert out.changed == 2
     assert out.autotune_names == ("tune_kernel", "NVMLObserver")
     assert out.kernel_tuner_left == (
         "kernel_tuner.run_kernel",
         "kernel_tuner.util.get_config_string",
+        "kernel_tuner.accuracy.TunablePrecision",
+        "kernel_tuner.accuracy.AccuracyObserver",
     )
 
 
@@ -81,7 +86,7 @@ def _job(tmp_path: Path, answer, outputs_back: bool = True):
     data, digest = write_arguments(tmp_path, arguments, answer, None)
     answered = tuple(i for i, a in enumerate(answer or ()) if a is not None)
     check = GivenCheck(data, digest, 3, answered, 1e-6, TimingPolicy(), outputs_back)
-    plan = SimpleNamespace(defines=(("block_size_x", 128), ("tile", 2)))
+    plan = SimpleNamespace(defines=(("block_size_x", 128), ("tile", 2)), launches=())
     return SimpleNamespace(plan=plan, check=check)
 
 
