@@ -236,3 +236,22 @@ class ConvLike:
 
     def as_dict(self) -> dict[str, int]:
         return {"N": self.N}
+
+
+def test_optuna_is_imported_only_when_one_of_its_samplers_is_made() -> None:
+    # A Kernel Tuner script's start pays for what it imports: Optuna's import is 0.2 s.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from autotune import tune_kernel\n"
+        "import autotune.strategies as s\n"
+        "print('optuna' in sys.modules, end=' ')\n"
+        "from autotune.model.space import DeviceLimits, Parameter, SearchSpace\n"
+        "space = SearchSpace('s', [Parameter('A', (1, 2, 3, 4))]).bind({}, DeviceLimits())\n"
+        "s.make_strategy('tpe', space, 0)\n"
+        "print('optuna' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "False True", done.stderr
