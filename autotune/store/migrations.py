@@ -203,7 +203,9 @@ def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) ->
         if isinstance(constraint, sa.UniqueConstraint) and added & set(constraint.columns.keys()):
             quoted = preparer.format_constraint(constraint)
             conn.exec_driver_sql(f"ALTER TABLE {name} DROP CONSTRAINT IF EXISTS {quoted}")
-            conn.execute(sa.schema.AddConstraint(constraint))
+            # Not isolated: by default AddConstraint marks the shared table's constraint as
+            # made apart, and every database created later in the process would lack it.
+            conn.execute(sa.schema.AddConstraint(constraint, isolate_from_table=False))
     if "shape" not in table.columns:
         return
     for column in SHAPE_COLUMNS:

@@ -171,7 +171,7 @@ def _downgrade_to_version_6(store: Store) -> None:
         assert "identity_digest" not in columns
 
 
-def test_a_version_6_database_gets_identity_digests_keeping_its_rows(url) -> None:
+def test_a_version_6_database_gets_identity_digests_keeping_its_rows(url, tmp_path) -> None:
     with Store(url) as store:
         device_id = store.register_device(DEVICE)
         run_id = store.start_run(device_id, "run", {})
@@ -199,6 +199,14 @@ def test_a_version_6_database_gets_identity_digests_keeping_its_rows(url) -> Non
     finally:
         first.close()
         second.close()
+    # The upgrade left the schema as it was for the databases made after it in this process:
+    # a fresh one still refuses an evaluation stored twice (PostgreSQL's upgrade once took the
+    # unique constraint out of every later CREATE TABLE).
+    with Store(str(tmp_path / "after.db")) as fresh:
+        device_id = fresh.register_device(DEVICE)
+        run_id = fresh.start_run(device_id, "run", {})
+        args = (run_id, device_id, "direct_naive", PROBLEM, _config(8), again, 1, "d1")
+        assert fresh.record(*args) and not fresh.record(*args)
 
 
 def test_a_plain_postgresql_url_means_psycopg_3(request) -> None:
