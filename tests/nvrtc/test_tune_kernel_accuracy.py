@@ -6,8 +6,6 @@ default check, and are stored so that a resumed call returns them."""
 
 from __future__ import annotations
 
-from collections import UserDict
-
 import numpy as np
 import pytest
 
@@ -16,21 +14,11 @@ from autotune.kt import api
 from autotune.kt.api import tune_kernel
 from autotune.kt.arguments import TuneKernelError
 from tests.conftest import SyntheticEvaluator
+from tests.kt_tunable import Tunable
 from tests.nvrtc.test_templated_kernel import VECTOR_ADD, needs_toolkit
 
 pytestmark = needs_toolkit
 DTYPES = {"float": np.float32, "double": np.float64, "half": np.float16}
-
-
-class Tunable(UserDict):
-    """Kernel Tuner's Tunable by its interface (kernel_tuner.accuracy need not be installed)."""
-
-    def __init__(self, param_key, arrays) -> None:
-        super().__init__(arrays)
-        self.param_key = param_key
-
-    def select_for_configuration(self, params):
-        return self.data[params[self.param_key]]
 
 
 def precisions(key, array):

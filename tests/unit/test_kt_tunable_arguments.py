@@ -4,7 +4,6 @@ buffers, and in the synthetic session's outputs."""
 
 from __future__ import annotations
 
-from collections import UserDict
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,17 +22,9 @@ from autotune.kt.observers import OUTPUT, observed_keys, output_check, output_ob
 from autotune.kt.space import signature
 from autotune.kt.study import given_kernel
 from autotune.model.records import Measurement, Status
+from tests.kt_tunable import Tunable
 
 SOURCE = "template <typename T> __global__ void k(T *y, const T *x, int n) { }\n"
-
-
-class Tunable(UserDict):
-    def __init__(self, param_key, arrays) -> None:
-        super().__init__(arrays)
-        self.param_key = param_key
-
-    def select_for_configuration(self, params):
-        return self.data[params[self.param_key]]
 
 
 def args(x=None, **extra):
