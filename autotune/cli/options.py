@@ -146,20 +146,6 @@ def first_line(err: BaseException) -> str:
     return lines[0] if lines else type(err).__name__
 
 
-def observe_option(_ctx, param, value: str | None):
-    """A click callback for --observe: the Observe it names, with NVML's binding present."""
-    from autotune.model.observe import Observe, ObserveError, require_nvml
-
-    if value is None:
-        return None
-    try:
-        observe = Observe.parse(value)
-        require_nvml("--observe")
-    except ObserveError as err:
-        raise click.BadParameter(str(err), param=param) from None
-    return observe
-
-
 kernels_option = click.option(
     "--kernels",
     "kernel_dirs",

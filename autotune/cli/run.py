@@ -25,13 +25,13 @@ from autotune.cli.options import (
     gpu_option,
     jobs_option,
     kernels_option,
-    observe_option,
     seed_option,
     shape_options,
     storage_option,
     time_limit_option,
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
+from autotune.cli.values import observe_option
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.model.campaigns import FULL, QUICK, campaign_names
 from autotune.strategies import DEFAULT_STRATEGY, STRATEGIES

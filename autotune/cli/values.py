@@ -72,3 +72,17 @@ def finite_seconds(_ctx, param, value: float | None) -> float | None:
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"{value} is not a number of seconds", param=param)
     return value
+
+
+def observe_option(_ctx, param, value: str | None):
+    """A click callback for --observe: the Observe it names, with NVML's binding present."""
+    from autotune.model.observe import Observe, ObserveError, require_nvml
+
+    if value is None:
+        return None
+    try:
+        observe = Observe.parse(value)
+        require_nvml("--observe")
+    except ObserveError as err:
+        raise click.BadParameter(str(err), param=param) from None
+    return observe
