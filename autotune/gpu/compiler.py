@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import ctypes.util
 import dataclasses
 import hashlib
 import json
-import os
-import stat
-import tempfile
 import time
 from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
@@ -24,6 +20,7 @@ from autotune.gpu.child import ChildEnded, ChildPool
 from autotune.gpu.cuda_headers import cuda_headers_digest, cuda_include_flags
 from autotune.gpu.nvrtc_library import load_nvrtc, nvrtc_version
 from autotune.gpu.ptxas import parse_resources
+from autotune.model.files import read_no_symlink, write_atomically
 from autotune.model.records import Resources
 from autotune.model.space import Value
 
@@ -325,8 +322,8 @@ class Compiler:
         if self.cache_dir is None:
             return None
         try:
-            meta = json.loads(_read_no_symlink(self.cache_dir / f"{key}.json"))
-            cubin = _read_no_symlink(self.cache_dir / f"{key}.cubin")
+            meta = json.loads(read_no_symlink(self.cache_dir / f"{key}.json"))
+            cubin = read_no_symlink(self.cache_dir / f"{key}.cubin")
             if (
                 meta["key"] != key
                 or meta["arch"] != self.arch
@@ -373,31 +370,7 @@ class Compiler:
             self.cache_dir.mkdir(parents=True, exist_ok=True)
             # The cubin first, its description last: a reader finds a complete pair or a miss.
             for suffix, data in ((".cubin", compiled.cubin), (".json", json.dumps(meta).encode())):
-                _write_atomically(self.cache_dir / f"{compiled.key}{suffix}", data)
+                write_atomically(self.cache_dir / f"{compiled.key}{suffix}", data)
         except OSError as err:
             if self.cache_error is None:
                 self.cache_error = f"{self.cache_dir}: {err.strerror or err}"
-
-
-def _read_no_symlink(path: Path) -> bytes:
-    """A regular file's bytes; OSError for a symbolic link (O_NOFOLLOW) or anything else."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        return fh.read()
-
-
-def _write_atomically(final: Path, data: bytes) -> None:
-    """Write data under a fresh name (mkstemp: created exclusively, so never through a planted
-    symlink) and rename it over final (which replaces a link rather than following it)."""
-    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp's 0600 would make the entry a miss for other users
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, final)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
