@@ -184,15 +184,17 @@ class Expression:
                 raise self._refuse("comparison operator")
             operands = [self._compile(node.left)] + [self._compile(c) for c in node.comparators]
             ops = [_CMPOPS[type(op)] for op in node.ops]
-
-            def compare(env: Mapping[str, Any]) -> Any:
-                values = [o(env) for o in operands]
-                result = ops[0](values[0], values[1])
-                for i in range(1, len(ops)):
-                    result = np.logical_and(result, ops[i](values[i], values[i + 1]))
-                return result
-
-            return compare
+            if len(ops) == 1:
+                left, right = operands
+                return lambda env: ops[0](left(env), right(env))
+            # a < b < c is a < b and b < c, short-circuited as Python does: c is not evaluated
+            # where a < b is false (it may divide by zero there). The operands are pure, so b
+            # twice is b once.
+            pairs = [
+                (lambda env, op=op, x=x, y=y: op(x(env), y(env)))
+                for op, x, y in zip(ops, operands, operands[1:], strict=False)
+            ]
+            return lambda env: _short_circuit(pairs, True, env)
         if isinstance(node, ast.IfExp):
             test, body, orelse = (self._compile(n) for n in (node.test, node.body, node.orelse))
             return lambda env: _choose(test, body, orelse, env)

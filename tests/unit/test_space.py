@@ -184,3 +184,13 @@ def test_bad_space_files_get_one_line_errors(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(SpaceError, match=message):
         SearchSpace.from_toml(path)
+
+
+def test_a_chained_comparison_short_circuits_as_python_does() -> None:
+    # Found by the property test: Python never evaluates 4 / A where 0 < A is false.
+    chained = Expression("0 < A < 4 / A")
+    assert not chained({"A": 0})
+    assert list(chained({"A": np.array([0, 1, 2])})) == [False, True, False]
+    assert bool(Expression("1 <= A <= 3")({"A": 2}))
+    with pytest.raises(SpaceError, match="division by zero"):
+        Expression("A / A < 1")({"A": 0})  # where Python would divide, so does the evaluator
