@@ -8,7 +8,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from autotune.store.engine import CREATE_ATTEMPTS, StoreBase, StoreError
+from autotune.store.engine import RACE_ATTEMPTS, StoreBase, StoreError
 from autotune.store.schema import claims_table, devices_table
 
 
@@ -44,7 +44,7 @@ class Claims(StoreBase):
             stale = sa.or_(stale, c.run_id == take_from)
         row = {"device_id": device_id, "family": family, "problem_key": problem_key}
         with self._errors("cannot claim study"):
-            for _ in range(CREATE_ATTEMPTS):
+            for _ in range(RACE_ATTEMPTS):
                 try:
                     with self._engine.begin() as conn:
                         # A write first: SQLite takes its write lock here, so the look and the

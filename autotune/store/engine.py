@@ -6,6 +6,7 @@ import contextlib
 import re
 import sqlite3
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,8 +30,8 @@ from autotune.store.sqlite_file import (
     inspect_file,
 )
 
+RACE_ATTEMPTS = 5  # two processes writing the same row at once: the loser retries
 SQLITE_BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's transaction
-CREATE_ATTEMPTS = 5  # two processes creating the same tables at once: the loser retries
 
 
 class StoreError(RuntimeError):
@@ -77,6 +78,21 @@ def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
         cursor.execute("PRAGMA foreign_keys = ON")
     finally:
         cursor.close()
+
+
+def _use_wal(conn: sa.Connection) -> None:
+    """WAL lets readers run beside one writer; it stays set in the file. Switching to it needs
+    the file to itself and SQLite answers "locked" at once, without its busy timeout, where
+    another process holds it (several workers opening one new database): so it is retried."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while conn.exec_driver_sql("PRAGMA journal_mode").scalar() != "wal":
+        try:
+            conn.exec_driver_sql("PRAGMA journal_mode = WAL")
+        except sa.exc.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            conn.rollback()
+            time.sleep(0.02)
 
 
 def _names(tables: list[str], shown: int = 5) -> str:
@@ -185,13 +201,6 @@ class StoreBase:
             self._stamp = facts.application_id == 0 and not facts.foreign_tables()
             return
         others = facts.foreign_tables()
-        in_creation = set(facts.tables) - {"meta"} and facts.version is None
-        if in_creation and not others and create and not self.read_only:
-            # Only tables of ours, without the meta row yet: another autotune process is
-            # creating this file right now (several workers opening one new database). Creating
-            # is idempotent, and the version row goes in once (_create).
-            self._stamp = True
-            return
         if facts.empty:
             if not create or self.read_only:
                 raise StoreError(
@@ -206,6 +215,9 @@ class StoreBase:
                 f"{self.url} is not an autotune results database ({held}); nothing was changed"
             )
         if not self._share:
+            # Tables named and shaped as ours, but neither marked nor versioned, are another
+            # program's too (a generic meta table of its own, say).
+            others = others or sorted(facts.tables)
             raise StoreError(
                 f"{self.url} holds tables of another application ({_names(others)}); autotune "
                 "adds its own beside them only with --share-database; nothing was changed"
@@ -271,14 +283,25 @@ class StoreBase:
                     raise self._version_error(found)
             else:
                 self._refuse_foreign(create)
-            for attempt in range(CREATE_ATTEMPTS):
+            if self._engine.dialect.name == "sqlite" and create:
+                with self._engine.connect() as conn:
+                    _use_wal(conn)
+                    if getattr(self, "_stamp", False):
+                        # Ours alone: marked as ours before the first table, so another
+                        # worker opening this new file meanwhile knows it as ours.
+                        conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
+                        conn.commit()
+            # Workers creating one new database at once: each failed CREATE names an object
+            # that now exists and that the next try skips, so one try per object is enough.
+            attempts = 1 + sum(1 + len(table.indexes) for table in METADATA.tables.values())
+            for attempt in range(attempts):
                 try:
                     METADATA.create_all(self._engine)
                     break
                 except (sa.exc.OperationalError, sa.exc.IntegrityError, sa.exc.ProgrammingError):
                     # Another process created a table between our check and our CREATE (SQLite
                     # says OperationalError; PostgreSQL a duplicate table or a duplicate type).
-                    if attempt == CREATE_ATTEMPTS - 1:
+                    if attempt == attempts - 1:
                         raise
             version = self._schema_version()
             if version is None:
@@ -297,13 +320,6 @@ class StoreBase:
                 # their current form); the older tables get their new columns here.
                 upgrade(self._engine)
                 version = str(SCHEMA_VERSION)
-            if self._engine.dialect.name == "sqlite" and create:
-                with self._engine.connect() as conn:
-                    # WAL lets readers run beside one writer; it stays set in the file.
-                    conn.exec_driver_sql("PRAGMA journal_mode = WAL")
-                    if getattr(self, "_stamp", False):  # ours alone: marked as ours
-                        conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
-                        conn.commit()
         if version != str(SCHEMA_VERSION):
             raise self._version_error(version)
 

@@ -4,12 +4,14 @@ reading commands open it read-only; a damaged file is named and left as it was (
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 import autotune.gpu.evaluator
+import autotune.store.engine
 import autotune.store.sqlite_file as sqlite_file
 from autotune.cli.app import main
 from autotune.families import get_family
@@ -161,20 +163,53 @@ def test_a_store_opened_read_only_refuses_writes(tmp_path):
         store.register_device(DeviceInfo(name="A100", compute_capability="8.0", sm_count=108))
 
 
-def test_a_file_another_autotune_is_creating_right_now_is_taken_as_ours(tmp_path):
-    # Several workers open one new database at once: one of them has created some of our
-    # tables, not yet the meta row. The others must join in, not call it another program's.
+def test_a_new_file_is_marked_before_its_first_table(tmp_path, monkeypatch):
+    # Several workers open one new database at once: a file another worker is creating right
+    # now (some of our tables, no meta row yet) must be known as ours by the marker, since a
+    # meta table alone could be any program's (the CI run of stop 40 met exactly that).
     db = tmp_path / "new.db"
-    with sqlite3.connect(db) as con:
-        con.execute(
-            "CREATE TABLE devices (id INTEGER PRIMARY KEY, name TEXT, compute_capability TEXT)"
-        )
+    seen: list[sqlite_file.FileFacts] = []
+    create_all = autotune.store.engine.METADATA.create_all
+
+    def observe_then_create(bind, *args, **kwargs):
+        seen.append(sqlite_file.inspect_file(db))
+        return create_all(bind, *args, **kwargs)
+
+    monkeypatch.setattr(autotune.store.engine.METADATA, "create_all", observe_then_create)
     Store(db).close()
-    assert _app_id(db) == APPLICATION_ID
+    assert seen and seen[0].tables == {} and seen[0].ours
+    with sqlite3.connect(db) as con:  # a worker stopped half-way through creating it
+        con.execute("DROP TABLE evaluations")
+        con.execute("DELETE FROM meta")
+    Store(db).close()
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    other = tmp_path / "other.db"  # one table not of ours: still another program's
+        assert con.execute("SELECT count(*) FROM evaluations").fetchone() == (0,)
+    other = tmp_path / "other.db"  # unmarked, with a meta table of its own: another program's
     with sqlite3.connect(other) as con:
-        con.execute("CREATE TABLE devices (id INTEGER PRIMARY KEY, colour TEXT)")
-    with pytest.raises(StoreError, match="another application"):
+        con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    with pytest.raises(StoreError, match=r"another application \(meta\)"):
         Store(other)
+
+
+def test_workers_opening_one_new_file_at_once_all_open_it(tmp_path):
+    # Threads stand in for worker processes: SQLite locks a file the same way for both.
+    for round_ in range(10):
+        db = tmp_path / f"shared{round_}.db"
+        start = threading.Barrier(6)
+        failed: list[str] = []
+
+        def open_it(db=db, start=start, failed=failed):
+            start.wait()
+            try:
+                Store(db).close()
+            except StoreError as err:
+                failed.append(str(err))
+
+        workers = [threading.Thread(target=open_it) for _ in range(6)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        assert not failed, failed
+        assert _app_id(db) == APPLICATION_ID
