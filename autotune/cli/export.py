@@ -20,7 +20,6 @@ from autotune.cli.options import (
 )
 from autotune.families import with_directories
 from autotune.model.problem import ConvProblem
-from autotune.model.shapes import collect_shapes
 
 
 @click.command("export")
@@ -63,11 +62,7 @@ def export(
     output,
     fmt,
     families,
-    shape_sets,
-    shapes,
-    shape_files,
-    dtypes,
-    layouts,
+    selection,
     devices,
     kernel_dirs,
     protocol,
@@ -84,8 +79,8 @@ def export(
     if len(devices) > 1:
         raise click.UsageError(f"--format {fmt} exports one device; name one --device")
     device = devices[0] if devices else None
-    problems = collect_shapes(shape_sets, shapes, shape_files, dtypes, layouts)
-    if (dtypes or layouts) and not problems:
+    problems = selection.problems()
+    if (selection.dtypes or selection.layouts) and not problems:
         raise click.UsageError("--dtype and --layout apply to the shapes named: name them too")
     registry = with_directories(kernel_dirs)
     store = reading_store(storage, protocol, kernel_dirs)

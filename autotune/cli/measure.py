@@ -26,7 +26,6 @@ from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.precision import CEILING_NAMES
 from autotune.model.records import TIMING_PROTOCOL
-from autotune.model.shapes import collect_shapes
 
 Say = Callable[[str], None]  # where a command's messages go (stderr, as one line each)
 
@@ -86,7 +85,7 @@ def device(gpu, remeasure, only, storage) -> None:
 @gpu_option
 @storage_option
 @friendly_errors
-def baseline(shape_sets, shapes, shape_files, dtypes, layouts, remeasure, gpu, storage) -> None:
+def baseline(selection, remeasure, gpu, storage) -> None:
     """Measure the libraries on shapes: cuDNN for convolutions in the shape's dtype and layout
     (through PyTorch, TF32 allowed for tf32 only, algorithm from cuDNN's own search), cuBLAS
     SGEMM for GEMMs (through CuPy, TF32 off), under the same timing protocol and check as the
@@ -99,7 +98,7 @@ def baseline(shape_sets, shapes, shape_files, dtypes, layouts, remeasure, gpu, s
         measure_baselines,
     )
 
-    problems = collect_shapes(shape_sets, shapes, shape_files, dtypes, layouts)
+    problems = selection.problems()
     if not problems:
         raise click.UsageError("name the shapes: --shapes SET, --shape ... or --shape-file F")
     session = start_gpu(gpu, storage)
@@ -181,11 +180,7 @@ def baseline(shape_sets, shapes, shape_files, dtypes, layouts, remeasure, gpu, s
 @friendly_errors
 def remeasure(
     families,
-    shape_sets,
-    shapes,
-    shape_files,
-    dtypes,
-    layouts,
+    selection,
     top,
     no_baseline,
     time_limit,
@@ -206,14 +201,21 @@ def remeasure(
 
     for name in families:
         get_family(name)
-    keys = {p.key for p in collect_shapes(shape_sets, shapes, shape_files, dtypes, layouts)}
+    keys = {p.key for p in selection.problems()}
     session = start_gpu(gpu, storage, cache_dir)
     store, evaluator, compiler = session.store, session.runner.evaluator, session.runner.compiler
     device_id = session.device_id
     try:
         info = evaluator.device
         studies, skipped, unreadable = remeasure_studies(
-            store, info.name, evaluator.limits, top, families, keys, dtypes=dtypes, layouts=layouts
+            store,
+            info.name,
+            evaluator.limits,
+            top,
+            families,
+            keys,
+            dtypes=selection.dtypes,
+            layouts=selection.layouts,
         )
         for line in unreadable:
             click.echo(f"autotune: skipping {line}", err=True)

@@ -38,7 +38,7 @@ from autotune.model.precision import (
 from autotune.model.problem import ProblemError
 from autotune.model.quoting import one_line, quoted
 from autotune.model.records import TIMING_PROTOCOL
-from autotune.model.shapes import shape_set_names
+from autotune.model.shapes import ShapeSelection, shape_set_names
 from autotune.model.space import SpaceError
 from autotune.strategies import StrategyUnavailable, UnknownStrategy
 
@@ -320,13 +320,18 @@ PRECISION_HELP = (
 
 def shape_options(default: str = "", precision_help: tuple[str, str] = PRECISION_HELP):
     """--shapes, --shape and --shape-file, as every command that takes problem shapes has them,
-    with --dtype and --layout."""
+    with --dtype and --layout: passed to the command as one ShapeSelection, `selection`."""
     try:
         sets = ", ".join(shape_set_names())
     except ProblemError as err:  # the command that reads them says so, in one line
         sets = f"(unreadable: {err})"
 
-    def decorate(fn):
+    def decorate(command):
+        @functools.wraps(command)
+        def fn(*args, shape_sets, shapes, shape_files, dtypes, layouts, **kwargs):
+            chosen = ShapeSelection(shape_sets, shapes, shape_files, dtypes, layouts)
+            return command(*args, selection=chosen, **kwargs)
+
         fn = precision_options(*precision_help)(fn)
         fn = click.option(
             "--shape-file",

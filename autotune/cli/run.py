@@ -34,6 +34,7 @@ from autotune.cli.progress import ProgressPrinter, format_duration
 from autotune.cli.values import observe_option
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.model.campaigns import FULL, QUICK, campaign_names
+from autotune.model.shapes import ShapeSelection
 from autotune.strategies import DEFAULT_STRATEGY, STRATEGIES
 from autotune.tuning.campaign import NothingToTune, RunRequest, Say, open_campaign
 
@@ -162,11 +163,7 @@ def run(
     campaign,
     families,
     kernel_dirs,
-    shape_sets,
-    shapes,
-    shape_files,
-    dtypes,
-    layouts,
+    selection,
     strategy,
     budget,
     exhaustive,
@@ -204,20 +201,14 @@ def run(
         raise click.UsageError("--ray cannot be combined with --gpu, --gpus or --replay")
     if gpus is not None and (replay or source("gpu") != click.core.ParameterSource.DEFAULT):
         raise click.UsageError("--gpus cannot be combined with --gpu or --replay")
-    campaign = _campaign(
-        campaign, families, shape_sets, shapes, shape_files, dtypes, layouts, replay, subspace
-    )
+    campaign = _campaign(campaign, families, selection, replay, subspace)
     # A replay keeps its results in memory unless --storage is given.
     storage_given = source("storage") != click.core.ParameterSource.DEFAULT
     request = RunRequest(
         campaign=campaign,
         families=families,
         kernel_dirs=tuple(kernel_dirs),
-        shape_sets=shape_sets,
-        shapes=shapes,
-        shape_files=shape_files,
-        dtypes=dtypes,
-        layouts=layouts,
+        selection=selection,
         strategy=strategy,
         budget=None if exhaustive else budget,
         time_limit_s=time_limit,
@@ -302,19 +293,20 @@ def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> Run
     return RunResult(outcome, signals, campaign.cache_error, table)
 
 
-def _campaign(campaign, families, shape_sets, shapes, shape_files, dtypes, layouts, replay, sub):
+def _campaign(campaign, families, selection: ShapeSelection, replay, sub):
     """The campaign a run tunes: the one named, or the quick one where nothing else says what
     to tune (a replay or a subspace keeps tuning every family, as its recording was made)."""
-    chosen = families or shape_sets or shapes or shape_files
+    chosen = families or selection.named
+    precisions = selection.dtypes or selection.layouts
     if campaign is None:
-        nothing_named = not (chosen or dtypes or layouts or replay or sub)
+        nothing_named = not (chosen or precisions or replay or sub)
         return QUICK if nothing_named else None
     if chosen:
         raise click.UsageError(
             "--campaign names its families and shapes itself: not with --family, --shapes, "
             "--shape or --shape-file"
         )
-    if campaign != FULL and (dtypes or layouts):
+    if campaign != FULL and precisions:
         raise click.UsageError(
             f"the {campaign} campaign names its own dtypes and layouts: --dtype and --layout "
             f"go with --campaign {FULL} or with --family and shape options"

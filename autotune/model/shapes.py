@@ -177,6 +177,35 @@ def collect_shapes(
     return list(dict.fromkeys(found))
 
 
+@dataclasses.dataclass(frozen=True)
+class ShapeSelection:
+    """The problem shapes a command was given (--shapes, --shape, --shape-file), each 2D
+    convolution in every dtype and layout asked for (--dtype, --layout)."""
+
+    sets: tuple[str, ...] = ()
+    shapes: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    layouts: tuple[str, ...] = ()
+
+    @property
+    def named(self) -> bool:
+        """Whether any shape was named; otherwise the command's default shapes apply."""
+        return bool(self.sets or self.shapes or self.files)
+
+    def problems(
+        self,
+        dtypes: Iterable[str] | None = None,
+        layouts: Iterable[str] | None = None,
+        strict: bool = True,
+    ) -> list[Problem]:
+        """The shapes named (collect_shapes), in these dtypes and layouts where given instead
+        of the selection's own."""
+        dtypes = self.dtypes if dtypes is None else dtypes
+        layouts = self.layouts if layouts is None else layouts
+        return collect_shapes(self.sets, self.shapes, self.files, dtypes, layouts, strict)
+
+
 def in_precisions(
     problems: Iterable[Problem],
     dtypes: Iterable[str] = (),

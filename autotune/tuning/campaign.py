@@ -15,7 +15,7 @@ from autotune.gpu.timing import QUICK_TIMING, TimingPolicy
 from autotune.model.campaigns import DEFAULT_BUDGET, FULL, named_campaign
 from autotune.model.observe import Observe
 from autotune.model.precision import family_precisions
-from autotune.model.shapes import collect_shapes, in_precisions, named_shapes
+from autotune.model.shapes import ShapeSelection, in_precisions, named_shapes
 from autotune.strategies import DEFAULT_STRATEGY
 
 Say = Callable[[str], None]  # where a campaign's messages go (stderr, as one line each)
@@ -39,13 +39,9 @@ class RunRequest:
     campaign: str | None = None
     # Kernel directories whose families join the built-in ones.
     kernel_dirs: tuple[Path, ...] = ()
-    shape_sets: tuple[str, ...] = ()
-    shapes: tuple[str, ...] = ()
-    shape_files: tuple[str, ...] = ()
-    # The precisions and layouts of the 2D convolution shapes; empty: each family's own (see
-    # family_precisions).
-    dtypes: tuple[str, ...] = ()
-    layouts: tuple[str, ...] = ()
+    # The shapes asked (none: each family's own set), each 2D convolution in the dtypes and
+    # layouts asked (none: each family's own, see family_precisions).
+    selection: ShapeSelection = ShapeSelection()
     strategy: str = DEFAULT_STRATEGY
     budget: int | None = DEFAULT_BUDGET  # None: every valid configuration
     time_limit_s: float | None = None
@@ -137,12 +133,12 @@ def pair_request(request: RunRequest) -> Pairing:
         return Pairing([(get_family(name, registry), p) for name, p in spec.pairs], [])
     chosen = [get_family(name, registry) for name in request.families]
     chosen = chosen or list(registry.values())
-    explicit = request.shape_sets or request.shapes or request.shape_files
+    asked = request.selection
     # Shapes are read (and a bad one refused) even where no family is left to tune them.
-    collect_shapes(request.shape_sets, request.shapes, request.shape_files, strict=False)
+    asked.problems((), (), strict=False)
     pairs, refused = [], []
     for family in chosen:
-        dtypes, layouts = family_precisions(family, request.dtypes, request.layouts)
+        dtypes, layouts = family_precisions(family, asked.dtypes, asked.layouts)
         own_dtypes, own_layouts = tuple(family.dtypes), tuple(family.layouts)
         for dtype in dtypes:
             if dtype not in own_dtypes:
@@ -154,15 +150,8 @@ def pair_request(request: RunRequest) -> Pairing:
         layouts = tuple(x for x in layouts if x in own_layouts)
         if not dtypes or not layouts:
             continue
-        if explicit:
-            problems = collect_shapes(
-                request.shape_sets,
-                request.shapes,
-                request.shape_files,
-                dtypes,
-                layouts,
-                strict=False,
-            )
+        if asked.named:
+            problems = asked.problems(dtypes, layouts, strict=False)
         else:
             problems = in_precisions(
                 named_shapes(family.default_shape_set), dtypes, layouts, strict=False

@@ -138,7 +138,9 @@ def absolute_paths(request: RunRequest) -> RunRequest:
         cache_dir=absolute(request.cache_dir),
         kernel_dirs=tuple(absolute(d) for d in request.kernel_dirs),
         subspace=absolute(request.subspace),
-        shape_files=tuple(str(absolute(f)) for f in request.shape_files),
+        selection=dataclasses.replace(
+            request.selection, files=tuple(str(absolute(f)) for f in request.selection.files)
+        ),
     )
 
 

@@ -82,11 +82,12 @@ def ray_cluster(tmp_path_factory):
 
 
 def _request(storage: str, cache: Path):
+    from autotune.model.shapes import ShapeSelection
     from autotune.tuning.campaign import RunRequest
 
     return RunRequest(
         families=("direct_naive",),
-        shapes=tuple(p.key for p in SIX_PROBLEMS),
+        selection=ShapeSelection(shapes=tuple(p.key for p in SIX_PROBLEMS)),
         strategy="random",
         budget=None,  # every configuration: the single run's set, whatever the order
         storage=storage,

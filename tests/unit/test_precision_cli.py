@@ -12,7 +12,7 @@ from autotune.families import FAMILIES
 from autotune.families.files import KERNEL_DIR, SPACE_DIR
 from autotune.families.implicit_gemm import ImplicitGemm
 from autotune.model.problem import ConvProblem, ProblemError
-from autotune.model.shapes import collect_shapes, in_precisions, named_shapes
+from autotune.model.shapes import ShapeSelection, collect_shapes, in_precisions, named_shapes
 from autotune.tuning.campaign import RunRequest, family_precisions, pair_request
 
 
@@ -83,7 +83,9 @@ def test_family_without_fp32_takes_its_own_dtypes(tc_family) -> None:
     assert family_precisions(tc_family) == (("tf32", "bf16", "fp16"), ("NHWC",))
     assert family_precisions(FAMILIES["implicit_gemm"]) == (("fp32",), ("NCHW",))
     assert family_precisions(tc_family, ("bf16",), ("NHWC",)) == (("bf16",), ("NHWC",))
-    pairing = pair_request(RunRequest(families=(tc_family.name,), shape_sets=("alexnet",)))
+    pairing = pair_request(
+        RunRequest(families=(tc_family.name,), selection=ShapeSelection(("alexnet",)))
+    )
     assert pairing.refused == []
     assert len(pairing.pairs) == 3 * len(named_shapes("alexnet"))
     assert {p.layout for _, p in pairing.pairs} == {"NHWC"}
@@ -92,9 +94,7 @@ def test_family_without_fp32_takes_its_own_dtypes(tc_family) -> None:
 def test_mismatched_pairs_are_refused_once_per_family_and_value(tc_family) -> None:
     request = RunRequest(
         families=("implicit_gemm", tc_family.name),
-        shape_sets=("alexnet",),
-        dtypes=("fp32", "bf16"),
-        layouts=("NHWC",),
+        selection=ShapeSelection(("alexnet",), dtypes=("fp32", "bf16"), layouts=("NHWC",)),
     )
     pairing = pair_request(request)
     assert pairing.refused == [
@@ -106,9 +106,12 @@ def test_mismatched_pairs_are_refused_once_per_family_and_value(tc_family) -> No
         ("tc_stand_in", "bf16", "NHWC")
     }
     # Without --dtype every family takes its own: fp32 NCHW here, tf32/bf16/fp16 NHWC there.
-    mixed = pair_request(RunRequest(families=("implicit_gemm", tc_family.name), shapes=(
-        "N=13,K=3,C=64,F=64",
-    )))  # fmt: skip
+    mixed = pair_request(
+        RunRequest(
+            families=("implicit_gemm", tc_family.name),
+            selection=ShapeSelection(shapes=("N=13,K=3,C=64,F=64",)),
+        )
+    )
     assert mixed.refused == []
     assert sorted(p.key for _, p in mixed.pairs) == sorted(
         [
@@ -156,7 +159,8 @@ def test_run_multiplies_shapes_through_the_command_line(monkeypatch, tc_family) 
     args = ["run", "--family", tc_family.name, "--shapes", "alexnet"]
     result = CliRunner().invoke(main, [*args, "--dtype", "BF16", "--layout", "nhwc"])
     assert result.exit_code == 0, result.output
-    assert asked[0].dtypes == ("bf16",) and asked[0].layouts == ("NHWC",)  # spelling forgiven
+    chosen = asked[0].selection
+    assert chosen.dtypes == ("bf16",) and chosen.layouts == ("NHWC",)  # spelling forgiven
     keys = [p.key for _, p in pair_request(asked[0]).pairs]
     assert keys == [
         dataclasses.replace(p, dtype="bf16", layout="NHWC").key for p in named_shapes("alexnet")

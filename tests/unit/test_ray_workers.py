@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from autotune.cli.app import main
+from autotune.model.shapes import ShapeSelection
 from autotune.tuning.campaign import RunRequest
 from autotune.tuning.ray_transport import (
     RayUnavailable,
@@ -61,11 +62,14 @@ def test_compile_processes_share_the_nodes_cores_among_its_gpus() -> None:
 def test_the_actors_are_given_absolute_paths(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     request = RunRequest(
-        storage="r/a.db", cache_dir=Path("cubins"), kernel_dirs=(Path("k"),), shape_files=("s",)
+        storage="r/a.db",
+        cache_dir=Path("cubins"),
+        kernel_dirs=(Path("k"),),
+        selection=ShapeSelection(files=("s",)),
     )
     done = absolute_paths(request)
     assert done.storage == str(tmp_path / "r/a.db") and done.cache_dir == tmp_path / "cubins"
-    assert done.kernel_dirs == (tmp_path / "k",) and done.shape_files == (str(tmp_path / "s"),)
+    assert done.kernel_dirs == (tmp_path / "k",) and done.selection.files == (str(tmp_path / "s"),)
     assert absolute_paths(RunRequest(storage=PG)).storage == PG
 
 
