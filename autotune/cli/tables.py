@@ -163,18 +163,12 @@ def plot(family, device, kind, output, problem_kind, dtype, kernel_dirs, protoco
     if family is not None:
         get_family(family, with_directories(kernel_dirs))
     output = output or Path("results") / kind
+    draw = {"gflops": report.plot_gflops, "roofline": report.plot_roofline}
+    draw = draw.get(kind, report.plot_speedup)
     store = reading_store(storage, protocol, kernel_dirs)
     with writing("--output", output):
         output.parent.mkdir(parents=True, exist_ok=True)
-        if kind == "roofline":
-            paths = report.plot_roofline(
-                store, output, device=device, kind=problem_kind, dtype=dtype
-            )
-        else:
-            draw = report.plot_gflops if kind == "gflops" else report.plot_speedup
-            paths = draw(
-                store, output, device=device, family=family, kind=problem_kind, dtype=dtype
-            )
+        paths = draw(store, output, report.Scope(device, family, problem_kind, dtype))
     for path in paths:
         click.echo(f"autotune: wrote {path}", err=True)
 

@@ -7,7 +7,7 @@ import importlib
 
 from autotune.reports.activity import claims_status, format_status, run_status, runs_since
 from autotune.reports.tables import best_table, chen_table1, format_table, maxdnn_table1
-from autotune.reports.views import ReportError
+from autotune.reports.views import ReportError, Scope
 
 # The plots and REPORT.md (which draws them) load matplotlib, about a second of imports and
 # extension modules: only when first asked for. Every command imports this package (ReportError,
@@ -30,6 +30,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "ReportError",
+    "Scope",
     "best_table",
     "chen_table1",
     "claims_status",

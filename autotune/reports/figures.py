@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from autotune.reports.views import ReportError
+from autotune.reports.views import ReportError, Scope
 from autotune.store import Store
 
 IMAGE_DIR = "report"  # beside REPORT.md, referenced with relative paths
 
-# A plot function of reports.plots: (store, path stem, device=, dtype=) -> [png, svg].
+# A plot function of reports.plots: (store, path stem, scope) -> [png, svg].
 Plot = Callable[..., list[Path]]
 
 
@@ -27,7 +27,7 @@ def embedded(
     for title, plot, stem in plots:
         parts.append(f"### {title}\n")
         try:
-            paths = plot(store, out_dir / IMAGE_DIR / stem, device=device, dtype=dtype)
+            paths = plot(store, out_dir / IMAGE_DIR / stem, Scope(device=device, dtype=dtype))
         except ReportError as err:
             parts.append(f"Not plotted: {err}.\n")
             continue

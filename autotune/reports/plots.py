@@ -18,10 +18,12 @@ from autotune.model.problem import KINDS  # noqa: E402
 from autotune.reports.views import (  # noqa: E402
     BASELINE_LIBRARY,
     COPY_BANDWIDTH,
+    EVERY_RESULT,
     FMA_PEAK,
     KIND_LIBRARIES,
     SGEMM,
     ReportError,
+    Scope,
     device_ceilings,
     dtype_of,
     dtypes_present,
@@ -42,25 +44,17 @@ FMA_DTYPE = "fp32"  # the dtype whose roof is the FMA peak
 PEAK_COLOUR = "C3"
 
 
-def plot_gflops(
-    store: Store,
-    path_stem: Path,
-    device: str | None = None,
-    family: str | None = None,
-    kind: str | None = None,
-    dtype: str | None = None,
-) -> list[Path]:
+def plot_gflops(store: Store, path_stem: Path, scope: Scope = EVERY_RESULT) -> list[Path]:
     """GFlop/s of the best configuration against problem shape, one panel per (device, family,
     dtype and layout) with its kind's library on the same shapes in the same dtype and layout
     (cuDNN, cuBLAS) and the measured peak of the dtype's units (FMA, or the tensor cores'); a
-    conv3d panel adds the achieved bandwidth on a second axis. `dtype` keeps one dtype's rows.
-    Written as PNG and SVG."""
-    df = of_dtype(store.best(device, family, kind), dtype)
+    conv3d panel adds the achieved bandwidth on a second axis. Written as PNG and SVG."""
+    df = scope.best(store)
     if df.empty:
-        raise ReportError(f"no successful evaluations stored{_scope(device, family, kind, dtype)}")
-    base = library_baselines(store, device).set_index(["device", "library", "problem_key"])
+        raise ReportError(f"no successful evaluations stored{scope}")
+    base = library_baselines(store, scope.device).set_index(["device", "library", "problem_key"])
     base = base["gflops"]
-    ceilings = device_ceilings(store, device)
+    ceilings = device_ceilings(store, scope.device)
     panels = _panels(df)
     colours = _family_colours(df)
 
@@ -110,27 +104,19 @@ def plot_gflops(
     return _drawn(panels, draw, path_stem)
 
 
-def plot_roofline(
-    store: Store,
-    path_stem: Path,
-    device: str | None = None,
-    kind: str | None = None,
-    dtype: str | None = None,
-) -> list[Path]:
+def plot_roofline(store: Store, path_stem: Path, scope: Scope = EVERY_RESULT) -> list[Path]:
     """Arithmetic intensity (FLOP per minimum byte, in the dtype's storage size) against GFlop/s,
     log-log, one point per tuned shape and family and per library baseline (cuDNN, cuBLAS),
     under the measured bandwidth roof and the compute roof of the dtype's units (the FMA peak
     for FP32, the dtype's dense tensor-core peak otherwise): one panel per device and dtype
-    present, or only `dtype`'s."""
-    best = of_dtype(store.best(device, kind=kind), dtype)
-    base = of_dtype(library_baselines(store, device), dtype)
-    if kind is not None:
-        base = base[base["kind"] == kind]
+    present, or only the scope's."""
+    best = scope.best(store)
+    base = of_dtype(library_baselines(store, scope.device), scope.dtype)
+    if scope.kind is not None:
+        base = base[base["kind"] == scope.kind]
     if best.empty and base.empty:
-        raise ReportError(
-            f"no successful evaluations or baselines stored{_scope(device, None, kind, dtype)}"
-        )
-    ceilings = device_ceilings(store, device)
+        raise ReportError(f"no successful evaluations or baselines stored{scope}")
+    ceilings = device_ceilings(store, scope.device)
     devices = sorted(set(best["device"]) | set(base["device"]))
     both = pd.concat([best[["device", "kind", "shape"]], base[["device", "kind", "shape"]]])
     panels = [(dev, t) for dev in devices for t in dtypes_present(both[both["device"] == dev])]
@@ -167,32 +153,22 @@ def plot_roofline(
     return _drawn(panels, draw, path_stem, figure)
 
 
-def plot_speedup(
-    store: Store,
-    path_stem: Path,
-    device: str | None = None,
-    family: str | None = None,
-    kind: str | None = None,
-    dtype: str | None = None,
-) -> list[Path]:
+def plot_speedup(store: Store, path_stem: Path, scope: Scope = EVERY_RESULT) -> list[Path]:
     """Speedup over the kind's library (cuDNN for conv2d, cuBLAS for gemm: its time / ours) per
     shape, the library measured in the same dtype and layout (one problem key), bars from 1x on
     a log axis, one panel per (device, family, dtype and layout) with its geometric mean;
-    shapes without a baseline are left out. `dtype` keeps one dtype's rows."""
-    best = of_dtype(store.best(device, family, kind), dtype)
+    shapes without a baseline are left out."""
+    best = scope.best(store)
     best = best.assign(library=best["kind"].map(KIND_LIBRARIES))
-    base = library_baselines(store, device)[["device", "library", "problem_key", "time_ms"]]
+    base = library_baselines(store, scope.device)[["device", "library", "problem_key", "time_ms"]]
     df = best.merge(
         base.rename(columns={"time_ms": "cudnn_ms"}), on=["device", "library", "problem_key"]
     )
     if df.empty:
-        present = set(best["kind"]) or ({kind} if kind else set(KIND_LIBRARIES))
+        present = set(best["kind"]) or ({scope.kind} if scope.kind else set(KIND_LIBRARIES))
         kinds = [k for k in KINDS if k in present and k in KIND_LIBRARIES] or ["conv2d"]
         names = " or ".join(str(KIND_SPECS[k].library_label) for k in kinds)
-        raise ReportError(
-            f"no {names} baselines stored for the tuned shapes"
-            + _scope(device, family, kind, dtype)
-        )
+        raise ReportError(f"no {names} baselines stored for the tuned shapes{scope}")
     df["speedup"] = df["cudnn_ms"].astype(float) / df["time_ms"].astype(float)
     panels = _panels(df)
     colours = _family_colours(df)
@@ -386,18 +362,3 @@ def _save(fig: plt.Figure, path_stem: Path) -> list[Path]:
             metadata = {"Date": None} if path.suffix == ".svg" else None
             fig.savefig(path, dpi=150, metadata=metadata)
     return paths
-
-
-def _scope(
-    device: str | None, family: str | None, kind: str | None = None, dtype: str | None = None
-) -> str:
-    parts = []
-    if device is not None:
-        parts.append(f"device {device!r}")
-    if family is not None:
-        parts.append(f"family {family!r}")
-    if kind is not None:
-        parts.append(f"{kind} shapes")
-    if dtype is not None:
-        parts.append(f"dtype {dtype}")
-    return " for " + " and ".join(parts) if parts else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 from collections.abc import Iterable
@@ -123,6 +124,32 @@ def of_dtype(df: pd.DataFrame, dtype: str | None) -> pd.DataFrame:
         return df
     keep = [dtype_of(problem_of(r)) == dtype for r in df.itertuples(index=False)]
     return df[keep]
+
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """Which stored results a plot shows: all of them, or only one device's, family's, kind's
+    (conv2d, gemm, conv3d) or dtype's."""
+
+    device: str | None = None
+    family: str | None = None
+    kind: str | None = None
+    dtype: str | None = None
+
+    def best(self, store: Store) -> pd.DataFrame:
+        """The best configuration of every study in scope (Store.best)."""
+        return of_dtype(store.best(self.device, self.family, self.kind), self.dtype)
+
+    def __str__(self) -> str:
+        """ " for device 'H100' and dtype bf16", or nothing for every result; ends an error."""
+        parts = [f"device {self.device!r}"] if self.device is not None else []
+        parts += [f"family {self.family!r}"] if self.family is not None else []
+        parts += [f"{self.kind} shapes"] if self.kind is not None else []
+        parts += [f"dtype {self.dtype}"] if self.dtype is not None else []
+        return " for " + " and ".join(parts) if parts else ""
+
+
+EVERY_RESULT = Scope()
 
 
 def dtypes_present(df: pd.DataFrame) -> list[str]:

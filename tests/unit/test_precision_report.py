@@ -10,7 +10,14 @@ import pytest
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.shapes import named_shapes
 from autotune.model.space import Config
-from autotune.reports import best_table, plot_gflops, plot_roofline, plot_speedup, write_report
+from autotune.reports import (
+    Scope,
+    best_table,
+    plot_gflops,
+    plot_roofline,
+    plot_speedup,
+    write_report,
+)
 from autotune.store import Store
 
 H100 = DeviceInfo("NVIDIA H100", "9.0", 132, "580.65")
@@ -87,9 +94,9 @@ def test_plots_keep_precisions_apart(store, tmp_path) -> None:
     assert "BF16 tensor peak 700,000 GFlop/s" in svg
     roof = plot_roofline(store, tmp_path / "roof")[1].read_text()
     assert "Roofline on NVIDIA H100 in FP32" in roof and "in BF16" in roof
-    only = plot_roofline(store, tmp_path / "roof_bf16", dtype="bf16")[1].read_text()
+    only = plot_roofline(store, tmp_path / "roof_bf16", Scope(dtype="bf16"))[1].read_text()
     assert "BF16 tensor peak" in only and "FMA peak" not in only and "SGEMM" not in only
-    speedup = plot_speedup(store, tmp_path / "speedup", dtype="bf16")[1].read_text()
+    speedup = plot_speedup(store, tmp_path / "speedup", Scope(dtype="bf16"))[1].read_text()
     assert "geometric mean 0.50x" in speedup
 
 

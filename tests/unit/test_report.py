@@ -14,6 +14,7 @@ from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import Config
 from autotune.reports import (
     ReportError,
+    Scope,
     best_table,
     chen_table1,
     format_table,
@@ -120,7 +121,7 @@ def test_empty_store_raises(store: Store, tmp_path: Path) -> None:
         plot_gflops(store, tmp_path / "gflops")
     fill(store, H100, ("direct_naive",))
     with pytest.raises(ReportError, match="family 'tiled'"):
-        plot_gflops(store, tmp_path / "gflops", family="tiled")
+        plot_gflops(store, tmp_path / "gflops", Scope(family="tiled"))
     assert not list(tmp_path.glob("gflops.*"))
 
 
@@ -398,11 +399,11 @@ def test_plots_label_gemm_and_conv3d_shapes(kinds: Store, tmp_path: Path) -> Non
     svg = plot_gflops(kinds, tmp_path / "g")[1].read_text()
     assert "M=128 N=4096 K=9216" in svg and "cuBLAS" in svg
     assert "256x128x128 * 5x5x5" in svg and "achieved GB/s" in svg
-    speedup = plot_speedup(kinds, tmp_path / "s", kind="gemm")[1].read_text()
+    speedup = plot_speedup(kinds, tmp_path / "s", Scope(kind="gemm"))[1].read_text()
     assert "sgemm against cuBLAS" in speedup and "chen_special" not in speedup
     with pytest.raises(ReportError, match="^no cuBLAS baselines stored"):
-        plot_speedup(kinds, tmp_path / "x", device="nothing", kind="gemm")
-    assert plot_roofline(kinds, tmp_path / "r", kind="conv3d")[0].is_file()
+        plot_speedup(kinds, tmp_path / "x", Scope(device="nothing", kind="gemm"))
+    assert plot_roofline(kinds, tmp_path / "r", Scope(kind="conv3d"))[0].is_file()
 
 
 @pytest.mark.slow
