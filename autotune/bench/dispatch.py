@@ -21,10 +21,10 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import output_option
-from autotune.model.problem import ConvProblem
+from autotune.cli.options import output_option, storage_option
+from autotune.cli.values import StrictIntRange
+from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.shapes import named_shapes
-from autotune.store.location import default_storage
 
 DEFAULT_SETS = ("general", "alexnet", "overfeat")
 DEFAULT_OUTPUT = Path("results/bench")
@@ -184,13 +184,13 @@ def _summary(rows: list[dict]) -> list[str]:
     return lines
 
 
+def _count_option(name: str, default: int, most: int, help: str):
+    kind = StrictIntRange(1, most)
+    return click.option(name, type=kind, default=default, show_default=True, help=help)
+
+
 @click.command("dispatch")
-@click.option(
-    "--storage",
-    default=default_storage,
-    show_default="the commands' default, $AUTOTUNE_DB or the user's data directory",
-    help="The results database whose stored bests autotune.conv2d runs.",
-)
+@storage_option
 @click.option(
     "--shape-set",
     "shape_sets",
@@ -199,9 +199,9 @@ def _summary(rows: list[dict]) -> list[str]:
     show_default=True,
     help="Named shape sets to run (repeatable).",
 )
-@click.option("--calls", default=20, show_default=True, help="Calls per measured loop.")
-@click.option("--repeats", default=5, show_default=True, help="Loops per figure (median).")
-@output_option(directory=True, default=DEFAULT_OUTPUT)
+@_count_option("--calls", 20, 100_000, "Calls per measured loop.")
+@_count_option("--repeats", 5, 1_000, "Loops per figure (median).")
+@output_option("Directory of NAME.csv and NAME.md.", directory=True, default=DEFAULT_OUTPUT)
 @click.option("--name", default="dispatch", show_default=True, help="Name of the files.")
 @click.option(
     "--launcher",
@@ -214,20 +214,21 @@ def dispatch(storage, shape_sets, calls, repeats, output, name, launcher) -> Non
     """Per-call cost of autotune.conv2d beside PyTorch's conv2d (cuDNN) on the same shapes;
     writes NAME.csv and NAME.md under OUTPUT. Needs a GPU and PyTorch."""
     try:
+        problems = [(s, p) for s in shape_sets for p in named_shapes(s)]
+    except ProblemError as err:
+        raise click.UsageError(f"--shape-set: {err}") from None
+    try:
         import torch
     except ImportError:
         raise click.ClickException("bench dispatch needs PyTorch (pip install torch)") from None
     if not torch.cuda.is_available():
         raise click.ClickException("bench dispatch needs a CUDA GPU")
-    if calls < 1 or repeats < 1:
-        raise click.ClickException("--calls and --repeats must be at least 1")
     from autotune.runtime.dispatch import Runtime
 
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     rt = Runtime(storage, launcher=launcher)
-    problems = [(s, p) for s in shape_sets for p in named_shapes(s)]
     began = time.perf_counter()
     compiled = rt.compile_ahead([p for _, p in problems])
     click.echo(

@@ -246,7 +246,11 @@ def write_table(rows: list[dict], excluded: list[Example], path: Path, title: li
     "--kt-lang",
     help="Kernel Tuner's backend in place of PyCUDA (lang None or 'CUDA'), e.g. cupy or nvcuda.",
 )
-@output_option(directory=True, default=DEFAULT_OUTPUT)
+@output_option(
+    "Directory of the table (.csv and .md) and of Kernel Tuner's logs (logs/).",
+    directory=True,
+    default=DEFAULT_OUTPUT,
+)
 def kt_examples(examples, synthetic, with_kt, only, timeout_s, max_fevals, kt_lang, output) -> None:
     """Kernel Tuner's CUDA examples through `from autotune import tune_kernel`."""
     directory = examples_dir(examples)

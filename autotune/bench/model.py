@@ -214,7 +214,9 @@ def write_plot(rows, output: Path) -> Path:
     "call left, the kernels against PyTorch's.",
 )
 @click.option("--storage", default=None, help="Results database (default: the user's).")
-@output_option(directory=True, default=DEFAULT_OUTPUT)
+@output_option(
+    "Directory of model.csv, model.md and model.png.", directory=True, default=DEFAULT_OUTPUT
+)
 def model(models, batches, precisions, warmup, repeats, graphs, storage, output):
     """Whole torchvision models (ResNet-50, VGG-16) forward: eager PyTorch, torch.compile,
     autotune's convolutions, and those inside torch.compile; fp32 (TF32 off), tf32 and bf16

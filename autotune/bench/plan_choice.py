@@ -332,7 +332,7 @@ def _limits(store, device: str) -> DeviceLimits:
     show_default=True,
     help="A shape set to show each rule's picks for (its shapes the store does not hold).",
 )
-@output_option(directory=True, default=DEFAULT_OUTPUT)
+@output_option("Directory of plan_choice.csv and .md.", directory=True, default=DEFAULT_OUTPUT)
 def plan_choice(storage, device, preview_set, output) -> None:
     """Leave-one-shape-out score of the plan choice's family pick for shapes the store does not
     hold, the former rule beside the one in use; writes plan_choice.csv and .md under OUTPUT.

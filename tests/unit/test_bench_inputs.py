@@ -72,6 +72,15 @@ def test_budgets_are_positive_ascii_numbers(recording, tmp_path, budgets) -> Non
     _one_line_error(_search(recording, tmp_path, "--budgets", budgets), "--budgets")
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--calls", "0"), ("--repeats", "-1"), ("--calls", "1_0"), ("--shape-set", "zz")],
+)
+def test_bench_dispatch_refuses_bad_counts_and_sets_before_looking_for_a_gpu(option, value):
+    # Without PyTorch or a GPU the command says so; a bad value must be named first.
+    _one_line_error(["bench", "dispatch", option, value], option)
+
+
 def _runs_file(tmp_path: Path, how: str) -> Path:
     path = tmp_path / "runs.jsonl.gz"
     if how == "text":

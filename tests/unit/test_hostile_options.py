@@ -146,6 +146,10 @@ CASES = [
     (["bench", "throughput", "--skip-kernel-tuner"], "--gpu", NUMBERS),
     (["bench", "throughput", "--skip-kernel-tuner"], "--output-dir", OUT_DIRS),
     (["bench", "throughput", "--skip-kernel-tuner"], "--filter-size", choice_junk("5", "17")),
+    (["bench", "dispatch"], "--shape-set", JUNK),
+    (["bench", "dispatch"], "--calls", COUNTS),
+    (["bench", "dispatch"], "--repeats", COUNTS),
+    (["bench", "dispatch"], "--launcher", choice_junk("cupy", "driver")),
 ]
 TAKES_STORAGE = {"run", "best", "plot", "report", "status", "export", "merge", "forget"}
 READ_ONLY = {"best", "plot", "report", "status", "export", "space", "import-kt-cache", "bench"}
