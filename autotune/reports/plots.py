@@ -114,6 +114,10 @@ def plot_roofline(store: Store, path_stem: Path, scope: Scope = EVERY_RESULT) ->
     base = of_dtype(library_baselines(store, scope.device), scope.dtype)
     if scope.kind is not None:
         base = base[base["kind"] == scope.kind]
+    if scope.family is not None:  # one family's roofline: the libraries only beside its points
+        dtypes = dtypes_present(best)
+        beside = [dtype_of(problem_of(r)) in dtypes for r in base.itertuples(index=False)]
+        base = base[pd.Series(beside, index=base.index, dtype=bool)]
     if best.empty and base.empty:
         raise ReportError(f"no successful evaluations or baselines stored{scope}")
     ceilings = device_ceilings(store, scope.device)

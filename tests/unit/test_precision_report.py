@@ -11,6 +11,7 @@ from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.shapes import named_shapes
 from autotune.model.space import Config
 from autotune.reports import (
+    ReportError,
     Scope,
     best_table,
     plot_gflops,
@@ -152,3 +153,13 @@ def test_best_and_plot_take_a_dtype(store, tmp_path) -> None:
     assert result.stderr.strip() == (
         "autotune: unknown dtype 'int8' (known: fp32, tf32, bf16, fp16)"
     )
+
+
+def test_a_familys_roofline_shows_the_libraries_only_in_its_dtypes(store, tmp_path) -> None:
+    roof = plot_roofline(store, tmp_path / "roof", Scope(family="implicit_gemm"))[1].read_text()
+    assert "in FP32" not in roof and "Roofline on NVIDIA H100" in roof  # one panel: FP32 alone
+    assert "BF16" not in roof and "implicit_gemm" in roof
+    tc = plot_roofline(store, tmp_path / "tc", Scope(family="tc_stand_in"))[1].read_text()
+    assert "in BF16" in tc and "FMA peak" not in tc
+    with pytest.raises(ReportError, match="family 'sgemm' and dtype bf16"):
+        plot_roofline(store, tmp_path / "none", Scope(family="sgemm", dtype="bf16"))
