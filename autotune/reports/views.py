@@ -141,7 +141,8 @@ class Scope:
         return of_dtype(store.best(self.device, self.family, self.kind), self.dtype)
 
     def __str__(self) -> str:
-        """ " for device 'H100' and dtype bf16", or nothing for every result; ends an error."""
+        """The end of an error: `for device 'H100' and dtype bf16` (after a space), or nothing
+        where the scope is every result."""
         parts = [f"device {self.device!r}"] if self.device is not None else []
         parts += [f"family {self.family!r}"] if self.family is not None else []
         parts += [f"{self.kind} shapes"] if self.kind is not None else []
