@@ -85,9 +85,11 @@ def _use_wal(conn: sa.Connection) -> None:
     the file to itself and SQLite answers "locked" at once, without its busy timeout, where
     another process holds it (several workers opening one new database): so it is retried."""
     deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-    while conn.exec_driver_sql("PRAGMA journal_mode").scalar() != "wal":
+    while True:
         try:
+            # The answer is the mode now in use; a file system without WAL keeps its own mode.
             conn.exec_driver_sql("PRAGMA journal_mode = WAL")
+            return
         except sa.exc.OperationalError:
             if time.monotonic() > deadline:
                 raise
