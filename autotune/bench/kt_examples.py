@@ -28,6 +28,7 @@ from pathlib import Path
 import click
 
 from autotune.cli.options import output_option
+from autotune.cli.values import MAX_SECONDS, StrictFloatRange, StrictIntRange
 
 try:
     import tomllib
@@ -236,10 +237,17 @@ def write_table(rows: list[dict], excluded: list[Example], path: Path, title: li
     help=f"Also run each script unchanged under Kernel Tuner (kernel_tuner=={KT_VERSION}).",
 )
 @click.option("--only", multiple=True, help="Run only these examples (file names; repeatable).")
-@click.option("--timeout", "timeout_s", default=600.0, show_default=True, help="Seconds per run.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=StrictFloatRange(min=1, max=MAX_SECONDS),
+    default=600.0,
+    show_default=True,
+    help="Seconds per run.",
+)
 @click.option(
     "--max-fevals",
-    type=click.IntRange(min=1),
+    type=StrictIntRange(1, 1_000_000),
     help="A budget for every call, for both tools: random_sample of N where a script brute-forces.",
 )
 @click.option(

@@ -24,6 +24,7 @@ from pathlib import Path
 import click
 
 from autotune.cli.options import output_option
+from autotune.cli.values import StrictIntRange
 
 DEFAULT_OUTPUT = Path("results/bench")
 MODELS = ("resnet50", "vgg16")
@@ -199,13 +200,29 @@ def write_plot(rows, output: Path) -> Path:
 @click.command("model")
 @click.option("--model", "models", multiple=True, type=click.Choice(MODELS), help="Default: both.")
 @click.option(
-    "--batch", "batches", multiple=True, type=click.IntRange(1, 4096), help="Default: 1 and 32."
+    "--batch",
+    "batches",
+    multiple=True,
+    type=StrictIntRange(1, 4096),
+    help="Batch size (repeatable). Default: 1 and 32.",
 )
 @click.option(
     "--precision", "precisions", multiple=True, type=click.Choice(PRECISIONS), help="Default: all."
 )
-@click.option("--warmup", type=click.IntRange(1, 1000), default=5, show_default=True)
-@click.option("--repeats", type=click.IntRange(1, 10000), default=30, show_default=True)
+@click.option(
+    "--warmup",
+    type=StrictIntRange(1, 1000),
+    default=5,
+    show_default=True,
+    help="Forwards run before timing each way (compiles and autotuning included).",
+)
+@click.option(
+    "--repeats",
+    type=StrictIntRange(1, 10_000),
+    default=30,
+    show_default=True,
+    help="Timed forwards per way; the median is reported.",
+)
 @click.option(
     "--cuda-graphs",
     "graphs",

@@ -17,6 +17,11 @@ from pathlib import Path
 
 import click
 
+from autotune.cli.options import writing
+from autotune.cli.values import StrictIntRange
+from autotune.model.problem import ProblemError
+from autotune.strategies import STRATEGIES
+
 DEFAULT_OUTPUT = Path("results/bench")
 TARGET_RATIO = 0.55  # issue 9: two GPUs in at most 0.55x the wall time of one
 RAY_VS_GPUS = 1.10  # issue 24: `run --ray` within 10% of `run --gpus` on the same GPUs
@@ -231,8 +236,20 @@ def _reused(path: Path, campaign: dict, device: str) -> dict:
     help="Families of the fixed campaign (repeatable).",
 )
 @click.option("--shapes", default=DEFAULT_SHAPES, show_default=True, help="Its shape set.")
-@click.option("--budget", type=click.IntRange(min=1), default=DEFAULT_BUDGET, show_default=True)
-@click.option("--strategy", default="random", show_default=True)
+@click.option(
+    "--budget",
+    type=StrictIntRange(1, 100_000),
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    help="Evaluations per study.",
+)
+@click.option(
+    "--strategy",
+    type=click.Choice(sorted(STRATEGIES)),
+    default="random",
+    show_default=True,
+    help="Search strategy of the campaign.",
+)
 @click.option(
     "--quick-timing/--full-timing",
     default=False,
@@ -262,8 +279,16 @@ def _reused(path: Path, campaign: dict, device: str) -> dict:
 def scaling(gpus, families, shapes, budget, strategy, quick_timing, ray, reuse, output_dir) -> None:
     """Wall time of a fixed campaign on one GPU and on several (`--gpus`, and `--ray` with
     --ray); writes scaling.{json,md}."""
+    from autotune.families import UnknownFamily, get_family
+    from autotune.model.shapes import named_shapes
     from autotune.tuning.processes import GpuListError, parse_gpus, visible_gpu_count
 
+    try:  # the campaign's names, checked before any GPU is looked for
+        for name in families:
+            get_family(name)
+        named_shapes(shapes)
+    except (UnknownFamily, ProblemError) as err:
+        raise click.UsageError(str(err).strip("'\"")) from None
     try:
         chosen = parse_gpus(gpus, visible_gpu_count)
     except GpuListError as err:
@@ -272,6 +297,8 @@ def scaling(gpus, families, shapes, budget, strategy, quick_timing, ray, reuse, 
         raise click.UsageError(f"--gpus {gpus}: scaling needs at least 2 GPUs")
     if ray and importlib.util.find_spec("ray") is None:
         raise click.UsageError("--ray needs Ray: pip install 'autotune-dse[ray]'")
+    with writing("--output-dir", output_dir):  # before the campaigns, not after them
+        output_dir.mkdir(parents=True, exist_ok=True)
     base = campaign_args(families, shapes, budget, strategy, quick_timing)
     campaign = {
         "families": list(families),
@@ -283,7 +310,6 @@ def scaling(gpus, families, shapes, budget, strategy, quick_timing, ray, reuse, 
     }
     device = _device_name(chosen[0])
     reused = _reused(reuse, campaign, device) if reuse else None
-    output_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="autotune-scaling-") as work:
         figures = measure(base, chosen, Path(work), ray=ray, reused=reused)
         # The campaigns' own output (progress, GPU busy per worker) explains the ratio.
@@ -297,7 +323,8 @@ def scaling(gpus, families, shapes, budget, strategy, quick_timing, ray, reuse, 
     }
     if reuse:
         figures["reused"] = {"file": str(reuse), "runs": sorted(reused)}
-    json_path, md_path = write_results(figures, output_dir)
+    with writing("--output-dir", output_dir):
+        json_path, md_path = write_results(figures, output_dir)
     one, many = figures["runs"][:2]
     text = (
         f"1 GPU {one['wall_s']:.1f} s, {many['gpus']} GPUs {many['wall_s']:.1f} s: ratio "

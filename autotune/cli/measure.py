@@ -13,14 +13,15 @@ from autotune.cli.options import (
     cache_dir_option,
     fail,
     families_option,
-    finite_seconds,
     friendly_errors,
     gpu_option,
     jobs_option,
     shape_options,
     storage_option,
+    time_limit_option,
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
+from autotune.cli.values import StrictIntRange
 from autotune.families import get_family
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.gpu.timing import TimingPolicy
@@ -155,7 +156,7 @@ def baseline(selection, remeasure, gpu, storage) -> None:
 @shape_options("Default: every stored shape.")
 @click.option(
     "--top",
-    type=click.IntRange(min=1),
+    type=StrictIntRange(1, 10_000),
     default=5,
     show_default=True,
     help="How many of each study's fastest stored configurations to measure again.",
@@ -165,14 +166,7 @@ def baseline(selection, remeasure, gpu, storage) -> None:
     is_flag=True,
     help="Do not measure the ceilings and the studies' libraries again under this protocol.",
 )
-@click.option(
-    "--time-limit",
-    type=click.FloatRange(min=1),
-    default=None,
-    metavar="SECONDS",
-    callback=finite_seconds,
-    help="Stop after this many seconds (the same command resumes).",
-)
+@time_limit_option("Stop after this many seconds (the same command resumes).")
 @gpu_option
 @jobs_option
 @cache_dir_option

@@ -11,6 +11,7 @@ from autotune.cli.options import (
     storage_option,
     time_limit_option,
 )
+from autotune.cli.values import StrictIntRange
 from autotune.model.precision import DTYPES
 
 
@@ -32,11 +33,17 @@ def torchvision_model(name: str):
 @click.option(
     "--model", "model_name", required=True, help="A torchvision model: resnet50, vgg16, ..."
 )
-@click.option("--batch", type=click.IntRange(1, 4096), default=32, show_default=True)
+@click.option(
+    "--batch",
+    type=StrictIntRange(1, 4096),
+    default=32,
+    show_default=True,
+    help="Images per forward: the model's convolutions are tuned at this batch size.",
+)
 @click.option("--dtype", type=click.Choice(DTYPES), default="fp32", show_default=True)
 @click.option(
     "--budget",
-    type=click.IntRange(1, 100000),
+    type=StrictIntRange(1, 100_000),
     default=60,
     show_default=True,
     help="Evaluations per (family, shape); a run again resumes.",

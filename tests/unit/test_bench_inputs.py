@@ -81,6 +81,32 @@ def test_bench_dispatch_refuses_bad_counts_and_sets_before_looking_for_a_gpu(opt
     _one_line_error(["bench", "dispatch", option, value], option)
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["bench", "model", "--batch", "1_0"], "--batch"),
+        (["bench", "model", "--warmup", "0"], "--warmup"),
+        (["bench", "kt-examples", "--timeout", "nan"], "--timeout"),
+        (["bench", "kt-examples", "--max-fevals", "\u0661"], "--max-fevals"),
+        (["bench", "scaling", "--gpus", "0,1", "--budget", "1_0"], "--budget"),
+        (["bench", "scaling", "--gpus", "0,1", "--strategy", "zz"], "--strategy"),
+        (["bench", "scaling", "--gpus", "0,1", "--family", "zz"], "unknown family 'zz'"),
+        (["bench", "scaling", "--gpus", "0,1", "--shapes", "zz"], "unknown shape set 'zz'"),
+        (["bench", "scaling", "--gpus", "0,1", "--output-dir", "/proc/no/x"], "--output-dir"),
+        (["tune-model", "--model", "resnet50", "--batch", "1_0"], "--batch"),
+        (["remeasure", "--top", "1_0"], "--top"),
+        (["remeasure", "--time-limit", "1_0"], "--time-limit"),
+    ],
+)
+def test_the_gpu_commands_refuse_bad_values_before_they_start(args, said, monkeypatch) -> None:
+    # Each would start a GPU worker, a campaign or a model: a bad value must be named first.
+    def no_gpu(index=0):
+        raise AssertionError("a bad input reached the GPU")
+
+    monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", no_gpu)
+    _one_line_error(args, said)
+
+
 def _runs_file(tmp_path: Path, how: str) -> Path:
     path = tmp_path / "runs.jsonl.gz"
     if how == "text":
