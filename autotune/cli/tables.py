@@ -62,7 +62,7 @@ def best(
     its median, `efficiency` the fraction of the peak of the units the shape's dtype uses (FMA
     for fp32, the dtype's tensor-core peak otherwise). dtype and layout columns appear when some
     shape is not fp32 NCHW (its key names them too)."""
-    from autotune.reports import best_table, format_table
+    from autotune.reports import Scope, best_table, format_table
 
     if family is not None:
         get_family(family, with_directories(kernel_dirs))
@@ -74,7 +74,11 @@ def best(
         dtype=dtype,
     )
     if not len(table):
-        fail(f"no successful evaluations of timing protocol {protocol} stored in {storage}", 1)
+        scope = Scope(device, family, problem_kind, dtype)
+        fail(
+            f"no successful evaluations of timing protocol {protocol} stored{scope} in {storage}",
+            1,
+        )
     text = format_table(_chosen_columns(table, columns, fmt), fmt)
     if output:
         with writing("--output", output):

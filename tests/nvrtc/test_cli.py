@@ -153,6 +153,9 @@ def test_run_best_plot_end_to_end_on_a_synthetic_gpu(runner, tmp_path, fake_gpu)
 
     md = runner.invoke(main, ["best", "--storage", db, "--output", str(tmp_path / "best.md")])
     assert md.exit_code == 0 and (tmp_path / "best.md").read_text().startswith("|")
+    other = runner.invoke(main, ["best", "--device", "A100", "--storage", db])
+    assert other.exit_code == 1  # the filter is named, not "nothing stored"
+    assert "no successful evaluations of timing protocol 2 stored for device 'A100'" in other.output
 
     plot = runner.invoke(main, ["plot", "--storage", db, "--output", str(tmp_path / "g")])
     assert plot.exit_code == 0, plot.output
