@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import fail, friendly_errors, kernels_option, storage_option
+from autotune.cli.options import fail, friendly_errors, kernels_option, storage_option, writing
+from autotune.cli.values import RegularFile
 
 
 @click.group()
@@ -18,7 +19,7 @@ def data() -> None:
 
 
 @data.command()
-@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("output", type=RegularFile(must_exist=False, path_type=Path))
 @click.option(
     "--since",
     type=click.DateTime(),
@@ -43,15 +44,21 @@ def pack(output: Path, since, best_dir, kernel_dirs, storage: str) -> None:
     from autotune.store.campaigns import pack_campaign, write_best_files
 
     when = since.replace(tzinfo=timezone.utc) if since is not None else None
+    registry = with_directories(kernel_dirs)  # a bad directory is refused before any write
+    if best_dir is not None:
+        with writing("--best-dir", best_dir):
+            best_dir.mkdir(parents=True, exist_ok=True)
     with Store(storage, create=False) as store:
-        counts = pack_campaign(store, output, when)
+        with writing("OUTPUT", output):
+            counts = pack_campaign(store, output, when)
         click.echo(
             f"autotune: wrote {output} ({output.stat().st_size} bytes): "
             + ", ".join(f"{n} {name}" for name, n in counts.items())
         )
         if best_dir is not None:
-            store.read_current(kernel_digests(with_directories(kernel_dirs)))
-            written = write_best_files(store, best_dir)
+            store.read_current(kernel_digests(registry))
+            with writing("--best-dir", best_dir):
+                written = write_best_files(store, best_dir)
             for path in written:
                 click.echo(f"autotune: wrote {path}")
             if not written:
@@ -76,6 +83,7 @@ def backfill(yes: bool, kernel_dirs, storage: str) -> None:
 
     if not yes:
         fail("backfill asserts the stored rows measured the current code: add --yes", 2)
+    digests = kernel_digests(with_directories(kernel_dirs))  # before the file is opened
     with Store(storage, create=False, read_only=False) as store:
-        changed = store.backfill_digests(kernel_digests(with_directories(kernel_dirs)))
+        changed = store.backfill_digests(digests)
     click.echo(f"autotune: gave {changed} evaluations their family's current kernel digest")
