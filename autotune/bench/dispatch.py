@@ -22,7 +22,7 @@ from pathlib import Path
 import click
 
 from autotune.cli.options import output_option, storage_option
-from autotune.cli.values import StrictIntRange
+from autotune.cli.values import StrictIntRange, file_stem
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.shapes import named_shapes
 
@@ -202,7 +202,13 @@ def _count_option(name: str, default: int, most: int, help: str):
 @_count_option("--calls", 20, 100_000, "Calls per measured loop.")
 @_count_option("--repeats", 5, 1_000, "Loops per figure (median).")
 @output_option("Directory of NAME.csv and NAME.md.", directory=True, default=DEFAULT_OUTPUT)
-@click.option("--name", default="dispatch", show_default=True, help="Name of the files.")
+@click.option(
+    "--name",
+    default="dispatch",
+    show_default=True,
+    callback=file_stem,
+    help="Name of the files: NAME.csv and NAME.md.",
+)
 @click.option(
     "--launcher",
     type=click.Choice(["cupy", "driver"]),

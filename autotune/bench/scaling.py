@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 
 from autotune.cli.options import writing
-from autotune.cli.values import StrictIntRange
+from autotune.cli.values import RegularFile, StrictIntRange
 from autotune.model.problem import ProblemError
 from autotune.strategies import STRATEGIES
 
@@ -264,7 +264,7 @@ def _reused(path: Path, campaign: dict, device: str) -> dict:
 )
 @click.option(
     "--reuse",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=RegularFile(path_type=Path),
     default=None,
     help="An earlier scaling.json of the same campaign and GPUs: its one-GPU and --gpus runs "
     "are taken from it, not run again (with --ray, only the Ray run is measured: all three "

@@ -38,6 +38,7 @@ from autotune.cli.options import (
     friendly_errors,
     writing,
 )
+from autotune.cli.values import file_stem
 from autotune.model.problem import Problem
 from autotune.model.quoting import quoted
 from autotune.model.space import Config
@@ -272,6 +273,7 @@ def load_cases(paths: Sequence[str | Path]) -> tuple[list[Case], list[str]]:
     "stem",
     default="search",
     show_default=True,
+    callback=file_stem,
     help="Output file stem: <name>.csv, .md, .png, .svg under --output-dir.",
 )
 @click.option(

@@ -225,10 +225,15 @@ def output_option(
 ):
     """--output, a Path: a file the command writes (a directory where `directory`); `default`
     (shown in the help) or None when not given and not required."""
-    kind = {"file_okay": False} if directory else {"dir_okay": False}
+    # A file: new or regular (a FIFO would block the write forever, a device never fill).
+    kind = (
+        click.Path(path_type=Path, file_okay=False)
+        if directory
+        else RegularFile(must_exist=False, path_type=Path)
+    )
     return click.option(
         "--output",
-        type=click.Path(path_type=Path, **kind),
+        type=kind,
         required=required,
         default=default,
         show_default=default is not None,

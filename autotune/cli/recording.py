@@ -9,6 +9,7 @@ import click
 from autotune.cli.options import (
     PRECISION_HELP,
     SHAPE_METAVAR,
+    RegularFile,
     families_option,
     friendly_errors,
     output_option,
@@ -29,7 +30,7 @@ from autotune.model.shapes import collect_shapes
 @click.option("--device", default=None, help="Only this device (name as stored).")
 @click.option(
     "--subspace",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=RegularFile(path_type=Path),
     default=None,
     help="Recording subspaces (TOML of pinned value lists per family), as given to `run`: only "
     "evaluations inside them are kept, and exhaustiveness is judged against them.",

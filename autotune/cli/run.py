@@ -31,7 +31,7 @@ from autotune.cli.options import (
     time_limit_option,
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
-from autotune.cli.values import observe_option
+from autotune.cli.values import observe_option, ray_address
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.model.campaigns import FULL, QUICK, campaign_names
 from autotune.model.shapes import ShapeSelection
@@ -109,6 +109,7 @@ class RunResult:
     is_flag=False,
     flag_value="",
     default=None,
+    callback=ray_address,
     metavar="[ADDRESS]",
     help="Tune on a Ray cluster: one actor per GPU, studies handed out longest first. ADDRESS: "
     "'auto' (the cluster this machine belongs to), host:6379 or ray://host:10001; alone, "

@@ -74,6 +74,36 @@ def finite_seconds(_ctx, param, value: float | None) -> float | None:
     return value
 
 
+_FILE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def file_stem(_ctx, param, value: str) -> str:
+    """A click callback for a name that becomes file names (NAME.csv, NAME.md): checked before
+    the work whose results they hold, not when they are written."""
+    if not _FILE_STEM.fullmatch(value):
+        raise click.BadParameter(
+            "a file name stem: letters, digits, '.', '_' and '-', at most 100, not starting "
+            "with '.', '_' or '-'",
+            param=param,
+        )
+    return value
+
+
+_RAY_ADDRESS = re.compile(
+    r"auto|local|(ray://)?[A-Za-z0-9.-]+:[0-9]{1,5}|(ray://)?\[[0-9A-Fa-f:]+\]:[0-9]{1,5}"
+)
+
+
+def ray_address(_ctx, param, value: str | None) -> str | None:
+    """A click callback for --ray's address: '' (given alone), auto, local, HOST:PORT or
+    ray://HOST:PORT; anything else is refused here, before Ray is imported or started."""
+    if value and not _RAY_ADDRESS.fullmatch(value):
+        raise click.BadParameter(
+            f"{value!r} is not auto, local, HOST:PORT or ray://HOST:PORT", param=param
+        )
+    return value
+
+
 def observe_option(_ctx, param, value: str | None):
     """A click callback for --observe: the Observe it names, with NVML's binding present."""
     from autotune.model.observe import Observe, ObserveError, require_nvml
