@@ -310,17 +310,21 @@ def throughput(
         url = storage or f"sqlite:///{scratch}/throughput.db"
         for k in chosen:
             key = f"{k}x{k}"
-            click.echo(f"bench throughput: {key}, autotune, {budgets[k]} evaluations ...", err=True)
+            _say(key, f"autotune, {budgets[k]} evaluations ...")
             device, ours = run_autotune(k, budgets[k], seed, url, jobs, gpu)
             results["device"] = device
             results[key] = {"autotune": ours}
-            click.echo(f"  {ours}", err=True)
+            _say(key, f"autotune: {ours}")
             if not skip_kernel_tuner:
-                click.echo(f"bench throughput: {key}, Kernel Tuner ...", err=True)
+                _say(key, "Kernel Tuner ...")
                 results[key]["kernel_tuner"] = run_kernel_tuner(k, budgets[k], seed, gpu)
-                click.echo(f"  {results[key]['kernel_tuner']}", err=True)
+                _say(key, f"Kernel Tuner: {results[key]['kernel_tuner']}")
             _write(output_dir, results)  # after each size: a cut-off run keeps what it measured
     click.echo(markdown(_write(output_dir, results)))
+
+
+def _say(size: str, line: str) -> None:
+    click.echo(f"autotune: bench throughput {size}: {line}", err=True)
 
 
 def _previous(path: Path) -> dict:

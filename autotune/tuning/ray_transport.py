@@ -4,6 +4,7 @@ Ray and its study retried."""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any
@@ -223,6 +224,8 @@ def connect(address: str | None, **init: Any) -> bool:
     try:
         # The actors' output stays in Ray's logs (/tmp/ray/session_latest/logs on each node):
         # the driver shows one progress line, not every worker's.
+        # Ray's own INFO lines (which cluster, the dashboard) stay out of the command's output.
+        init.setdefault("logging_level", logging.WARNING)
         ray.init(address=address or None, log_to_driver=False, **init)
     except Exception as err:
         raise RayUnavailable(
