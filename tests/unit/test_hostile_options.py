@@ -55,7 +55,7 @@ STORAGES = st.sampled_from(
 )
 IN_FILES = st.sampled_from(["{fifo}", "{tmp}", "{tmp}/missing", "/dev/null", "{text}"])
 IN_DIRS = st.sampled_from(["{text}", "{tmp}/missing", "{badkernels}"])
-OUT_FILES = st.sampled_from(["{text}/below", "/proc/nope/x", "{tmp}"])
+OUT_FILES = st.sampled_from(["{text}/below", "/proc/nope/x", "{tmp}", "{fifo}"])
 OUT_DIRS = st.sampled_from(["{text}/below", "/proc/nope/x", "{text}"])
 
 
@@ -66,6 +66,11 @@ def choice_junk(*valid: str):
 # (command, its other options, the option, bad values). The other options make a valid command
 # (against the synthetic run's database), so the drawn value alone is what is wrong.
 RUN = ["run", "--family", "direct_naive", "--shape", SHAPE, "--budget", "1", "--no-baseline"]
+EXPORT = ["export", "--output", "{tmp}/e"]
+RECORDING = ["export-recording", "--output", "{tmp}/r.jsonl.gz"]
+BASELINE = ["baseline", "--shape", SHAPE]
+TUNE_MODEL = ["tune-model", "--model", "resnet50"]
+SCALING = ["bench", "scaling", "--gpus", "0,1"]
 READ = {"best": ["best"], "plot": ["plot"], "report": ["report"], "export": ["export"]}
 CASES = [
     (RUN, "--campaign", choice_junk("quick", "full")),
@@ -108,14 +113,14 @@ CASES = [
     (["report"], "--storage", STORAGES),
     (["status"], "--minutes", NUMBERS | st.just("0")),
     (["status"], "--storage", STORAGES),
-    (["export", "--output", "{tmp}/e"], "--output", OUT_DIRS),
-    (["export", "--output", "{tmp}/e"], "--format", choice_junk()),
-    (["export", "--output", "{tmp}/e"], "--family", JUNK),
-    (["export", "--output", "{tmp}/e"], "--shape", SHAPES),
-    (["export", "--output", "{tmp}/e"], "--shape-file", IN_FILES),
-    (["export", "--output", "{tmp}/e"], "--shapes", JUNK),
-    (["export", "--output", "{tmp}/e"], "--protocol", NUMBERS),
-    (["export", "--output", "{tmp}/e"], "--storage", STORAGES),
+    (EXPORT, "--output", OUT_DIRS),
+    (EXPORT, "--format", choice_junk()),
+    (EXPORT, "--family", JUNK),
+    (EXPORT, "--shape", SHAPES),
+    (EXPORT, "--shape-file", IN_FILES),
+    (EXPORT, "--shapes", JUNK),
+    (EXPORT, "--protocol", NUMBERS),
+    (EXPORT, "--storage", STORAGES),
     (["merge", "{db}"], "--storage", STORAGES),
     (["merge"], None, IN_FILES | JUNK),  # the SOURCE argument
     (["forget", "--family", "direct_naive", "--yes"], "--family", JUNK),
@@ -150,9 +155,106 @@ CASES = [
     (["bench", "dispatch"], "--calls", COUNTS),
     (["bench", "dispatch"], "--repeats", COUNTS),
     (["bench", "dispatch"], "--launcher", choice_junk("cupy", "driver")),
+    (["bench", "dispatch"], "--name", JUNK),
+    (["bench", "dispatch"], "--output", OUT_DIRS),
+    (["bench", "dispatch"], "--storage", STORAGES),
+    (["bench", "search"], "--name", JUNK),
+    (["bench", "throughput", "--skip-kernel-tuner"], "--storage", STORAGES),
+    (["bench", "model"], "--model", choice_junk("resnet50", "vgg16")),
+    (["bench", "model"], "--batch", COUNTS),
+    (["bench", "model"], "--precision", choice_junk("fp32", "tf32", "bf16")),
+    (["bench", "model"], "--warmup", COUNTS),
+    (["bench", "model"], "--repeats", COUNTS),
+    (["bench", "model"], "--storage", STORAGES),
+    (["bench", "model"], "--output", OUT_DIRS),
+    (["bench", "plan-choice"], "--storage", STORAGES),
+    (["bench", "plan-choice"], "--device", JUNK),
+    (["bench", "plan-choice"], "--preview-set", JUNK),
+    (["bench", "plan-choice"], "--output", OUT_DIRS),
+    (["bench", "kt-examples"], "--examples", IN_DIRS),
+    (["bench", "kt-examples"], "--only", JUNK),
+    (["bench", "kt-examples"], "--timeout", NUMBERS),
+    (["bench", "kt-examples"], "--max-fevals", COUNTS),
+    (["bench", "kt-examples"], "--kt-lang", JUNK),
+    (["bench", "kt-examples"], "--output", OUT_DIRS),
+    (["bench", "scaling"], "--gpus", JUNK | st.sampled_from(["0", "0,0", "1_0,2"])),
+    (SCALING, "--family", JUNK),
+    (SCALING, "--shapes", JUNK),
+    (SCALING, "--budget", COUNTS),
+    (SCALING, "--strategy", choice_junk()),
+    (SCALING, "--reuse", IN_FILES),
+    (SCALING, "--output-dir", OUT_DIRS),
+    (RUN, "--observe", JUNK),
+    (RUN, "--ray", JUNK),
+    (["best"], "--device", JUNK),
+    (["plot"], "--device", JUNK),
+    (["plot"], "--kernels", IN_DIRS),
+    (["report"], "--device", JUNK),
+    (["families"], "--kernels", IN_DIRS),
+    (EXPORT, "--dtype", choice_junk()),
+    (EXPORT, "--layout", choice_junk()),
+    (EXPORT, "--device", JUNK),
+    (EXPORT, "--kernels", IN_DIRS),
+    (RECORDING, "--family", JUNK),
+    (RECORDING, "--shape", SHAPES),
+    (RECORDING, "--dtype", choice_junk()),
+    (RECORDING, "--layout", choice_junk()),
+    (RECORDING, "--device", JUNK),
+    (RECORDING, "--subspace", IN_FILES),
+    (RECORDING, "--output", OUT_FILES),
+    (RECORDING, "--protocol", NUMBERS | st.just("3")),
+    (RECORDING, "--storage", STORAGES),
+    (["data", "pack", "{tmp}/p.db.gz"], "--since", JUNK),
+    (["data", "pack", "{tmp}/p.db.gz"], "--best-dir", OUT_DIRS),
+    (["data", "pack", "{tmp}/p.db.gz"], "--kernels", IN_DIRS),
+    (["data", "pack", "{tmp}/p.db.gz"], "--storage", STORAGES),
+    (["data", "backfill", "--yes"], "--kernels", IN_DIRS),
+    (["data", "backfill", "--yes"], "--storage", STORAGES),
+    # The commands that start the GPU: every bad value is refused before it starts.
+    (BASELINE, "--shapes", JUNK),
+    (BASELINE, "--shape", SHAPES),
+    (BASELINE, "--shape-file", IN_FILES),
+    (BASELINE, "--dtype", choice_junk()),
+    (BASELINE, "--layout", choice_junk()),
+    (BASELINE, "--gpu", NUMBERS),
+    (BASELINE, "--storage", STORAGES),
+    (["remeasure"], "--family", JUNK),
+    (["remeasure"], "--shapes", JUNK),
+    (["remeasure"], "--shape", SHAPES),
+    (["remeasure"], "--shape-file", IN_FILES),
+    (["remeasure"], "--dtype", choice_junk()),
+    (["remeasure"], "--layout", choice_junk()),
+    (["remeasure"], "--top", COUNTS),
+    (["remeasure"], "--time-limit", NUMBERS),
+    (["remeasure"], "--gpu", NUMBERS),
+    (["remeasure"], "--jobs", COUNTS),
+    (["remeasure"], "--storage", STORAGES),
+    (["device"], "--gpu", NUMBERS),
+    (["device"], "--ceiling", choice_junk()),
+    (["device"], "--storage", STORAGES),
+    (["tune-model"], "--model", JUNK),
+    (TUNE_MODEL, "--batch", COUNTS),
+    (TUNE_MODEL, "--dtype", choice_junk()),
+    (TUNE_MODEL, "--budget", COUNTS),
+    (TUNE_MODEL, "--family", JUNK),
+    (TUNE_MODEL, "--gpu", NUMBERS),
+    (TUNE_MODEL, "--time-limit", NUMBERS),
+    (TUNE_MODEL, "--storage", STORAGES),
 ]
+# Options that take any value, or whose odd values are no error by design, and why.
+ANY_VALUE = {
+    (
+        "run",
+        "--cache-dir",
+    ): "a cache that cannot be written is no error: the run compiles each time",
+    ("remeasure", "--cache-dir"): "as run's",
+    ("forget", "--device"): "a device with nothing stored: 'deleted 0 evaluations'",
+    ("import-kt-cache", "--family"): "the name the user gives the recorded kernel",
+    ("import-kt-cache", "--device"): "the name the user gives the file's device",
+}
 TAKES_STORAGE = {"run", "best", "plot", "report", "status", "export", "merge", "forget"}
-READ_ONLY = {"best", "plot", "report", "status", "export", "space", "import-kt-cache", "bench"}
+TAKES_STORAGE |= {"baseline", "remeasure", "device", "tune-model", "export-recording", "data"}
+STARTS_GPU = {"run", "baseline", "remeasure", "device", "tune-model"}
 
 
 def _digest(path: Path) -> str:
@@ -209,7 +311,7 @@ def _gpu_must_not_start(index=0):
 
 
 @settings(
-    max_examples=300,
+    max_examples=1000,  # about 5 for each of the ~190 options: seconds, parse errors mostly
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -221,7 +323,7 @@ def test_a_bad_value_of_any_option_is_refused_in_one_line(places, monkeypatch, c
     args += [option, value] if option else [value]
     name = command[0]
     storage = ["--storage", places["db"]] if name in TAKES_STORAGE and option != "--storage" else []
-    if option == "--storage" and name == "run":  # run starts its GPU before it opens storage
+    if option == "--storage" and name in STARTS_GPU:  # may start the GPU before it opens storage
         gpu = lambda index=0: SyntheticEvaluator(lambda d: 1.0)  # noqa: E731
     else:
         gpu = _gpu_must_not_start
@@ -240,3 +342,29 @@ def test_a_bad_value_of_any_option_is_refused_in_one_line(places, monkeypatch, c
     assert errors and all(line.startswith("autotune: ") for line in errors), shown
     assert "\x1b" not in result.stderr and "\u202e" not in result.stderr, shown
     assert _digest(Path(places["db"])) == before, shown
+
+
+def _command_of(args: list[str]) -> str:
+    """'run', or 'bench search' for a group's command."""
+    return " ".join(args[:2] if args[0] in ("bench", "data") else args[:1])
+
+
+def test_every_option_that_takes_a_value_is_drawn_bad_values_for() -> None:
+    # A new option joins the suite, or says here why any value of it is right.
+    import click
+
+    def options(command, ctx, path):
+        if isinstance(command, click.Group):
+            for name in command.list_commands(ctx):
+                sub = command.get_command(ctx, name)
+                yield from options(sub, click.Context(sub, parent=ctx), [*path, name])
+            return
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.is_flag and param.name != "help":
+                yield " ".join(path), param.opts[0]
+
+    covered = {(_command_of(command), option) for command, option, _ in CASES}
+    covered |= {(command.split()[0], option) for command, option in ANY_VALUE}
+    every = set(options(main, click.Context(main), []))
+    assert every - covered == set()
+    assert len(every) > 150  # the walk found the commands of the groups too
