@@ -196,12 +196,7 @@ CASES = [
     Case("unknown-strategy", (*RUN, "--strategy", "nope"), 2, "Invalid value for '--strategy'"),
     Case("time-limit-nan", (*RUN, "--time-limit", "nan"), 2, "is not a finite decimal number"),
     Case("time-limit-inf", (*RUN, "--time-limit", "inf"), 2, "is not a finite decimal number"),
-    Case(
-        "remeasure-time-limit-nan",
-        ("remeasure", "--time-limit", "nan"),
-        2,
-        "nan is not a number of seconds",
-    ),
+    Case("remeasure-time-limit-nan", ("remeasure", "--time-limit", "nan"), 2, "not a finite"),
     # Constraints: a syntax error, hostile ones (never run: the pwned file must not appear).
     Case("constraint-syntax-error", RUN, 2, "'BLOCK_X <' is not valid: invalid syntax",
          constraint("BLOCK_X <")),
