@@ -130,6 +130,7 @@ class StoreBase:
         self.url = hide_passwords(text)
         self.protocol = protocol
         self._copy: tempfile.TemporaryDirectory | None = None
+        self._stamp = False  # whether a new SQLite file is marked as ours (_file_facts)
         if not create and "://" not in text and not Path(text).expanduser().is_file():
             raise StoreError(f"no results database at {self.url}")
         try:
@@ -180,7 +181,6 @@ class StoreBase:
         exactly), empty, another application's (refused unless shared, and never where its
         tables carry our names), or damaged (refused). Sets self._stamp: whether the first
         write marks the file as ours."""
-        self._stamp = False
         if not file.is_file() or file.stat().st_size == 0:
             if file.is_file() and (not create or self.read_only):
                 raise StoreError(
@@ -288,7 +288,7 @@ class StoreBase:
             if self._engine.dialect.name == "sqlite" and create:
                 with self._engine.connect() as conn:
                     _use_wal(conn)
-                    if getattr(self, "_stamp", False):
+                    if self._stamp:
                         # Ours alone: marked as ours before the first table, so another
                         # worker opening this new file meanwhile knows it as ours.
                         conn.exec_driver_sql(f"PRAGMA application_id = {APPLICATION_ID}")
