@@ -22,6 +22,7 @@ from autotune.cli.workers import status
 from autotune.gpu.interrupt import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
+    STOP_SIGNALS,
     arm_exit_watchdog,
     enable_watchdog,
     exit_code,
@@ -74,7 +75,7 @@ for command in (
 def entry() -> None:
     """The console script and `python -m autotune`: the commands, and once Ctrl-C or SIGTERM
     asked the process to stop, a watchdog that ends it within WATCHDOG_S whatever holds it."""
-    received: list[int] = []
+    received = STOP_SIGNALS  # this handler's and run's (terminate_as_interrupt) alike
     finishing = []
 
     def stop(signum: int, _frame: object) -> None:

@@ -21,6 +21,9 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 # longer is a child process or thread that the interpreter's exit waits for (it joins them).
 WATCHDOG_S = 8.0
 
+# Every stop signal this process took, whichever handler took it: a SIGTERM that a block of
+# terminate_as_interrupt turned into KeyboardInterrupt still decides the exit code.
+STOP_SIGNALS: list[int] = []
 _watchdog_enabled = False  # only in the command-line process: never in a library or test
 _watchdog: threading.Timer | None = None
 
@@ -106,6 +109,7 @@ def terminate_as_interrupt() -> Iterator[list[int]]:
 
     def handler(signum: int, _frame: object) -> None:
         received.append(signum)
+        STOP_SIGNALS.append(signum)
         arm_exit_watchdog(exit_code(received))
         if len(received) == 1:  # a second one would break off the clean stop the first began
             raise KeyboardInterrupt
@@ -150,5 +154,6 @@ __all__ = [
     "children_ignore_interrupts",
     "signals_end_at_once",
     "terminate_as_interrupt",
+    "STOP_SIGNALS",
     "watch_signals",
 ]

@@ -56,6 +56,29 @@ def test_a_signal_inside_signals_end_at_once_ends_the_process_with_the_shells_co
     assert (done.returncode, done.stdout, done.stderr) == (EXIT_TERMINATED, "", "")
 
 
+def test_a_sigterm_that_escapes_a_commands_own_handling_still_exits_143() -> None:
+    # A run's tuning had ended and the SIGTERM came inside its terminate_as_interrupt block,
+    # where nothing caught the KeyboardInterrupt: click printed "Aborted!" and exited 1 (a CI
+    # run of stop 41 met it). The process's exit code follows the signal, whoever took it.
+    code = (
+        "import os, signal, time, click\n"
+        "import autotune.cli.app as app\n"
+        "from autotune.gpu.interrupt import terminate_as_interrupt\n"
+        "@click.command()\n"
+        "def command():\n"
+        "    with terminate_as_interrupt():\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(5)\n"
+        "app.main = command\n"
+        "app.entry()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == EXIT_TERMINATED, done.stderr
+    assert "Traceback" not in done.stderr
+
+
 @pytest.mark.slow  # a campaign in a subprocess
 def test_a_terminated_campaign_releases_its_studies_and_records_its_end(tmp_path: Path) -> None:
     try:
