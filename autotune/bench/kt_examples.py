@@ -27,7 +27,7 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import output_option
+from autotune.cli.options import output_option, writing
 from autotune.cli.values import MAX_SECONDS, StrictFloatRange, StrictIntRange
 
 try:
@@ -252,7 +252,9 @@ def write_table(rows: list[dict], excluded: list[Example], path: Path, title: li
 )
 @click.option(
     "--kt-lang",
-    help="Kernel Tuner's backend in place of PyCUDA (lang None or 'CUDA'), e.g. cupy or nvcuda.",
+    type=click.Choice(["cupy", "nvcuda"]),
+    help="With --kernel-tuner: Kernel Tuner's backend in place of PyCUDA (where a script says "
+    "lang None or 'CUDA').",
 )
 @output_option(
     "Directory of the table (.csv and .md) and of Kernel Tuner's logs (logs/).",
@@ -261,6 +263,8 @@ def write_table(rows: list[dict], excluded: list[Example], path: Path, title: li
 )
 def kt_examples(examples, synthetic, with_kt, only, timeout_s, max_fevals, kt_lang, output) -> None:
     """Kernel Tuner's CUDA examples through `from autotune import tune_kernel`."""
+    if kt_lang is not None and not with_kt:
+        raise click.UsageError("--kt-lang chooses Kernel Tuner's backend: add --kernel-tuner")
     directory = examples_dir(examples)
     if directory is None or not directory.is_dir():
         raise click.ClickException(
@@ -280,6 +284,8 @@ def kt_examples(examples, synthetic, with_kt, only, timeout_s, max_fevals, kt_la
         raise click.ClickException(
             f"--kernel-tuner: Kernel Tuner is not installed (kernel_tuner=={KT_VERSION})"
         )
+    with writing("--output", output):  # before the examples, not after the first of them
+        output.mkdir(parents=True, exist_ok=True)
     mode = "synthetic" if synthetic else "ours"
     chosen = [e for e in every if e.in_scope and (not only or e.name in only)]
     stem = "synthetic" if synthetic else "gpu"

@@ -88,6 +88,8 @@ def test_bench_dispatch_refuses_bad_counts_and_sets_before_looking_for_a_gpu(opt
         (["bench", "model", "--warmup", "0"], "--warmup"),
         (["bench", "kt-examples", "--timeout", "nan"], "--timeout"),
         (["bench", "kt-examples", "--max-fevals", "\u0661"], "--max-fevals"),
+        (["bench", "kt-examples", "--kernel-tuner", "--kt-lang", "opencl"], "--kt-lang"),
+        (["bench", "kt-examples", "--kt-lang", "cupy"], "--kt-lang"),
         (["bench", "scaling", "--gpus", "0,1", "--budget", "1_0"], "--budget"),
         (["bench", "scaling", "--gpus", "0,1", "--strategy", "zz"], "--strategy"),
         (["bench", "scaling", "--gpus", "0,1", "--family", "zz"], "unknown family 'zz'"),

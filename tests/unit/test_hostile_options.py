@@ -175,7 +175,7 @@ CASES = [
     (["bench", "kt-examples"], "--only", JUNK),
     (["bench", "kt-examples"], "--timeout", NUMBERS),
     (["bench", "kt-examples"], "--max-fevals", COUNTS),
-    (["bench", "kt-examples"], "--kt-lang", JUNK),
+    (["bench", "kt-examples", "--kernel-tuner"], "--kt-lang", choice_junk("cupy", "nvcuda")),
     (["bench", "kt-examples"], "--output", OUT_DIRS),
     (["bench", "scaling"], "--gpus", JUNK | st.sampled_from(["0", "0,0", "1_0,2"])),
     (SCALING, "--family", JUNK),
@@ -329,6 +329,7 @@ def test_a_bad_value_of_any_option_is_refused_in_one_line(places, monkeypatch, c
         gpu = _gpu_must_not_start
     monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", gpu)
     monkeypatch.chdir(places["tmp"])  # bench's defaults (results/...) do not exist here
+    monkeypatch.delenv("AUTOTUNE_KT_EXAMPLES", raising=False)  # no example is ever run
     before = _digest(Path(places["db"]))
 
     result = CliRunner().invoke(main, [*args, *storage])
