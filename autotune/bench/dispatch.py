@@ -21,8 +21,8 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import output_option, storage_option
-from autotune.cli.values import StrictIntRange, file_stem
+from autotune.cli.options import count_option, output_option, storage_option
+from autotune.cli.values import file_stem
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.shapes import named_shapes
 
@@ -184,11 +184,6 @@ def _summary(rows: list[dict]) -> list[str]:
     return lines
 
 
-def _count_option(name: str, default: int, most: int, help: str):
-    kind = StrictIntRange(1, most)
-    return click.option(name, type=kind, default=default, show_default=True, help=help)
-
-
 @click.command("dispatch")
 @storage_option
 @click.option(
@@ -199,8 +194,8 @@ def _count_option(name: str, default: int, most: int, help: str):
     show_default=True,
     help="Named shape sets to run (repeatable).",
 )
-@_count_option("--calls", 20, 100_000, "Calls per measured loop.")
-@_count_option("--repeats", 5, 1_000, "Loops per figure (median).")
+@count_option("--calls", 20, 100_000, "Calls per measured loop.")
+@count_option("--repeats", 5, 1_000, "Loops per figure (median).")
 @output_option("Directory of NAME.csv and NAME.md.", directory=True, default=DEFAULT_OUTPUT)
 @click.option(
     "--name",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import output_option
+from autotune.cli.options import count_option, output_option
 from autotune.cli.values import StrictIntRange
 
 DEFAULT_OUTPUT = Path("results/bench")
@@ -209,20 +209,8 @@ def write_plot(rows, output: Path) -> Path:
 @click.option(
     "--precision", "precisions", multiple=True, type=click.Choice(PRECISIONS), help="Default: all."
 )
-@click.option(
-    "--warmup",
-    type=StrictIntRange(1, 1000),
-    default=5,
-    show_default=True,
-    help="Forwards run before timing each way (compiles and autotuning included).",
-)
-@click.option(
-    "--repeats",
-    type=StrictIntRange(1, 10_000),
-    default=30,
-    show_default=True,
-    help="Timed forwards per way; the median is reported.",
-)
+@count_option("--warmup", 5, 1000, "Forwards before timing each way (compiles included).")
+@count_option("--repeats", 30, 10_000, "Timed forwards per way; the median is reported.")
 @click.option(
     "--cuda-graphs",
     "graphs",

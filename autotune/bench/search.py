@@ -31,14 +31,8 @@ from autotune.bench.kt_search import (
 from autotune.bench.scoring import Case
 from autotune.bench.search_report import summarise, write_outputs
 from autotune.bench.search_runs import load_runs, save_runs
-from autotune.cli.options import (
-    MAX_JOBS,
-    RegularFile,
-    StrictIntRange,
-    friendly_errors,
-    writing,
-)
-from autotune.cli.values import file_stem
+from autotune.cli.options import friendly_errors, writing
+from autotune.cli.values import MAX_JOBS, RegularFile, StrictIntRange, file_stem
 from autotune.model.problem import Problem
 from autotune.model.quoting import quoted
 from autotune.model.space import Config

@@ -12,13 +12,8 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import (
-    MAX_JOBS,
-    StrictIntRange,
-    friendly_errors,
-    seed_option,
-    writing,
-)
+from autotune.cli.options import friendly_errors, seed_option, writing
+from autotune.cli.values import MAX_JOBS, StrictIntRange
 from autotune.model.problem import ConvProblem
 from autotune.model.quoting import one_line
 

@@ -8,13 +8,13 @@ import click
 
 from autotune.cli.options import (
     SHAPE_METAVAR,
-    StrictIntRange,
     fail,
     family_precisions,
     friendly_errors,
     kernels_option,
     precision_option,
 )
+from autotune.cli.values import StrictIntRange
 from autotune.families import get_family, with_directories
 from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.parsing import parse_shape

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import RegularFile, friendly_errors, output_option, writing
+from autotune.cli.options import friendly_errors, output_option, writing
+from autotune.cli.values import RegularFile
 from autotune.model.quoting import printable
 
 

@@ -11,6 +11,7 @@ import click
 from autotune.cli.options import (
     DEFAULT_CACHE,
     cache_dir_option,
+    count_option,
     fail,
     families_option,
     friendly_errors,
@@ -21,7 +22,6 @@ from autotune.cli.options import (
     time_limit_option,
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
-from autotune.cli.values import StrictIntRange
 from autotune.families import get_family
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.gpu.timing import TimingPolicy
@@ -154,12 +154,8 @@ def baseline(selection, remeasure, gpu, storage) -> None:
 @click.command()
 @families_option("Only this family's studies (repeatable). Default: every stored family.")
 @shape_options("Default: every stored shape.")
-@click.option(
-    "--top",
-    type=StrictIntRange(1, 10_000),
-    default=5,
-    show_default=True,
-    help="How many of each study's fastest stored configurations to measure again.",
+@count_option(
+    "--top", 5, 10_000, "How many of each study's fastest configurations to measure again."
 )
 @click.option(
     "--no-baseline",

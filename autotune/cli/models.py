@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from autotune.cli.options import (
+    count_option,
     fail,
     friendly_errors,
     gpu_option,
@@ -41,13 +42,7 @@ def torchvision_model(name: str):
     help="Images per forward: the model's convolutions are tuned at this batch size.",
 )
 @click.option("--dtype", type=click.Choice(DTYPES), default="fp32", show_default=True)
-@click.option(
-    "--budget",
-    type=StrictIntRange(1, 100_000),
-    default=60,
-    show_default=True,
-    help="Evaluations per (family, shape); a run again resumes.",
-)
+@count_option("--budget", 60, 100_000, "Evaluations per (family, shape); a run again resumes.")
 @click.option("--family", "families", multiple=True, help="Tune only these families (repeatable).")
 @gpu_option
 @time_limit_option("Stop after this many seconds (the same command resumes).")

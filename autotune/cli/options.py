@@ -17,7 +17,6 @@ from autotune.cli.values import (
     RegularFile,
     StrictFloatRange,
     StrictIntRange,
-    finite_number,
     finite_seconds,
 )
 from autotune.families import UnknownFamily, UnsupportedProblem
@@ -210,6 +209,12 @@ def time_limit_option(help: str):
     )
 
 
+def count_option(name: str, default: int, most: int, help: str):
+    """A whole number of things (calls, repeats, evaluations), 1 to `most`."""
+    kind = StrictIntRange(1, most)
+    return click.option(name, type=kind, default=default, show_default=True, help=help)
+
+
 def seed_option(help: str):
     """--seed, a whole number the random generators take (0 by default)."""
     return click.option(
@@ -223,14 +228,11 @@ def output_option(
     directory: bool = False,
     default: Path | None = None,
 ):
-    """--output, a Path: a file the command writes (a directory where `directory`); `default`
-    (shown in the help) or None when not given and not required."""
-    # A file: new or regular (a FIFO would block the write forever, a device never fill).
-    kind = (
-        click.Path(path_type=Path, file_okay=False)
-        if directory
-        else RegularFile(must_exist=False, path_type=Path)
-    )
+    """--output, a Path: a file the command writes, new or regular (a FIFO would block the write
+    forever), or a directory where `directory`; `default` (shown in the help) or None."""
+    kind = RegularFile(must_exist=False, path_type=Path)
+    if directory:
+        kind = click.Path(path_type=Path, file_okay=False)
     return click.option(
         "--output",
         type=kind,
@@ -366,18 +368,11 @@ def shape_options(default: str = "", precision_help: tuple[str, str] = PRECISION
 
 
 __all__ = [
+    "count_option",
     "output_option",
     "seed_option",
     "time_limit_option",
     "families_option",
-    "MAX_JOBS",
-    "MAX_SECONDS",
-    "MAX_SEED",
-    "RegularFile",
-    "StrictFloatRange",
-    "StrictIntRange",
-    "finite_number",
-    "finite_seconds",
     "DEFAULT_BUDGET",
     "DEFAULT_CACHE",
     "DEFAULT_DTYPE",

@@ -9,7 +9,6 @@ import click
 from autotune.cli.options import (
     PRECISION_HELP,
     SHAPE_METAVAR,
-    RegularFile,
     families_option,
     friendly_errors,
     output_option,
@@ -19,6 +18,7 @@ from autotune.cli.options import (
     storage_option,
     writing,
 )
+from autotune.cli.values import RegularFile
 from autotune.families import get_family
 from autotune.model.shapes import collect_shapes
 

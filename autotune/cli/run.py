@@ -17,8 +17,6 @@ from autotune.cli.options import (
     DEFAULT_DTYPE,
     DEFAULT_LAYOUT,
     PRECISION_HELP,
-    RegularFile,
-    StrictIntRange,
     cache_dir_option,
     families_option,
     friendly_errors,
@@ -31,7 +29,7 @@ from autotune.cli.options import (
     time_limit_option,
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
-from autotune.cli.values import observe_option, ray_address
+from autotune.cli.values import RegularFile, StrictIntRange, observe_option, ray_address
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.model.campaigns import FULL, QUICK, campaign_names
 from autotune.model.shapes import ShapeSelection

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import click
 
-from autotune.cli.options import StrictFloatRange, finite_number, storage_option
+from autotune.cli.options import storage_option
 from autotune.cli.progress import ProgressPrinter, campaign_line, format_duration
+from autotune.cli.values import StrictFloatRange, finite_number
 from autotune.gpu.interrupt import terminate_as_interrupt
 
 LOG_ROOT = Path("results") / "logs"
