@@ -243,9 +243,9 @@ def _prepare(model, example_inputs, rt, layers) -> None:
         storage == "float32" and bool(torch.backends.cudnn.allow_tf32),
     )
     calls = [(c.problem, request) for c in collect_convolutions(model, example_inputs) if c.problem]
-    if x.is_cuda:
-        rt.compile_ahead(calls, device=x.get_device())
     try:
+        if x.is_cuda:
+            rt.compile_ahead(calls, device=x.get_device())
         with torch.no_grad():
             model(*_inputs(example_inputs))  # prepares every shape: load, launches, workspaces
     except LookupMiss as err:
