@@ -25,6 +25,7 @@ from autotune.cli.options import count_option, output_option, storage_option
 from autotune.cli.values import file_stem
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.shapes import named_shapes
+from autotune.runtime.calls import DEFAULT_LAUNCHER, LAUNCHER_NAMES
 
 DEFAULT_SETS = ("general", "alexnet", "overfeat")
 DEFAULT_OUTPUT = Path("results/bench")
@@ -206,8 +207,8 @@ def _summary(rows: list[dict]) -> list[str]:
 )
 @click.option(
     "--launcher",
-    type=click.Choice(["cupy", "driver"]),
-    default="cupy",
+    type=click.Choice(LAUNCHER_NAMES),
+    default=DEFAULT_LAUNCHER,
     show_default=True,
     help="How autotune.conv2d launches: CuPy's Function call, or cuLaunchKernel directly.",
 )

@@ -25,6 +25,7 @@ import click
 
 from autotune.cli.options import count_option, output_option
 from autotune.cli.values import StrictIntRange
+from autotune.runtime.calls import DEFAULT_LAUNCHER, LAUNCHER_NAMES
 
 DEFAULT_OUTPUT = Path("results/bench")
 MODELS = ("resnet50", "vgg16")
@@ -85,7 +86,17 @@ def _rel_error(torch, logits, reference) -> float:
 
 
 def bench_one(
-    torch, torchvision, name, batch, precision, database, warmup, repeats, say, graphs=False
+    torch,
+    torchvision,
+    name,
+    batch,
+    precision,
+    database,
+    warmup,
+    repeats,
+    say,
+    graphs=False,
+    launchers=(DEFAULT_LAUNCHER,),
 ):
     torch.manual_seed(0)
     base = getattr(torchvision.models, name)(weights=None).eval().cuda()
@@ -96,26 +107,28 @@ def bench_one(
     model = base.to(dtype=dtype, memory_format=fmt)
     x = x32.to(dtype=dtype).contiguous(memory_format=fmt)
     from autotune.runtime.calls import CallError
-    from autotune.runtime.dispatch import runtime
+    from autotune.runtime.dispatch import Runtime
     from autotune.runtime.lookup import LookupMiss
     from autotune.runtime.models import optimize
 
-    known = set(runtime(database).prepared())  # the calls earlier models prepared
-    try:
-        ours = optimize(copy.deepcopy(model), x, database=database)
-    except (LookupMiss, CallError) as err:
-        raise click.ClickException(f"{name} batch {batch} {precision}: {err}") from None
-    choices = [c for call, c in runtime(database).prepared().items() if call not in known]
-    plans = f"{sum(c.exact for c in choices)}/{len(choices)}"
-    ways = {
-        "eager": model,
-        "compile": torch.compile(model),
-        "ours": ours,
-        "ours+compile": torch.compile(ours),
-    }
+    ways = {"eager": model, "compile": torch.compile(model)}
     if graphs:  # no host time per call left: the kernels' own speed against PyTorch's
         ways["compile+graphs"] = torch.compile(model, mode="reduce-overhead")
-        ways["ours+compile+graphs"] = torch.compile(ours, mode="reduce-overhead")
+    plans = {}
+    for launcher in launchers:
+        rt = Runtime(database, launcher=launcher)  # a runtime of this model's calls alone
+        try:
+            ours = optimize(copy.deepcopy(model), x, runtime_=rt)
+        except (LookupMiss, CallError) as err:
+            raise click.ClickException(f"{name} batch {batch} {precision}: {err}") from None
+        choices = rt.prepared().values()
+        # The way's name says the launcher where it is not the runtime's default.
+        tag = "ours" if launcher == DEFAULT_LAUNCHER else f"ours[{launcher}]"
+        ways[tag] = ours
+        ways[f"{tag}+compile"] = torch.compile(ours)
+        if graphs:
+            ways[f"{tag}+compile+graphs"] = torch.compile(ours, mode="reduce-overhead")
+        plans[tag] = f"{sum(c.exact for c in choices)}/{len(choices)}"
     rows, eager_top1, eager_ms = [], None, None
     for way, forward in ways.items():
         say(f"autotune: {name} batch {batch} {precision} {way} ...")
@@ -138,7 +151,7 @@ def bench_one(
                 "speedup": f"{eager_ms / ms:.2f}",
                 # How many of the model's distinct convolutions ran a plan tuned on their own
                 # shape (the others borrowed the nearest stored shape's: runtime/lookup.py).
-                "exact_plans": plans if way.startswith("ours") else "",
+                "exact_plans": plans.get(way.split("+")[0], ""),
             }
         )
         torch._dynamo.reset()
@@ -218,11 +231,20 @@ def write_plot(rows, output: Path) -> Path:
     help="Also both compiled ways under CUDA graphs (mode='reduce-overhead'): no host time per "
     "call left, the kernels against PyTorch's.",
 )
+@click.option(
+    "--launcher",
+    "launchers",
+    multiple=True,
+    type=click.Choice(LAUNCHER_NAMES),
+    help=f"How our kernels are launched (repeatable: one set of our ways each). Default: "
+    f"{DEFAULT_LAUNCHER}. 'cupy': CuPy's kernel call; 'driver': cuLaunchKernel with the "
+    "arguments' storage made once, less host time a call.",
+)
 @click.option("--storage", default=None, help="Results database (default: the user's).")
 @output_option(
     "Directory of model.csv, model.md and model.png.", directory=True, default=DEFAULT_OUTPUT
 )
-def model(models, batches, precisions, warmup, repeats, graphs, storage, output):
+def model(models, batches, precisions, warmup, repeats, graphs, launchers, storage, output):
     """Whole torchvision models (ResNet-50, VGG-16) forward: eager PyTorch, torch.compile,
     autotune's convolutions, and those inside torch.compile; fp32 (TF32 off), tf32 and bf16
     channels-last; median time on the GPU and the host's time to issue a forward (close to it:
@@ -245,6 +267,7 @@ def model(models, batches, precisions, warmup, repeats, graphs, storage, output)
                     repeats,
                     say,
                     graphs,
+                    tuple(dict.fromkeys(launchers)) or (DEFAULT_LAUNCHER,),
                 )
     paths = [*write_table(rows, output), write_plot(rows, output)]
     click.echo((output / "model.md").read_text())

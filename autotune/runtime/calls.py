@@ -22,6 +22,12 @@ class CallError(ValueError):
 STORAGE_DTYPES = {"float32": ("fp32",), "bfloat16": ("bf16",), "float16": ("fp16",)}
 TF32_DTYPES = ("fp32", "tf32")
 
+# How the runtime launches its kernels (gpu/launch.py's LAUNCHERS): "cupy", CuPy's Function
+# call, the path verified in every GPU test; "driver", cuLaunchKernel with the arguments'
+# storage made once, less host time a call. Named here, without CuPy, for the commands' options.
+LAUNCHER_NAMES = ("cupy", "driver")
+DEFAULT_LAUNCHER = "cupy"
+
 
 @dataclass(frozen=True, slots=True)
 class Request:
@@ -133,6 +139,8 @@ def _single(value):
 
 
 __all__ = [
+    "DEFAULT_LAUNCHER",
+    "LAUNCHER_NAMES",
     "LAYOUT_COPIES",
     "STORAGE_DTYPES",
     "Call",

@@ -30,7 +30,7 @@ from autotune.gpu.launch import (
 from autotune.model.problem import ConvProblem
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import DeviceLimits
-from autotune.runtime.calls import Call, CallError, Request
+from autotune.runtime.calls import DEFAULT_LAUNCHER, Call, CallError, Request
 from autotune.runtime.lookup import (
     MISS_POLICIES,
     Catalogue,
@@ -38,7 +38,7 @@ from autotune.runtime.lookup import (
     LookupMiss,
     resolve,
 )
-from autotune.runtime.plans import DEFAULT_LAUNCHER, Entry, NoFit, build_entry
+from autotune.runtime.plans import Entry, NoFit, build_entry
 from autotune.store import default_storage
 
 # Evaluations per family when a shape is tuned on a miss: local search with transfer reaches

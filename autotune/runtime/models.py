@@ -207,17 +207,19 @@ def optimize(
     database: str | None = None,
     on_miss: str = "nearest",
     fold: bool = True,
+    runtime_=None,
 ) -> torch.nn.Module:
     """Swap every torch.nn.Conv2d autotune can serve for autotune.Conv2d (in place; returns
     `model`), folding an inference-mode BatchNorm that only follows it into its weight and bias
     (the BatchNorm becomes an Identity). With `example_inputs`, compile the plans their
     convolutions will run ahead (parallel NVRTC into the disk cache) and prepare them by one
     forward, so that the first forward of the caller compiles and loads nothing; each weight
-    is then kept in the memory format its plan reads."""
+    is then kept in the memory format its plan reads. `runtime_`: a Runtime of the caller's
+    (its own launcher or families) in place of the database's."""
     from autotune.runtime.dispatch import runtime
     from autotune.runtime.torch_layer import Conv2d
 
-    rt = runtime(database)
+    rt = runtime(database) if runtime_ is None else runtime_
     folded = dict(conv_bn_pairs(model)) if fold else {}
     layers: dict[str, Conv2d] = {}
     for name, module in list(model.named_modules()):

@@ -21,7 +21,7 @@ from autotune.gpu.compiler import Compiler
 from autotune.gpu.launch import LAUNCHERS, load_module, opt_in_shared_memory
 from autotune.model.problem import ConvProblem
 from autotune.model.space import DeviceLimits
-from autotune.runtime.calls import Call, CallError
+from autotune.runtime.calls import DEFAULT_LAUNCHER, Call, CallError
 from autotune.runtime.lookup import ZERO_INPUTS, Choice
 from autotune.tuning.studies import resource_problem
 
@@ -36,8 +36,6 @@ PAD_ENTRIES = {
     ("NHWC", 4): "pad_nhwc",
     ("NHWC", 2): "pad_nhwc_16",
 }
-# The CuPy launch path is the one the H100 runs verified; "driver" saves host time a launch.
-DEFAULT_LAUNCHER = "cupy"
 _PADS: dict[tuple[str, int], dict] = {}  # the padding kernels, loaded once per device
 
 

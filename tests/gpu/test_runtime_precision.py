@@ -2,7 +2,8 @@
 or allowed, BF16, FP16; contiguous and channels-last) against float64, the output in the input's
 memory format and no layout copy where the plan reads the input's layout; the custom op under
 torch.compile(fullgraph=True), in a captured CUDA graph and under mode="reduce-overhead"; and
-optimize() leaving nothing to compile or prepare at the first forward."""
+optimize() leaving nothing to compile or prepare at the first forward. Each with both of the
+runtime's launchers (CuPy's kernel call and cuLaunchKernel directly)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.precision import PRECISIONS
+from autotune.runtime.calls import LAUNCHER_NAMES
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -42,7 +44,7 @@ SHAPES = [
 
 
 @pytest.fixture(scope="module")
-def tuned(tmp_path_factory):
+def store(tmp_path_factory):
     """A runtime whose store was filled by on_miss="tune" for every kind of call and shape."""
     from autotune.runtime import Runtime
 
@@ -55,7 +57,18 @@ def tuned(tmp_path_factory):
                 x, w = inputs(shape, storage, layout, 0)
                 rt.conv2d(x, w, shape["stride"], shape["padding"], "tune")
     torch.cuda.synchronize()
-    return rt
+    return rt, cache
+
+
+@pytest.fixture(scope="module", params=LAUNCHER_NAMES)
+def tuned(store, request):
+    """A runtime over that store for each way of launching: every test runs with both."""
+    from autotune.runtime import Runtime
+
+    rt, cache = store
+    if request.param == rt.launcher:
+        return rt
+    return Runtime(rt.database, cache_dir=cache, launcher=request.param)
 
 
 class allow_tf32:
@@ -234,8 +247,7 @@ def test_after_optimize_the_first_forward_prepares_nothing(tuned, monkeypatch):
     x = inputs(SHAPES[0], "bfloat16", "NHWC", 12)[0]
     with torch.no_grad():
         eager = model(x).float()
-    dispatch._RUNTIMES[tuned.database] = tuned  # optimize's runtime is this one
-    optimize(model, x, database=tuned.database)
+    optimize(model, x, runtime_=tuned)
     assert isinstance(model[1], torch.nn.Identity)  # folded
 
     def no_build(*args, **kwargs):

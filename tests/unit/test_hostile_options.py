@@ -165,6 +165,7 @@ CASES = [
     (["bench", "model"], "--precision", choice_junk("fp32", "tf32", "bf16")),
     (["bench", "model"], "--warmup", COUNTS),
     (["bench", "model"], "--repeats", COUNTS),
+    (["bench", "model"], "--launcher", choice_junk("cupy", "driver")),
     (["bench", "model"], "--storage", STORAGES),
     (["bench", "model"], "--output", OUT_DIRS),
     (["bench", "plan-choice"], "--storage", STORAGES),

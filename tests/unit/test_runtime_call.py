@@ -70,3 +70,11 @@ def test_a_calls_request_is_part_of_its_key():
     assert c.problem() == ConvProblem(N=9, K=3, C=3, F=2)
     with pytest.raises(CallError, match="float32, bfloat16, float16"):
         _ = Call.of((0, 1, 3, 9, 9, 2, 3, 3, 3, 1, 1, "float64", "NCHW", False)).request
+
+
+def test_the_launchers_the_commands_offer_are_the_runtimes():
+    from autotune.gpu.launch import LAUNCHERS
+    from autotune.runtime.calls import DEFAULT_LAUNCHER, LAUNCHER_NAMES
+
+    assert LAUNCHER_NAMES == tuple(LAUNCHERS)
+    assert DEFAULT_LAUNCHER in LAUNCHERS
