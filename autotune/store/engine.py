@@ -6,7 +6,6 @@ import contextlib
 import re
 import sqlite3
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,10 +27,11 @@ from autotune.store.sqlite_file import (
     check_integrity,
     connect_read_only,
     inspect_file,
+    on_connect,
+    use_wal,
 )
 
 RACE_ATTEMPTS = 5  # two processes writing the same row at once: the loser retries
-SQLITE_BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's transaction
 
 
 class StoreError(RuntimeError):
@@ -66,35 +66,6 @@ def _sqlite_file(url: URL) -> Path | None:
     if database.startswith("file:"):
         return None
     return Path(database)
-
-
-def _on_sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
-    # The busy timeout makes a second writer (another process on the same file) wait instead of
-    # failing with "database is locked". WAL is set once the file is known to be ours (_create):
-    # it is a property of the file, and a database of another application is left as it is.
-    cursor = dbapi_connection.cursor()
-    try:
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys = ON")
-    finally:
-        cursor.close()
-
-
-def _use_wal(conn: sa.Connection) -> None:
-    """WAL lets readers run beside one writer; it stays set in the file. Switching to it needs
-    the file to itself and SQLite answers "locked" at once, without its busy timeout, where
-    another process holds it (several workers opening one new database): so it is retried."""
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            # The answer is the mode now in use; a file system without WAL keeps its own mode.
-            conn.exec_driver_sql("PRAGMA journal_mode = WAL")
-            return
-        except sa.exc.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            conn.rollback()
-            time.sleep(0.02)
 
 
 def _names(tables: list[str], shown: int = 5) -> str:
@@ -166,7 +137,7 @@ class StoreBase:
             self._drop_copy()
             raise
         if parsed.get_backend_name() == "sqlite":
-            sa.event.listen(self._engine, "connect", _on_sqlite_connect)
+            sa.event.listen(self._engine, "connect", on_connect)
         try:
             if self.read_only:
                 self._check_readable()
@@ -250,7 +221,7 @@ class StoreBase:
         ):
             source.backup(target)
         engine = sa.create_engine(f"sqlite:///{copy}")
-        sa.event.listen(engine, "connect", _on_sqlite_connect)
+        sa.event.listen(engine, "connect", on_connect)
         try:
             METADATA.create_all(engine)
             upgrade(engine)
@@ -287,7 +258,7 @@ class StoreBase:
                 self._refuse_foreign(create)
             if self._engine.dialect.name == "sqlite" and create:
                 with self._engine.connect() as conn:
-                    _use_wal(conn)
+                    use_wal(conn)
                     if self._stamp:
                         # Ours alone: marked as ours before the first table, so another
                         # worker opening this new file meanwhile knows it as ours.

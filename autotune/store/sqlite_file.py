@@ -1,19 +1,24 @@
 """An SQLite file as found, read through a read-only connection before anything is written to it:
 ours (our marker, or the schema autotune wrote before it had one), another application's, empty
-or damaged."""
+or damaged; and the settings of autotune's own connections to one (busy timeout, WAL)."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
+
+import sqlalchemy as sa
 
 # PRAGMA application_id of every SQLite results file autotune writes ("ATdb"): a file is known
 # as ours by this, not by the names of its tables, which another program may use too.
 APPLICATION_ID = 0x41546462
+SQLITE_BUSY_TIMEOUT_MS = 30_000  # a writer waits this long for another process's transaction
 
 # The columns every version of our schema has had in each table, to recognise a file written
 # before the marker existed; a table of the same name without them is another program's.
@@ -29,6 +34,36 @@ CORE_COLUMNS = {
     "observations": frozenset({"evaluation_id", "name", "value"}),
 }
 LEGACY_REQUIRED = ("meta", "devices", "runs", "evaluations")  # in every version since the first
+
+
+def on_connect(dbapi_connection: Any, _record: Any) -> None:
+    """Every connection to a SQLite file: wait for another writer, enforce foreign keys."""
+    # The busy timeout makes a second writer (another process on the same file) wait instead of
+    # failing with "database is locked". WAL (use_wal) is set only once the file is known to be
+    # ours: it is a property of the file, and another application's database is left as it is.
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def use_wal(conn: sa.Connection) -> None:
+    """WAL lets readers run beside one writer; it stays set in the file. Switching to it needs
+    the file to itself and SQLite answers "locked" at once, without its busy timeout, where
+    another process holds it (several workers opening one new database): so it is retried."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            # The answer is the mode now in use; a file system without WAL keeps its own mode.
+            conn.exec_driver_sql("PRAGMA journal_mode = WAL")
+            return
+        except sa.exc.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            conn.rollback()
+            time.sleep(0.02)
 
 
 class DamagedFile(Exception):
@@ -157,11 +192,14 @@ def _quoted(name: str) -> str:
 
 __all__ = [
     "APPLICATION_ID",
+    "SQLITE_BUSY_TIMEOUT_MS",
     "DamagedFile",
     "FileFacts",
     "bytes_per_evaluation",
     "check_integrity",
     "connect_read_only",
     "inspect_file",
+    "on_connect",
     "read_only_uri",
+    "use_wal",
 ]
