@@ -227,9 +227,9 @@ def connect(address: str | None, **init: Any) -> bool:
         # Ray's own INFO lines (which cluster, the dashboard) stay out of the command's output.
         init.setdefault("logging_level", logging.WARNING)
         # A cluster this call starts needs no idle Python worker per CPU core ready for tasks:
-        # the campaign runs one actor per GPU. Prestarting them cost 1.6 s of a 3.6 s start
-        # (32 cores emulated on a 2-core machine) and competes with the first compiles. Read by
-        # a raylet this process starts only; a user's own setting wins.
+        # the campaign runs one actor per GPU, and 32 cores' worth of prestarted workers (each
+        # importing Ray) compete with the campaign's first compiles. Read by a raylet this
+        # process starts only; a user's own setting wins.
         os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
         ray.init(address=address or None, log_to_driver=False, **init)
     except Exception as err:
