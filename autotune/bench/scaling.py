@@ -198,6 +198,17 @@ def _device_name(gpu: int) -> str:
         return "unknown"
 
 
+def _differences(earlier: dict, campaign: dict) -> str:
+    """What makes an earlier file's campaign another than this one, setting by setting."""
+    missing = [k for k in campaign if k not in earlier]
+    if missing:  # a file of an older autotune, which did not record them
+        return f"it does not record the campaign's {', '.join(missing)}: measure it again"
+    changed = [
+        f"{k} {earlier[k]!r}, not {campaign[k]!r}" for k in campaign if earlier[k] != campaign[k]
+    ]
+    return "it measured another campaign: " + "; ".join(changed)
+
+
 def _reused(path: Path, campaign: dict, device: str) -> dict:
     """{runner: row} of the one-GPU and --gpus runs of an earlier scaling.json; a usage error
     unless it measured this same campaign on these GPUs of this device model."""
@@ -212,9 +223,7 @@ def _reused(path: Path, campaign: dict, device: str) -> dict:
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise click.UsageError(f"--reuse {path}: not a scaling.json ({err})") from None
     if not same:
-        raise click.UsageError(
-            f"--reuse {path}: it measured another campaign ({earlier['campaign']}), not {campaign}"
-        )
+        raise click.UsageError(f"--reuse {path}: {_differences(earlier['campaign'], campaign)}")
     if set(rows) != {"gpu", "gpus"}:
         raise click.UsageError(f"--reuse {path}: it lacks the one-GPU or the --gpus run")
     return rows

@@ -115,7 +115,14 @@ def test_reuse_takes_the_earlier_runs_and_measures_only_ray(tmp_path, monkeypatc
     assert "reused from" in (out / "scaling.md").read_text()
     budget_4 = [a if a != "3" else "4" for a in args]  # the same campaign at another budget
     other = CliRunner().invoke(main, [*budget_4, "--reuse", str(earlier)])
-    assert other.exit_code == 2 and "another campaign" in other.output
+    assert other.exit_code == 2 and "another campaign: budget 3, not 4" in other.output
+    # A file of an older autotune, which recorded fewer settings: say so, not "another campaign".
+    older = json.loads(earlier.read_text())
+    del older["campaign"]["strategy"], older["campaign"]["gpus"]
+    earlier.write_text(json.dumps(older))
+    old = CliRunner().invoke(main, [*args, "--ray", "--reuse", str(earlier)])
+    assert old.exit_code == 2, old.output
+    assert "does not record the campaign's strategy, gpus: measure it again" in old.output
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     wrong = CliRunner().invoke(main, [*args, "--reuse", str(bad)])
