@@ -6,7 +6,9 @@ PyTorch allows by default, bf16 channels-last), four ways to run the forward:
 - eager: PyTorch as it is (cuDNN, benchmark mode);
 - compile: torch.compile(model);
 - ours: autotune.optimize(model, x) (every servable Conv2d swapped, BatchNorm folded);
-- ours+compile: torch.compile over the optimized model (the custom op inside one graph).
+- ours+compile: torch.compile over the optimized model (the custom op inside one graph);
+- with --cuda-graphs, both compiled ways also under mode="reduce-overhead"; with --launcher,
+  our ways once per launcher of the runtime, named ours[driver]... where not the default.
 
 Each: the median forward time (CUDA events, after warm-up), the logits' relative L2 error
 against the same model in float64, and the fraction of the batch whose top-1 class agrees with
