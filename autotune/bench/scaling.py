@@ -60,19 +60,25 @@ def _run_campaign(argv: list[str], log: Path, env: dict[str, str] | None = None)
 AUTOTUNE = [sys.executable, "-m", "autotune"]  # the tests run a synthetic GPU's instead
 
 
-def _stored(storage: str) -> tuple[int, int, int]:
-    """(evaluations, studies, failures) in a storage after a campaign; candidates stopped early
-    as slower than the best (SLOW) were timed and are not failures."""
+def _stored(storage: str) -> tuple[int, int, int, float | None]:
+    """(evaluations, studies, failures, tuning seconds) in a storage after a campaign; candidates
+    stopped early as slower than the best (SLOW) were timed and are not failures. The tuning
+    seconds run from the first stored evaluation to the last: the rest of a run's wall time is
+    starting (processes, workers, a Ray cluster) and stopping, and the first compiles."""
+    import pandas as pd
+
     from autotune.model.records import Status
     from autotune.store import Store
 
     with Store(storage, create=False) as store:
         history = store.history()
     if history.empty:
-        return 0, 0, 0
+        return 0, 0, 0, None
     studies = history.groupby(["family", "problem_key"]).ngroups
     failed = ~history["status"].map(lambda status: Status(status).timed)
-    return len(history), studies, int(failed.sum())
+    stored_at = pd.to_datetime(history["created_at"], utc=True)
+    tuning_s = (stored_at.max() - stored_at.min()).total_seconds()
+    return len(history), studies, int(failed.sum()), round(tuning_s, 1)
 
 
 def measure(
@@ -107,13 +113,14 @@ def measure(
             raise click.ClickException(
                 f"the {count} GPU campaign ({runner}) failed (exit code {code}):\n{tail}"
             )
-        evaluations, studies, failures = _stored(storage)
+        evaluations, studies, failures, tuning_s = _stored(storage)
         runs.append(
             {
                 "gpus": count,
                 "runner": runner,
                 "log": f"scaling_{tag}.log",
                 "wall_s": round(wall_s, 2),
+                "tuning_s": tuning_s,
                 "evaluations": evaluations,
                 "studies": studies,
                 "failures": failures,
@@ -145,17 +152,25 @@ def write_results(figures: dict, output_dir: Path) -> tuple[Path, Path]:
         "at a time); `ray`: `autotune run --ray local` (one Ray actor per GPU, studies handed "
         "out longest first).",
         "",
-        "| GPUs | runner | wall s | ratio to 1 GPU | evaluations | studies | failures | "
-        "evaluations/min |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| GPUs | runner | wall s | ratio to 1 GPU | tuning s | the rest s | evaluations | "
+        "studies | failures | evaluations/min |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in figures["runs"]:
+        tuning = r.get("tuning_s")  # absent from a reused file written before it was kept
+        rest = "" if tuning is None else f"{r['wall_s'] - tuning:.1f}"
         lines.append(
             f"| {r['gpus']} | {r.get('runner', '')} | {r['wall_s']:.1f} | "
-            f"{r.get('ratio', 1.0)} | {r['evaluations']} | {r['studies']} | {r['failures']} | "
-            f"{r['evals_per_min']} |"
+            f"{r.get('ratio', 1.0)} | {'' if tuning is None else tuning} | {rest} | "
+            f"{r['evaluations']} | {r['studies']} | {r['failures']} | {r['evals_per_min']} |"
         )
     target = figures["target_ratio"]
+    lines += [
+        "",
+        "`tuning s`: from the first stored evaluation to the last; `the rest s`: the wall time "
+        "outside it (starting processes, workers or a Ray cluster, the first compiles, "
+        "stopping).",
+    ]
     lines += ["", _verdict("Wall-time ratio (`--gpus` / one GPU)", figures["ratio"], target)]
     if "ray_ratio" in figures:
         lines += [

@@ -4,6 +4,7 @@ input errors."""
 from __future__ import annotations
 
 import json
+import time
 
 from click.testing import CliRunner
 
@@ -61,7 +62,7 @@ def test_scaling_runs_one_then_several_gpus_and_writes_the_ratio(tmp_path, monke
     assert [r["evaluations"] for r in figures["runs"]] == [12, 12]
     assert [r["studies"] for r in figures["runs"]] == [4, 4]
     md = (out / "scaling.md").read_text()
-    assert "meets the target" in md and "| 2 | gpus | 52.0 | 0.51 | 12 | 4 | 0 |" in md
+    assert "meets the target" in md and "| 2 | gpus | 52.0 | 0.51 | 0.0 | 52.0 | 12 | 4 | 0 |" in md
     assert "ratio 0.51" in result.output
     assert (out / "scaling_1gpu.log").read_text() == "done\n"
     assert (out / "scaling_2gpu.log").exists()
@@ -87,7 +88,7 @@ def test_with_ray_the_same_gpus_run_a_third_campaign_on_ray(tmp_path, monkeypatc
     assert figures["ray_ratio"] == round(53 / 102, 3)
     assert figures["ray_vs_gpus"] == round(53 / 52, 3)
     md = (out / "scaling.md").read_text()
-    assert "| 2 | ray | 53.0 | 0.52 | 12 | 4 | 0 |" in md
+    assert "| 2 | ray | 53.0 | 0.52 | 0.0 | 53.0 | 12 | 4 | 0 |" in md
     assert "`--ray` / `--gpus`: **1.019** (meets the target of at most 1.1)" in md
     assert "CUDA_VISIBLE_DEVICES=0,2 autotune run" in md
     assert (out / "scaling_2gpu-ray.log").exists()
@@ -163,4 +164,7 @@ def test_stopped_slow_candidates_are_not_counted_as_failures(tmp_path) -> None:
         for bx, m in outcomes.items():
             problem = ConvProblem(N=9, K=3, C=1, F=1)
             store.record(run_id, device_id, "f", problem, Config.of({"BLOCK_X": bx}), m, 1)
-    assert scaling._stored(storage) == (3, 1, 1)
+            time.sleep(0.3)  # stored 0.3 s apart: the tuning time spans the first to the last
+    evaluations, studies, failures, tuning_s = scaling._stored(storage)
+    assert (evaluations, studies, failures) == (3, 1, 1)
+    assert 0.5 <= tuning_s < 5
