@@ -3,7 +3,13 @@
 # between calls. From the checkout root: bash results/h200x2/20261129/calls.sh A|B|C|S1|S2|D
 # A carries .whl (installed into /tmp/site, which outlives the call) and the first third of Ray's
 # wheel; B and C carry the other two thirds (the working tree plus .whl leave too little room for
-# more: 64 MiB a call); C joins and installs Ray into /tmp/raysite.
+# more: 64 MiB a call); C joins and installs Ray into /tmp/raysite. The pieces, made here (all
+# three folders git-ignored through .git/info/exclude):
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#       --platform manylinux2014_x86_64 -d /tmp/raywhl ray==2.60.0
+#   w=/tmp/raywhl/ray-2.60.0-cp312-cp312-manylinux2014_x86_64.whl; mkdir -p .rayA .rayB .rayC
+#   head -c 15000000 $w > .rayA/part0; tail -c +15000001 $w | head -c 32200000 > .rayB/part1
+#   tail -c +47200001 $w > .rayC/part2
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" /tmp/ray
 T0=$SECONDS
