@@ -24,6 +24,13 @@ from autotune.gpu.nvrtc_library import CompilerUnavailable, nvrtc_version
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _python(code: str) -> subprocess.CompletedProcess:
+    """`code` run by a fresh Python from the checkout, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+
 def test_sigterm_inside_the_block_is_a_keyboard_interrupt_and_the_old_handler_returns() -> None:
     before = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt), terminate_as_interrupt() as received:
@@ -50,9 +57,7 @@ def test_a_signal_inside_signals_end_at_once_ends_the_process_with_the_shells_co
         "    time.sleep(5)\n"
         "print('not reached')\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    done = _python(code)
     assert (done.returncode, done.stdout, done.stderr) == (EXIT_TERMINATED, "", "")
 
 
@@ -72,9 +77,7 @@ def test_a_sigterm_that_escapes_a_commands_own_handling_still_exits_143() -> Non
         "app.main = command\n"
         "app.entry()\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    done = _python(code)
     assert done.returncode == EXIT_TERMINATED, done.stderr
     assert "Traceback" not in done.stderr
 
