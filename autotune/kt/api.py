@@ -21,7 +21,7 @@ from autotune.gpu.given import GivenCheck, option_buffer, user_verify, write_arg
 from autotune.gpu.timing import TimingPolicy
 from autotune.kt.arguments import KernelRequest, TuneKernelError, check_request
 from autotune.kt.arrays import TunableArgument
-from autotune.kt.cache import KtCacheError
+from autotune.kt.cache import FAILED, KtCacheError, RuntimeFailedConfig
 from autotune.kt.cache_file import CacheFile, entry_key
 from autotune.kt.kernel import GivenKernelError
 from autotune.kt.observers import observed_keys, output_check, output_keys
@@ -36,36 +36,6 @@ from autotune.tuning.session import Session, open_gpu_session
 from autotune.tuning.studies import Study
 
 CACHE_ROOT = Path.home() / ".cache" / "autotune"  # the CLI's cubin cache is cubins/ under it
-
-
-class ErrorConfig(str):
-    """A failed configuration's "time", as Kernel Tuner writes it: its error class's name."""
-
-    def __new__(cls) -> ErrorConfig:
-        return super().__new__(cls, cls.__name__)
-
-
-class InvalidConfig(ErrorConfig):
-    pass
-
-
-class CompilationFailedConfig(ErrorConfig):
-    pass
-
-
-class RuntimeFailedConfig(ErrorConfig):
-    pass
-
-
-class VerificationFailedConfig(ErrorConfig):
-    """Kernel Tuner stops the whole run on a wrong result; autotune records it and goes on."""
-
-
-FAILED = {
-    Status.COMPILE_ERROR: CompilationFailedConfig,
-    Status.RESOURCES: InvalidConfig,
-    Status.WRONG_RESULT: VerificationFailedConfig,
-}
 
 
 def tune_kernel(

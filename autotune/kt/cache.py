@@ -26,6 +26,39 @@ FAILURES = {
     "ErrorConfig": Status.CRASH,
 }
 KT_ERROR = {status: name for name, status in FAILURES.items()}
+
+
+class ErrorConfig(str):
+    """A failed configuration's "time", as Kernel Tuner writes it: its error class's name."""
+
+    def __new__(cls) -> ErrorConfig:
+        return super().__new__(cls, cls.__name__)
+
+
+class InvalidConfig(ErrorConfig):
+    pass
+
+
+class CompilationFailedConfig(ErrorConfig):
+    pass
+
+
+class RuntimeFailedConfig(ErrorConfig):
+    pass
+
+
+class VerificationFailedConfig(ErrorConfig):
+    """Kernel Tuner stops the whole run on a wrong result; autotune records it and goes on."""
+
+
+# tune_kernel's results: a failed configuration's "time" (any failure not named here is a
+# RuntimeFailedConfig, as Kernel Tuner has it).
+FAILED = {
+    Status.COMPILE_ERROR: CompilationFailedConfig,
+    Status.RESOURCES: InvalidConfig,
+    Status.WRONG_RESULT: VerificationFailedConfig,
+}
+
 # T4's "invalidity" of a configuration that did not run correctly.
 T4_FAILURES = {
     "compile": Status.COMPILE_ERROR,
@@ -265,7 +298,13 @@ def slug(text: str) -> str:
 
 
 __all__ = [
+    "FAILED",
     "FAILURES",
+    "CompilationFailedConfig",
+    "ErrorConfig",
+    "InvalidConfig",
+    "RuntimeFailedConfig",
+    "VerificationFailedConfig",
     "KtCacheError",
     "kt_cache",
     "kt_problem_size",
