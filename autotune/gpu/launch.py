@@ -191,8 +191,8 @@ def _raise(code: int, what: str) -> None:
 
 class DriverLaunch:
     """One prepared launch: buffer arguments are 64-bit slots written per call, int arguments
-    32-bit values written once, tensor maps kept in place and encoded again when their buffer
-    moves (gpu/tensor_map.py's MapSlot: the pointer in the argument list never changes)."""
+    32-bit values written once, tensor maps encoded once per buffer address (gpu/tensor_map.py's
+    MapSlot) and the argument list pointed at the call's."""
 
     __slots__ = ("fn", "dims", "slots", "maps", "_values", "params", "_launch")
 

@@ -25,6 +25,9 @@ INTERLEAVE_NONE = 0
 OOB_FILL_ZEROS = 0  # elements outside the tensor land as zeros
 MAX_BOX = 256  # extent of a box dimension, and pixels or channels of an im2col copy
 MAX_RANK = 5
+# Encoded maps a prepared launch keeps per tensor-map argument, one per buffer address: a layer
+# of a model sees its input at a few addresses, which the caching allocator hands back in turn.
+MAPS_PER_SLOT = 8
 
 
 class TensorMapError(ValueError):
@@ -99,11 +102,11 @@ class EncodedMap:
 
     __slots__ = ("_storage", "pointer")
 
-    def __init__(self, spec: TensorMap, address: int) -> None:
+    def __init__(self, spec: TensorMap, address: int, args: tuple | None = None) -> None:
         self._storage = ctypes.create_string_buffer(MAP_BYTES + MAP_ALIGN)
         start = ctypes.addressof(self._storage)
         self.pointer = start + (-start % MAP_ALIGN)
-        _encode(spec, address, self.pointer)
+        _encode(spec, address, self.pointer, args)
 
     @property
     def value(self) -> bytes:
@@ -112,28 +115,40 @@ class EncodedMap:
 
 class MapSlot:
     """A tensor-map argument of a launch prepared once and called many times (the runtime's
-    driver launcher): the map lives at a fixed `pointer`, which the argument list holds, and is
-    encoded again only when the call's buffer is at another address than the last call's."""
+    driver launcher): the encode call's arguments are made and checked once, and a map is
+    encoded once per buffer address and kept (the last MAPS_PER_SLOT addresses), so that a call
+    whose buffer sits where an earlier one's did, as PyTorch's caching allocator hands the same
+    blocks back forward after forward, encodes nothing. The driver copies the map's bytes at
+    each launch (and a captured graph at capture), so the argument list may point at any of
+    them."""
 
-    __slots__ = ("spec", "_map", "address")
+    __slots__ = ("spec", "_arguments", "_maps")
 
     def __init__(self, spec: TensorMap) -> None:
         self.spec = spec
-        self._map: EncodedMap | None = None
-        self.address: int | None = None
+        self._arguments = arguments(spec, 0)  # the rules that do not depend on the address
+        self._maps: dict[int, EncodedMap] = {}
 
     def bind(self, address: int) -> int:
-        """Encode the map for `address` (unless it already is); its pointer."""
-        if self._map is None:
-            self._map = EncodedMap(self.spec, address)
-        elif address != self.address:
-            _encode(self.spec, address, self._map.pointer)
-        self.address = address
-        return self._map.pointer
+        """The pointer of the map encoded for `address` (encoding it on its first call)."""
+        found = self._maps.get(address)
+        if found is None:
+            if address % 16:
+                raise TensorMapError(
+                    f"tensor map of {self.spec.buffer}: address {address:#x} is not 16-byte aligned"
+                )
+            if len(self._maps) >= MAPS_PER_SLOT:
+                del self._maps[next(iter(self._maps))]  # the oldest
+            args = (*self._arguments[:2], ctypes.c_void_p(address), *self._arguments[3:])
+            found = self._maps[address] = EncodedMap(self.spec, address, args)
+        return found.pointer
 
 
-def _encode(spec: TensorMap, address: int, pointer: int) -> None:
-    args = arguments(spec, address)
+def _encode(spec: TensorMap, address: int, pointer: int, args: tuple | None = None) -> None:
+    """Encode `spec` for `address` into the 128 bytes at `pointer` (`args`: the encode call's
+    arguments for that address when the caller made them already)."""
+    if args is None:
+        args = arguments(spec, address)
     driver = _driver()
     encode = driver.cuTensorMapEncodeIm2col if spec.im2col else driver.cuTensorMapEncodeTiled
     code = encode(ctypes.c_void_p(pointer), *args)
