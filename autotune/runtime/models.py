@@ -220,6 +220,9 @@ def optimize(
     from autotune.runtime.torch_layer import Conv2d
 
     rt = runtime(database) if runtime_ is None else runtime_
+    # The example's convolutions, collected before the swap: hooks see torch.nn.Conv2d modules,
+    # and a forward through swapped layers would prepare (compile) each in turn, one at a time.
+    convs = collect_convolutions(model, example_inputs) if example_inputs is not None else []
     folded = dict(conv_bn_pairs(model)) if fold else {}
     layers: dict[str, Conv2d] = {}
     for name, module in list(model.named_modules()):
@@ -232,11 +235,13 @@ def optimize(
             _set(model, name, layer)
             layers[name] = layer
     if example_inputs is not None and layers:
-        _prepare(model, example_inputs, rt, layers)
+        _prepare(model, example_inputs, rt, layers, convs)
     return model
 
 
-def _prepare(model, example_inputs, rt, layers) -> None:
+def _prepare(model, example_inputs, rt, layers, convs: list[ModelConv]) -> None:
+    """Compile the plans of the example's convolutions (`convs`) ahead, in parallel, then run
+    the example once through the swapped model to load and prepare each."""
     x = _inputs(example_inputs)[0]
     storage = STORAGES.get(x.dtype, "float32")
     request = Request(
@@ -244,7 +249,7 @@ def _prepare(model, example_inputs, rt, layers) -> None:
         layout_of(x) or "NCHW",
         storage == "float32" and bool(torch.backends.cudnn.allow_tf32),
     )
-    calls = [(c.problem, request) for c in collect_convolutions(model, example_inputs) if c.problem]
+    calls = [(c.problem, request) for c in convs if c.problem]
     try:
         if x.is_cuda:
             rt.compile_ahead(calls, device=x.get_device())

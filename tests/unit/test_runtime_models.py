@@ -111,3 +111,22 @@ def test_a_training_batchnorm_is_not_folded(tmp_path):
     optimize(model, database=str(tmp_path / "opt.db"))
     assert isinstance(model.bn1, nn.BatchNorm2d) and isinstance(model.conv1, Conv2d)
     assert model.conv1.bias is None
+
+
+def test_optimize_compiles_ahead_the_convolutions_the_example_calls(tmp_path, monkeypatch):
+    """The plans compiled ahead are the example's convolutions, collected before the swap (a
+    forward through swapped layers would prepare them one at a time instead)."""
+    import autotune.runtime.models as models
+
+    handed = []
+    monkeypatch.setattr(
+        models, "_prepare", lambda model, x, rt, layers, convs: handed.append((layers, convs))
+    )
+    optimize(randomised(Block()), torch.randn(2, 3, 12, 12), database=str(tmp_path / "opt.db"))
+    ((layers, convs),) = handed
+    assert list(layers) == ["conv1", "conv3"]
+    assert [c.name for c in convs] == ["conv1", "conv2", "conv3"]
+    assert [c.problem.key for c in convs if c.problem] == [
+        ConvProblem(N=12, K=3, C=3, F=8, B=2).key,
+        ConvProblem(N=6, K=1, C=8, F=4, B=2, stride=2).key,
+    ]
