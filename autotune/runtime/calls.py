@@ -95,6 +95,9 @@ class Call:
     storage: str = "float32"
     layout: str = "NCHW"
     allow_tf32: bool = False
+    # What the call asks the plan to apply to its output (model/epilogue.py): "bias" when it
+    # passes a bias, which a family that fuses epilogues adds in its store; "" for none.
+    epilogue: str = ""
 
     @classmethod
     def of(cls, key: tuple) -> Call:

@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import cupy as cp
@@ -38,7 +39,7 @@ from autotune.runtime.lookup import (
     LookupMiss,
     resolve,
 )
-from autotune.runtime.plans import Entry, NoFit, build_entry
+from autotune.runtime.plans import Entry, NoFit, build_entry, served_problem
 from autotune.store import default_storage
 
 # Evaluations per family when a shape is tuned on a miss: local search with transfer reaches
@@ -91,24 +92,27 @@ class Runtime:
 
     # -- the call ------------------------------------------------------------------------------
 
-    def conv2d(self, x, w, stride: int = 1, padding: int = 0, on_miss: str = "nearest"):
-        """y = conv2d(x, w): (B, C, H, W) input, (F, C, K, K) filters, (B, F, N, N) output of
-        the caller's kind (a CuPy array for CuPy or any other DLPack producer, a tensor for
-        PyTorch), in the input's storage type and, for a tensor, its memory format."""
+    def conv2d(self, x, w, stride: int = 1, padding: int = 0, on_miss: str = "nearest", bias=None):
+        """y = conv2d(x, w) (+ bias): (B, C, H, W) input, (F, C, K, K) filters, (F,) bias or
+        None, (B, F, N, N) output of the caller's kind (a CuPy array for CuPy or any other
+        DLPack producer, a tensor for PyTorch), in the input's storage type and, for a tensor,
+        its memory format. A plan whose family fuses epilogues adds the bias in its store."""
         if x.__class__ is cp.ndarray:
-            return self._cupy(x, w, stride, padding, on_miss)
+            return self._cupy(x, w, stride, padding, on_miss, bias)
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(x, torch.Tensor):
-            return torch_tensors().call(self, x, w, stride, padding, on_miss)
+            return torch_tensors().call(self, x, w, stride, padding, on_miss, bias)
         if hasattr(x, "__dlpack__") and hasattr(w, "__dlpack__"):
             if _dlpack_device(x) != CUDA_DLPACK or _dlpack_device(w) != CUDA_DLPACK:
                 raise CallError("x and w must be on a CUDA device")
-            return self._cupy(cp.from_dlpack(x), cp.from_dlpack(w), stride, padding, on_miss)
+            if bias is not None:
+                bias = cp.from_dlpack(bias)
+            return self._cupy(cp.from_dlpack(x), cp.from_dlpack(w), stride, padding, on_miss, bias)
         raise CallError(
             f"x must be a CuPy array, a PyTorch tensor or a DLPack producer, not {type(x).__name__}"
         )
 
-    def _cupy(self, x, w, stride, padding, on_miss):
+    def _cupy(self, x, w, stride, padding, on_miss, bias=None):
         """A CuPy call: FP32 (TF32 off) or FP16, C-contiguous NCHW (copied to be)."""
         storage = CUPY_STORAGES.get(x.dtype.type)
         if storage is None or w.dtype != x.dtype:
@@ -118,8 +122,13 @@ class Runtime:
         device = x.device.id
         if w.device.id != device:
             raise CallError(f"x and w must be on one device, got {device} and {w.device.id}")
+        if bias is not None:
+            if bias.dtype != x.dtype or bias.shape != (w.shape[0],) or bias.device.id != device:
+                raise CallError(f"bias must be ({w.shape[0]},) {x.dtype} on x's device")
+            bias = cp.ascontiguousarray(bias)
         x, w = cp.ascontiguousarray(x), cp.ascontiguousarray(w)
-        key = (device, *x.shape, *w.shape, stride, padding, storage, "NCHW", False)
+        epilogue = "" if bias is None else "bias"
+        key = (device, *x.shape, *w.shape, stride, padding, storage, "NCHW", False, epilogue)
         entry = self.entry(key, on_miss)
         stream = cp.cuda.get_current_stream().ptr
         with cp.cuda.Device(device):
@@ -127,8 +136,12 @@ class Runtime:
                 x = cp.ascontiguousarray(x.transpose(0, 2, 3, 1))
                 w = cp.ascontiguousarray(w.transpose(0, 2, 3, 1))
             y = cp.empty(entry.out_shape, dtype=x.dtype)
-        self.launch(entry, x.data.ptr, w.data.ptr, y.data.ptr, stream)
-        return cp.ascontiguousarray(y.transpose(0, 3, 1, 2)) if entry.nhwc else y
+        fused = None if bias is None or not entry.epilogue else bias.data.ptr
+        self.launch(entry, x.data.ptr, w.data.ptr, y.data.ptr, stream, bias=fused)
+        y = cp.ascontiguousarray(y.transpose(0, 3, 1, 2)) if entry.nhwc else y
+        if bias is not None and not entry.epilogue:  # a plan that fuses none: added after
+            y += bias.reshape(1, -1, 1, 1)
+        return y
 
     def entry(self, key: tuple, on_miss: str) -> Entry:
         if on_miss not in MISS_POLICIES:
@@ -139,14 +152,25 @@ class Runtime:
         return self._resolve(key, on_miss)
 
     def launch(
-        self, entry: Entry, x: int, w: int, y: int, stream: int, workspace: int | None = None
+        self,
+        entry: Entry,
+        x: int,
+        w: int,
+        y: int,
+        stream: int,
+        workspace: int | None = None,
+        bias: int | None = None,
     ) -> None:
+        """Queue the entry's operations for these buffers (`bias`: the (F,) bias its fused
+        epilogue adds, when it has one) on `stream`."""
         if entry.device != cp.cuda.runtime.getDevice():
             with cp.cuda.Device(entry.device):
-                return self.launch(entry, x, w, y, stream, workspace)
+                return self.launch(entry, x, w, y, stream, workspace, bias)
         ptrs = {"x": x, "w": w, "y": y}
         if entry.fixed:
             ptrs.update(entry.fixed)
+        if entry.epilogue:
+            ptrs["bias"] = bias
         if entry.workspace_bytes:
             base = workspace
             if base is None:
@@ -185,7 +209,7 @@ class Runtime:
     # -- preparing a shape ---------------------------------------------------------------------
 
     def _resolve(self, key: tuple, on_miss: str) -> Entry:
-        if len(key) not in (11, 14):
+        if len(key) not in (11, 14, 15):
             raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
         call = Call.of(key)
         problem = call.problem()  # CallError for what no plan computes
@@ -271,8 +295,9 @@ class Runtime:
     ) -> int:
         """Compile the plans these calls will run (their first choice) in parallel NVRTC
         processes into the disk cache, so that their first calls only load them. A call is a
-        problem (served in exactly its dtype and layout) or the sizes and a request. Returns
-        how many plans were compiled or found cached."""
+        problem (served in exactly its dtype and layout) or the sizes and a request; its
+        epilogue is the one the call fuses (a bias). Returns how many plans were compiled or
+        found cached."""
         import os
         from concurrent.futures import ThreadPoolExecutor
 
@@ -282,9 +307,13 @@ class Runtime:
         plans = []
         for call in calls:
             sizes, request = call if isinstance(call, tuple) else (call, Request.exactly(call))
-            choice = next(catalogue.for_call(sizes, request, limits), None)
+            # The store keys plain problems; the call's epilogue goes on the chosen plan.
+            plain = replace(sizes, epilogue="")
+            choice = next(catalogue.for_call(plain, request, limits), None)
             if choice is not None:
-                plans.append(self.families[choice.family].plan(choice.problem, choice.config))
+                family = self.families[choice.family]
+                problem = served_problem(choice, family, sizes.epilogue)
+                plans.append(family.plan(problem, choice.config))
         jobs = max(1, processes or os.cpu_count() or 1)
         compiler.start_pool(jobs)
         try:
@@ -347,21 +376,32 @@ def runtime_named(key: str) -> Runtime:
     return found if found is not None else runtime(key)
 
 
-def conv2d(x, w, stride: int = 1, padding: int = 0, *, on_miss: str = "nearest", database=None):
+def conv2d(
+    x,
+    w,
+    stride: int = 1,
+    padding: int = 0,
+    *,
+    bias=None,
+    on_miss: str = "nearest",
+    database=None,
+):
     """2D convolution (cross-correlation, as PyTorch's conv2d) by the fastest stored kernel.
 
-    x: (B, C, H, W) float32, w: (F, C, K, K) float32, CuPy arrays or PyTorch tensors on one GPU
-    (contiguous, or copied to be); returns (B, F, N, N) of the same kind, queued on the caller's
-    current stream. `padding` zeros on every side (a pre-padded input with padding=0 is used in
-    place). `on_miss` for a shape with nothing stored: "nearest" (the nearest stored shape's
-    best, made valid), "tune" (tune it now and store it) or "error" (LookupMiss).
+    x: (B, C, H, W), w: (F, C, K, K), bias: (F,) or None, CuPy arrays or PyTorch tensors on one
+    GPU (contiguous, or copied to be), FP32, BF16 (tensors) or FP16; the bias is added in the
+    kernel's store where the plan's family fuses epilogues. Returns (B, F, N, N) of the same
+    kind, queued on the caller's current stream. `padding` zeros on every side (a pre-padded
+    input with padding=0 is used in place). `on_miss` for a shape with nothing stored:
+    "nearest" (the nearest stored shape's best, made valid), "tune" (tune it now and store it)
+    or "error" (LookupMiss).
     `database`: the results database (SQLite path or SQLAlchemy URL); the user's (AUTOTUNE_DB,
     else in the user's data directory: store/location.py) when None.
     """
     rt = _RUNTIMES.get(default_storage() if database is None else database)
     if rt is None:
         rt = runtime(database)
-    return rt.conv2d(x, w, stride, padding, on_miss)
+    return rt.conv2d(x, w, stride, padding, on_miss, bias)
 
 
 def serves_calls(family: Family) -> bool:

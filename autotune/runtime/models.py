@@ -249,7 +249,7 @@ def _prepare(model, example_inputs, rt, layers, convs: list[ModelConv]) -> None:
         layout_of(x) or "NCHW",
         storage == "float32" and bool(torch.backends.cudnn.allow_tf32),
     )
-    calls = [(c.problem, request) for c in convs if c.problem]
+    calls = ahead_calls(convs, layers, request)
     try:
         if x.is_cuda:
             rt.compile_ahead(calls, device=x.get_device())
@@ -262,6 +262,19 @@ def _prepare(model, example_inputs, rt, layers, convs: list[ModelConv]) -> None:
         ) from err
     for layer in layers.values():
         _settle_weight(rt, layer)
+
+
+def ahead_calls(convs: list[ModelConv], layers: dict, request: Request) -> list[tuple]:
+    """(problem, request) per convolution the runtime serves, as compile_ahead takes them: a
+    layer with a bias (a folded BatchNorm's shift) calls with the bias epilogue, whose plan is
+    a compile of its own."""
+    calls = []
+    for conv in convs:
+        if conv.problem is not None:
+            layer = layers.get(conv.name)
+            epilogue = "bias" if layer is not None and layer.bias is not None else ""
+            calls.append((replace(conv.problem, epilogue=epilogue), request))
+    return calls
 
 
 def _settle_weight(rt, layer) -> None:

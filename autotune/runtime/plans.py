@@ -10,7 +10,7 @@ fixed here; a family's own extra input (smem_channels' bias) is a zero buffer of
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cupy as cp
 
@@ -51,6 +51,7 @@ class Entry:
 
     choice: Choice
     device: int
+    epilogue: str  # what the plan applies to its output (the call's, fused), "" for none
     out_shape: tuple[int, int, int, int]  # as the plan writes it (NFHW, or NHWF for NHWC)
     ops: tuple
     pad: object | None  # the padding launch; None: the caller's input is read in place
@@ -89,7 +90,7 @@ def build_entry(
     (its launches made by `launcher`, a key of LAUNCHERS); NoFit when it cannot launch on the
     device, CompileError when it does not compile."""
     launch_op, copy_op = LAUNCHERS[launcher]
-    problem = choice.problem
+    problem = served_problem(choice, family, call.epilogue)
     plan = family.plan(problem, choice.config)
     compiled = compiler.compile(plan)
     why = resource_problem(compiled, plan.all_launches, limits)
@@ -137,6 +138,7 @@ def build_entry(
     return Entry(
         choice=choice,
         device=call.device,
+        epilogue=problem.epilogue,
         out_shape=problem.output_shape,
         ops=tuple(ops),
         pad=pad,
@@ -145,6 +147,15 @@ def build_entry(
         fixed=fixed,
         keep=keep,
     )
+
+
+def served_problem(choice: Choice, family: Family, epilogue: str) -> ConvProblem:
+    """The problem a call's plan computes: the chosen one, with the call's epilogue where the
+    family fuses it (the configuration is the plain problem's: an epilogue changes only what
+    the store does, not what fits), else without (the caller applies it)."""
+    if epilogue and epilogue in family.epilogues:
+        return replace(choice.problem, epilogue=epilogue)
+    return choice.problem
 
 
 def pad_launch(
@@ -192,4 +203,4 @@ def _aligned(nbytes: int) -> int:
     return cdiv(nbytes, ALIGN_BYTES) * ALIGN_BYTES
 
 
-__all__ = ["Call", "CallError", "Entry", "NoFit", "build_entry", "pad_launch"]
+__all__ = ["Call", "CallError", "Entry", "NoFit", "build_entry", "pad_launch", "served_problem"]

@@ -35,7 +35,8 @@ class Conv2d(torch.nn.Module):
     and memory format (the output in the input's). Forward only: the weight and bias are
     parameters without gradients, and an input that requires a gradient while autograd
     records is refused (the kernels have no backward pass). The bias, when there is one, is
-    added by PyTorch after the convolution."""
+    added in the kernel's store where the plan's family fuses epilogues (run eagerly), else by
+    PyTorch after the convolution."""
 
     def __init__(
         self,
@@ -104,13 +105,16 @@ class Conv2d(torch.nn.Module):
         if not fx and not torch.compiler.is_compiling() and x.is_cuda:
             # Run eagerly, the layer calls the runtime itself: the custom op's dispatch costs
             # about as much host time as the call it wraps (20 us against 15 us for the op's
-            # CPU body, measured on the 2-core machine), once per convolution of a model.
+            # CPU body, measured on the 2-core machine), once per convolution of a model. The
+            # bias goes with the call: a plan that fuses epilogues adds it in its store, which
+            # saves a launch and a pass over the output.
             rt = runtime_named(self._runtime_key)  # the runtime the op would call
-            y = rt.conv2d(x, self.weight, self.stride, self.padding, self.on_miss)
-        else:  # traced (torch.compile, torch.export, FX) or on the CPU: the op, as one node
-            y = torch_op.conv2d(
-                x, self.weight, self.stride, self.padding, self.on_miss, self._runtime_key
-            )
+            return rt.conv2d(x, self.weight, self.stride, self.padding, self.on_miss, self.bias)
+        # Traced (torch.compile, torch.export, FX) or on the CPU: the op, as one node, and the
+        # bias added after it (torch.compile fuses that add into what follows).
+        y = torch_op.conv2d(
+            x, self.weight, self.stride, self.padding, self.on_miss, self._runtime_key
+        )
         if self.bias is not None:
             y.add_(self.bias.view(1, -1, 1, 1))
         return y

@@ -42,13 +42,22 @@ def output_layout(x: torch.Tensor) -> str:
     return layout_of(x) or "NCHW"
 
 
-def call(rt, x: torch.Tensor, w: torch.Tensor, stride: int, padding: int, on_miss: str):
+def call(
+    rt,
+    x: torch.Tensor,
+    w: torch.Tensor,
+    stride: int,
+    padding: int,
+    on_miss: str,
+    bias: torch.Tensor | None = None,
+):
     """A tensor call of runtime `rt`: FP32 (TF32 products where torch.backends.cudnn.allow_tf32
     allows them, as PyTorch's own convolutions), BF16 or FP16; contiguous or channels-last
-    (other strides are made contiguous). The output, the workspace and any layout copies come
-    from PyTorch's allocator on the current stream, so that a call of a prepared shape can be
-    captured in a CUDA graph: it allocates nothing else, waits for nothing and decides nothing
-    beyond a dictionary lookup."""
+    (other strides are made contiguous); `bias` ((F,), x's dtype) added in the plan's store
+    where its family fuses epilogues, else after it. The output, the workspace and any layout
+    copies come from PyTorch's allocator on the current stream, so that a call of a prepared
+    shape can be captured in a CUDA graph: it allocates nothing else, waits for nothing and
+    decides nothing beyond a dictionary lookup."""
     storage = STORAGES.get(x.dtype)
     if storage is None or w.dtype is not x.dtype:
         raise CallError(
@@ -62,8 +71,13 @@ def call(rt, x: torch.Tensor, w: torch.Tensor, stride: int, padding: int, on_mis
     layout = layout_of(x)
     if layout is None:
         x, layout = x.contiguous(), "NCHW"
+    if bias is not None and (
+        bias.dtype is not x.dtype or bias.shape != (w.shape[0],) or bias.get_device() != device
+    ):
+        raise CallError(f"bias must be ({w.shape[0]},) {x.dtype} on {x.device}")
     tf32 = storage == "float32" and bool(torch.backends.cudnn.allow_tf32)
-    key = (device, *x.shape, *w.shape, stride, padding, storage, layout, tf32)
+    epilogue = "" if bias is None else "bias"
+    key = (device, *x.shape, *w.shape, stride, padding, storage, layout, tf32, epilogue)
     entry = rt.entries.get(key)
     if entry is None or not (entry.exact or on_miss == "nearest"):
         if not torch.cuda.is_current_stream_capturing():
@@ -85,9 +99,15 @@ def call(rt, x: torch.Tensor, w: torch.Tensor, stride: int, padding: int, on_mis
     if entry.workspace_bytes:
         workspace = torch.empty(entry.workspace_bytes, dtype=torch.uint8, device=x.device)
         base = workspace.data_ptr()
-    rt.launch(entry, xin.data_ptr(), w.data_ptr(), y.data_ptr(), current_stream(device), base)
+    fused = None
+    if bias is not None and entry.epilogue:
+        fused = bias.contiguous().data_ptr()
+    stream = current_stream(device)
+    rt.launch(entry, xin.data_ptr(), w.data_ptr(), y.data_ptr(), stream, base, fused)
     if y is not out:
         out.copy_(y)
+    if bias is not None and not entry.epilogue:  # a plan that fuses none: added after
+        out.add_(bias.view(1, -1, 1, 1))
     return out
 
 

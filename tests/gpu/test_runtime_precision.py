@@ -102,12 +102,12 @@ def rel_error(y, x, w, shape) -> float:
     return (torch.linalg.vector_norm(y.double() - ref) / torch.linalg.vector_norm(ref)).item()
 
 
-def prepared_choice(rt, x, storage, layout, tf32):
+def prepared_choice(rt, x, storage, layout, tf32, epilogue=""):
     found = [
         c
         for call, c in rt.prepared().items()
-        if (call.storage, call.layout, call.allow_tf32, call.B, call.C, call.H)
-        == (storage, layout, tf32, *x.shape[:3])
+        if (call.storage, call.layout, call.allow_tf32, call.B, call.C, call.H, call.epilogue)
+        == (storage, layout, tf32, *x.shape[:3], epilogue)
     ]
     assert len(found) == 1
     return found[0]
@@ -127,6 +127,49 @@ def test_every_dtype_and_layout_matches_float64(tuned, storage, layout, tf32, sh
     assert y.is_contiguous(memory_format=wanted)
     tolerance = PRECISIONS[choice.problem.dtype].tolerance
     assert rel_error(y, x, w, shape) <= tolerance, (choice.family, choice.problem.key)
+
+
+@pytest.mark.parametrize("storage, layout, tf32", CASES)
+@pytest.mark.parametrize("shape", SHAPES, ids=["3x3", "1x1-s2"])
+def test_a_bias_is_added_in_the_store_where_the_family_fuses_it(
+    tuned, storage, layout, tf32, shape
+):
+    from autotune.families import get_family
+
+    x, w = inputs(shape, storage, layout, 17)
+    g = torch.Generator(device="cuda").manual_seed(18)
+    bias = (torch.rand(shape["F"], device="cuda", generator=g) * 4 - 2).to(x.dtype)
+    with allow_tf32(tf32):
+        y = tuned.conv2d(x, w, shape["stride"], shape["padding"], "error", bias)
+    torch.cuda.synchronize()
+    (entry,) = [
+        e
+        for call, e in tuned.entries.items()
+        if (call.storage, call.layout, call.allow_tf32, call.B, call.C, call.H, call.epilogue)
+        == (storage, layout, tf32, *x.shape[:3], "bias")
+    ]
+    family = get_family(entry.choice.family)
+    assert entry.epilogue == ("bias" if "bias" in family.epilogues else "")
+    ref = torch.nn.functional.conv2d(
+        x.double(), w.double(), bias.double(), stride=shape["stride"], padding=shape["padding"]
+    )
+    err = (torch.linalg.vector_norm(y.double() - ref) / torch.linalg.vector_norm(ref)).item()
+    tolerance = PRECISIONS[entry.choice.problem.dtype].tolerance
+    assert err <= tolerance, (entry.choice.family, entry.epilogue, err)
+
+
+def test_tc_wgmma_adds_the_bias_in_its_store(tuned):
+    from autotune.runtime import Runtime
+
+    shape = SHAPES[0]
+    rt = Runtime(tuned.database, families=["tc_wgmma"], launcher=tuned.launcher)
+    x, w = inputs(shape, "bfloat16", "NHWC", 19)
+    bias = torch.linspace(-1, 1, shape["F"], device="cuda", dtype=torch.bfloat16)
+    y = rt.conv2d(x, w, shape["stride"], shape["padding"], "nearest", bias)
+    plain = rt.conv2d(x, w, shape["stride"], shape["padding"], "nearest")
+    torch.cuda.synchronize()
+    assert {e.epilogue for e in rt.entries.values()} == {"bias", ""}
+    assert torch.allclose(y.float(), plain.float() + bias.float().view(1, -1, 1, 1), atol=3e-2)
 
 
 def test_a_plan_of_the_inputs_layout_copies_nothing(tuned):

@@ -78,3 +78,23 @@ def test_the_launchers_the_commands_offer_are_the_runtimes():
 
     assert LAUNCHER_NAMES == tuple(LAUNCHERS)
     assert DEFAULT_LAUNCHER in LAUNCHERS
+
+
+def test_a_calls_bias_is_an_epilogue_the_plans_family_fuses_or_leaves_to_the_caller():
+    import math
+
+    from autotune.families import get_family
+    from autotune.model.space import Config
+    from autotune.runtime.lookup import Choice
+    from autotune.runtime.plans import served_problem
+
+    c = Call.of((0, 1, 16, 9, 9, 8, 16, 3, 3, 1, 1, "bfloat16", "NHWC", False, "bias"))
+    assert c.epilogue == "bias" and c.problem().epilogue == ""  # the store keys plain sizes
+    sizes = ConvProblem(N=7, K=3, C=16, F=8, dtype="bf16", layout="NHWC")
+    choice = Choice("tc_wgmma", Config(()), sizes, sizes.key, 0.1, 0.0, math.nan)
+    fused = served_problem(choice, get_family("tc_wgmma"), "bias")
+    assert fused.epilogue == "bias" and fused.fused.inputs == ("bias",)
+    assert served_problem(choice, get_family("tc_wgmma"), "") is sizes
+    plain = ConvProblem(N=7, K=3, C=16, F=8)
+    other = Choice("implicit_gemm", Config(()), plain, plain.key, 0.1, 0.0, math.nan)
+    assert served_problem(other, get_family("implicit_gemm"), "bias") is plain  # added after

@@ -130,3 +130,18 @@ def test_optimize_compiles_ahead_the_convolutions_the_example_calls(tmp_path, mo
         ConvProblem(N=12, K=3, C=3, F=8, B=2).key,
         ConvProblem(N=6, K=1, C=8, F=4, B=2, stride=2).key,
     ]
+
+
+def test_a_layer_with_a_bias_is_compiled_ahead_with_the_bias_epilogue(tmp_path):
+    from autotune.runtime.calls import Request
+    from autotune.runtime.models import ahead_calls
+
+    model = randomised(Block())
+    x = torch.randn(2, 3, 12, 12)
+    convs = collect_convolutions(model, x)
+    optimize(model, database=str(tmp_path / "opt.db"))  # conv1 gets bn1's shift as its bias
+    layers = {"conv1": model.conv1, "conv3": model.conv3}
+    model.conv3.bias = None
+    calls = ahead_calls(convs, layers, Request("float32"))
+    assert [p.epilogue for p, _ in calls] == ["bias", ""]  # conv2 (grouped) is not served
+    assert [p.key for p, _ in calls][1] == convs[2].problem.key
