@@ -36,6 +36,9 @@ PAD_ENTRIES = {
     ("NHWC", 4): "pad_nhwc",
     ("NHWC", 2): "pad_nhwc_16",
 }
+# NHWC pixels of whole 16-byte chunks (channels x element bytes): copied a chunk a thread.
+PAD_CHUNKS_ENTRY = "pad_nhwc_chunks"
+CHUNK_BYTES = 16
 _PADS: dict[tuple[str, int], dict] = {}  # the padding kernels, loaded once per device
 
 
@@ -172,24 +175,32 @@ def pad_launch(
     functions = _PADS.get((compiler.arch, call.device))
     if functions is None:
         compiled = compiler.compile_source(PAD_SOURCE, ())
-        entries = tuple(PAD_ENTRIES.values())
+        entries = (*PAD_ENTRIES.values(), PAD_CHUNKS_ENTRY)
         _, functions = load_module(compiled.cubin, entries, directory, keep=False)
         _PADS[(compiler.arch, call.device)] = functions
-    entry, args = pad_arguments(call, problem)
-    total = call.B * call.C * problem.input_size**2
+    entry, args, total = pad_arguments(call, problem)
     grid = (max(1, min(cdiv(total, PAD_BLOCK), 32 * limits.SM_COUNT)), 1, 1)
     return (launch_op or LAUNCHERS[DEFAULT_LAUNCHER][0])(
         functions[entry], Launch(entry, grid, (PAD_BLOCK, 1, 1), args)
     )
 
 
-def pad_arguments(call: Call, problem: ConvProblem) -> tuple[str, tuple]:
-    """The padding kernel's entry and arguments for a call served by `problem`'s plan."""
+def pad_arguments(call: Call, problem: ConvProblem) -> tuple[str, tuple, int]:
+    """The padding kernel's entry and arguments for a call served by `problem`'s plan, and how
+    many items (elements, or 16-byte chunks) it copies."""
     entry = PAD_ENTRIES[(problem.layout, problem.precision.bytes)]
     side = problem.input_size
+    pixels = call.B * side * side
     if problem.nhwc:
-        return entry, ("x_caller", "x", call.B, call.H, call.W, side, call.padding, call.C)
-    return entry, ("x_caller", "x", call.B * call.C, call.H, call.W, side, call.padding)
+        pixel_bytes = call.C * problem.precision.bytes
+        chunks = pixel_bytes // CHUNK_BYTES
+        if pixel_bytes % CHUNK_BYTES == 0 and pixels * chunks < 2**31:
+            args = ("x_caller", "x", call.B, call.H, call.W, side, call.padding, chunks)
+            return PAD_CHUNKS_ENTRY, args, pixels * chunks
+        args = ("x_caller", "x", call.B, call.H, call.W, side, call.padding, call.C)
+        return entry, args, pixels * call.C
+    args = ("x_caller", "x", call.B * call.C, call.H, call.W, side, call.padding)
+    return entry, args, pixels * call.C
 
 
 def _count(shape: tuple[int, ...]) -> int:
