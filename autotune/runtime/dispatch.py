@@ -135,6 +135,10 @@ class Runtime:
             if entry.nhwc:  # the plan reads NHWC: copy in, and the output back
                 x = cp.ascontiguousarray(x.transpose(0, 2, 3, 1))
                 w = cp.ascontiguousarray(w.transpose(0, 2, 3, 1))
+            # Read from 16-byte aligned addresses (tensor maps, the padding's chunks): a view
+            # that starts elsewhere is copied.
+            x = x.copy() if x.data.ptr % 16 else x
+            w = w.copy() if w.data.ptr % 16 else w
             y = cp.empty(entry.out_shape, dtype=x.dtype)
         fused = None if bias is None or not entry.epilogue else bias.data.ptr
         self.launch(entry, x.data.ptr, w.data.ptr, y.data.ptr, stream, bias=fused)
@@ -307,8 +311,10 @@ class Runtime:
         plans = []
         for call in calls:
             sizes, request = call if isinstance(call, tuple) else (call, Request.exactly(call))
-            # The store keys plain problems; the call's epilogue goes on the chosen plan.
+            # The store keys plain problems; the call's epilogue prices the choice (a plan that
+            # does not fuse it pays a pass over the output) and goes on the chosen plan.
             plain = replace(sizes, epilogue="")
+            request = replace(request, epilogue=sizes.epilogue)
             choice = next(catalogue.for_call(plain, request, limits), None)
             if choice is not None:
                 family = self.families[choice.family]

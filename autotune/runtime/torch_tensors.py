@@ -13,6 +13,7 @@ from autotune.runtime.calls import Call, CallError
 
 STORAGES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
 FORMATS = {"NCHW": torch.contiguous_format, "NHWC": torch.channels_last}
+ALIGN_BYTES = 16  # what a plan's input and filters are read at (tensor maps, 16-byte chunks)
 
 
 def layout_of(x: torch.Tensor) -> str | None:
@@ -95,6 +96,12 @@ def call(
         xin = x.contiguous(memory_format=FORMATS[mine])
         y = empty_like_layout(x, entry.out_dims, mine)
     w = w.contiguous(memory_format=FORMATS[mine])  # no copy when it is so already
+    # Tensor maps and the padding's 16-byte chunks read from 16-byte aligned addresses: a view
+    # that starts elsewhere (a slice of a larger tensor) is copied to a fresh, aligned tensor.
+    if xin.data_ptr() % ALIGN_BYTES:
+        xin = xin.clone(memory_format=FORMATS[mine])
+    if w.data_ptr() % ALIGN_BYTES:
+        w = w.clone(memory_format=FORMATS[mine])
     base = None
     if entry.workspace_bytes:
         workspace = torch.empty(entry.workspace_bytes, dtype=torch.uint8, device=x.device)

@@ -178,6 +178,19 @@ def test_tc_wgmma_adds_the_bias_in_its_store(tuned):
     assert err <= PRECISIONS["bf16"].tolerance  # rounded once, after the bias
 
 
+def test_an_input_at_an_unaligned_address_is_served(tuned):
+    # A slice of a larger tensor: tensor maps and the padding's 16-byte chunks would fault on it.
+    shape = SHAPES[0]
+    x, w = inputs(shape, "bfloat16", "NHWC", 21)
+    flat = torch.empty(x.numel() + 1, dtype=x.dtype, device="cuda")
+    moved = flat[1:].as_strided(x.shape, x.stride())
+    moved.copy_(x)
+    assert moved.data_ptr() % 16 and moved.is_contiguous(memory_format=torch.channels_last)
+    y = tuned.conv2d(moved, w, shape["stride"], shape["padding"], "error")
+    torch.cuda.synchronize()
+    assert rel_error(y, x, w, shape) <= PRECISIONS["bf16"].tolerance
+
+
 def test_a_plan_of_the_inputs_layout_copies_nothing(tuned):
     shape = SHAPES[0]
     x, w = inputs(shape, "bfloat16", "NHWC", 3)
