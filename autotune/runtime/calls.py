@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from autotune.model.epilogue import EpilogueError, check_epilogue
 from autotune.model.precision import LAYOUTS, PRECISIONS
 from autotune.model.problem import ConvProblem
 
@@ -34,17 +35,24 @@ DEFAULT_LAUNCHER = "driver"
 @dataclass(frozen=True, slots=True)
 class Request:
     """How a call's tensors are given: storage type, the input's memory order (NCHW for a
-    contiguous tensor, NHWC for a channels-last one) and whether an FP32 call may use TF32."""
+    contiguous tensor, NHWC for a channels-last one) and whether an FP32 call may use TF32; and
+    what it asks applied to the output (`epilogue`: "bias" for a call with a bias, which a plan
+    of a family that does not fuse it pays another pass over the output for)."""
 
     storage: str = "float32"
     layout: str = "NCHW"
     allow_tf32: bool = False
+    epilogue: str = ""
 
     def __post_init__(self) -> None:
         if self.storage not in STORAGE_DTYPES:
             raise CallError(f"tensors must be {', '.join(STORAGE_DTYPES)}, not {self.storage}")
         if self.layout not in LAYOUTS:
             raise CallError(f"layout must be one of {', '.join(LAYOUTS)}, not {self.layout!r}")
+        try:
+            check_epilogue(self.epilogue)
+        except EpilogueError as err:
+            raise CallError(str(err)) from None
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -63,6 +71,13 @@ class Request:
         """The request a problem's own dtype and layout make (TF32 allowed for a tf32 one)."""
         storage = PRECISIONS[problem.dtype].storage
         return cls(storage, problem.layout, allow_tf32=problem.dtype == "tf32")
+
+
+def epilogue_pass_bytes(problem: ConvProblem) -> int:
+    """Bytes a call moves to apply its epilogue after a plan that does not fuse it: the output
+    read and written once, in the storage type."""
+    p = problem
+    return 2 * p.precision.bytes * p.B * p.F * p.N * p.N
 
 
 def layout_copy_bytes(problem: ConvProblem) -> int:
@@ -106,7 +121,7 @@ class Call:
 
     @property
     def request(self) -> Request:
-        return Request(self.storage, self.layout, bool(self.allow_tf32))
+        return Request(self.storage, self.layout, bool(self.allow_tf32), self.epilogue)
 
     def problem(self) -> ConvProblem:
         """The sizes as a problem over the pre-padded input (FP32 NCHW: the request says which
@@ -149,6 +164,7 @@ __all__ = [
     "LAYOUT_COPIES",
     "STORAGE_DTYPES",
     "Call",
+    "epilogue_pass_bytes",
     "CallError",
     "Request",
     "layout_copy_bytes",

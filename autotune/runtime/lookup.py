@@ -47,7 +47,7 @@ from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import BoundSpace, Config, DeviceLimits
 from autotune.runtime.calls import Request
-from autotune.runtime.pricing import layout_ms, untimed_ms
+from autotune.runtime.pricing import epilogue_ms, layout_ms, untimed_ms
 from autotune.runtime.ranking import Ranking, Table, Timed, by_evidence
 from autotune.store.campaigns import shipped_best
 from autotune.strategies.local import Coordinates
@@ -78,6 +78,7 @@ class Choice:
     untimed_ms: float  # per-call work outside the timed region, estimated (0 without any)
     gflops: float = math.nan  # its stored GFlop/s there
     layout_ms: float = 0.0  # the call's layout copies, when its tensors are in the other layout
+    epilogue_ms: float = 0.0  # the call's epilogue applied after a plan that does not fuse it
 
     @property
     def exact(self) -> bool:
@@ -86,7 +87,7 @@ class Choice:
 
     @property
     def expected_ms(self) -> float:
-        return self.time_ms + self.untimed_ms + self.layout_ms
+        return self.time_ms + self.untimed_ms + self.layout_ms + self.epilogue_ms
 
 
 def callable_family(family: Family, problem: ConvProblem) -> str | None:
@@ -310,16 +311,23 @@ class Catalogue:
         return any(self.stored(p) for p in request.problems(sizes))
 
     def _priced(self, choice: Choice, request: Request) -> Choice:
-        if choice.problem.layout == request.layout:
-            return choice
-        return replace(choice, layout_ms=layout_ms(choice.problem, self.copy_gbps))
+        """The choice with what the call pays besides its run: layout copies where its
+        tensors are in the other layout, a pass over the output where the family does not fuse
+        the call's epilogue."""
+        extra = {}
+        if choice.problem.layout != request.layout:
+            extra["layout_ms"] = layout_ms(choice.problem, self.copy_gbps)
+        family = self.families.get(choice.family)
+        if request.epilogue and (family is None or request.epilogue not in family.epilogues):
+            extra["epilogue_ms"] = epilogue_ms(choice.problem, self.copy_gbps)
+        return replace(choice, **extra) if extra else choice
 
     def _scaled_rank(self, choice: Choice) -> tuple[float, str]:
         """A borrowed choice's expected time on the call's shape: its time where it was
         measured, scaled by the two shapes' FLOPs, plus what the call pays besides."""
         measured = self.problems.get(choice.measured_on, choice.problem)
         scaled = choice.time_ms * choice.problem.flops / measured.flops
-        return (scaled + choice.untimed_ms + choice.layout_ms, choice.family)
+        return (scaled + choice.untimed_ms + choice.layout_ms + choice.epilogue_ms, choice.family)
 
     def miss_reason(self, problem: ConvProblem, on_miss: str) -> str:
         if problem.key in self.best:

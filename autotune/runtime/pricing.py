@@ -1,6 +1,7 @@
 """What a plan costs per call besides its timed run (no GPU needed): the work it does outside
-the timed region (layout conversions, constant copies) and the layout copies of a call whose
-tensors are in the other layout, both priced at the device's measured copy bandwidth."""
+the timed region (layout conversions, constant copies), the layout copies of a call whose
+tensors are in the other layout, and the pass over the output of an epilogue the plan does
+not fuse, all priced at the device's measured copy bandwidth."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 from autotune.families import Family
 from autotune.families.plan import KernelPlan
 from autotune.model.problem import ConvProblem
-from autotune.runtime.calls import LAYOUT_COPIES, layout_copy_bytes
+from autotune.runtime.calls import LAYOUT_COPIES, epilogue_pass_bytes, layout_copy_bytes
 
 # What one extra operation on the stream costs at least, besides its bytes (a launch or a copy
 # queued behind the previous one).
@@ -53,8 +54,17 @@ def layout_ms(problem: ConvProblem, copy_gbps: float | None) -> float:
     return seconds * 1e3 + LAYOUT_COPIES * OPERATION_MS
 
 
+def epilogue_ms(problem: ConvProblem, copy_gbps: float | None) -> float:
+    """What a call pays to apply its epilogue after a plan that does not fuse it: one pass
+    over the output and its launch (infinite without a copy bandwidth: such a plan then ranks
+    after every plan that fuses it)."""
+    if not copy_gbps:
+        return math.inf
+    return epilogue_pass_bytes(problem) / (copy_gbps * 1e9) * 1e3 + OPERATION_MS
+
+
 def _elements(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
 
 
-__all__ = ["OPERATION_MS", "layout_ms", "untimed_bytes", "untimed_ms"]
+__all__ = ["OPERATION_MS", "epilogue_ms", "layout_ms", "untimed_bytes", "untimed_ms"]

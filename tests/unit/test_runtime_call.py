@@ -98,3 +98,11 @@ def test_a_calls_bias_is_an_epilogue_the_plans_family_fuses_or_leaves_to_the_cal
     plain = ConvProblem(N=7, K=3, C=16, F=8)
     other = Choice("implicit_gemm", Config(()), plain, plain.key, 0.1, 0.0, math.nan)
     assert served_problem(other, get_family("implicit_gemm"), "bias") is plain  # added after
+
+
+def test_a_request_names_an_epilogue_of_the_grammar():
+    from autotune.runtime.calls import Request
+
+    assert Request("bfloat16", "NHWC", epilogue="bias").epilogue == "bias"
+    with pytest.raises(CallError, match="unknown epilogue"):
+        Request(epilogue="bias_tanh")

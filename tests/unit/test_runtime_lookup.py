@@ -215,3 +215,28 @@ def test_a_family_left_out_of_the_runtime_is_never_chosen(synthetic):
     assert [c.family for c in catalogue.stored(A)] == ["implicit_gemm"]
     (refused,) = catalogue.refusals(A)
     assert refused.family == "chen_general" and "not among the families" in refused.reason
+
+
+def test_a_call_with_a_bias_prices_the_pass_a_family_that_does_not_fuse_it_costs():
+    from autotune.runtime.calls import Request, epilogue_pass_bytes
+    from autotune.runtime.lookup import Stored
+
+    # ResNet-50's layer1 1x1 shape in bf16 and the two tensor-core families' bests on the
+    # H200: tc_implicit_gemm faster by 1.8 us, but it leaves the bias to a pass of its own.
+    sizes = ConvProblem(N=56, K=1, C=64, F=64, B=32)
+    problem = replace(sizes, dtype="bf16", layout="NHWC")
+    rows = [
+        (problem, Stored("tc_implicit_gemm", config_of("tc_implicit_gemm", problem), 0.0144)),
+        (problem, Stored("tc_wgmma", config_of("tc_wgmma", problem), 0.0162)),
+    ]
+    catalogue = Catalogue(rows, copy_gbps=4000.0)
+    limits = ARCH_LIMITS["sm_90"]
+    plain = list(catalogue.for_call(sizes, Request("bfloat16", "NHWC"), limits))
+    assert [c.family for c in plain] == ["tc_implicit_gemm", "tc_wgmma"]
+    assert all(c.epilogue_ms == 0 for c in plain)
+    biased = list(catalogue.for_call(sizes, Request("bfloat16", "NHWC", epilogue="bias"), limits))
+    assert [c.family for c in biased] == ["tc_wgmma", "tc_implicit_gemm"]
+    assert biased[0].epilogue_ms == 0  # fused in its store
+    pass_ms = epilogue_pass_bytes(problem) / 4e12 * 1e3 + 0.002
+    assert biased[1].epilogue_ms == pytest.approx(pass_ms)
+    assert biased[1].expected_ms == pytest.approx(0.0144 + biased[1].untimed_ms + pass_ms)
