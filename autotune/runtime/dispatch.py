@@ -151,7 +151,7 @@ class Runtime:
         if on_miss not in MISS_POLICIES:
             raise CallError(f"on_miss must be one of {', '.join(MISS_POLICIES)}, not {on_miss!r}")
         entry = self.entries.get(key)
-        if entry is not None and (entry.choice.exact or on_miss == "nearest"):
+        if entry is not None and (on_miss == "nearest" or entry.choice.exact):
             return entry
         return self._resolve(key, on_miss)
 

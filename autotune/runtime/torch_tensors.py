@@ -80,7 +80,8 @@ def call(
     epilogue = "" if bias is None else "bias"
     key = (device, *x.shape, *w.shape, stride, padding, storage, layout, tf32, epilogue)
     entry = rt.entries.get(key)
-    if entry is None or not (entry.exact or on_miss == "nearest"):
+    # "nearest" (the default) first: whether the plan is exact formats its problem's key.
+    if entry is None or not (on_miss == "nearest" or entry.exact):
         if not torch.cuda.is_current_stream_capturing():
             entry = rt.entry(key, on_miss)
         elif entry is None:  # preparing compiles, loads and allocates: never while capturing
