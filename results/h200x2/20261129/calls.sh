@@ -51,8 +51,7 @@ S2) # Issue 34, the Ray run of the same campaign, the other two taken from S1's 
     say "bench scaling --ray: rc=$? $((SECONDS - s)) s: $(tail -1 "$OUT/scaling_ray.log")"
     tar czf "$OUT/scaling_ray.tgz" -C /tmp scaling_ray ;;
 D)  # Not run on 2026-11-29 (no device time left): where a forward of ResNet-50 spends its host time.
-    s=$SECONDS; timeout -k 5 $(( $(left) - 100 )) python3 results/h200x2/20261129/profile_forward.py > "$OUT/profile_forward.txt" 2>&1
-    say "profile_forward: rc=$? $((SECONDS - s)) s"
+    # (Its profile of a forward's host time ran later as results/h200/20261129b/host_profile.py.)
     s=$SECONDS; timeout -k 5 $(( $(left) - 10 )) python3 -m autotune bench kt-examples --examples .kt_examples/cuda --kernel-tuner --kt-lang cupy --max-fevals 20 --timeout 120 --only convolution.py --only reduction.py --only expdist.py --only accuracy.py --output "$OUT/kt" > "$OUT/kt_examples.log" 2>&1
     say "kt-examples: rc=$? $((SECONDS - s)) s"; tar czf "$OUT/kt.tgz" -C "$OUT" kt && rm -rf "$OUT/kt" ;;
 esac
