@@ -22,6 +22,7 @@ import numpy as np
 
 from autotune.families.plan import KernelPlan
 from autotune.gpu.timing import TimingPolicy
+from autotune.model.evaluator import spill
 from autotune.model.records import Measurement, Status
 
 RTOL = 1e-5  # numpy.allclose's, which Kernel Tuner's default check uses beside atol
@@ -209,7 +210,8 @@ class GivenCheck:
         """The arguments after the checked run, on the host in argument order (what Kernel
         Tuner's verify receives as its result). As Kernel Tuner, only the arrays with an answer
         come back (every array when no answer is given), None in place of the others: an input
-        of gigabytes is not copied back for every configuration. Scalars come back as given."""
+        of gigabytes is not copied back for every configuration. Scalars come back as given,
+        arrays of SPILL_BYTES or more as files (model/evaluator.py's spill)."""
         import cupy as cp
 
         names = argument_names(self.count)
@@ -221,7 +223,13 @@ class GivenCheck:
                 out.append(cp.asnumpy(value))
             else:
                 out.append(None)
-        return out
+        return spill(out, self.outputs_directory)
+
+    @property
+    def outputs_directory(self) -> Path:
+        """Where outputs too large for the worker's pipe are left for the caller (beside the
+        arguments, which both processes read)."""
+        return self.data.parent / "outputs"
 
 
 def user_verify(

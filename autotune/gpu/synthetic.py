@@ -20,7 +20,7 @@ import numpy as np
 
 from autotune.gpu.given import argument_names, argument_of
 from autotune.model import observe as names
-from autotune.model.evaluator import WithOutputs
+from autotune.model.evaluator import WithOutputs, spill
 from autotune.model.observe import Observe
 from autotune.model.records import DeviceInfo, Measurement
 from autotune.model.space import DeviceLimits
@@ -64,7 +64,7 @@ class SyntheticSession:
                     outputs.append(npz[buffer][()])
                 else:
                     outputs.append(None if check.answered else npz[buffer])
-        return WithOutputs(m, outputs)
+        return WithOutputs(m, spill(outputs, check.outputs_directory))
 
 
 def _readings(observe: Observe | None, ms: float) -> dict:

@@ -10,6 +10,7 @@ name is no epilogue (the default: such a problem keys and computes as it always 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 DEFAULT_EPILOGUE = ""
@@ -68,6 +69,22 @@ def check_epilogue(name: object) -> str:
     return str(name)
 
 
+@functools.cache  # asked once per runtime call
+def epilogue_name(bias: bool, residual: bool = False, activation: str = "") -> str:
+    """The name of the epilogue that adds a bias, then a residual, then applies `activation`
+    ("" or one of ACTIVATIONS); "" without a bias, which every named epilogue has."""
+    if activation not in ("", *ACTIVATIONS):
+        raise EpilogueError(f"unknown activation {activation!r} (known: {', '.join(ACTIVATIONS)})")
+    if not bias:
+        return DEFAULT_EPILOGUE
+    parts = [
+        "bias",
+        *(["add"] if residual else []),
+        *([activation] if activation not in ("", "none") else []),
+    ]
+    return "_".join(parts)
+
+
 def epilogue_of(name: str) -> Epilogue | None:
     """The epilogue a name asks for; None for the empty name (none)."""
     return EPILOGUES[check_epilogue(name)] if name else None
@@ -81,5 +98,6 @@ __all__ = [
     "Epilogue",
     "EpilogueError",
     "check_epilogue",
+    "epilogue_name",
     "epilogue_of",
 ]

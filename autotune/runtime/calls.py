@@ -36,8 +36,9 @@ DEFAULT_LAUNCHER = "driver"
 class Request:
     """How a call's tensors are given: storage type, the input's memory order (NCHW for a
     contiguous tensor, NHWC for a channels-last one) and whether an FP32 call may use TF32; and
-    what it asks applied to the output (`epilogue`: "bias" for a call with a bias, which a plan
-    of a family that does not fuse it pays another pass over the output for)."""
+    what it asks applied to the output (`epilogue`: a name of model/epilogue.py's grammar, e.g.
+    "bias" for a call with a bias, "bias_add_relu" with a residual and ReLU, which a plan of a
+    family that does not fuse it pays another pass over the output for)."""
 
     storage: str = "float32"
     layout: str = "NCHW"
@@ -73,11 +74,12 @@ class Request:
         return cls(storage, problem.layout, allow_tf32=problem.dtype == "tf32")
 
 
-def epilogue_pass_bytes(problem: ConvProblem) -> int:
+def epilogue_pass_bytes(problem: ConvProblem, residual: bool = False) -> int:
     """Bytes a call moves to apply its epilogue after a plan that does not fuse it: the output
-    read and written once, in the storage type."""
+    read and written once (PyTorch's in-place adds and activation, each a pass of its own, are
+    counted as one), and a residual read, in the storage type."""
     p = problem
-    return 2 * p.precision.bytes * p.B * p.F * p.N * p.N
+    return (3 if residual else 2) * p.precision.bytes * p.B * p.F * p.N * p.N
 
 
 def layout_copy_bytes(problem: ConvProblem) -> int:
@@ -111,7 +113,8 @@ class Call:
     layout: str = "NCHW"
     allow_tf32: bool = False
     # What the call asks the plan to apply to its output (model/epilogue.py): "bias" when it
-    # passes a bias, which a family that fuses epilogues adds in its store; "" for none.
+    # passes a bias, "bias_add_relu" with a residual and ReLU too, ..., which a family that
+    # fuses epilogues applies in its store; "" for none.
     epilogue: str = ""
 
     @classmethod

@@ -92,16 +92,30 @@ class Runtime:
 
     # -- the call ------------------------------------------------------------------------------
 
-    def conv2d(self, x, w, stride: int = 1, padding: int = 0, on_miss: str = "nearest", bias=None):
-        """y = conv2d(x, w) (+ bias): (B, C, H, W) input, (F, C, K, K) filters, (F,) bias or
-        None, (B, F, N, N) output of the caller's kind (a CuPy array for CuPy or any other
-        DLPack producer, a tensor for PyTorch), in the input's storage type and, for a tensor,
-        its memory format. A plan whose family fuses epilogues adds the bias in its store."""
-        if x.__class__ is cp.ndarray:
+    def conv2d(
+        self,
+        x,
+        w,
+        stride: int = 1,
+        padding: int = 0,
+        on_miss: str = "nearest",
+        bias=None,
+        residual=None,
+        activation: str = "",
+    ):
+        """y = activation(conv2d(x, w) + bias + residual): (B, C, H, W) input, (F, C, K, K)
+        filters, (F,) bias or None, (B, F, N, N) output of the caller's kind (a CuPy array for
+        CuPy or any other DLPack producer, a tensor for PyTorch), in the input's storage type
+        and, for a tensor, its memory format. A plan whose family fuses the epilogue applies it
+        in its store. A residual and an activation are taken with tensors only."""
+        if x.__class__ is cp.ndarray and residual is None and not activation:
             return self._cupy(x, w, stride, padding, on_miss, bias)
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(x, torch.Tensor):
-            return torch_tensors().call(self, x, w, stride, padding, on_miss, bias)
+            tensors = torch_tensors()
+            return tensors.call(self, x, w, stride, padding, on_miss, bias, residual, activation)
+        if residual is not None or activation:
+            raise CallError("a residual and an activation are taken with PyTorch tensors only")
         if hasattr(x, "__dlpack__") and hasattr(w, "__dlpack__"):
             if _dlpack_device(x) != CUDA_DLPACK or _dlpack_device(w) != CUDA_DLPACK:
                 raise CallError("x and w must be on a CUDA device")
@@ -164,17 +178,20 @@ class Runtime:
         stream: int,
         workspace: int | None = None,
         bias: int | None = None,
+        residual: int | None = None,
     ) -> None:
-        """Queue the entry's operations for these buffers (`bias`: the (F,) bias its fused
-        epilogue adds, when it has one) on `stream`."""
+        """Queue the entry's operations for these buffers (`bias`, `residual`: what its fused
+        epilogue reads, when it has one) on `stream`."""
         if entry.device != cp.cuda.runtime.getDevice():
             with cp.cuda.Device(entry.device):
-                return self.launch(entry, x, w, y, stream, workspace, bias)
+                return self.launch(entry, x, w, y, stream, workspace, bias, residual)
         ptrs = {"x": x, "w": w, "y": y}
         if entry.fixed:
             ptrs.update(entry.fixed)
         if entry.epilogue:
             ptrs["bias"] = bias
+            if residual is not None:
+                ptrs["residual"] = residual
         if entry.workspace_bytes:
             base = workspace
             if base is None:
@@ -389,6 +406,8 @@ def conv2d(
     padding: int = 0,
     *,
     bias=None,
+    residual=None,
+    activation: str = "",
     on_miss: str = "nearest",
     database=None,
 ):
@@ -396,7 +415,9 @@ def conv2d(
 
     x: (B, C, H, W), w: (F, C, K, K), bias: (F,) or None, CuPy arrays or PyTorch tensors on one
     GPU (contiguous, or copied to be), FP32, BF16 (tensors) or FP16; the bias is added in the
-    kernel's store where the plan's family fuses epilogues. Returns (B, F, N, N) of the same
+    kernel's store where the plan's family fuses epilogues, as are a `residual` (the output's
+    shape; tensors only) and an `activation` ("relu", "silu", "gelu"; tensors only), in that
+    order. Returns (B, F, N, N) of the same
     kind, queued on the caller's current stream. `padding` zeros on every side (a pre-padded
     input with padding=0 is used in place). `on_miss` for a shape with nothing stored:
     "nearest" (the nearest stored shape's best, made valid), "tune" (tune it now and store it)
@@ -407,7 +428,7 @@ def conv2d(
     rt = _RUNTIMES.get(default_storage() if database is None else database)
     if rt is None:
         rt = runtime(database)
-    return rt.conv2d(x, w, stride, padding, on_miss, bias)
+    return rt.conv2d(x, w, stride, padding, on_miss, bias, residual, activation)
 
 
 def serves_calls(family: Family) -> bool:

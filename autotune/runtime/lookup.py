@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from autotune.families import FAMILIES, Family, UnsupportedProblem
+from autotune.model.epilogue import epilogue_of
 from autotune.model.parsing import problem_from_dict
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.records import TIMING_PROTOCOL
@@ -319,7 +320,8 @@ class Catalogue:
             extra["layout_ms"] = layout_ms(choice.problem, self.copy_gbps)
         family = self.families.get(choice.family)
         if request.epilogue and (family is None or request.epilogue not in family.epilogues):
-            extra["epilogue_ms"] = epilogue_ms(choice.problem, self.copy_gbps)
+            residual = epilogue_of(request.epilogue).residual
+            extra["epilogue_ms"] = epilogue_ms(choice.problem, self.copy_gbps, residual)
         return replace(choice, **extra) if extra else choice
 
     def _scaled_rank(self, choice: Choice) -> tuple[float, str]:

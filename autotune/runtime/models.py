@@ -4,6 +4,7 @@ ahead so that the first forward compiles nothing."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import torch
 
 from autotune.families import FAMILIES, Family, get_family
+from autotune.model.epilogue import epilogue_name
 from autotune.model.precision import check_dtype
 from autotune.model.problem import ConvProblem
 from autotune.runtime.calls import Call, CallError, Request
@@ -200,6 +202,123 @@ def conv_bn_pairs(model: torch.nn.Module) -> list[tuple[str, str]]:
     return pairs
 
 
+# What a ReLU looks like in a traced graph: the module, the function, the method.
+_RELU_FUNCTIONS = (torch.relu, torch.relu_, torch.nn.functional.relu)
+_ADD_FUNCTIONS = (operator.add, operator.iadd, torch.add)
+
+
+class _LayerTracer(torch.fx.Tracer):
+    """FX's tracer with autotune's layer as a leaf: a convolution stays one call_module node."""
+
+    def is_leaf_module(self, module: torch.nn.Module, name: str) -> bool:
+        from autotune.runtime.torch_layer import Conv2d
+
+        return isinstance(module, Conv2d) or super().is_leaf_module(module, name)
+
+
+def _is_relu(node, modules) -> bool:
+    if node.op == "call_module":
+        return isinstance(modules.get(node.target), torch.nn.ReLU)
+    if node.op == "call_function":
+        return node.target in _RELU_FUNCTIONS and len(node.args) == 1
+    return node.op == "call_method" and node.target in ("relu", "relu_") and len(node.args) == 1
+
+
+def _is_add(node) -> bool:
+    """A plain sum of two tensors (no alpha, no out=)."""
+    return (
+        node.op == "call_function"
+        and node.target in _ADD_FUNCTIONS
+        and len(node.args) == 2
+        and not node.kwargs
+    )
+
+
+def _through_identities(node, modules):
+    """The last node of a chain of single-user Identity modules after `node` (a folded
+    BatchNorm leaves one), or `node` itself."""
+    while len(node.users) == 1:
+        (user,) = node.users
+        if user.op == "call_module" and isinstance(modules.get(user.target), torch.nn.Identity):
+            node = user
+        else:
+            break
+    return node
+
+
+def fuse_epilogues(model: torch.nn.Module) -> tuple[torch.fx.GraphModule | None, dict]:
+    """A traced copy of `model` (its modules and parameters shared, the model itself unchanged)
+    in which each autotune.Conv2d with a bias whose output only feeds a ReLU, a residual add, or
+    an add then a ReLU applies them in its own call (`Conv2d.with_epilogue`): conv -> BatchNorm
+    -> ReLU and conv -> BatchNorm -> add -> ReLU once the BatchNorm is folded. Returns it and
+    the fused layers by the name of the layer each stands for; (None, {}) when FX cannot trace
+    the model or nothing fuses."""
+    from autotune.runtime.torch_layer import Conv2d
+
+    try:
+        graph = _LayerTracer().trace(model)
+    except Exception:  # any model fx cannot trace: nothing is fused
+        return None, {}
+    modules = dict(model.named_modules())
+    fused: dict[str, torch.nn.Module] = {}
+    standing_for: dict[str, torch.nn.Module] = {}
+    for node in list(graph.nodes):
+        layer = modules.get(node.target) if node.op == "call_module" else None
+        if not isinstance(layer, Conv2d) or layer.bias is None or layer.activation:
+            continue
+        if len(node.args) != 1 or node.kwargs:
+            continue
+        end = _through_identities(node, modules)
+        if len(end.users) != 1:
+            continue
+        (user,) = end.users
+        residual, last = None, end
+        if _is_add(user):
+            other = user.args[1] if user.args[0] is end else user.args[0]
+            if other is end or not isinstance(other, torch.fx.Node):
+                continue
+            residual, last = other, user
+        relu = None
+        if len(last.users) == 1 and _is_relu(next(iter(last.users)), modules):
+            relu = next(iter(last.users))
+        if residual is None and relu is None:
+            continue
+        name = f"{node.target}__fused".replace(".", "_")  # a top-level module of the copy
+        fused[name] = layer.with_epilogue("relu" if relu is not None else "", residual is not None)
+        standing_for[node.target] = fused[name]
+        tail = relu if relu is not None else last
+        with graph.inserting_before(tail):
+            args = (node.args[0],) if residual is None else (node.args[0], residual)
+            call = graph.call_module(name, args)
+        tail.replace_all_uses_with(call)
+        for dead in _chain(node, tail):
+            graph.erase_node(dead)
+    if not fused:
+        return None, {}
+    graph.lint()
+    # The copy's root: the model's own children, parameters and buffers (shared), and the
+    # fused layers beside them.
+    root = torch.nn.Module()
+    for name, module in model.named_children():
+        root.add_module(name, module)
+    for name, param in model.named_parameters(recurse=False):
+        root.register_parameter(name, param)
+    for name, buffer in model.named_buffers(recurse=False):
+        root.register_buffer(name, buffer)
+    for name, module in fused.items():
+        root.add_module(name, module)
+    traced = torch.fx.GraphModule(root, graph, class_name=f"{type(model).__name__}Fused")
+    return traced.eval() if not model.training else traced, standing_for
+
+
+def _chain(first, last) -> list:
+    """The nodes from `first` to `last` along single users, last first (the order to erase)."""
+    nodes = [first]
+    while nodes[-1] is not last:
+        nodes.append(next(iter(nodes[-1].users)))
+    return nodes[::-1]
+
+
 def optimize(
     model: torch.nn.Module,
     example_inputs=None,
@@ -207,11 +326,14 @@ def optimize(
     database: str | None = None,
     on_miss: str = "nearest",
     fold: bool = True,
+    fuse: bool = True,
     runtime_=None,
 ) -> torch.nn.Module:
-    """Swap every torch.nn.Conv2d autotune can serve for autotune.Conv2d (in place; returns
-    `model`), folding an inference-mode BatchNorm that only follows it into its weight and bias
-    (the BatchNorm becomes an Identity). With `example_inputs`, compile the plans their
+    """Swap every torch.nn.Conv2d autotune can serve for autotune.Conv2d (in place), folding an
+    inference-mode BatchNorm that only follows it into its weight and bias (the BatchNorm
+    becomes an Identity); with `fuse`, return a traced copy in which a ReLU, a residual add or
+    both that follow a convolution are applied in its call (fuse_epilogues), else `model`. Run
+    the module returned. With `example_inputs`, compile the plans their
     convolutions will run ahead (parallel NVRTC into the disk cache) and prepare them by one
     forward, so that the first forward of the caller compiles and loads nothing; each weight
     is then kept in the memory format its plan reads. `runtime_`: a Runtime of the caller's
@@ -234,9 +356,15 @@ def optimize(
                 _set(model, folded[name], torch.nn.Identity())
             _set(model, name, layer)
             layers[name] = layer
+    run = model
+    if fuse and layers:
+        traced, fused = fuse_epilogues(model)
+        if traced is not None:
+            run = traced
+            layers.update(fused)  # each fused layer stands for the one it copies
     if example_inputs is not None and layers:
-        _prepare(model, example_inputs, rt, layers, convs)
-    return model
+        _prepare(run, example_inputs, rt, layers, convs)
+    return run
 
 
 def _prepare(model, example_inputs, rt, layers, convs: list[ModelConv]) -> None:
@@ -266,13 +394,16 @@ def _prepare(model, example_inputs, rt, layers, convs: list[ModelConv]) -> None:
 
 def ahead_calls(convs: list[ModelConv], layers: dict, request: Request) -> list[tuple]:
     """(problem, request) per convolution the runtime serves, as compile_ahead takes them: a
-    layer with a bias (a folded BatchNorm's shift) calls with the bias epilogue, whose plan is
-    a compile of its own."""
+    layer with a bias (a folded BatchNorm's shift) calls with its epilogue (the bias, and any
+    residual and activation fused with it), whose plan is a compile of its own."""
     calls = []
     for conv in convs:
         if conv.problem is not None:
             layer = layers.get(conv.name)
-            epilogue = "bias" if layer is not None and layer.bias is not None else ""
+            epilogue = ""
+            if layer is not None:
+                bias = layer.bias is not None
+                epilogue = epilogue_name(bias, layer.takes_residual, layer.activation)
             calls.append((replace(conv.problem, epilogue=epilogue), request))
     return calls
 

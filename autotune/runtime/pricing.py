@@ -54,13 +54,13 @@ def layout_ms(problem: ConvProblem, copy_gbps: float | None) -> float:
     return seconds * 1e3 + LAYOUT_COPIES * OPERATION_MS
 
 
-def epilogue_ms(problem: ConvProblem, copy_gbps: float | None) -> float:
+def epilogue_ms(problem: ConvProblem, copy_gbps: float | None, residual: bool = False) -> float:
     """What a call pays to apply its epilogue after a plan that does not fuse it: one pass
-    over the output and its launch (infinite without a copy bandwidth: such a plan then ranks
-    after every plan that fuses it)."""
+    over the output (and its residual) and its launch (infinite without a copy bandwidth: such
+    a plan then ranks after every plan that fuses it)."""
     if not copy_gbps:
         return math.inf
-    return epilogue_pass_bytes(problem) / (copy_gbps * 1e9) * 1e3 + OPERATION_MS
+    return epilogue_pass_bytes(problem, residual) / (copy_gbps * 1e9) * 1e3 + OPERATION_MS
 
 
 def _elements(shape: tuple[int, ...]) -> int:

@@ -5,10 +5,13 @@ in a CUDA graph."""
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from autotune.runtime import torch_op
 from autotune.runtime.dispatch import Runtime, runtime, runtime_key, runtime_named
+from autotune.runtime.torch_tensors import apply_epilogue
 
 
 def _square(value, what: str) -> int:
@@ -67,6 +70,10 @@ class Conv2d(torch.nn.Module):
         self.stride = _square(stride, "stride")
         self.padding = _square(padding, "padding")
         self.on_miss = on_miss
+        # A fused epilogue beyond the bias (models.fuse_epilogues sets them on a copy): the
+        # activation applied last, and whether forward takes a residual to add before it.
+        self.activation = ""
+        self.takes_residual = False
         self._runtime = runtime_ or runtime(database)
         self._runtime_key = runtime_key(self._runtime)  # what the op carries (a string)
 
@@ -95,7 +102,15 @@ class Conv2d(torch.nn.Module):
         layer._adopt(conv.weight.detach(), None if conv.bias is None else conv.bias.detach())
         return layer
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def with_epilogue(self, activation: str = "", residual: bool = False) -> Conv2d:
+        """This layer (its parameters shared) that also adds a residual, given to forward, and
+        applies `activation` ("relu", "silu", "gelu") after its bias: one pass over the output
+        in the kernel's store where the plan's family fuses that epilogue."""
+        layer = copy.copy(self)  # a new instance dict; the parameters are the same tensors
+        layer.activation, layer.takes_residual = activation, residual
+        return layer
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
         fx = _FX_TRACING()  # x is a Proxy then: nothing about it can be asked
         if not fx and x.requires_grad and torch.is_grad_enabled():
             raise RuntimeError(
@@ -109,19 +124,28 @@ class Conv2d(torch.nn.Module):
             # bias goes with the call: a plan that fuses epilogues adds it in its store, which
             # saves a launch and a pass over the output.
             rt = runtime_named(self._runtime_key)  # the runtime the op would call
-            return rt.conv2d(x, self.weight, self.stride, self.padding, self.on_miss, self.bias)
+            return rt.conv2d(
+                x,
+                self.weight,
+                self.stride,
+                self.padding,
+                self.on_miss,
+                self.bias,
+                residual,
+                self.activation,
+            )
         # Traced (torch.compile, torch.export, FX) or on the CPU: the op, as one node, and the
-        # bias added after it (torch.compile fuses that add into what follows).
+        # epilogue applied after it (torch.compile fuses it into one kernel).
         y = torch_op.conv2d(
             x, self.weight, self.stride, self.padding, self.on_miss, self._runtime_key
         )
-        if self.bias is not None:
-            y.add_(self.bias.view(1, -1, 1, 1))
-        return y
+        return apply_epilogue(y, self.bias, residual, self.activation)
 
     def extra_repr(self) -> str:
         f, c, k, _ = self.weight.shape
+        fused = f", activation={self.activation!r}" if self.activation else ""
+        fused += ", residual=True" if self.takes_residual else ""
         return (
             f"{c}, {f}, kernel_size={k}, stride={self.stride}, padding={self.padding}, "
-            f"bias={self.bias is not None}, on_miss={self.on_miss!r}"
+            f"bias={self.bias is not None}{fused}, on_miss={self.on_miss!r}"
         )

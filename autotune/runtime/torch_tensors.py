@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from autotune.model.epilogue import EpilogueError, epilogue_name
 from autotune.runtime.calls import Call, CallError
 
 STORAGES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
@@ -51,11 +52,15 @@ def call(
     padding: int,
     on_miss: str,
     bias: torch.Tensor | None = None,
+    residual: torch.Tensor | None = None,
+    activation: str = "",
 ):
     """A tensor call of runtime `rt`: FP32 (TF32 products where torch.backends.cudnn.allow_tf32
     allows them, as PyTorch's own convolutions), BF16 or FP16; contiguous or channels-last
-    (other strides are made contiguous); `bias` ((F,), x's dtype) added in the plan's store
-    where its family fuses epilogues, else after it. The output, the workspace and any layout
+    (other strides are made contiguous). Then, in order: `bias` ((F,), x's dtype) added,
+    `residual` (the output's shape and dtype) added, `activation` ("relu", "silu", "gelu")
+    applied; in the plan's store where its family fuses that epilogue (model/epilogue.py; a
+    bias is needed for any), else by PyTorch after it. The output, the workspace and any layout
     copies come from PyTorch's allocator on the current stream, so that a call of a prepared
     shape can be captured in a CUDA graph: it allocates nothing else, waits for nothing and
     decides nothing beyond a dictionary lookup."""
@@ -77,7 +82,10 @@ def call(
     ):
         raise CallError(f"bias must be ({w.shape[0]},) {x.dtype} on {x.device}")
     tf32 = storage == "float32" and bool(torch.backends.cudnn.allow_tf32)
-    epilogue = "" if bias is None else "bias"
+    try:
+        epilogue = epilogue_name(bias is not None, residual is not None, activation)
+    except EpilogueError as err:
+        raise CallError(str(err)) from None
     key = (device, *x.shape, *w.shape, stride, padding, storage, layout, tf32, epilogue)
     entry = rt.entries.get(key)
     # "nearest" (the default) first: whether the plan is exact formats its problem's key.
@@ -107,16 +115,41 @@ def call(
     if entry.workspace_bytes:
         workspace = torch.empty(entry.workspace_bytes, dtype=torch.uint8, device=x.device)
         base = workspace.data_ptr()
-    fused = None
-    if bias is not None and entry.epilogue:
-        fused = bias.contiguous().data_ptr()
+    bias_ptr = residual_ptr = None
+    if entry.epilogue:  # fused: the bias, and the residual in the layout the plan writes
+        bias_ptr = bias.contiguous().data_ptr()
+        if residual is not None:
+            if tuple(residual.shape) != tuple(entry.out_dims) or residual.dtype is not x.dtype:
+                raise CallError(f"residual must be {tuple(entry.out_dims)} {x.dtype}")
+            residual = residual.contiguous(memory_format=FORMATS[mine])
+            residual_ptr = residual.data_ptr()
     stream = current_stream(device)
-    rt.launch(entry, xin.data_ptr(), w.data_ptr(), y.data_ptr(), stream, base, fused)
+    rt.launch(
+        entry, xin.data_ptr(), w.data_ptr(), y.data_ptr(), stream, base, bias_ptr, residual_ptr
+    )
     if y is not out:
         out.copy_(y)
-    if bias is not None and not entry.epilogue:  # a plan that fuses none: added after
-        out.add_(bias.view(1, -1, 1, 1))
+    if not entry.epilogue:  # a plan that fuses none (or a call without a bias): after it
+        apply_epilogue(out, bias, residual, activation)
     return out
+
+
+def apply_epilogue(y, bias=None, residual=None, activation: str = ""):
+    """What a fused epilogue does, by PyTorch on `y` in place: the bias, the residual, then the
+    activation (GELU the exact one, PyTorch's default)."""
+    if bias is not None:
+        y.add_(bias.view(1, -1, 1, 1))
+    if residual is not None:
+        y.add_(residual)
+    if activation == "relu":
+        y.relu_()
+    elif activation == "silu":
+        torch.nn.functional.silu(y, inplace=True)
+    elif activation == "gelu":
+        y.copy_(torch.nn.functional.gelu(y))
+    elif activation:
+        raise CallError(f"unknown activation {activation!r}")
+    return y
 
 
 def current_stream(device: int) -> int:
@@ -130,6 +163,7 @@ def current_stream(device: int) -> int:
 __all__ = [
     "FORMATS",
     "STORAGES",
+    "apply_epilogue",
     "call",
     "current_stream",
     "empty_like_layout",

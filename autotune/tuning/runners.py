@@ -123,7 +123,7 @@ class GpuRunner:
         )
         m = self.evaluator.evaluate(job, job_timeout_s(problem.flops, timing, best_ms))
         if isinstance(m, WithOutputs):
-            outputs, m = m.outputs, m.measurement
+            outputs, m = m.received(), m.measurement
             if study.verify is not None:
                 m = study.verify(outputs, m)
         return dataclasses.replace(

@@ -309,18 +309,53 @@ def test_after_optimize_the_first_forward_prepares_nothing(tuned, monkeypatch):
     x = inputs(SHAPES[0], "bfloat16", "NHWC", 12)[0]
     with torch.no_grad():
         eager = model(x).float()
-    optimize(model, x, runtime_=tuned)
+    run = optimize(model, x, runtime_=tuned)
     assert isinstance(model[1], torch.nn.Identity)  # folded
+    assert isinstance(run, torch.fx.GraphModule)  # the ReLU fused into the first convolution
 
     def no_build(*args, **kwargs):
         raise AssertionError("a plan was built at the first forward")
 
     monkeypatch.setattr(dispatch, "build_entry", no_build)
     with torch.no_grad():
-        y = model(x).float()
+        y = run(x).float()
     torch.cuda.synchronize()
     err = (torch.linalg.vector_norm(y - eager) / torch.linalg.vector_norm(eager)).item()
-    assert err <= 2e-2  # bf16 folded against bf16 unfolded
+    assert err <= 2e-2  # bf16 folded and fused against bf16 unfolded
+
+
+@pytest.mark.parametrize("storage, layout, tf32", CASES)
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_a_residual_and_an_activation_are_applied_where_the_family_fuses_them(
+    tuned, storage, layout, tf32, activation
+):
+    from autotune.families import get_family
+    from autotune.runtime.calls import Call
+
+    shape = SHAPES[0]
+    x, w = inputs(shape, storage, layout, 23)
+    g = torch.Generator(device="cuda").manual_seed(24)
+    bias = (torch.rand(shape["F"], device="cuda", generator=g) - 0.5).to(x.dtype)
+    out_shape = (shape["B"], shape["F"], shape["H"], shape["H"])  # 3x3, padding 1, stride 1
+    residual = (torch.rand(out_shape, device="cuda", generator=g) * 4 - 2).to(x.dtype)
+    if layout == "NHWC":
+        residual = residual.contiguous(memory_format=torch.channels_last)
+    with allow_tf32(tf32):
+        y = tuned.conv2d(x, w, 1, 1, "error", bias, residual, activation)
+    torch.cuda.synchronize()
+    name = f"bias_add_{activation}"
+    calls = {Call.of(key): e for key, e in tuned.entries.items()}
+    (entry,) = [
+        e
+        for c, e in calls.items()
+        if (c.storage, c.layout, c.allow_tf32, c.C, c.epilogue) == (storage, layout, tf32, 16, name)
+    ]
+    assert entry.epilogue == (name if name in get_family(entry.choice.family).epilogues else "")
+    conv = torch.nn.functional.conv2d(x.double(), w.double(), bias.double(), padding=1)
+    act = torch.relu if activation == "relu" else torch.nn.functional.gelu
+    ref = act(conv + residual.double())
+    err = (torch.linalg.vector_norm(y.double() - ref) / torch.linalg.vector_norm(ref)).item()
+    assert err <= PRECISIONS[entry.choice.problem.dtype].tolerance, (entry.choice.family, err)
 
 
 def test_optimize_over_a_store_without_this_device_says_to_tune_first(tmp_path):

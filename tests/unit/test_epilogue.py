@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from autotune.families import conv2d
-from autotune.model.epilogue import EPILOGUES, GRAMMAR, epilogue_of
+from autotune.model.epilogue import EPILOGUES, GRAMMAR, EpilogueError, check_epilogue, epilogue_of
 from autotune.model.parsing import parse_shape, problem_from_dict
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.shapes import collect_shapes, in_precisions, shapes_from_file
@@ -138,3 +138,15 @@ def test_the_numpy_epilogue_reads_channels_in_either_layout_and_each_activation(
     assert gelu.ravel()[0] == pytest.approx(0.8413447460685429, rel=1e-15)  # Phi(1), exact GELU
     assert silu.ravel()[0] == pytest.approx(0.7310585786300049, rel=1e-15)  # 1 / (1 + e^-1)
     assert conv2d.epilogue_numpy(PLAIN, one, {}) is one
+
+
+def test_an_epilogue_is_named_from_its_parts():
+    from autotune.model.epilogue import epilogue_name
+
+    assert epilogue_name(True) == "bias"
+    assert epilogue_name(True, True, "relu") == "bias_add_relu"
+    assert epilogue_name(True, False, "gelu") == "bias_gelu"
+    assert epilogue_name(False, True, "relu") == ""  # every named epilogue has a bias
+    assert all(check_epilogue(epilogue_name(True, r, a)) for r in (0, 1) for a in ("", "silu"))
+    with pytest.raises(EpilogueError, match="unknown activation"):
+        epilogue_name(True, False, "tanh")

@@ -240,3 +240,19 @@ def test_a_call_with_a_bias_prices_the_pass_a_family_that_does_not_fuse_it_costs
     pass_ms = epilogue_pass_bytes(problem) / 4e12 * 1e3 + 0.002
     assert biased[1].epilogue_ms == pytest.approx(pass_ms)
     assert biased[1].expected_ms == pytest.approx(0.0144 + biased[1].untimed_ms + pass_ms)
+
+
+def test_a_residual_the_family_does_not_fuse_is_priced_as_one_more_read():
+    from autotune.runtime.calls import Request, epilogue_pass_bytes
+    from autotune.runtime.lookup import Stored
+
+    sizes = ConvProblem(N=56, K=1, C=64, F=64, B=32)
+    problem = replace(sizes, dtype="bf16", layout="NHWC")
+    rows = [(problem, Stored("tc_implicit_gemm", config_of("tc_implicit_gemm", problem), 0.0144))]
+    catalogue = Catalogue(rows, copy_gbps=4000.0)
+    request = Request("bfloat16", "NHWC", epilogue="bias_add_relu")
+    (choice,) = catalogue.for_call(sizes, request, ARCH_LIMITS["sm_90"])
+    assert epilogue_pass_bytes(problem, True) == 3 * epilogue_pass_bytes(problem) // 2
+    assert choice.epilogue_ms == pytest.approx(
+        epilogue_pass_bytes(problem, True) / 4e12 * 1e3 + 0.002
+    )

@@ -145,3 +145,65 @@ def test_a_layer_with_a_bias_is_compiled_ahead_with_the_bias_epilogue(tmp_path):
     calls = ahead_calls(convs, layers, Request("float32"))
     assert [p.epilogue for p, _ in calls] == ["bias", ""]  # conv2 (grouped) is not served
     assert [p.key for p, _ in calls][1] == convs[2].problem.key
+
+
+def _fused_layers(module) -> list:
+    return [
+        m for m in module.modules() if isinstance(m, Conv2d) and (m.activation or m.takes_residual)
+    ]
+
+
+def test_a_relu_after_a_folded_batchnorm_is_fused_into_the_convolution(tmp_path):
+    model = randomised(Block())
+    x = torch.randn(2, 3, 12, 12)
+    with torch.no_grad():
+        before = model(x)
+        run = optimize(model, database=str(tmp_path / "opt.db"))
+        after = run(x)
+    assert isinstance(run, torch.fx.GraphModule) and run is not model
+    (fused,) = _fused_layers(run)
+    assert fused.activation == "relu" and not fused.takes_residual
+    assert fused.weight is model.conv1.weight  # shared, not copied
+    assert model.conv1.activation == ""  # the model itself is unchanged by the fusion
+    relus = [n for n in run.graph.nodes if n.target in (torch.relu, "relu")]
+    assert not relus, run.graph
+    assert torch.allclose(after, before, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "name, fused, with_residual", [("resnet18", 20 - 3, 8), ("resnet50", 53 - 4, 16)]
+)
+def test_resnets_fuse_every_relu_and_residual_add_into_their_convolutions(
+    tmp_path, name, fused, with_residual
+):
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    model = randomised(getattr(torchvision.models, name)(weights=None))
+    x = torch.randn(2, 3, 64, 64)
+    with torch.no_grad():
+        before = model(x)
+        run = optimize(model, database=str(tmp_path / "opt.db"))
+        after = run(x)
+    layers = _fused_layers(run)
+    # Every convolution but the downsampling ones (whose outputs are the residuals).
+    assert len(layers) == fused
+    assert sum(m.takes_residual for m in layers) == with_residual
+    assert all(m.activation == "relu" for m in layers)
+    adds = [n for n in run.graph.nodes if n.op == "call_function" and "add" in str(n.target)]
+    assert not adds, adds
+    assert torch.allclose(after, before, rtol=1e-3, atol=1e-3)
+
+
+def test_a_model_fx_cannot_trace_is_optimized_unfused(tmp_path):
+    class Branchy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+        def forward(self, x):
+            y = self.conv(x)
+            return torch.relu(y) if y.sum() > 0 else y  # data-dependent: FX cannot trace it
+
+    model = Branchy().eval()
+    run = optimize(model, database=str(tmp_path / "opt.db"))
+    assert run is model and isinstance(model.conv, Conv2d)
