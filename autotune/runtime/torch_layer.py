@@ -11,7 +11,6 @@ import torch
 
 from autotune.runtime import torch_op
 from autotune.runtime.dispatch import Runtime, runtime, runtime_key, runtime_named
-from autotune.runtime.torch_tensors import apply_epilogue
 
 
 def _square(value, what: str) -> int:
@@ -134,12 +133,19 @@ class Conv2d(torch.nn.Module):
                 residual,
                 self.activation,
             )
-        # Traced (torch.compile, torch.export, FX) or on the CPU: the op, as one node, and the
-        # epilogue applied after it (torch.compile fuses it into one kernel).
-        y = torch_op.conv2d(
-            x, self.weight, self.stride, self.padding, self.on_miss, self._runtime_key
+        # Traced (torch.compile, torch.export, FX) or on the CPU: the op, as one node, its
+        # epilogue with it (in the kernel's store on the GPU where the family fuses it).
+        return torch_op.conv2d(
+            x,
+            self.weight,
+            self.bias,
+            residual,
+            self.stride,
+            self.padding,
+            self.activation,
+            self.on_miss,
+            self._runtime_key,
         )
-        return apply_epilogue(y, self.bias, residual, self.activation)
 
     def extra_repr(self) -> str:
         f, c, k, _ = self.weight.shape

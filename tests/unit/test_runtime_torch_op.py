@@ -32,7 +32,7 @@ def test_the_op_is_conv2d_in_the_inputs_memory_format(dtype, layout, database):
     w = torch.randn(7, 5, 3, 3, generator=g).to(dtype)
     if layout == "NHWC":
         x = channels_last(x)
-    y = torch.ops.autotune.conv2d(x, w, 2, 1, "nearest", database)
+    y = torch.ops.autotune.conv2d(x, w, None, None, 2, 1, "", "nearest", database)
     assert torch.equal(y, F.conv2d(x, w, stride=2, padding=1))
     assert y.shape == (2, 7, 6, 6) and y.dtype is dtype
     wanted = torch.channels_last if layout == "NHWC" else torch.contiguous_format
@@ -44,10 +44,10 @@ def test_the_fake_gives_the_real_outputs_shape_and_strides(database):
 
     for x in (torch.randn(3, 4, 10, 10), channels_last(torch.randn(3, 4, 10, 10))):
         w = torch.randn(6, 4, 5, 5)
-        real = torch.ops.autotune.conv2d(x, w, 1, 2, "nearest", database)
+        real = torch.ops.autotune.conv2d(x, w, None, None, 1, 2, "", "nearest", database)
         with FakeTensorMode() as mode:
             fake = torch.ops.autotune.conv2d(
-                mode.from_tensor(x), mode.from_tensor(w), 1, 2, "nearest", database
+                mode.from_tensor(x), mode.from_tensor(w), None, None, 1, 2, "", "nearest", database
             )
         assert (fake.shape, fake.stride()) == (real.shape, real.stride())
 
@@ -55,7 +55,21 @@ def test_the_fake_gives_the_real_outputs_shape_and_strides(database):
 def test_pytorchs_opcheck_passes(database):
     x = channels_last(torch.randn(2, 3, 8, 8))
     w = torch.randn(4, 3, 3, 3)
-    torch.library.opcheck(torch_op.conv2d, (x, w, 1, 1, "nearest", database))
+    torch.library.opcheck(torch_op.conv2d, (x, w, None, None, 1, 1, "", "nearest", database))
+    bias, residual = torch.randn(4), channels_last(torch.randn(2, 4, 8, 8))
+    args = (x, w, bias, residual, 1, 1, "relu", "nearest", database)
+    torch.library.opcheck(torch_op.conv2d, args)
+
+
+def test_the_op_applies_its_epilogue_after_the_convolution(database):
+    g = torch.Generator().manual_seed(1)
+    x = channels_last(torch.randn(2, 3, 9, 9, generator=g))
+    w, bias = torch.randn(4, 3, 3, 3, generator=g), torch.randn(4, generator=g)
+    residual = channels_last(torch.randn(2, 4, 9, 9, generator=g))
+    y = torch.ops.autotune.conv2d(x, w, bias, residual, 1, 1, "relu", "nearest", database)
+    expected = torch.relu(F.conv2d(x, w, bias, padding=1) + residual)
+    assert torch.allclose(y, expected, atol=1e-6)
+    assert y.is_contiguous(memory_format=torch.channels_last)
 
 
 class Small(torch.nn.Module):
