@@ -29,6 +29,9 @@ TF32_DTYPES = ("fp32", "tf32")
 # results/h200/20261129b); "cupy", CuPy's Function call, which converts every argument and
 # encodes every tensor map on every call. Named here, without CuPy, for the commands' options.
 LAUNCHER_NAMES = ("cupy", "driver")
+# The alignment a plan's input and filters are read at (TMA tensor maps, the padding's 16-byte
+# chunks): a caller's view that starts elsewhere (a slice of a larger tensor) is copied first.
+ALIGN_BYTES = 16
 DEFAULT_LAUNCHER = "driver"
 
 
@@ -162,13 +165,14 @@ def _single(value):
 
 
 __all__ = [
+    "ALIGN_BYTES",
     "DEFAULT_LAUNCHER",
     "LAUNCHER_NAMES",
     "LAYOUT_COPIES",
     "STORAGE_DTYPES",
     "Call",
-    "epilogue_pass_bytes",
     "CallError",
     "Request",
+    "epilogue_pass_bytes",
     "layout_copy_bytes",
 ]

@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import cupy as cp
-import numpy as np
 
 from autotune.families import FAMILIES, Family, get_family, kernel_digests
 from autotune.gpu.compiler import DEFAULT_CACHE, CompileError, Compiler
@@ -31,6 +30,7 @@ from autotune.gpu.launch import (
 from autotune.model.problem import ConvProblem
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import DeviceLimits
+from autotune.runtime import cupy_arrays
 from autotune.runtime.calls import DEFAULT_LAUNCHER, Call, CallError, Request
 from autotune.runtime.lookup import (
     MISS_POLICIES,
@@ -108,58 +108,17 @@ class Runtime:
         CuPy or any other DLPack producer, a tensor for PyTorch), in the input's storage type
         and, for a tensor, its memory format. A plan whose family fuses the epilogue applies it
         in its store. A residual and an activation are taken with tensors only."""
-        if x.__class__ is cp.ndarray and residual is None and not activation:
-            return self._cupy(x, w, stride, padding, on_miss, bias)
         torch = sys.modules.get("torch")
         if torch is not None and isinstance(x, torch.Tensor):
             tensors = torch_tensors()
             return tensors.call(self, x, w, stride, padding, on_miss, bias, residual, activation)
         if residual is not None or activation:
             raise CallError("a residual and an activation are taken with PyTorch tensors only")
-        if hasattr(x, "__dlpack__") and hasattr(w, "__dlpack__"):
-            if _dlpack_device(x) != CUDA_DLPACK or _dlpack_device(w) != CUDA_DLPACK:
-                raise CallError("x and w must be on a CUDA device")
-            if bias is not None:
-                bias = cp.from_dlpack(bias)
-            return self._cupy(cp.from_dlpack(x), cp.from_dlpack(w), stride, padding, on_miss, bias)
+        if cupy_arrays.takes(x, w):
+            return cupy_arrays.call(self, x, w, stride, padding, on_miss, bias)
         raise CallError(
             f"x must be a CuPy array, a PyTorch tensor or a DLPack producer, not {type(x).__name__}"
         )
-
-    def _cupy(self, x, w, stride, padding, on_miss, bias=None):
-        """A CuPy call: FP32 (TF32 off) or FP16, C-contiguous NCHW (copied to be)."""
-        storage = CUPY_STORAGES.get(x.dtype.type)
-        if storage is None or w.dtype != x.dtype:
-            raise CallError(f"x and w must be both float32 or float16, got {x.dtype} and {w.dtype}")
-        if x.ndim != 4 or w.ndim != 4:
-            raise CallError("x must be (B, C, H, W) and w (F, C, K, K)")
-        device = x.device.id
-        if w.device.id != device:
-            raise CallError(f"x and w must be on one device, got {device} and {w.device.id}")
-        if bias is not None:
-            if bias.dtype != x.dtype or bias.shape != (w.shape[0],) or bias.device.id != device:
-                raise CallError(f"bias must be ({w.shape[0]},) {x.dtype} on x's device")
-            bias = cp.ascontiguousarray(bias)
-        x, w = cp.ascontiguousarray(x), cp.ascontiguousarray(w)
-        epilogue = "" if bias is None else "bias"
-        key = (device, *x.shape, *w.shape, stride, padding, storage, "NCHW", False, epilogue)
-        entry = self.entry(key, on_miss)
-        stream = cp.cuda.get_current_stream().ptr
-        with cp.cuda.Device(device):
-            if entry.nhwc:  # the plan reads NHWC: copy in, and the output back
-                x = cp.ascontiguousarray(x.transpose(0, 2, 3, 1))
-                w = cp.ascontiguousarray(w.transpose(0, 2, 3, 1))
-            # Read from 16-byte aligned addresses (tensor maps, the padding's chunks): a view
-            # that starts elsewhere is copied.
-            x = x.copy() if x.data.ptr % 16 else x
-            w = w.copy() if w.data.ptr % 16 else w
-            y = cp.empty(entry.out_shape, dtype=x.dtype)
-        fused = None if bias is None or not entry.epilogue else bias.data.ptr
-        self.launch(entry, x.data.ptr, w.data.ptr, y.data.ptr, stream, bias=fused)
-        y = cp.ascontiguousarray(y.transpose(0, 3, 1, 2)) if entry.nhwc else y
-        if bias is not None and not entry.epilogue:  # a plan that fuses none: added after
-            y += bias.reshape(1, -1, 1, 1)
-        return y
 
     def entry(self, key: tuple, on_miss: str) -> Entry:
         if on_miss not in MISS_POLICIES:
@@ -359,15 +318,6 @@ def _compile_or_none(compiler: Compiler):
             return None  # the call will try the next choice
 
     return compile_one
-
-
-CUDA_DLPACK = 2  # kDLCUDA
-CUPY_STORAGES = {np.float32: "float32", np.float16: "float16"}  # CuPy has no bfloat16
-
-
-def _dlpack_device(array) -> int:
-    device = getattr(array, "__dlpack_device__", None)
-    return int(device()[0]) if device is not None else -1
 
 
 _RUNTIMES: dict[str, Runtime] = {}

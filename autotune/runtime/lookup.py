@@ -19,9 +19,11 @@ store only, for one device and timing protocol:
 A call names its tensors' storage type and layout and whether TF32 is allowed (calls.Request):
 rules 1 and 2 then run over every problem that may serve it (each dtype the request allows, in
 either layout), all ranked together, a plan in the other layout than the call's tensors paying
-for the copies of the input, the filters and the output (calls.layout_copy_bytes), priced as
-below. Rule 2 ranks each such problem's first choice together (by its time scaled by the two
-shapes' FLOPs), then the rest problem by problem.
+for the copies of the input, the filters and the output (calls.layout_copy_bytes), and a plan
+of a family that does not fuse the call's epilogue (its bias) for a pass over the output
+(calls.epilogue_pass_bytes), priced as below (pricing.call_costs). Rule 2 ranks each such
+problem's first choice together (by its time scaled by the two shapes' FLOPs), then the rest
+problem by problem.
 
 A caller tries the choices in turn and takes the first it can use (the runtime: one that
 compiles and fits the device; the export: one the C++ tree can launch).
@@ -42,13 +44,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 from autotune.families import FAMILIES, Family, UnsupportedProblem
-from autotune.model.epilogue import epilogue_of
 from autotune.model.parsing import problem_from_dict
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import BoundSpace, Config, DeviceLimits
 from autotune.runtime.calls import Request
-from autotune.runtime.pricing import epilogue_ms, layout_ms, untimed_ms
+from autotune.runtime.pricing import call_costs, untimed_ms
 from autotune.runtime.ranking import Ranking, Table, Timed, by_evidence
 from autotune.store.campaigns import shipped_best
 from autotune.strategies.local import Coordinates
@@ -312,17 +313,9 @@ class Catalogue:
         return any(self.stored(p) for p in request.problems(sizes))
 
     def _priced(self, choice: Choice, request: Request) -> Choice:
-        """The choice with what the call pays besides its run: layout copies where its
-        tensors are in the other layout, a pass over the output where the family does not fuse
-        the call's epilogue."""
-        extra = {}
-        if choice.problem.layout != request.layout:
-            extra["layout_ms"] = layout_ms(choice.problem, self.copy_gbps)
         family = self.families.get(choice.family)
-        if request.epilogue and (family is None or request.epilogue not in family.epilogues):
-            residual = epilogue_of(request.epilogue).residual
-            extra["epilogue_ms"] = epilogue_ms(choice.problem, self.copy_gbps, residual)
-        return replace(choice, **extra) if extra else choice
+        costs = call_costs(choice.problem, family, request, self.copy_gbps)
+        return replace(choice, **costs) if costs else choice
 
     def _scaled_rank(self, choice: Choice) -> tuple[float, str]:
         """A borrowed choice's expected time on the call's shape: its time where it was

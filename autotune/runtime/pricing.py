@@ -9,6 +9,7 @@ import math
 
 from autotune.families import Family
 from autotune.families.plan import KernelPlan
+from autotune.model.epilogue import epilogue_of
 from autotune.model.problem import ConvProblem
 from autotune.runtime.calls import LAYOUT_COPIES, epilogue_pass_bytes, layout_copy_bytes
 
@@ -63,8 +64,29 @@ def epilogue_ms(problem: ConvProblem, copy_gbps: float | None, residual: bool = 
     return epilogue_pass_bytes(problem, residual) / (copy_gbps * 1e9) * 1e3 + OPERATION_MS
 
 
+def call_costs(problem: ConvProblem, family: Family | None, request, copy_gbps) -> dict:
+    """What a call of `request` (calls.Request) pays besides the run of a plan of `family` for
+    `problem`, as Choice's fields: layout copies where its tensors are in the other layout
+    (`layout_ms`), a pass over the output where the family does not fuse the call's epilogue
+    (`epilogue_ms`); empty when nothing."""
+    costs = {}
+    if problem.layout != request.layout:
+        costs["layout_ms"] = layout_ms(problem, copy_gbps)
+    if request.epilogue and (family is None or request.epilogue not in family.epilogues):
+        residual = epilogue_of(request.epilogue).residual
+        costs["epilogue_ms"] = epilogue_ms(problem, copy_gbps, residual)
+    return costs
+
+
 def _elements(shape: tuple[int, ...]) -> int:
     return math.prod(shape)
 
 
-__all__ = ["OPERATION_MS", "epilogue_ms", "layout_ms", "untimed_bytes", "untimed_ms"]
+__all__ = [
+    "OPERATION_MS",
+    "call_costs",
+    "epilogue_ms",
+    "layout_ms",
+    "untimed_bytes",
+    "untimed_ms",
+]

@@ -10,11 +10,10 @@ from __future__ import annotations
 import torch
 
 from autotune.model.epilogue import EpilogueError, epilogue_name
-from autotune.runtime.calls import Call, CallError
+from autotune.runtime.calls import ALIGN_BYTES, Call, CallError
 
 STORAGES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16"}
 FORMATS = {"NCHW": torch.contiguous_format, "NHWC": torch.channels_last}
-ALIGN_BYTES = 16  # what a plan's input and filters are read at (tensor maps, 16-byte chunks)
 
 
 def layout_of(x: torch.Tensor) -> str | None:
@@ -105,8 +104,7 @@ def call(
         xin = x.contiguous(memory_format=FORMATS[mine])
         y = empty_like_layout(x, entry.out_dims, mine)
     w = w.contiguous(memory_format=FORMATS[mine])  # no copy when it is so already
-    # Tensor maps and the padding's 16-byte chunks read from 16-byte aligned addresses: a view
-    # that starts elsewhere (a slice of a larger tensor) is copied to a fresh, aligned tensor.
+    # A view that starts off the alignment the plans read at is copied (calls.ALIGN_BYTES).
     if xin.data_ptr() % ALIGN_BYTES:
         xin = xin.clone(memory_format=FORMATS[mine])
     if w.data_ptr() % ALIGN_BYTES:
