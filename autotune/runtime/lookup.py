@@ -32,8 +32,11 @@ The expected time per call is the stored median plus the work the plan does outs
 region on every call: stored times count the timed run only, and a plan that also converts
 layouts (maxdnn's CHWN setup and finish) or copies a buffer into constant memory pays for that
 on every call, in the runtime and in the exported C++ tree alike. That work is priced at the
-device's measured copy bandwidth (a ceiling the store keeps); without that ceiling, a plan with
-conversions ranks after every plan without.
+device's measured copy bandwidth (a ceiling the store keeps). Without that ceiling such work
+cannot be priced: plans rank first by how many of their costs are unknown, then by the sum of
+the known ones, so that a plan with conversions ranks after every plan without, and among plans
+that all pay the same unpriced copies (every family reads NHWC, the call is NCHW) the fastest
+run still wins.
 """
 
 from __future__ import annotations
@@ -90,6 +93,18 @@ class Choice:
     @property
     def expected_ms(self) -> float:
         return self.time_ms + self.untimed_ms + self.layout_ms + self.epilogue_ms
+
+    def costs(self, time_ms: float | None = None) -> tuple[int, float]:
+        """(how many of its costs are unknown, the sum of the known ones): its rank, with
+        `time_ms` in place of its stored time where that is scaled to another shape."""
+        parts = (
+            self.time_ms if time_ms is None else time_ms,
+            self.untimed_ms,
+            self.layout_ms,
+            self.epilogue_ms,
+        )
+        unknown = sum(math.isinf(p) for p in parts)
+        return unknown, sum(p for p in parts if not math.isinf(p))
 
 
 def callable_family(family: Family, problem: ConvProblem) -> str | None:
@@ -317,12 +332,12 @@ class Catalogue:
         costs = call_costs(choice.problem, family, request, self.copy_gbps)
         return replace(choice, **costs) if costs else choice
 
-    def _scaled_rank(self, choice: Choice) -> tuple[float, str]:
-        """A borrowed choice's expected time on the call's shape: its time where it was
-        measured, scaled by the two shapes' FLOPs, plus what the call pays besides."""
+    def _scaled_rank(self, choice: Choice) -> tuple[int, float, str]:
+        """A borrowed choice's rank on the call's shape: its time where it was measured,
+        scaled by the two shapes' FLOPs, plus what the call pays besides."""
         measured = self.problems.get(choice.measured_on, choice.problem)
         scaled = choice.time_ms * choice.problem.flops / measured.flops
-        return (scaled + choice.untimed_ms + choice.layout_ms + choice.epilogue_ms, choice.family)
+        return (*choice.costs(scaled), choice.family)
 
     def miss_reason(self, problem: ConvProblem, on_miss: str) -> str:
         if problem.key in self.best:
@@ -383,8 +398,8 @@ def resolve(
     return catalogue, catalogue.for_call(problem, request, limits, on_miss == "nearest")
 
 
-def _rank(choice: Choice) -> tuple[float, str]:
-    return (choice.expected_ms, choice.family)
+def _rank(choice: Choice) -> tuple[int, float, str]:
+    return (*choice.costs(), choice.family)
 
 
 def _coordinates(family: Family, problem: ConvProblem, limits: DeviceLimits) -> Coordinates | None:

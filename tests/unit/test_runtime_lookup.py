@@ -256,3 +256,30 @@ def test_a_residual_the_family_does_not_fuse_is_priced_as_one_more_read():
     assert choice.epilogue_ms == pytest.approx(
         epilogue_pass_bytes(problem, True) / 4e12 * 1e3 + 0.002
     )
+
+
+def test_without_a_copy_bandwidth_plans_paying_the_same_copies_rank_by_their_runs():
+    from autotune.runtime.calls import Request
+    from autotune.runtime.lookup import Stored
+
+    # ResNet-50 in tf32 on the H200, its store tuned without the device's ceilings: an NCHW call
+    # pays unpriced layout copies with either tensor-core family (both read NHWC). The first
+    # stored session ranked them by name (tc_implicit_gemm, 1.2-1.7x slower, and its bias a
+    # pass of its own); the run times and the unpriced costs' count decide instead.
+    limits = ARCH_LIMITS["sm_90"]
+    times = {
+        ConvProblem(N=56, K=3, C=64, F=64, B=32): {"tc_implicit_gemm": 0.0527, "tc_wgmma": 0.0426},
+        ConvProblem(N=56, K=1, C=64, F=256, B=32): {"tc_implicit_gemm": 0.0457, "tc_wgmma": 0.0773},
+    }
+    rows = []
+    for sizes, by_family in times.items():
+        problem = replace(sizes, dtype="tf32", layout="NHWC")
+        rows += [(problem, Stored(f, config_of(f, problem), t)) for f, t in by_family.items()]
+    catalogue = Catalogue(rows, copy_gbps=None)
+    a, b = times
+    plain = Request("float32", "NCHW", allow_tf32=True)
+    assert [c.family for c in catalogue.for_call(a, plain, limits)] == ["tc_wgmma", "tc_implicit_gemm"]
+    assert [c.family for c in catalogue.for_call(b, plain, limits)] == ["tc_implicit_gemm", "tc_wgmma"]
+    # With a bias: the family that fuses it has one unpriced cost, the other two.
+    biased = replace(plain, epilogue="bias")
+    assert [c.family for c in catalogue.for_call(b, biased, limits)] == ["tc_wgmma", "tc_implicit_gemm"]
