@@ -151,6 +151,7 @@ def tune_model(
         evaluator=evaluator,
     )
     try:
+        session.measure_ceilings(say)
         studies, skipped = plan_studies(pairs, session.runner.limits)
         say(f"autotune: {len(set(problems))} shapes, {len(studies)} studies in {dtype}")
         tuner = session.tuner(f"autotune.tune_model {type(model).__name__} {dtype}")

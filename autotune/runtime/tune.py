@@ -35,6 +35,7 @@ def tune_shape(
         raise LookupMiss(f"no family the runtime can call computes {problem.key}")
     session = open_gpu_session(database, gpu=device_index, cache_dir=cache_dir)
     try:
+        session.measure_ceilings()
         studies, skipped = plan_studies(pairs, session.runner.limits)
         if not studies:
             reasons = "; ".join(f"{s.family}: {s.reason}" for s in skipped[:3])

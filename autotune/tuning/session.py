@@ -87,6 +87,28 @@ class Session:
             claim_studies=claim_studies,
         )
 
+    def measure_ceilings(self, say: Callable[[str], None] = lambda line: None) -> None:
+        """Measure the device ceilings the store lacks (once per device, seconds): the runtime
+        prices a plan's layout copies and unfused epilogue at the measured copy bandwidth, so a
+        store tuned without them could not weigh those costs. A runner without a GPU worker
+        (a replay) measures nothing."""
+        from autotune.tuning.baselines import ceiling_text, ensure_ceilings
+
+        if not isinstance(self.runner, GpuRunner):
+            return
+        result = ensure_ceilings(
+            self.runner.evaluator,
+            self.runner.compiler,
+            self.store,
+            self.device_id,
+            TimingPolicy(),
+            say=say,
+        )
+        if isinstance(result, list) and result:
+            say("autotune: measured " + ceiling_text(result))
+        elif result is not None and not isinstance(result, list):
+            say(f"autotune: ceilings not measured: {result.error}")
+
     def close(self) -> None:
         """Stop the runner (the GPU worker) and close the store (SQLite folds its log in)."""
         try:

@@ -88,6 +88,11 @@ def test_tune_model_stores_ordinary_studies_and_resumes(tmp_path):
     with Store(database) as store:
         best = store.best(device="Synthetic GPU", kind="conv2d")
     assert set(best["family"]) == {"implicit_gemm"} and len(best) == 2
+    # The device's ceilings too: the runtime prices layout copies and unfused epilogues at the
+    # measured copy bandwidth, which a store tuned by tune_model alone used to lack.
+    with Store(database) as store:
+        ceilings = store.ceilings(device="Synthetic GPU")
+    assert "copy_bandwidth" in set(ceilings["name"])
     again = tune_model(model, x, "fp32", cache_dir=tmp_path / "cache", **kwargs)
     assert again.evaluated == 0  # resumed: the budget is already spent
 
