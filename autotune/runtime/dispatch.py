@@ -282,16 +282,11 @@ class Runtime:
         from concurrent.futures import ThreadPoolExecutor
 
         with cp.cuda.Device(device):
-            catalogue, limits = self.catalogue(device), self.limits(device)
             compiler = self.compiler(device)
         plans = []
         for call in calls:
             sizes, request = call if isinstance(call, tuple) else (call, Request.exactly(call))
-            # The store keys plain problems; the call's epilogue prices the choice (a plan that
-            # does not fuse it pays a pass over the output) and goes on the chosen plan.
-            plain = replace(sizes, epilogue="")
-            request = replace(request, epilogue=sizes.epilogue)
-            choice = next(catalogue.for_call(plain, request, limits), None)
+            choice = self.first_choice(sizes, request, device)
             if choice is not None:
                 family = self.families[choice.family]
                 problem = served_problem(choice, family, sizes.epilogue)
@@ -304,6 +299,17 @@ class Runtime:
         finally:
             compiler.stop_pool()
         return sum(d is not None for d in done)
+
+    def first_choice(self, sizes: ConvProblem, request: Request, device: int = 0) -> Choice | None:
+        """The plan the store would serve a call of these sizes and request first, priced
+        (no compile; None when nothing is stored or near). `sizes.epilogue` is the call's."""
+        with cp.cuda.Device(device):
+            catalogue, limits = self.catalogue(device), self.limits(device)
+        # The store keys plain problems; the call's epilogue prices the choice (a plan that
+        # does not fuse it pays a pass over the output) and goes on the chosen plan.
+        plain = replace(sizes, epilogue="")
+        request = replace(request, epilogue=sizes.epilogue)
+        return next(catalogue.for_call(plain, request, limits), None)
 
     def prepared(self) -> dict[Call, Choice]:
         """What each shape called so far runs."""

@@ -328,6 +328,7 @@ def optimize(
     on_miss: str = "nearest",
     fold: bool = True,
     fuse: bool = True,
+    channels_last: bool | None = None,
     runtime_=None,
 ) -> torch.nn.Module:
     """Swap every torch.nn.Conv2d autotune can serve for autotune.Conv2d (in place), folding an
@@ -337,8 +338,12 @@ def optimize(
     the module returned. With `example_inputs`, compile the plans their
     convolutions will run ahead (parallel NVRTC into the disk cache) and prepare them by one
     forward, so that the first forward of the caller compiles and loads nothing; each weight
-    is then kept in the memory format its plan reads. `runtime_`: a Runtime of the caller's
-    (its own launcher or families) in place of the database's."""
+    is then kept in the memory format its plan reads. `channels_last`: run the activations
+    channels-last inside the model (its inputs converted once, 4-D outputs given back in the
+    input's format; channels_last_copy), so that plans reading NHWC copy no layout per call;
+    None decides from the store for an NCHW example on the GPU (prefers_channels_last).
+    `runtime_`: a Runtime of the caller's (its own launcher or families) in place of the
+    database's."""
     from autotune.runtime.dispatch import runtime
     from autotune.runtime.torch_layer import Conv2d
 
@@ -363,21 +368,112 @@ def optimize(
         if traced is not None:
             run = traced
             layers.update(fused)  # each fused layer stands for the one it copies
+    if layers and channels_last is not False:
+        x = _inputs(example_inputs)[0] if example_inputs is not None else None
+        if channels_last is None:
+            channels_last = _layouts_pay(rt, convs, layers, x)
+        copy = channels_last_copy(run) if channels_last else None
+        if copy is not None:
+            run = copy
+            if x is not None:
+                example_inputs = (_to_channels_last(x), *_inputs(example_inputs)[1:])
     if example_inputs is not None and layers:
         _prepare(run, example_inputs, rt, layers, convs)
     return run
+
+
+def _layouts_pay(rt, convs: list[ModelConv], layers: dict, x) -> bool:
+    """Whether the example (NCHW, on the GPU) is served faster with the activations
+    channels-last, as the store prices each convolution's first choice."""
+    if x is None or not x.is_cuda or x.dim() != 4 or layout_of(x) != "NCHW":
+        return False
+    request = _request_of(x)
+    device = x.get_device()
+    calls = ahead_calls(convs, layers, request)
+    in_nchw = [rt.first_choice(sizes, r, device) for sizes, r in calls]
+    in_nhwc = [rt.first_choice(sizes, replace(r, layout="NHWC"), device) for sizes, r in calls]
+    return prefers_channels_last(in_nchw, in_nhwc)
+
+
+def prefers_channels_last(in_nchw: Sequence, in_nhwc: Sequence) -> bool:
+    """Whether a model's convolutions, each one's first choice priced for a call in NCHW and
+    for one in NHWC (lookup.Choice, None where nothing serves it), cost less called in NHWC:
+    true when some NCHW call pays layout copies and the NHWC calls' summed costs (how many are
+    unknown, then the known sum) are lower. Converting the model's input and 4-D outputs once
+    is left out: a copy of one activation against two at every convolution."""
+    pairs = [(a, b) for a, b in zip(in_nchw, in_nhwc, strict=True) if a is not None]
+    if not any(a.layout_ms for a, _ in pairs) or any(b is None for _, b in pairs):
+        return False
+
+    def total(choices) -> tuple[int, float]:
+        costs = [c.costs() for c in choices]
+        return sum(u for u, _ in costs), sum(k for _, k in costs)
+
+    return total(b for _, b in pairs) < total(a for a, _ in pairs)
+
+
+def channels_last_copy(model: torch.nn.Module) -> torch.fx.GraphModule | None:
+    """A traced copy of `model` (modules and parameters shared) that converts each 4-D floating
+    input to channels-last once and gives each 4-D output back contiguous when the first input
+    was: every layer between runs channels-last (autotune's convolutions return their input's
+    memory format, PyTorch's pooling, activations and adds keep it), so plans that read NHWC
+    copy nothing per call. None when FX cannot trace the model."""
+    try:
+        graph = _LayerTracer().trace(model)
+    except Exception:  # any model fx cannot trace keeps its layout copies
+        return None
+    inputs = [n for n in graph.nodes if n.op == "placeholder"]
+    if not inputs:
+        return None
+    for node in inputs:
+        with graph.inserting_after(node):
+            converted = graph.call_function(_to_channels_last, (node,))
+        others = [user for user in node.users if user is not converted]
+        for user in others:
+            user.replace_input_with(node, converted)
+    (output,) = (n for n in graph.nodes if n.op == "output")
+    with graph.inserting_before(output):
+        given_back = graph.call_function(_in_format_of, (output.args[0], inputs[0]))
+    output.args = (given_back,)
+    graph.lint()
+    traced = torch.fx.GraphModule(model, graph, class_name=f"{type(model).__name__}ChannelsLast")
+    return traced.eval() if not model.training else traced
+
+
+def _to_channels_last(x):
+    if isinstance(x, torch.Tensor) and x.dim() == 4 and x.is_floating_point():
+        return x.contiguous(memory_format=torch.channels_last)
+    return x
+
+
+def _in_format_of(outputs, first_input):
+    """`outputs` with each 4-D tensor contiguous when `first_input` (as the caller gave it) is
+    a contiguous 4-D tensor: the caller's memory format, as PyTorch's layers return it."""
+    if not (isinstance(first_input, torch.Tensor) and first_input.dim() == 4):
+        return outputs
+    if not first_input.is_contiguous():
+        return outputs
+
+    def back(value):
+        return value.contiguous() if isinstance(value, torch.Tensor) and value.dim() == 4 else value
+
+    return torch.utils._pytree.tree_map(back, outputs)
+
+
+def _request_of(x: torch.Tensor) -> Request:
+    storage = STORAGES.get(x.dtype, "float32")
+    return Request(
+        storage,
+        layout_of(x) or "NCHW",
+        storage == "float32" and bool(torch.backends.cudnn.allow_tf32),
+    )
 
 
 def _prepare(model, example_inputs, rt, layers, convs: list[ModelConv]) -> None:
     """Compile the plans of the example's convolutions (`convs`) ahead, in parallel, then run
     the example once through the swapped model to load and prepare each."""
     x = _inputs(example_inputs)[0]
-    storage = STORAGES.get(x.dtype, "float32")
-    request = Request(
-        storage,
-        layout_of(x) or "NCHW",
-        storage == "float32" and bool(torch.backends.cudnn.allow_tf32),
-    )
+    request = _request_of(x)
     calls = ahead_calls(convs, layers, request)
     try:
         if x.is_cuda:
@@ -436,11 +532,13 @@ __all__ = [
     "MODEL_BUDGET",
     "ModelConv",
     "ModelTuning",
+    "channels_last_copy",
     "collect_convolutions",
     "conv_bn_pairs",
     "fold_batchnorm",
     "model_studies",
     "optimize",
+    "prefers_channels_last",
     "tune_model",
     "unsupported",
 ]

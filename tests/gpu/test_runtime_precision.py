@@ -366,3 +366,39 @@ def test_optimize_over_a_store_without_this_device_says_to_tune_first(tmp_path):
     x = torch.randn(2, 8, 12, 12, device="cuda").to(memory_format=torch.channels_last)
     with pytest.raises(LookupMiss, match="tune-model --model NAME --dtype (fp32|tf32)"):
         optimize(model, x, database=str(tmp_path / "empty.db"))
+
+
+def test_an_nchw_model_served_by_nhwc_plans_runs_channels_last_inside(tuned):
+    from autotune.runtime import Runtime
+    from autotune.runtime.models import optimize
+
+    # Only the tensor-core families (NHWC): an NCHW call would copy its layout at every layer.
+    rt = Runtime(
+        tuned.database,
+        families=["tc_wgmma", "tc_implicit_gemm"],
+        cache_dir=tuned.cache_dir,
+        launcher=tuned.launcher,
+    )
+    model = (
+        torch.nn.Sequential(
+            torch.nn.Conv2d(16, 32, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(32, 32, 3, padding=1),
+        )
+        .cuda()
+        .eval()
+    )
+    x = inputs(SHAPES[0], "float32", "NCHW", 13)[0]
+    with allow_tf32(True), torch.no_grad():
+        ref = model.double()(x.double()).float()
+        model.float()
+        run = optimize(model, x, runtime_=rt)
+        y = run(x)
+    torch.cuda.synchronize()
+    assert isinstance(run, torch.fx.GraphModule)
+    calls = list(rt.prepared())
+    assert calls and all(call.layout == "NHWC" for call in calls)  # no copy per layer
+    assert all(choice.layout_ms == 0 for choice in rt.prepared().values())
+    assert y.is_contiguous()  # given back in the caller's format
+    err = (torch.linalg.vector_norm(y - ref) / torch.linalg.vector_norm(ref)).item()
+    assert err <= 5e-3  # TF32 products

@@ -212,3 +212,80 @@ def test_a_model_fx_cannot_trace_is_optimized_unfused(tmp_path):
     model = Branchy().eval()
     run = optimize(model, database=str(tmp_path / "opt.db"))
     assert run is model and isinstance(model.conv, Conv2d)
+
+
+def test_channels_last_runs_every_layer_channels_last_and_gives_back_the_callers_format(tmp_path):
+    from autotune.runtime.models import channels_last_copy
+
+    model = randomised(Block())
+    x = torch.randn(2, 3, 12, 12)
+    with torch.no_grad():
+        before = model(x)
+        run = optimize(model, database=str(tmp_path / "opt.db"), channels_last=True)
+        seen = []
+        hooks = [
+            m.register_forward_pre_hook(lambda _m, args: seen.append(args[0]))
+            for m in run.modules()
+            if isinstance(m, Conv2d)
+        ]
+        after = run(x)
+        for h in hooks:
+            h.remove()
+    assert isinstance(run, torch.fx.GraphModule)
+    # conv2 (grouped, PyTorch's own) keeps channels-last too; every served layer is given it.
+    assert len(seen) == 2 and all(t.is_contiguous(memory_format=torch.channels_last) for t in seen)
+    assert after.is_contiguous()  # the caller's NCHW, as torch.nn.Conv2d returns it
+    assert torch.allclose(after, before, rtol=1e-4, atol=1e-5)
+    with torch.no_grad():
+        given_nhwc = run(x.contiguous(memory_format=torch.channels_last))
+    assert given_nhwc.is_contiguous(memory_format=torch.channels_last)
+    assert torch.allclose(given_nhwc, before, rtol=1e-4, atol=1e-5)
+
+    class Branchy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+        def forward(self, x):
+            y = self.conv(x)
+            return torch.relu(y) if y.sum() > 0 else y
+
+    assert channels_last_copy(Branchy()) is None  # FX cannot trace it: left as it is
+
+
+def test_a_model_goes_channels_last_when_the_store_prices_nhwc_calls_lower():
+    from dataclasses import replace
+
+    from autotune.model.space import ARCH_LIMITS
+    from autotune.runtime.calls import Request
+    from autotune.runtime.lookup import Catalogue, Stored
+    from autotune.runtime.models import prefers_channels_last
+    from tests.unit.test_runtime_lookup import config_of
+
+    limits = ARCH_LIMITS["sm_90"]
+    sizes = [ConvProblem(N=56, K=3, C=64, F=64, B=32), ConvProblem(N=56, K=1, C=64, F=256, B=32)]
+
+    def choices(rows, copy_gbps, layout):
+        catalogue = Catalogue(rows, copy_gbps=copy_gbps)
+        request = Request("float32", layout, allow_tf32=True, epilogue="bias")
+        return [next(catalogue.for_call(s, request, limits), None) for s in sizes]
+
+    def stored(family, dtype, layout, time_ms):
+        rows = []
+        for s in sizes:
+            problem = replace(s, dtype=dtype, layout=layout)
+            rows.append((problem, Stored(family, config_of(family, problem), time_ms)))
+        return rows
+
+    # Only NHWC plans (the tensor-core families): NCHW calls pay copies, priced or not.
+    nhwc_only = stored("tc_wgmma", "tf32", "NHWC", 0.05)
+    for gbps in (None, 4000.0):
+        a, b = choices(nhwc_only, gbps, "NCHW"), choices(nhwc_only, gbps, "NHWC")
+        assert prefers_channels_last(a, b)
+    # An NCHW plan (strict FP32, which a TF32 call may take) pays no copies for NCHW calls and
+    # is faster than the NHWC one with its copies: the model keeps its layout.
+    nchw_too = nhwc_only + stored("implicit_gemm", "fp32", "NCHW", 0.05)
+    a, b = choices(nchw_too, 4000.0, "NCHW"), choices(nchw_too, 4000.0, "NHWC")
+    assert not any(c.layout_ms for c in a) and not prefers_channels_last(a, b)
+    # Nothing stored: nothing to weigh.
+    assert not prefers_channels_last([None, None], [None, None])
