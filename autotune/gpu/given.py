@@ -211,7 +211,8 @@ class GivenCheck:
         Tuner's verify receives as its result). As Kernel Tuner, only the arrays with an answer
         come back (every array when no answer is given), None in place of the others: an input
         of gigabytes is not copied back for every configuration. Scalars come back as given,
-        arrays of SPILL_BYTES or more as files (model/evaluator.py's spill)."""
+        arrays of SPILL_BYTES or more as files written from the device (model/evaluator.py's
+        spill), the others copied to the host."""
         import cupy as cp
 
         names = argument_names(self.count)
@@ -220,7 +221,7 @@ class GivenCheck:
             if not isinstance(value, cp.ndarray):
                 out.append(value)
             elif not self.answered or i in self.answered:
-                out.append(cp.asnumpy(value))
+                out.append(value)
             else:
                 out.append(None)
         return spill(out, self.outputs_directory)

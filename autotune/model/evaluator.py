@@ -39,32 +39,46 @@ SPILL_BYTES = 64 << 20
 
 @dataclass(frozen=True, slots=True)
 class SpilledArray:
-    """An output array the worker saved (NumPy's .npy) for the caller to read once."""
+    """An output array the worker left in a .npy file for the caller to take once."""
 
     path: str
 
     def load(self):
+        """The array, mapped from the file rather than read (its pages are still in memory,
+        written moments ago), copy-on-write so that the caller may change it; the file is
+        removed at once (the mapping outlives its name)."""
         import numpy as np
 
         try:
-            return np.load(self.path, allow_pickle=False)
+            return np.load(self.path, mmap_mode="c", allow_pickle=False)
         finally:
             os.unlink(self.path)
 
 
 def spill(outputs: list, directory: Path) -> list:
-    """The outputs with each array of at least SPILL_BYTES saved into `directory` and given as
-    a SpilledArray (for the caller to load), the rest as they are."""
+    """The outputs with each array of at least SPILL_BYTES written into a file in `directory`
+    and given as a SpilledArray (for the caller to load), the rest as they are. An array is a
+    NumPy array or one with CuPy's get(out=): a device array is copied straight into the file's
+    mapped pages, the one copy Kernel Tuner's in-process run makes into host memory too. Small
+    device arrays come back as NumPy arrays."""
     import numpy as np
 
     spilled = []
     for value in outputs:
-        if isinstance(value, np.ndarray) and value.nbytes >= SPILL_BYTES:
+        on_device = not isinstance(value, np.ndarray) and hasattr(value, "get")
+        if (isinstance(value, np.ndarray) or on_device) and value.nbytes >= SPILL_BYTES:
             directory.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(dir=directory, suffix=".npy")
-            with os.fdopen(fd, "wb") as fh:
-                np.save(fh, value, allow_pickle=False)
+            os.close(fd)
+            target = np.lib.format.open_memmap(name, "w+", value.dtype, value.shape)
+            if on_device:
+                value.get(out=target)
+            else:
+                target[...] = value
+            del target  # unmapped, not flushed: the caller maps the same pages
             value = SpilledArray(name)
+        elif on_device:
+            value = value.get()
         spilled.append(value)
     return spilled
 

@@ -43,3 +43,32 @@ def test_the_synthetic_worker_spills_what_a_real_one_would(tmp_path, monkeypatch
     back = SyntheticSession().evaluate(SimpleNamespace(plan=plan, check=check))
     assert isinstance(back.outputs[0], SpilledArray) and back.outputs[1] == 100
     np.testing.assert_array_equal(back.received()[0], x / 3)
+
+
+class DeviceArray:
+    """What spill needs of a CuPy array: its size, dtype, shape and get(out=)."""
+
+    def __init__(self, host: np.ndarray) -> None:
+        self.host, self.nbytes, self.dtype, self.shape = host, host.nbytes, host.dtype, host.shape
+        self.copied_into = []
+
+    def get(self, out=None):
+        if out is None:
+            return self.host.copy()
+        out[...] = self.host
+        self.copied_into.append(type(out))
+        return out
+
+
+def test_a_device_array_is_copied_straight_into_the_file_and_mapped_back(tmp_path, monkeypatch):
+    monkeypatch.setattr(evaluator, "SPILL_BYTES", 64)
+    big, small = DeviceArray(np.arange(100, dtype=np.float32)), DeviceArray(np.ones(3))
+    outputs = spill([big, small], tmp_path / "outputs")
+    assert big.copied_into == [np.memmap]  # one copy, into the file's pages
+    assert isinstance(outputs[0], SpilledArray)
+    assert type(outputs[1]) is np.ndarray  # small: through the pipe, as a host array
+    (received,) = WithOutputs(Measurement.from_samples([1.0]), outputs[:1]).received()
+    np.testing.assert_array_equal(received, big.host)
+    received[0] = -1  # the caller may change it (copy-on-write), as its own array
+    assert received[0] == -1
+    assert not any((tmp_path / "outputs").iterdir())
