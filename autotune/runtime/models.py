@@ -371,7 +371,7 @@ def optimize(
     if layers and channels_last is not False:
         x = _inputs(example_inputs)[0] if example_inputs is not None else None
         if channels_last is None:
-            channels_last = _layouts_pay(rt, convs, layers, x)
+            channels_last = _channels_last_pays(rt, convs, layers, x)
         copy = channels_last_copy(run) if channels_last else None
         if copy is not None:
             run = copy
@@ -382,7 +382,7 @@ def optimize(
     return run
 
 
-def _layouts_pay(rt, convs: list[ModelConv], layers: dict, x) -> bool:
+def _channels_last_pays(rt, convs: list[ModelConv], layers: dict, x) -> bool:
     """Whether the example (NCHW, on the GPU) is served faster with the activations
     channels-last, as the store prices each convolution's first choice."""
     if x is None or not x.is_cuda or x.dim() != 4 or layout_of(x) != "NCHW":

@@ -176,6 +176,22 @@ def ceiling_text(ceilings) -> str:
     return ", ".join(f"{c.name} {c.value:,.0f} {c.unit}" for c in ceilings)
 
 
+def measure_ceilings(
+    evaluator: Evaluator,
+    compiler: Compiler,
+    store: Store,
+    device_id: int,
+    say: Callable[[str], None],
+) -> None:
+    """Measure the ceilings this device lacks (once per device, seconds), saying what was
+    measured or why nothing was."""
+    ceilings = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy(), say=say)
+    if ceilings is not None and not isinstance(ceilings, list):
+        say(f"autotune: ceilings not measured: {ceilings.error}")
+    elif ceilings:
+        say("autotune: measured " + ceiling_text(ceilings))
+
+
 def ceilings_and_baselines(
     evaluator: Evaluator,
     compiler: Compiler,
@@ -187,11 +203,7 @@ def ceilings_and_baselines(
     """Measure what this device lacks: its ceilings once, each shape's library once (cuDNN for a
     convolution, cuBLAS for a GEMM), saying each result (to stderr unless `say` is given)."""
     say = say or say_on_stderr
-    ceilings = ensure_ceilings(evaluator, compiler, store, device_id, TimingPolicy(), say=say)
-    if ceilings is not None and not isinstance(ceilings, list):
-        say(f"autotune: ceilings not measured: {ceilings.error}")
-    elif ceilings:
-        say("autotune: measured " + ceiling_text(ceilings))
+    measure_ceilings(evaluator, compiler, store, device_id, say)
 
     def report(problem, result) -> None:
         if result is None or not result.available:

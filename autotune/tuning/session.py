@@ -92,22 +92,11 @@ class Session:
         prices a plan's layout copies and unfused epilogue at the measured copy bandwidth, so a
         store tuned without them could not weigh those costs. A runner without a GPU worker
         (a replay) measures nothing."""
-        from autotune.tuning.baselines import ceiling_text, ensure_ceilings
+        from autotune.tuning.baselines import measure_ceilings
 
-        if not isinstance(self.runner, GpuRunner):
-            return
-        result = ensure_ceilings(
-            self.runner.evaluator,
-            self.runner.compiler,
-            self.store,
-            self.device_id,
-            TimingPolicy(),
-            say=say,
-        )
-        if isinstance(result, list) and result:
-            say("autotune: measured " + ceiling_text(result))
-        elif result is not None and not isinstance(result, list):
-            say(f"autotune: ceilings not measured: {result.error}")
+        if isinstance(self.runner, GpuRunner):
+            r = self.runner
+            measure_ceilings(r.evaluator, r.compiler, self.store, self.device_id, say)
 
     def close(self) -> None:
         """Stop the runner (the GPU worker) and close the store (SQLite folds its log in)."""
