@@ -199,16 +199,17 @@ def test_resnets_fuse_every_relu_and_residual_add_into_their_convolutions(
     assert torch.allclose(after, before, rtol=1e-3, atol=1e-3)
 
 
+class Branchy(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return torch.relu(y) if y.sum() > 0 else y  # data-dependent: FX cannot trace it
+
+
 def test_a_model_fx_cannot_trace_is_optimized_unfused(tmp_path):
-    class Branchy(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = nn.Conv2d(3, 4, 3, padding=1)
-
-        def forward(self, x):
-            y = self.conv(x)
-            return torch.relu(y) if y.sum() > 0 else y  # data-dependent: FX cannot trace it
-
     model = Branchy().eval()
     run = optimize(model, database=str(tmp_path / "opt.db"))
     assert run is model and isinstance(model.conv, Conv2d)
@@ -240,15 +241,6 @@ def test_channels_last_runs_every_layer_channels_last_and_gives_back_the_callers
         given_nhwc = run(x.contiguous(memory_format=torch.channels_last))
     assert given_nhwc.is_contiguous(memory_format=torch.channels_last)
     assert torch.allclose(given_nhwc, before, rtol=1e-4, atol=1e-5)
-
-    class Branchy(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.conv = nn.Conv2d(3, 4, 3, padding=1)
-
-        def forward(self, x):
-            y = self.conv(x)
-            return torch.relu(y) if y.sum() > 0 else y
 
     assert channels_last_copy(Branchy()) is None  # FX cannot trace it: left as it is
 
