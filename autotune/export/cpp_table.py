@@ -8,6 +8,9 @@ from collections.abc import Sequence
 from autotune.export.cuda_tree import NVCC_FLAGS, ROLES, Module
 
 ROLE_NAMES = {**ROLES, "scratch": "kScratch", "zeros": "kZeroInput"}
+# autotune::DType and autotune::Layout of include/autotune_conv2d.h.
+DTYPE_CODES = {"fp32": 0, "tf32": 1, "bf16": 2, "fp16": 3}
+LAYOUT_CODES = {"NCHW": 0, "NHWC": 1}
 
 _TYPES = """\
 enum Role : int { kInputX, kInputW, kOutputY, kScratch, kZeroInput };
@@ -24,8 +27,25 @@ struct Buffer {
     unsigned long long bytes;
     unsigned long long workspace_offset;
 };
-// buffer >= 0: that buffer's device pointer; else `value`, passed as a 32-bit int.
-struct Arg { int buffer; int value; };
+// buffer >= 0: that buffer's device pointer; map >= 0: kTensorMaps[map] encoded for its
+// buffer's pointer, passed by value; else `value`, passed as a 32-bit int.
+struct Arg { int buffer; int value; int map; };
+// A TMA tensor map's encode arguments but the address (cuTensorMapEncodeTiled, or with
+// `im2col` cuTensorMapEncodeIm2col, whose box is channels then pixels): extents and strides
+// innermost first, strides in bytes; data_type and swizzle are the driver's enum values.
+struct TensorMapSpec {
+    int buffer;  // index among the plan's buffers
+    int data_type;
+    int rank;
+    cuuint64_t dims[5];
+    cuuint64_t strides[4];
+    cuuint32_t box[5];
+    cuuint32_t element_strides[5];
+    int swizzle;
+    int im2col;
+    int lower[3];
+    int upper[3];
+};
 // kernel >= 0: a launch of kModules[plan.module]'s kernel; kernel < 0: copy buffer
 // source_buffer into the module's __constant__ `symbol`.
 struct Step {
@@ -40,6 +60,8 @@ struct Step {
 };
 struct Plan {
     int B, C, N, K, F, stride;
+    int dtype, layout;  // autotune::DType, autotune::Layout
+    double tolerance;   // relative L2 error against float64 the tuner verified it within
     const char* family;
     const char* config;
     double time_ms;  // stored median under the timing protocol, launches of the timed phase
@@ -65,7 +87,7 @@ def cpp_table(data: dict, modules: Sequence[Module]) -> str:
             f"    {{autotune_fatbin_{m.name}, {_c('kernels/' + m.source)}, {first}, "
             f"{len(m.kernels)}}},"
         )
-    buffers, args, steps, plans = [], [], [], []
+    buffers, args, steps, plans, maps = [], [], [], [], []
     max_args = 1
     for p in data["plans"]:
         module = modules[int(p["module"][1:])]
@@ -86,9 +108,12 @@ def cpp_table(data: dict, modules: Sequence[Module]) -> str:
             first_arg = len(args)
             for a in s["args"]:
                 if "buffer" in a:
-                    args.append(f"    {{{names.index(a['buffer'])}, 0}},")
+                    args.append(f"    {{{names.index(a['buffer'])}, 0, -1}},")
+                elif "tensor_map" in a:
+                    args.append(f"    {{-1, 0, {len(maps)}}},")
+                    maps.append(_tensor_map_row(a["tensor_map"], names))
                 else:
-                    args.append(f"    {{-1, {a['int']}}},")
+                    args.append(f"    {{-1, {a['int']}, -1}},")
             max_args = max(max_args, len(s["args"]))
             grid = ", ".join(f"{v}u" for v in s["grid"])
             block = ", ".join(f"{v}u" for v in s["block"])
@@ -101,7 +126,8 @@ def cpp_table(data: dict, modules: Sequence[Module]) -> str:
         config = json.dumps(p["config"], separators=(",", ":"))
         plans.append(
             f"    {{{shape['B']}, {shape['C']}, {shape['N']}, {shape['K']}, {shape['F']}, "
-            f"{shape['stride']}, {_c(p['family'])}, {_c(config)}, {p['time_ms']!r}, "
+            f"{shape['stride']}, {DTYPE_CODES[p['dtype']]}, {LAYOUT_CODES[p['layout']]}, "
+            f"{p['tolerance']!r}, {_c(p['family'])}, {_c(config)}, {p['time_ms']!r}, "
             f"{module.index}, {first_step}, {len(steps) - first_step}, {first_buffer}, "
             f"{len(p['buffers'])}, {p['workspace_bytes']}ull}},"
         )
@@ -109,6 +135,7 @@ def cpp_table(data: dict, modules: Sequence[Module]) -> str:
     lines = [
         "// autotune_plans.h: the stored plans as C++ data, written by `autotune export` from",
         f"// {data['store']}; do not edit (export again). plans.json holds the same table.",
+        "// Included by autotune_conv2d.h (after cuda.h, whose cuuint types it uses).",
         "#pragma once",
         "",
         'extern "C" {',
@@ -144,8 +171,12 @@ def cpp_table(data: dict, modules: Sequence[Module]) -> str:
         "inline constexpr Step kSteps[] = {",
         *steps,
         "};",
-        "// B, C, N, K, F, stride, family, config, time_ms, module, first_step, num_steps,",
-        "// first_buffer, num_buffers, workspace_bytes",
+        f"inline constexpr int kNumTensorMaps = {len(maps)};",
+        "inline constexpr TensorMapSpec kTensorMaps[] = {",
+        *(maps or ["    {},  // none: no plan passes a tensor map"]),
+        "};",
+        "// B, C, N, K, F, stride, dtype, layout, tolerance, family, config, time_ms, module,",
+        "// first_step, num_steps, first_buffer, num_buffers, workspace_bytes",
         "inline constexpr Plan kPlans[] = {",
         *plans,
         "};",
@@ -155,6 +186,21 @@ def cpp_table(data: dict, modules: Sequence[Module]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _tensor_map_row(m: dict, names: list[str]) -> str:
+    def braces(values, size) -> str:
+        return "{" + ", ".join(str(v) for v in [*values, *[0] * (size - len(values))]) + "}"
+
+    lower, upper = m.get("lower", []), m.get("upper", [])
+    return (
+        f"    {{{names.index(m['buffer'])}, {m['data_type']}, {len(m['dims'])}, "
+        f"{braces([f'{d}u' for d in m['dims']], 5)}, "
+        f"{braces([f'{d}u' for d in m['strides']], 4)}, "
+        f"{braces([f'{b}u' for b in m['box']], 5)}, "
+        f"{braces([f'{e}u' for e in m['element_strides']], 5)}, {m['swizzle']}, "
+        f"{int(bool(m.get('im2col')))}, {braces(lower, 3)}, {braces(upper, 3)}}},"
+    )
 
 
 def fatbins_asm(modules: Sequence[Module]) -> str:
@@ -192,6 +238,8 @@ def makefile(modules: Sequence[Module], arch: str) -> str:
         f"NVCCFLAGS ?= {' '.join(NVCC_FLAGS)} -diag-suppress 177",
         "GENCODE = -gencode arch=compute_$(ARCH),code=sm_$(ARCH) "
         "-gencode arch=compute_$(ARCH),code=compute_$(ARCH)",
+        "# Kernels with Hopper-only instructions (wgmma, setmaxnreg): that architecture only.",
+        "GENCODE_A = -gencode arch=compute_$(ARCH)a,code=sm_$(ARCH)a",
         f"FATBINS = {fatbins}",
         "",
         "all: build/libautotune_conv2d.a build/example",
@@ -205,7 +253,8 @@ def makefile(modules: Sequence[Module], arch: str) -> str:
         defines += "".join(f" -Xptxas={option}" for option in m.ptxas_options)
         lines += [
             f"build/{m.name}.fatbin: kernels/{m.source} | build",
-            f"\t$(NVCC) --fatbin $(NVCCFLAGS) -Iinclude $(GENCODE) {defines} -o $@ $<",
+            f"\t$(NVCC) --fatbin $(NVCCFLAGS) -Iinclude "
+            f"$(GENCODE{'_A' if m.arch_specific else ''}) {defines} -o $@ $<",
             "",
         ]
     lines += [
@@ -260,7 +309,7 @@ def readme(data: dict) -> str:
             "## Build and use",
             "",
             "```",
-            "make -j            # nvcc (CUDA 12 or newer) and a C compiler on PATH",
+            "make -j            # nvcc (CUDA 12.5 or newer) and a C compiler on PATH",
             "build/example      # exit status 0 when every plan matched the reference",
             "```",
             "",

@@ -6,16 +6,23 @@ import re
 from dataclasses import dataclass
 
 from autotune.export.plans import ExportedPlan, Selection, described
-from autotune.families.plan import Launch
+from autotune.families.plan import TMA_DATA_TYPES, TMA_SWIZZLES, Launch, TensorMap
 from autotune.model.space import Value
 
-SCHEMA = "autotune-export/1"
+# 2: every dtype and layout (a plan's dtype, layout and tolerance; tensor-map arguments).
+SCHEMA = "autotune-export/2"
+EARLIER_SCHEMAS = ("autotune-export/1", SCHEMA)  # exports an export may replace
 # The tuner's NVRTC options (autotune.gpu.compiler.DEFAULT_OPTIONS) that shape the code; its
 # -Xptxas=-v only prints the resource report.
 NVCC_FLAGS = ("-std=c++17", "--fmad=true")
 WORKSPACE_ALIGN = 256
 INT32 = (-(2**31), 2**31 - 1)
 ROLES = {"x": "kInputX", "w": "kInputW", "y": "kOutputY"}
+LAYOUTS = (
+    "per plan, its dtype and layout: NCHW x pre-padded (side (N-1)*stride+K), FCKK w, NFHW y; "
+    "or NHWC x pre-padded, FKKC w, NHWF y; elements float (fp32, and tf32 multiplied as TF32), "
+    "__nv_bfloat16 (bf16) or __half (fp16)"
+)
 # nvcc preprocesses with the host compiler, which leaves `#pragma unroll NAME` unexpanded (NVRTC
 # expands it); through _Pragma the macro is expanded first. The same unroll count either way.
 _UNROLL = re.compile(r"^([ \t]*)#pragma[ \t]+unroll[ \t]+([A-Za-z_(][^\n]*?)[ \t]*$", re.MULTILINE)
@@ -34,6 +41,7 @@ class Module:
     kernels: tuple[str, ...]
     max_smem: dict[str, int]
     ptxas_options: tuple[str, ...] = ()  # the plan's, -Xptxas=<option> each in its build rule
+    arch_specific: bool = False  # built for the architecture-specific target (sm_90a)
 
     @property
     def name(self) -> str:
@@ -60,18 +68,20 @@ def nvcc_source(text: str, family: str) -> str:
 
 
 def plan_buffers(exported: ExportedPlan) -> tuple[list[Buffer], int]:
-    """x, w, y, then the workspace's scratch and zeroed inputs; and the workspace's bytes."""
+    """x, w, y (in the problem's storage type), then the workspace's scratch (FP32) and zeroed
+    inputs; and the workspace's bytes."""
     p = exported.problem
+    element = p.precision.bytes
     buffers = [
-        Buffer("x", "x", 4 * _count(p.input_shape), 0),
-        Buffer("w", "w", 4 * _count(p.filter_shape), 0),
-        Buffer("y", "y", 4 * _count(p.output_shape), 0),
+        Buffer("x", "x", element * _count(p.input_shape), 0),
+        Buffer("w", "w", element * _count(p.filter_shape), 0),
+        Buffer("y", "y", element * _count(p.output_shape), 0),
     ]
     offset = 0
-    extra = [(n, s, "scratch") for n, s in exported.plan.scratch]
-    extra += [(n, s, "zeros") for n, s in exported.extra_inputs]
-    for name, shape, role in extra:
-        size = 4 * _count(shape)
+    extra = [(n, s, "scratch", 4) for n, s in exported.plan.scratch]
+    extra += [(n, s, "zeros", element) for n, s in exported.extra_inputs]
+    for name, shape, role, size_of in extra:
+        size = size_of * _count(shape)
         buffers.append(Buffer(name, role, size, offset))
         offset += -(-size // WORKSPACE_ALIGN) * WORKSPACE_ALIGN
     return buffers, offset
@@ -93,6 +103,8 @@ def _launch(phase: str, launch: Launch) -> dict[str, object]:
     for arg in launch.args:
         if isinstance(arg, str):
             args.append({"buffer": arg})
+        elif isinstance(arg, TensorMap):
+            args.append({"tensor_map": tensor_map_entry(arg)})
         else:
             if not INT32[0] <= int(arg) <= INT32[1]:
                 raise ValueError(f"{launch.kernel}: argument {arg} does not fit 32 bits")
@@ -105,6 +117,25 @@ def _launch(phase: str, launch: Launch) -> dict[str, object]:
         "smem_bytes": launch.smem_bytes,
         "args": args,
     }
+
+
+def tensor_map_entry(spec: TensorMap) -> dict[str, object]:
+    """A TMA tensor map as the C++ call encodes it at each call, with its buffer's address:
+    the driver's encode arguments but the address, as gpu/tensor_map.py makes them (exported_plan
+    checked its rules)."""
+    entry: dict[str, object] = {
+        "buffer": spec.buffer,
+        "data_type": TMA_DATA_TYPES[spec.dtype],
+        "dims": list(spec.dims),
+        "strides": list(spec.strides),
+        "box": list(spec.box),
+        "element_strides": list(spec.element_strides),
+        "swizzle": TMA_SWIZZLES[spec.swizzle_bytes],
+    }
+    if spec.im2col:
+        lower, upper = spec.corners
+        entry |= {"im2col": True, "lower": list(lower), "upper": list(upper)}
+    return entry
 
 
 def _count(shape: tuple[int, ...]) -> int:
@@ -124,7 +155,9 @@ def modules_of(selection: Selection) -> tuple[list[Module], list[int]]:
             smem: dict[str, int] = {}
             for launch in e.plan.all_launches:
                 smem[launch.kernel] = max(smem.get(launch.kernel, 0), launch.smem_bytes)
-            modules[key] = Module(len(modules), key[0], key[1], e.plan.entries, smem, key[2])
+            modules[key] = Module(
+                len(modules), key[0], key[1], e.plan.entries, smem, key[2], e.plan.arch_specific
+            )
         of_plan.append(modules[key].index)
     return list(modules.values()), of_plan
 
@@ -140,6 +173,9 @@ def table(selection: Selection, store_url: str) -> dict[str, object]:
             {
                 "shape": e.problem.as_dict(),
                 "key": e.problem.key,
+                "dtype": e.problem.dtype,
+                "layout": e.problem.layout,
+                "tolerance": e.family.tolerance_for(e.problem),
                 "family": e.family.name,
                 "config": e.config.as_dict(),
                 "time_ms": e.time_ms,
@@ -165,7 +201,7 @@ def table(selection: Selection, store_url: str) -> dict[str, object]:
         "timing_protocol": selection.protocol,
         "store": store_url,
         "build": {"compiler": "nvcc", "flags": list(NVCC_FLAGS), "arch": selection.arch},
-        "layout": "x NCHW pre-padded (side (N-1)*stride+K), w FCKK, y NFHW; FP32",
+        "layout": LAYOUTS,
         "plans": plans,
         "excluded": [
             {"key": x.key, "family": x.family, "reason": x.reason} for x in selection.excluded

@@ -6,8 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from autotune.families import FAMILIES, Family, get_family
-from autotune.families.plan import KernelPlan, TensorMap
-from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
+from autotune.families.plan import KernelPlan, TensorMap, TensorMapError, check_tensor_map
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 from autotune.runtime.lookup import Catalogue, Choice
@@ -160,30 +159,29 @@ class NotExportable(Exception):
 
 def exported_plan(choice: Choice, family: Family) -> ExportedPlan:
     """The launch plan of a choice of the plan choice for its own (stored) shape, which the
-    runtime can call: what the C++ tree needs beyond that is checked here."""
+    runtime can call: what the C++ tree needs beyond that is checked here. Every dtype and
+    layout is exported: the C++ table is keyed by the sizes, the dtype and the layout, and a
+    call names all three; TMA tensor maps are encoded by the C++ call from their description."""
     name, problem = family.name, choice.problem
-    if family.precision != "fp32":
-        raise NotExportable(f"{name} computes in {family.precision}; the C++ API takes FP32 data")
-    # The C++ table is keyed by sizes alone and its call takes float NCHW tensors: a plan
-    # measured in another dtype or layout would answer FP32 calls of the same sizes.
-    if problem.dtype != DEFAULT_DTYPE or problem.layout != DEFAULT_LAYOUT:
-        raise NotExportable(
-            f"measured in {problem.dtype} {problem.layout}; the C++ API takes FP32 NCHW data"
-        )
     if problem.epilogue:
         raise NotExportable(
             f"fused epilogue {problem.epilogue}; the C++ API calls a plain convolution"
         )
     plan = family.plan(problem, choice.config)
-    if any(isinstance(a, TensorMap) for launch in plan.all_launches for a in launch.args):
-        # A map holds its buffer's address: the C++ launcher would have to encode it per call.
-        raise NotExportable(f"{name}'s plan passes TMA tensor maps, which the C++ tree cannot make")
+    for launch in plan.all_launches:
+        for arg in launch.args:
+            if isinstance(arg, TensorMap):
+                try:
+                    check_tensor_map(arg)  # the driver's rules but the address's
+                except TensorMapError as err:
+                    raise NotExportable(str(err)) from None
     buffers = family.buffers(problem)
     inputs = dict(buffers.inputs)
+    layouts = "NHWC x and FKKC w" if problem.nhwc else "NCHW x and FCKK w"
     if inputs.get("x") != problem.input_shape or inputs.get("w") != problem.filter_shape:
-        raise NotExportable(f"{name} does not read NCHW x and FCKK w")
+        raise NotExportable(f"{name} does not read {layouts}")
     if dict(buffers.outputs) != {"y": problem.output_shape}:
-        raise NotExportable(f"{name} does not write one NFHW output y")
+        raise NotExportable(f"{name} does not write one output y")
     # The call has no argument for a bias (smem_channels'): it is given zeros, which makes the
     # verified convolution-plus-bias the plain convolution (callable_family refuses any other).
     extra = tuple((n, s) for n, s in buffers.inputs if n not in ("x", "w"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from autotune import package_path
 from autotune.export.cpp_table import cpp_table, fatbins_asm, makefile, readme
-from autotune.export.cuda_tree import SCHEMA, modules_of, nvcc_source, table
+from autotune.export.cuda_tree import EARLIER_SCHEMAS, SCHEMA, modules_of, nvcc_source, table
 from autotune.export.plans import ExportError, Selection
 from autotune.families.base import INCLUDE_DIR
 from autotune.families.headers import quoted_headers
@@ -68,7 +68,7 @@ def _clear(output: Path) -> None:
         earlier = json.loads((output / "plans.json").read_text()).get("schema")
     except (OSError, ValueError, AttributeError):
         earlier = None
-    if earlier != SCHEMA:
+    if earlier not in EARLIER_SCHEMAS:
         raise ExportError(
             f"{output} is neither empty nor an earlier export (no plans.json of {SCHEMA}); "
             "choose a new directory"

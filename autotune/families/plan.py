@@ -35,6 +35,54 @@ class TensorMap:
         return bool(self.corners)
 
 
+class TensorMapError(ValueError):
+    """A tensor map the driver would refuse, or the driver refused."""
+
+
+# Enumerations of cuda.h (CUtensorMapDataType, CUtensorMapSwizzle): what an encoder passes the
+# driver, in Python (gpu/tensor_map.py) or in an exported C++ tree (export/).
+TMA_DATA_TYPES = {"float16": 6, "float32": 7, "bfloat16": 9}
+TMA_SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}
+_ELEMENT_BYTES = {"float16": 2, "float32": 4, "bfloat16": 2}
+MAX_BOX = 256  # extent of a box dimension, and pixels or channels of an im2col copy
+MAX_RANK = 5
+
+
+def check_tensor_map(spec: TensorMap) -> None:
+    """TensorMapError where `spec` breaks a rule of the driver's encoders that does not depend
+    on the address (that one: 16-byte alignment), so that a plan that breaks one fails with a
+    sentence rather than CUDA_ERROR_INVALID_VALUE."""
+    name = f"tensor map of {spec.buffer}"
+    rank = len(spec.dims)
+    if spec.dtype not in TMA_DATA_TYPES:
+        raise TensorMapError(f"{name}: no TMA data type for {spec.dtype!r}")
+    if not (3 if spec.im2col else 1) <= rank <= MAX_RANK:
+        raise TensorMapError(f"{name}: rank {rank} is outside what TMA copies")
+    if len(spec.strides) != rank - 1 or len(spec.element_strides) != rank:
+        raise TensorMapError(f"{name}: {rank} dimensions need {rank - 1} strides")
+    if any(s % 16 for s in spec.strides):
+        raise TensorMapError(f"{name}: strides {spec.strides} are not multiples of 16 bytes")
+    if any(not 1 <= e <= 8 for e in spec.element_strides):
+        raise TensorMapError(f"{name}: element strides must be 1 to 8")
+    if spec.swizzle_bytes not in TMA_SWIZZLES:
+        raise TensorMapError(f"{name}: no {spec.swizzle_bytes}-byte swizzle")
+    if spec.im2col:
+        if len(spec.box) != 2 or any(len(c) != rank - 2 for c in spec.corners):
+            raise TensorMapError(
+                f"{name}: im2col takes (channels, pixels) and a corner per spatial dimension"
+            )
+    elif len(spec.box) != rank:
+        raise TensorMapError(f"{name}: a box extent per dimension")
+    if any(not 1 <= b <= MAX_BOX for b in spec.box):
+        raise TensorMapError(f"{name}: box {spec.box} has an extent outside 1..{MAX_BOX}")
+    inner = spec.box[0] * _ELEMENT_BYTES[spec.dtype]
+    if inner % 16 or (spec.swizzle_bytes and inner > spec.swizzle_bytes):
+        raise TensorMapError(
+            f"{name}: the innermost box is {inner} bytes: it must be whole 16-byte chunks, "
+            f"and with a {spec.swizzle_bytes}-byte swizzle at most that"
+        )
+
+
 # A buffer name, an int passed by value as a 32-bit integer, or a tensor map of a buffer.
 Arg = str | int | TensorMap
 

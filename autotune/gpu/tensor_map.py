@@ -3,45 +3,48 @@
 A tensor map holds its tensor's global address, so it is made when a plan's buffers are bound,
 through the driver's cuTensorMapEncodeTiled / cuTensorMapEncodeIm2col (libcuda, through ctypes:
 CuPy does not wrap them), and passed to the kernel by value. `arguments` turns a map and an
-address into the driver call's arguments and checks the driver's rules first, so that a plan
-that breaks one fails with a sentence rather than CUDA_ERROR_INVALID_VALUE.
+address into the driver call's arguments and checks the driver's rules first
+(families/plan.py's check_tensor_map, and the address's alignment), so that a plan that breaks
+one fails with a sentence rather than CUDA_ERROR_INVALID_VALUE.
 """
 
 from __future__ import annotations
 
 import ctypes
 
-from autotune.families.plan import TensorMap
+from autotune.families.plan import (
+    TMA_DATA_TYPES,
+    TMA_SWIZZLES,
+    TensorMap,
+    TensorMapError,
+    check_tensor_map,
+)
 
 MAP_BYTES = 128  # sizeof(CUtensorMap)
 MAP_ALIGN = 64  # the driver writes the map only at a 64-byte aligned address
 
-# Enumerations of cuda.h (CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion).
-DATA_TYPES = {"float16": 6, "float32": 7, "bfloat16": 9}
-ELEMENT_BYTES = {"float16": 2, "float32": 4, "bfloat16": 2}
-SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}
+# Enumerations of cuda.h (CUtensorMapL2promotion, CUtensorMapInterleave, CUtensorMapFloatOOBfill);
+# the data types and swizzles are families/plan.py's, beside the rules a map obeys.
 L2_PROMOTION_128B = 2  # lines fetched into L2 128 bytes at a time
 INTERLEAVE_NONE = 0
 OOB_FILL_ZEROS = 0  # elements outside the tensor land as zeros
-MAX_BOX = 256  # extent of a box dimension, and pixels or channels of an im2col copy
-MAX_RANK = 5
 # Encoded maps a prepared launch keeps per tensor-map argument, one per buffer address: a layer
 # of a model sees its input at a few addresses, which the caching allocator hands back in turn.
 MAPS_PER_SLOT = 8
-
-
-class TensorMapError(ValueError):
-    """A tensor map the driver would refuse, or the driver refused."""
 
 
 def arguments(spec: TensorMap, address: int) -> tuple:
     """The encode call's arguments after the map (data type, rank, address, extents, strides,
     then box or corners and copy shape, element strides, interleave, swizzle, L2 promotion,
     fill), as ctypes values; raises TensorMapError where the driver's rules are broken."""
-    _check(spec, address)
+    check_tensor_map(spec)
+    if address % 16:
+        raise TensorMapError(
+            f"tensor map of {spec.buffer}: address {address:#x} is not 16-byte aligned"
+        )
     rank = len(spec.dims)
     common = (
-        DATA_TYPES[spec.dtype],
+        TMA_DATA_TYPES[spec.dtype],
         rank,
         ctypes.c_void_p(address),
         (ctypes.c_uint64 * rank)(*spec.dims),
@@ -50,7 +53,7 @@ def arguments(spec: TensorMap, address: int) -> tuple:
     tail = (
         (ctypes.c_uint32 * rank)(*spec.element_strides),
         INTERLEAVE_NONE,
-        SWIZZLES[spec.swizzle_bytes],
+        TMA_SWIZZLES[spec.swizzle_bytes],
         L2_PROMOTION_128B,
         OOB_FILL_ZEROS,
     )
@@ -60,40 +63,6 @@ def arguments(spec: TensorMap, address: int) -> tuple:
     channels, pixels = spec.box
     corner = ctypes.c_int * (rank - 2)
     return (*common, corner(*lower), corner(*upper), channels, pixels, *tail)
-
-
-def _check(spec: TensorMap, address: int) -> None:
-    name = f"tensor map of {spec.buffer}"
-    rank = len(spec.dims)
-    if spec.dtype not in DATA_TYPES:
-        raise TensorMapError(f"{name}: no TMA data type for {spec.dtype!r}")
-    if not (3 if spec.im2col else 1) <= rank <= MAX_RANK:
-        raise TensorMapError(f"{name}: rank {rank} is outside what TMA copies")
-    if len(spec.strides) != rank - 1 or len(spec.element_strides) != rank:
-        raise TensorMapError(f"{name}: {rank} dimensions need {rank - 1} strides")
-    if address % 16:
-        raise TensorMapError(f"{name}: address {address:#x} is not 16-byte aligned")
-    if any(s % 16 for s in spec.strides):
-        raise TensorMapError(f"{name}: strides {spec.strides} are not multiples of 16 bytes")
-    if any(not 1 <= e <= 8 for e in spec.element_strides):
-        raise TensorMapError(f"{name}: element strides must be 1 to 8")
-    if spec.swizzle_bytes not in SWIZZLES:
-        raise TensorMapError(f"{name}: no {spec.swizzle_bytes}-byte swizzle")
-    if spec.im2col:
-        if len(spec.box) != 2 or any(len(c) != rank - 2 for c in spec.corners):
-            raise TensorMapError(
-                f"{name}: im2col takes (channels, pixels) and a corner per spatial dimension"
-            )
-    elif len(spec.box) != rank:
-        raise TensorMapError(f"{name}: a box extent per dimension")
-    if any(not 1 <= b <= MAX_BOX for b in spec.box):
-        raise TensorMapError(f"{name}: box {spec.box} has an extent outside 1..{MAX_BOX}")
-    inner = spec.box[0] * ELEMENT_BYTES[spec.dtype]
-    if inner % 16 or (spec.swizzle_bytes and inner > spec.swizzle_bytes):
-        raise TensorMapError(
-            f"{name}: the innermost box is {inner} bytes: it must be whole 16-byte chunks, "
-            f"and with a {spec.swizzle_bytes}-byte swizzle at most that"
-        )
 
 
 class EncodedMap:

@@ -69,3 +69,24 @@ def test_the_exported_tree_of_the_committed_results_builds_with_nvcc(tmp_path: P
     library = (tmp_path / "build" / "libautotune_conv2d.a").read_bytes()
     for i in range(len(SHAPES)):
         assert f"autotune_fatbin_m{i:03d}".encode() in library
+
+
+@pytest.mark.slow
+def test_an_exported_tree_of_tensor_core_plans_builds_with_nvcc(tmp_path: Path) -> None:
+    """bf16 tc_wgmma with TMA tensor maps (sm_90a, the maps encoded by the C++ call), tf32 and
+    fp16 tc_implicit_gemm: the header, the table and the example build without a warning."""
+    from tests.unit.test_export import tensor_core_store
+
+    compiler = nvcc()
+    synthetic, _ = tensor_core_store(tmp_path / "tc.db")
+    selection = select(synthetic.store)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    write_tree(selection, tree, "tc.db")
+    done = subprocess.run(
+        ["make", "-j2", f"NVCC={compiler}"], cwd=tree, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "warning" not in done.stderr.lower(), done.stderr[-4000:]
+    assert "arch=compute_90a,code=sm_90a" in done.stdout
+    assert (tree / "build" / "example").is_file()

@@ -66,9 +66,9 @@ def everything(store):
 
 def test_each_shape_gets_the_runtimes_first_choice(store, everything) -> None:
     best = store.best(device=H100, kind="conv2d")
-    # The export serves FP32 NCHW calls only: the tensor-core rows (bf16 NHWC, ...) are not in it.
-    fp32_nchw = best["shape"].map(lambda s: "dtype" not in _shape(s) and "layout" not in _shape(s))
-    best = best[fp32_nchw]
+    # Every dtype and layout is exported (the C++ call names them); a fused epilogue is not.
+    best = best[best["shape"].map(lambda s: "epilogue" not in _shape(s))]
+    assert {"bf16", "tf32", "fp16"} <= {_shape(s).get("dtype") for s in best["shape"]}
     fastest = best.sort_values(["time_ms", "family"]).groupby("problem_key").first()
     assert {e.problem.key for e in everything.plans} == set(fastest.index)
     catalogue = Catalogue.from_store(store, H100)
@@ -221,13 +221,14 @@ def test_families_the_tree_cannot_launch_are_excluded_with_their_reason(tmp_path
 
         def plan(self, problem, config):
             plain = super().plan(problem, config)
-            x_map = TensorMap("x", "float32", (4, 4), (16,), (4, 4), (1, 1))
+            # A box whose inner extent is not whole 16-byte chunks: the driver would refuse it.
+            x_map = TensorMap("x", "float32", (4, 4), (16,), (3, 4), (1, 1))
             first = dataclasses.replace(plain.launches[0], args=(*plain.launches[0].args, x_map))
             return dataclasses.replace(plain, launches=(first, *plain.launches[1:]))
 
     # Fastest first: a family of a kernel directory not given, one reading an input the call
-    # has not, one passing TMA tensor maps; then the plain smem_channels, which is exported
-    # with its bias given zeros.
+    # has not, one passing a tensor map the driver would refuse; then the plain smem_channels,
+    # which is exported with its bias given zeros.
     for family, time_ms in (("gone", 0.1), ("scaled", 0.2), ("mapped", 0.3)):
         synthetic.record(family, problem, time_ms, config.configs[0])
     synthetic.record("smem_channels", problem, 0.4, config.configs[0])
@@ -239,7 +240,7 @@ def test_families_the_tree_cannot_launch_are_excluded_with_their_reason(tmp_path
     assert list(reasons) == ["gone", "scaled", "mapped"]
     assert "not known here" in reasons["gone"]
     assert "scale" in reasons["scaled"]
-    assert "TMA tensor maps" in reasons["mapped"]
+    assert "16-byte chunks" in reasons["mapped"]
     buffers, workspace = plan_buffers(e)
     (bias,) = [b for b in buffers if b.name == "bias"]
     assert (bias.role, bias.bytes) == ("zeros", 4 * e.problem.F)
@@ -315,7 +316,7 @@ def test_the_tree_holds_each_source_once_and_says_how_it_is_built(store, tmp_pat
         assert "AUTOTUNE_PRAGMA" in text
     written = json.loads((tmp_path / "plans.json").read_text())
     assert written == json.loads(json.dumps(data))
-    assert written["schema"] == "autotune-export/1"
+    assert written["schema"] == "autotune-export/2"
     assert set(written["kernels"]) == {f"kernels/{n}" for n in names}
     # The kernels include shared headers (maxdnn's: the register-tiled loop, the vector and
     # cp.async helpers, its tile words): they lie under include/, which the kernels' build
@@ -389,9 +390,60 @@ def test_an_export_replaces_an_earlier_one_and_nothing_else(store, tmp_path) -> 
     write_tree(select(store, families=["chen_general"]), tree, "db")
     assert sorted(p.name for p in (tree / "kernels").iterdir()) == ["chen_general.cu"]
     assert not (tree / "build").exists()
+    # An export of the FP32-only schema before this one is replaced too.
+    written = json.loads((tree / "plans.json").read_text())
+    (tree / "plans.json").write_text(json.dumps(written | {"schema": "autotune-export/1"}))
+    write_tree(select(store, families=["maxdnn"]), tree, "db")
+    assert json.loads((tree / "plans.json").read_text())["schema"] == "autotune-export/2"
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
     with pytest.raises(ExportError, match="neither empty nor an earlier export"):
         write_tree(select(store, families=["maxdnn"]), other, "db")
     assert [p.name for p in other.iterdir()] == ["notes.txt"]
+
+
+def tensor_core_store(path: Path) -> tuple[Synthetic, dict[str, ConvProblem]]:
+    """A store holding one plan per tensor-core dtype: tc_wgmma in bf16 with TMA tensor maps (an
+    im2col map of x, a tiled one of w), tc_implicit_gemm in tf32 and in fp16, all NHWC."""
+    synthetic = Synthetic(path)
+    sizes = ConvProblem(N=14, K=3, C=64, F=128, B=2)
+    problems = {
+        "bf16": dataclasses.replace(sizes, dtype="bf16", layout="NHWC"),
+        "tf32": dataclasses.replace(sizes, dtype="tf32", layout="NHWC"),
+        "fp16": dataclasses.replace(sizes, dtype="fp16", layout="NHWC", stride=2),
+    }
+    limits = ARCH_LIMITS["sm_90"]
+    space = FAMILIES["tc_wgmma"].load_space().bind(problems["bf16"].fields(), limits)
+    tma = next(c for c in space.configs if c["TMA"] == 1)
+    synthetic.record("tc_wgmma", problems["bf16"], 0.01, tma)
+    synthetic.record("tc_implicit_gemm", problems["tf32"], 0.02)
+    synthetic.record("tc_implicit_gemm", problems["fp16"], 0.01)
+    return synthetic, problems
+
+
+def test_tensor_core_plans_are_exported_with_their_dtype_layout_and_tensor_maps(tmp_path) -> None:
+    synthetic, problems = tensor_core_store(tmp_path / "tc.db")
+    chosen = select(synthetic.store)
+    assert chosen.excluded == ()
+    data = table(chosen, "test.db")
+    by_dtype = {p["dtype"]: p for p in data["plans"]}
+    assert set(by_dtype) == {"bf16", "tf32", "fp16"}
+    bf16 = by_dtype["bf16"]
+    assert (bf16["family"], bf16["layout"], bf16["tolerance"]) == ("tc_wgmma", "NHWC", 5e-3)
+    x = problems["bf16"]
+    sizes = {b["name"]: b["bytes"] for b in bf16["buffers"]}
+    assert sizes["x"] == 2 * x.B * x.input_size**2 * x.C  # bf16 elements, NHWC, padded
+    maps = [a["tensor_map"] for s in bf16["steps"] for a in s["args"] if "tensor_map" in a]
+    assert {(m["buffer"], bool(m.get("im2col"))) for m in maps} == {("x", True), ("w", False)}
+    im2col = next(m for m in maps if m.get("im2col"))
+    # The driver's extents innermost first: channels, then the padded sides, then the batch.
+    assert im2col["dims"] == [x.C, x.input_size, x.input_size, x.B]
+    assert im2col["data_type"] == 9  # CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+    assert by_dtype["tf32"]["tolerance"] == 2e-3 and by_dtype["fp16"]["shape"]["stride"] == 2
+    modules, _ = modules_of(chosen)
+    header = cpp_table(data, modules)
+    assert "kNumTensorMaps = 2;" in header
+    # tc_wgmma's module is built for sm_90a only; tc_implicit_gemm's for sm_90 with PTX.
+    rules = [line for line in makefile(modules, chosen.arch).splitlines() if "--fatbin" in line]
+    assert sum("$(GENCODE_A)" in r for r in rules) == 1 and len(rules) == 3

@@ -6,8 +6,12 @@
 //   build/example 0 3        plans 0 and 3 (their order in plans.json)
 //   build/example --no-time  check only
 //
-// Exit status 0 when every plan matched the reference (relative L2 error <= 1e-5, the
-// tuner's FP32 tolerance, and no NaN), 1 otherwise.
+// Exit status 0 when every plan matched the reference (relative L2 error within the tolerance
+// the tuner verified it against: 1e-5 in FP32, the dtype's otherwise; and no NaN), 1 otherwise.
+// The inputs are random values in [-1, 1] rounded to the plan's storage type, and the
+// reference multiplies those rounded values in float64.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -22,7 +26,6 @@
 
 namespace {
 
-constexpr double kTolerance = 1e-5;
 constexpr double kFullCheckMacs = 3e8;  // beyond this, a sample of outputs is checked
 constexpr int kSampledOutputs = 4096;
 constexpr int kWarmups = 2;
@@ -38,19 +41,75 @@ constexpr int kSamples = 15;
         }                                                                                 \
     } while (0)
 
-// One output of the valid cross-correlation over the pre-padded input, in float64.
+const char* dtype_name(autotune::DType d) {
+    switch (d) {
+        case autotune::kTF32: return "tf32";
+        case autotune::kBF16: return "bf16";
+        case autotune::kFP16: return "fp16";
+        default: return "fp32";
+    }
+}
+
+// Values as the device stores them: `values` rounded to the dtype in place, and their bytes.
+std::vector<unsigned char> to_storage(autotune::DType dtype, std::vector<float>& values) {
+    const size_t size = autotune::element_bytes(dtype);
+    std::vector<unsigned char> bytes(values.size() * size);
+    for (size_t i = 0; i < values.size(); ++i) {
+        if (dtype == autotune::kBF16) {
+            const __nv_bfloat16 v = __float2bfloat16(values[i]);
+            values[i] = __bfloat162float(v);
+            std::memcpy(&bytes[i * size], &v, size);
+        } else if (dtype == autotune::kFP16) {
+            const __half v = __float2half(values[i]);
+            values[i] = __half2float(v);
+            std::memcpy(&bytes[i * size], &v, size);
+        } else {
+            std::memcpy(&bytes[i * size], &values[i], size);
+        }
+    }
+    return bytes;
+}
+
+float from_storage(autotune::DType dtype, const unsigned char* element) {
+    if (dtype == autotune::kBF16) {
+        __nv_bfloat16 v;
+        std::memcpy(&v, element, sizeof v);
+        return __bfloat162float(v);
+    }
+    if (dtype == autotune::kFP16) {
+        __half v;
+        std::memcpy(&v, element, sizeof v);
+        return __half2float(v);
+    }
+    float v;
+    std::memcpy(&v, element, sizeof v);
+    return v;
+}
+
+// One output (its index in the output's layout) of the valid cross-correlation over the
+// pre-padded input, in float64.
 double reference_at(const autotune::Conv2dShape& s, const std::vector<float>& x,
                     const std::vector<float>& w, size_t index) {
     const size_t S = static_cast<size_t>(autotune::input_side(s));
     const size_t N = s.N, K = s.K, C = s.C, F = s.F;
-    const size_t ox = index % N, oy = (index / N) % N, f = (index / (N * N)) % F;
-    const size_t b = index / (N * N * F);
+    const bool nhwc = s.layout == autotune::kNHWC;
+    size_t b, f, oy, ox;
+    if (nhwc) {
+        f = index % F, ox = (index / F) % N, oy = (index / (F * N)) % N, b = index / (F * N * N);
+    } else {
+        ox = index % N, oy = (index / N) % N, f = (index / (N * N)) % F, b = index / (N * N * F);
+    }
     double sum = 0.0;
-    for (size_t c = 0; c < C; ++c) {
-        for (size_t i = 0; i < K; ++i) {
-            const float* row = &x[((b * C + c) * S + oy * s.stride + i) * S + ox * s.stride];
-            const float* taps = &w[((f * C + c) * K + i) * K];
-            for (size_t j = 0; j < K; ++j) sum += static_cast<double>(row[j]) * taps[j];
+    for (size_t i = 0; i < K; ++i) {
+        for (size_t j = 0; j < K; ++j) {
+            const size_t iy = oy * s.stride + i, ix = ox * s.stride + j;
+            for (size_t c = 0; c < C; ++c) {
+                const size_t xi = nhwc ? ((b * S + iy) * S + ix) * C + c
+                                       : ((b * C + c) * S + iy) * S + ix;
+                const size_t wi = nhwc ? ((f * K + i) * K + j) * C + c
+                                       : ((f * C + c) * K + i) * K + j;
+                sum += static_cast<double>(x[xi]) * w[wi];
+            }
         }
     }
     return sum;
@@ -58,35 +117,46 @@ double reference_at(const autotune::Conv2dShape& s, const std::vector<float>& x,
 
 bool run_one(int index, bool time_it, float* flush, size_t flush_bytes) {
     const autotune::plans::Plan& p = autotune::plans::kPlans[index];
-    const autotune::Conv2dShape s{p.B, p.C, p.N, p.K, p.F, p.stride};
+    const autotune::Conv2dShape s{p.B,
+                                  p.C,
+                                  p.N,
+                                  p.K,
+                                  p.F,
+                                  p.stride,
+                                  static_cast<autotune::DType>(p.dtype),
+                                  static_cast<autotune::Layout>(p.layout)};
     const size_t S = static_cast<size_t>(autotune::input_side(s));
     const size_t x_count = static_cast<size_t>(s.B) * s.C * S * S;
     const size_t w_count = static_cast<size_t>(s.F) * s.C * s.K * s.K;
     const size_t y_count = static_cast<size_t>(s.B) * s.F * s.N * s.N;
+    const size_t element = autotune::element_bytes(s.dtype);
 
     std::mt19937 rng(1234 + index);
     std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-    std::vector<float> x(x_count), w(w_count), y(y_count);
+    std::vector<float> x(x_count), w(w_count);
     for (float& v : x) v = uniform(rng);
     for (float& v : w) v = uniform(rng);
+    const std::vector<unsigned char> x_bytes = to_storage(s.dtype, x);
+    const std::vector<unsigned char> w_bytes = to_storage(s.dtype, w);
+    std::vector<unsigned char> y_bytes(y_count * element);
 
-    float *dx = nullptr, *dw = nullptr, *dy = nullptr;
+    void *dx = nullptr, *dw = nullptr, *dy = nullptr;
     void* workspace = nullptr;
     const size_t workspace_bytes = autotune::conv2d_workspace_bytes(s);
-    CHECK_CUDA(cudaMalloc(&dx, x_count * sizeof(float)));
-    CHECK_CUDA(cudaMalloc(&dw, w_count * sizeof(float)));
-    CHECK_CUDA(cudaMalloc(&dy, y_count * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&dx, x_bytes.size()));
+    CHECK_CUDA(cudaMalloc(&dw, w_bytes.size()));
+    CHECK_CUDA(cudaMalloc(&dy, y_bytes.size()));
     if (workspace_bytes) CHECK_CUDA(cudaMalloc(&workspace, workspace_bytes));
-    CHECK_CUDA(cudaMemcpy(dx, x.data(), x_count * sizeof(float), cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMemcpy(dw, w.data(), w_count * sizeof(float), cudaMemcpyHostToDevice));
-    CHECK_CUDA(cudaMemset(dy, 0xff, y_count * sizeof(float)));  // NaN: unwritten shows
+    CHECK_CUDA(cudaMemcpy(dx, x_bytes.data(), x_bytes.size(), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(dw, w_bytes.data(), w_bytes.size(), cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemset(dy, 0xff, y_bytes.size()));  // NaN in every dtype: unwritten shows
     if (workspace_bytes) CHECK_CUDA(cudaMemset(workspace, 0xff, workspace_bytes));
 
     cudaStream_t stream;
     CHECK_CUDA(cudaStreamCreate(&stream));
     CHECK_CUDA(autotune::conv2d(s, dx, dw, dy, workspace, workspace_bytes, stream));
     CHECK_CUDA(cudaStreamSynchronize(stream));
-    CHECK_CUDA(cudaMemcpy(y.data(), dy, y_count * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(y_bytes.data(), dy, y_bytes.size(), cudaMemcpyDeviceToHost));
 
     // Every output when that is cheap on one CPU core, else a random sample and the corners.
     const double macs = static_cast<double>(y_count) * s.C * s.K * s.K;
@@ -103,7 +173,7 @@ bool run_one(int index, bool time_it, float* flush, size_t flush_bytes) {
     bool finite = true;
     for (size_t i : checked) {
         const double ref = reference_at(s, x, w, i);
-        const double got = y[i];
+        const double got = from_storage(s.dtype, &y_bytes[i * element]);
         if (!std::isfinite(got)) finite = false;
         const double d = got - ref;
         diff2 += d * d;
@@ -111,7 +181,7 @@ bool run_one(int index, bool time_it, float* flush, size_t flush_bytes) {
         max_abs = std::max(max_abs, std::fabs(d));
     }
     const double rel = std::sqrt(diff2 / std::max(ref2, 1e-300));
-    const bool ok = finite && rel <= kTolerance;
+    const bool ok = finite && rel <= p.tolerance;
 
     double median_ms = NAN;
     if (time_it) {
@@ -139,10 +209,11 @@ bool run_one(int index, bool time_it, float* flush, size_t flush_bytes) {
         median_ms = ms[kSamples / 2];
     }
 
-    std::printf("%3d  B=%d C=%d N=%d K=%d F=%d stride=%d  %-14s checked %zu  max_abs_err %.3e  "
-                "rel_err %.3e  %s",
-                index, s.B, s.C, s.N, s.K, s.F, s.stride, p.family, checked.size(), max_abs, rel,
-                ok ? "OK" : "FAIL");
+    std::printf("%3d  B=%d C=%d N=%d K=%d F=%d stride=%d %s %s  %-16s checked %zu  "
+                "max_abs_err %.3e  rel_err %.3e (tolerance %.0e)  %s",
+                index, s.B, s.C, s.N, s.K, s.F, s.stride, dtype_name(s.dtype),
+                s.layout == autotune::kNHWC ? "NHWC" : "NCHW", p.family, checked.size(), max_abs,
+                rel, p.tolerance, ok ? "OK" : "FAIL");
     if (time_it) std::printf("  time_ms %.4f (stored %.4f)", median_ms, p.time_ms);
     std::printf("\n");
 
