@@ -370,13 +370,22 @@ def optimize(
             layers.update(fused)  # each fused layer stands for the one it copies
     if layers and channels_last is not False:
         x = _inputs(example_inputs)[0] if example_inputs is not None else None
-        if channels_last is None:
-            channels_last = _channels_last_pays(rt, convs, layers, x)
-        copy = channels_last_copy(run) if channels_last else None
-        if copy is not None:
-            run = copy
-            if x is not None:
-                example_inputs = (_to_channels_last(x), *_inputs(example_inputs)[1:])
+        chosen = channels_last
+        if chosen is None:
+            chosen = _channels_last_pays(rt, convs, layers, x)
+        copy = channels_last_copy(run) if chosen else None
+        if copy is not None and x is not None:
+            example = (_to_channels_last(x), *_inputs(example_inputs)[1:])
+            try:
+                _prepare(copy, example, rt, layers, convs)
+                return copy
+            except RuntimeError:
+                if channels_last:
+                    raise
+                # The model needs its own layout somewhere (a view() of a 4-D activation, say):
+                # chosen by the store, channels-last is dropped and the model runs as it is.
+        elif copy is not None:
+            return copy
     if example_inputs is not None and layers:
         _prepare(run, example_inputs, rt, layers, convs)
     return run

@@ -281,3 +281,34 @@ def test_a_model_goes_channels_last_when_the_store_prices_nhwc_calls_lower():
     assert not any(c.layout_ms for c in a) and not prefers_channels_last(a, b)
     # Nothing stored: nothing to weigh.
     assert not prefers_channels_last([None, None], [None, None])
+
+
+class Viewed(nn.Module):
+    """Flattens a 4-D activation with view(), which a channels-last tensor refuses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return y.view(y.shape[0], -1)
+
+
+def test_channels_last_chosen_by_the_store_is_dropped_where_the_model_needs_its_layout(
+    tmp_path, monkeypatch
+):
+    import autotune.runtime.models as models
+
+    x = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        before = Viewed().eval()
+        expected = before(x)
+        # The store would price channels-last lower: the example's forward refuses it.
+        monkeypatch.setattr(models, "_channels_last_pays", lambda *args: True)
+        run = optimize(before, x, database=str(tmp_path / "opt.db"))
+        assert not isinstance(run, torch.fx.GraphModule)  # the model itself, swapped
+        assert torch.allclose(run(x), expected, rtol=1e-4, atol=1e-5)
+        # Asked for by the caller, the failure is the caller's to see.
+        with pytest.raises(RuntimeError, match="view"):
+            optimize(Viewed().eval(), x, database=str(tmp_path / "opt2.db"), channels_last=True)
