@@ -1,7 +1,7 @@
 """On a CUDA device (Hopper) with nvcc: an export of plans in every dtype and layout builds and its
-example matches the float64 reference on the GPU. tc_wgmma in bf16 with TMA tensor maps (im2col
-and, for a 1x1 shape, the maps the C++ call encodes), tc_implicit_gemm in tf32 and fp16, and the
-FP32 NCHW path of before (implicit_gemm), each measured here and stored, then exported."""
+example matches the float64 reference on the GPU: tc_wgmma in bf16 and fp16 with TMA tensor maps
+(which the C++ call encodes), tc_implicit_gemm in tf32, and the FP32 NCHW path of before
+(implicit_gemm), each measured here and stored, then exported."""
 
 from __future__ import annotations
 
