@@ -1,17 +1,17 @@
 """The check of a kernel given through tune_kernel: its own arguments, checked against the
 answer given (Kernel Tuner's meaning), in place of fresh random inputs and a float64 reference.
 
-The arguments travel to the GPU worker once, as a .npz file named in the check, and stay on the
-device for the session; each configuration's run gets fresh device copies of them (Kernel
-Tuner copies the given contents back before its checked run), so that no candidate sees what
-another wrote. CuPy is imported inside the worker only, as in library_tasks.py.
+The arguments travel to the GPU worker once, as a directory of .npy files named in the check
+(read_arguments maps them), and stay on the device for the session; each configuration's run
+gets fresh device copies of them (Kernel Tuner copies the given contents back before its checked
+run), so that no candidate sees what another wrote. CuPy is imported inside the worker only, as
+in library_tasks.py.
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import os
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -80,11 +80,12 @@ def write_arguments(
     answer: Sequence[Any] | None,
     cmem_args: dict[str, np.ndarray] | None,
 ) -> tuple[Path, str]:
-    """Save arguments, answer and constant-memory arrays as one .npz named by its digest:
-    (path, digest). Written once per tune_kernel call; the same data is the same file. Streamed
-    to disk and hashed from there: Kernel Tuner's examples pass arrays of gigabytes, which an
-    in-memory archive would hold twice more. An argument given as a tuple is a Tunable's
-    options, saved each under its option_buffer name."""
+    """Save arguments, answer and constant-memory arrays as a .npy file each in a new directory
+    under `directory`: (its path, a name unique to it, which keys the worker's copy on the
+    device). Written once per tune_kernel call, which removes it at its end; nothing else reads
+    it, so it is neither archived nor hashed: Kernel Tuner's accuracy.py passes about 5 GB,
+    which a zip archive checksums and a digest reads back from disk again. An argument given as
+    a tuple is a Tunable's options, saved each under its option_buffer name."""
     content: dict[str, np.ndarray] = {}
     for i, (name, value) in enumerate(zip(argument_names(len(arguments)), arguments, strict=True)):
         if isinstance(value, tuple):
@@ -99,25 +100,24 @@ def write_arguments(
     for symbol, value in (cmem_args or {}).items():
         content[cmem_buffer(symbol)] = np.asarray(value)
     directory.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=directory, suffix=".npz.tmp")
-    tmp = Path(name)
+    path = Path(tempfile.mkdtemp(prefix="arguments-", dir=directory))
     try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **content)
-        sha = hashlib.sha256()
-        with tmp.open("rb") as fh:
-            while chunk := fh.read(1 << 24):
-                sha.update(chunk)
-        digest = sha.hexdigest()[:24]
-        path = directory / f"arguments-{digest}.npz"
-        if path.exists():
-            tmp.unlink()
-        else:
-            tmp.replace(path)
+        for name, value in content.items():
+            np.save(path / f"{name}.npy", value, allow_pickle=False)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        shutil.rmtree(path, ignore_errors=True)
         raise
-    return path, digest
+    return path, path.name.removeprefix("arguments-")
+
+
+def read_arguments(path: Path) -> dict[str, np.ndarray]:
+    """What write_arguments saved, by name, mapped rather than read: an array of gigabytes is
+    paged in as it is copied to the device, or not at all where only its header is asked."""
+    found = {}
+    for file in sorted(Path(path).glob("*.npy")):
+        value = np.load(file, mmap_mode="r", allow_pickle=False)
+        found[file.stem] = value
+    return found
 
 
 def takes_atol(verify: Callable) -> bool:
@@ -135,7 +135,7 @@ def takes_atol(verify: Callable) -> bool:
 class GivenCheck:
     """How a given kernel's run is checked (answer and atol, or the user's verify) and timed."""
 
-    data: Path  # the .npz of write_arguments
+    data: Path  # the directory write_arguments made
     digest: str
     count: int  # positional arguments
     answered: tuple[int, ...]  # arguments with an answer (None entries are not checked)
@@ -169,11 +169,9 @@ class GivenCheck:
         if self.digest not in _ON_DEVICE:
             _ON_DEVICE.clear()
             loaded = {}
-            with np.load(self.data, allow_pickle=False) as npz:
-                for name in npz.files:
-                    value = npz[name]
-                    # 0-d: a NumPy scalar, passed by value with its dtype (Kernel Tuner's args).
-                    loaded[name] = value[()] if value.ndim == 0 else cp.asarray(value)
+            for name, value in read_arguments(self.data).items():
+                # 0-d: a NumPy scalar, passed by value with its dtype (Kernel Tuner's args).
+                loaded[name] = value[()] if value.ndim == 0 else cp.asarray(value)
             _ON_DEVICE[self.digest] = loaded
         return _ON_DEVICE[self.digest]
 
@@ -228,9 +226,9 @@ class GivenCheck:
 
     @property
     def outputs_directory(self) -> Path:
-        """Where outputs too large for the worker's pipe are left for the caller (beside the
-        arguments, which both processes read)."""
-        return self.data.parent / "outputs"
+        """Where outputs too large for the worker's pipe are left for the caller (in the
+        arguments' directory, which both processes read and the call removes)."""
+        return self.data / "outputs"
 
 
 def user_verify(

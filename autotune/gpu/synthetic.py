@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autotune.gpu.given import argument_names, argument_of
+from autotune.gpu.given import argument_names, argument_of, read_arguments
 from autotune.model import observe as names
 from autotune.model.evaluator import WithOutputs, spill
 from autotune.model.observe import Observe
@@ -51,19 +51,18 @@ class SyntheticSession:
             argument_of(a): a for lc in job.plan.launches for a in lc.args if isinstance(a, str)
         }
         outputs: list = []
-        with np.load(check.data, allow_pickle=False) as npz:
-            for i, name in enumerate(argument_names(check.count)):
-                buffer = launched.get(name, name)
-                shape, dtype = _header(npz, buffer)
-                if i in check.answered:
-                    answer = npz[f"answer{i}"]
-                    if buffer != name:  # a Tunable's option: the answer as its dtype holds it
-                        answer = answer.astype(dtype, copy=False)
-                    outputs.append(answer)
-                elif not shape:
-                    outputs.append(npz[buffer][()])
-                else:
-                    outputs.append(None if check.answered else npz[buffer])
+        given = read_arguments(check.data)  # mapped: only headers are read until data is asked
+        for i, name in enumerate(argument_names(check.count)):
+            value = given[launched.get(name, name)]
+            if i in check.answered:
+                answer = given[f"answer{i}"]
+                if launched.get(name, name) != name:  # a Tunable's option: as its dtype holds it
+                    answer = answer.astype(value.dtype, copy=False)
+                outputs.append(np.array(answer))
+            elif not value.shape:
+                outputs.append(value[()])
+            else:
+                outputs.append(None if check.answered else np.array(value))
         return WithOutputs(m, spill(outputs, check.outputs_directory))
 
 
@@ -83,17 +82,3 @@ def _readings(observe: Observe | None, ms: float) -> dict:
     if observe.temperature:
         found[names.TEMPERATURE_C] = 50.0
     return {"observations": tuple(sorted(found.items()))}
-
-
-def _header(npz, name: str) -> tuple[tuple[int, ...], np.dtype]:
-    """An archived array's shape and dtype, from its header (an input of gigabytes is not
-    read)."""
-    with npz.zip.open(f"{name}.npy") as fh:
-        version = np.lib.format.read_magic(fh)
-        read = (
-            np.lib.format.read_array_header_1_0
-            if version == (1, 0)
-            else np.lib.format.read_array_header_2_0
-        )
-        shape, _, dtype = read(fh)
-        return shape, dtype

@@ -10,6 +10,7 @@ Kernel Tuner returns: a list of result dicts and an environment dict.
 
 from __future__ import annotations
 
+import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -139,70 +140,72 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
         for i, a in enumerate(request.arguments)
     ]
     data, digest = write_arguments(root, given, request.answer, request.cmem_args)
-    count = len(request.arguments)
-    check = GivenCheck(
-        data=data,
-        digest=digest,
-        count=count,
-        answered=tuple(i for i, a in enumerate(request.answer or ()) if a is not None),
-        atol=request.atol,
-        timing=timing,
-        outputs_back=request.verify is not None or bool(request.output_observers),
-    )
-    # The caller's verify and output observers are called here, in their process, on the
-    # outputs the worker sends.
-    verify = None
-    if request.verify is not None:
-        verify = user_verify(request.verify, request.answer, count, request.atol)
-    verify = output_check(request.output_observers, verify, request.answer)
-    problem = study_problem(request)
-    study = Study(family, problem, space, check=check, verify=verify, objective=_told(request))
-    cache = _open_cache(request, session, family, problem, space) if request.cache else None
-    new: dict[str, dict] = {}
-
-    def progress(p) -> None:
-        if p.event == "eval" and p.last is not None:
-            row = _result(p.config, p.last, request)
-            new[p.config.to_json()] = row
-            if cache is not None:
-                cache.append(entry_key(row, list(request.tune_params)), row)
-            if not request.quiet:
-                print(_line(row, request))
-
-    tuner = session.tuner(
-        f"tune_kernel {request.kernel_name}",
-        strategy=request.strategy,
-        seed=request.seed or 0,
-        timing=timing,
-        on_progress=progress,
-    )
     try:
-        outcome = tuner.run([study], budget(request, len(space)), request.time_limit_s)
-    finally:
-        # Only this call's worker reads the argument file; gigabytes of them must not pile up.
-        data.unlink(missing_ok=True)
-        stored = session.store.evaluations(
-            session.device_id,
-            family.name,
-            problem,
-            runner.protocol,
-            kernel_digest=runner.kernel_digest(family),
+        count = len(request.arguments)
+        check = GivenCheck(
+            data=data,
+            digest=digest,
+            count=count,
+            answered=tuple(i for i, a in enumerate(request.answer or ()) if a is not None),
+            atol=request.atol,
+            timing=timing,
+            outputs_back=request.verify is not None or bool(request.output_observers),
         )
-        if cache is not None:  # every stored result, those of earlier calls too, then closed
-            for h in stored:
-                key = entry_key(h.config.as_dict(), list(request.tune_params))
-                if h.config.to_json() not in new and key not in cache.entries:
-                    cache.append(key, _result(h.config, h, request))
-            cache.close()
-    results = [
-        new.get(h.config.to_json()) or _result(h.config, h, request, stored=True)
-        for h in stored
-        if space.is_valid(h.config)
-    ]
-    env = _environment(request, info, runner, outcome, results, storage, problem, started)
-    if results and not request.quiet and "best_config" in env:
-        print(f"best performing configuration: {_line(env['best_config'], request)}")
-    return results, env
+        # The caller's verify and output observers are called here, in their process, on the
+        # outputs the worker sends.
+        verify = None
+        if request.verify is not None:
+            verify = user_verify(request.verify, request.answer, count, request.atol)
+        verify = output_check(request.output_observers, verify, request.answer)
+        problem = study_problem(request)
+        study = Study(family, problem, space, check=check, verify=verify, objective=_told(request))
+        cache = _open_cache(request, session, family, problem, space) if request.cache else None
+        new: dict[str, dict] = {}
+
+        def progress(p) -> None:
+            if p.event == "eval" and p.last is not None:
+                row = _result(p.config, p.last, request)
+                new[p.config.to_json()] = row
+                if cache is not None:
+                    cache.append(entry_key(row, list(request.tune_params)), row)
+                if not request.quiet:
+                    print(_line(row, request))
+
+        tuner = session.tuner(
+            f"tune_kernel {request.kernel_name}",
+            strategy=request.strategy,
+            seed=request.seed or 0,
+            timing=timing,
+            on_progress=progress,
+        )
+        try:
+            outcome = tuner.run([study], budget(request, len(space)), request.time_limit_s)
+        finally:
+            stored = session.store.evaluations(
+                session.device_id,
+                family.name,
+                problem,
+                runner.protocol,
+                kernel_digest=runner.kernel_digest(family),
+            )
+            if cache is not None:  # every stored result, those of earlier calls too, then closed
+                for h in stored:
+                    key = entry_key(h.config.as_dict(), list(request.tune_params))
+                    if h.config.to_json() not in new and key not in cache.entries:
+                        cache.append(key, _result(h.config, h, request))
+                cache.close()
+        results = [
+            new.get(h.config.to_json()) or _result(h.config, h, request, stored=True)
+            for h in stored
+            if space.is_valid(h.config)
+        ]
+        env = _environment(request, info, runner, outcome, results, storage, problem, started)
+        if results and not request.quiet and "best_config" in env:
+            print(f"best performing configuration: {_line(env['best_config'], request)}")
+        return results, env
+    finally:
+        # Only this call's worker reads the arguments; gigabytes of them must not pile up.
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def _open_cache(request: KernelRequest, session, family, problem, space) -> CacheFile:

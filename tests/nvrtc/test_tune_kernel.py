@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from autotune.gpu.given import read_arguments
 from autotune.kt import api
 from autotune.kt.api import tune_kernel
 from autotune.kt.arguments import TuneKernelError
@@ -61,13 +62,12 @@ def run(evaluator, tmp_path, **extra):
 
 def test_results_and_env_are_kernel_tuners(tmp_path):
     ev = synthetic()
-    given = {}  # the arguments' file lives as long as the call: read while the worker has it
+    given = {}  # the arguments' files live as long as the call: read while the worker has them
     evaluate = ev.evaluate
 
     def reading(job, timeout_s):
         if not given:
-            with np.load(job.check.data) as npz:
-                given.update(npz)
+            given.update({k: np.array(v) for k, v in read_arguments(job.check.data).items()})
         return evaluate(job, timeout_s)
 
     ev.evaluate = reading

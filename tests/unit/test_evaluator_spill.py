@@ -36,7 +36,7 @@ def test_the_synthetic_worker_spills_what_a_real_one_would(tmp_path, monkeypatch
     x = np.linspace(0, 1, 100)
     data, digest = write_arguments(tmp_path, [x, np.int32(100)], [x / 3, None], None)
     check = GivenCheck(data, digest, 2, (0,), 1e-6, TimingPolicy(), outputs_back=True)
-    assert check.outputs_directory == Path(data).parent / "outputs"
+    assert check.outputs_directory == Path(data) / "outputs"  # removed with the arguments
     plan = SimpleNamespace(
         defines=(), launches=(Launch("k", (1, 1, 1), (1, 1, 1), ("arg0", "arg1")),)
     )

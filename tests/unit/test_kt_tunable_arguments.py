@@ -12,7 +12,7 @@ import pytest
 
 from autotune.families.plan import Launch
 from autotune.gpu import given
-from autotune.gpu.given import GivenCheck, write_arguments
+from autotune.gpu.given import GivenCheck, read_arguments, write_arguments
 from autotune.gpu.synthetic import SyntheticSession
 from autotune.gpu.timing import TimingPolicy
 from autotune.kt.api import tune_kernel
@@ -49,9 +49,9 @@ def test_a_tunable_is_checked_keyed_and_saved_option_by_option(tmp_path):
     assert "tunable T{float:float32[100]|double:float64[100]}" in signature(request)
     options = [tuple(v for _, v in a.options) for a in request.arguments[:2]]
     path, _ = write_arguments(tmp_path, [*options, np.int32(100)], request.answer, {})
-    with np.load(path) as npz:
-        assert set(npz.files) == {"arg0.0", "arg0.1", "arg1.0", "arg1.1", "arg2", "answer0"}
-        assert npz["arg0.0"].dtype == np.float32 and npz["arg1.1"].dtype == np.float64
+    saved = read_arguments(path)
+    assert set(saved) == {"arg0.0", "arg0.1", "arg1.0", "arg1.1", "arg2", "answer0"}
+    assert saved["arg0.0"].dtype == np.float32 and saved["arg1.1"].dtype == np.float64
 
 
 def test_each_configuration_launches_its_option(tmp_path):
@@ -84,7 +84,7 @@ def test_the_worker_gives_the_selected_option_as_the_argument(monkeypatch):
         "arg1": np.ones(3),
         "answer0": np.ones(3),
     }
-    check = GivenCheck(Path("x.npz"), "d", 2, (0,), 1e-6, TimingPolicy(), outputs_back=True)
+    check = GivenCheck(Path("arguments-d"), "d", 2, (0,), 1e-6, TimingPolicy(), outputs_back=True)
     monkeypatch.setattr(GivenCheck, "_on_device", lambda self: loaded)
     plan = SimpleNamespace(all_launches=(Launch("k", (1, 1, 1), (1, 1, 1), ("arg0.1", "arg1")),))
     arrays = check.arrays(None, plan)
