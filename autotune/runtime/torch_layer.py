@@ -69,7 +69,7 @@ class Conv2d(torch.nn.Module):
         self.stride = _square(stride, "stride")
         self.padding = _square(padding, "padding")
         self.on_miss = on_miss
-        # A fused epilogue beyond the bias (models.fuse_epilogues sets them on a copy): the
+        # A fused epilogue beyond the bias (traced.fuse_epilogues sets them on a copy): the
         # activation applied last, and whether forward takes a residual to add before it.
         self.activation = ""
         self.takes_residual = False

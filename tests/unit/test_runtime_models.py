@@ -216,7 +216,7 @@ def test_a_model_fx_cannot_trace_is_optimized_unfused(tmp_path):
 
 
 def test_channels_last_runs_every_layer_channels_last_and_gives_back_the_callers_format(tmp_path):
-    from autotune.runtime.models import channels_last_copy
+    from autotune.runtime.traced import channels_last_copy
 
     model = randomised(Block())
     x = torch.randn(2, 3, 12, 12)
