@@ -370,12 +370,15 @@ def test_optimize_over_a_store_without_this_device_says_to_tune_first(tmp_path):
 
 def test_an_nchw_model_served_by_nhwc_plans_runs_channels_last_inside(tuned):
     from autotune.runtime import Runtime
-    from autotune.runtime.models import optimize
+    from autotune.runtime.models import optimize, tune_model
 
     # Only the tensor-core families (NHWC): an NCHW call would copy its layout at every layer.
+    # The store fixture tuned fp32 first, so its tf32 calls found fp32 stored and tuned no tf32:
+    # tune this model's shapes in tf32 as a user would.
+    families = ["tc_wgmma", "tc_implicit_gemm"]
     rt = Runtime(
         tuned.database,
-        families=["tc_wgmma", "tc_implicit_gemm"],
+        families=families,
         cache_dir=tuned.cache_dir,
         launcher=tuned.launcher,
     )
@@ -389,6 +392,7 @@ def test_an_nchw_model_served_by_nhwc_plans_runs_channels_last_inside(tuned):
         .eval()
     )
     x = inputs(SHAPES[0], "float32", "NCHW", 13)[0]
+    tune_model(model, x, "tf32", database=rt.database, budget=4, families=families)
     with allow_tf32(True), torch.no_grad():
         ref = model.double()(x.double()).float()
         model.float()
