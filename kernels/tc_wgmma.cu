@@ -300,7 +300,17 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
 
 
 #if STORAGE == 0
-__device__ __forceinline__ float to_storage(float v) { return v; }
+// FP32 storage is a TF32 convolution's: its output rounded to TF32 (to nearest, ties away), so
+// that a convolution reading it next computes with it as cuDNN would with its own rounding. The
+// tensor cores read an FP32 operand's bits from shared memory as TF32, dropping the low 13: a
+// truncation whose bias, unlike rounding's error, compounds layer after layer (ResNet-50's
+// logits 1.9e-2 from float64 on the H200 with unrounded outputs, eager PyTorch's 5.9e-4).
+__device__ __forceinline__ float to_storage(float v)
+{
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(v));
+    return __uint_as_float(r);
+}
 #else
 __device__ __forceinline__ u16 to_storage(float v)
 {
@@ -523,11 +533,14 @@ __device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot
 // partial sums.
 #if SPLIT_K == 1
 typedef out_t gemm_out_t;
+#define FINAL(v) to_storage(v)
 #else
 typedef float gemm_out_t;
+#define FINAL(v) (v)  // a partial sum, rounded once summed (tc_wgmma_reduce)
 #endif
 
-// A finished tile's accumulators to global memory (FP32 outputs and partial sums as they are). Fragment of m64nBN: warp q of the warpgroup
+// A finished tile's accumulators to global memory (FP32 outputs rounded to TF32, partial sums as
+// they are). Fragment of m64nBN: warp q of the warpgroup
 // holds rows 16q..16q+15; register i of a lane is row lane/4 + 8*((i/2)%2), column
 // 8*(i/4) + 2*(lane%4) + i%2.
 __device__ __forceinline__ void store_tile(
@@ -569,11 +582,11 @@ __device__ __forceinline__ void store_tile(
                 if (F % 2 == 0) {
                     if (f < F)
                         *(float2*)out = make_float2(
-                            GEMM_EPI(v0, f, (long long)m * F + f),
-                            GEMM_EPI(v1, f + 1, (long long)m * F + f + 1));
+                            FINAL(GEMM_EPI(v0, f, (long long)m * F + f)),
+                            FINAL(GEMM_EPI(v1, f + 1, (long long)m * F + f + 1)));
                 } else {
-                    if (f < F) out[0] = GEMM_EPI(v0, f, (long long)m * F + f);
-                    if (f + 1 < F) out[1] = GEMM_EPI(v1, f + 1, (long long)m * F + f + 1);
+                    if (f < F) out[0] = FINAL(GEMM_EPI(v0, f, (long long)m * F + f));
+                    if (f + 1 < F) out[1] = FINAL(GEMM_EPI(v1, f + 1, (long long)m * F + f + 1));
                 }
 #endif
             }

@@ -77,8 +77,9 @@ class TcWgmma(Family):
         "multi-stage cp.async pipeline (16-byte chunks where C fills whole ones, an element "
         "gather otherwise), one or two consumer warpgroups, an optional producer warpgroup on "
         "mbarriers, optional split-K, or (TMA) tensor-memory copies of both tiles through an "
-        "im2col-mode and a tiled tensor map; output in the storage type (BF16/FP16 rounded, FP32), "
-        "after the problem's fused epilogue if it has one (scale, bias, residual, activation)"
+        "im2col-mode and a tiled tensor map; output in the storage type (BF16/FP16 rounded, "
+        "FP32 rounded to TF32), after the problem's fused epilogue if it has one (scale, bias, "
+        "residual, activation)"
     )
     paper = "issue 20 (tensor cores), Hopper's wgmma path"
     layout = "NHWC input, FKKC filters, NHWF output"

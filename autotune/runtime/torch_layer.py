@@ -30,6 +30,13 @@ _FX_TRACING = getattr(
 )
 
 
+def tf32_rounded(w: torch.Tensor) -> torch.Tensor:
+    """FP32 `w` rounded to TF32's 10 mantissa bits, to nearest with ties away from zero (the
+    tensor cores' cvt.rna), still FP32: the low 13 bits of each value zero."""
+    bits = w.view(torch.int32)  # the same strides: a channels-last weight stays one
+    return ((bits + 0x1000) & -0x2000).view(torch.float32)
+
+
 class Conv2d(torch.nn.Module):
     """Like torch.nn.Conv2d (square kernel, stride and padding; zero padding; no groups or
     dilation), computed by the fastest stored kernel for each input shape, dtype (FP32, TF32
@@ -66,6 +73,7 @@ class Conv2d(torch.nn.Module):
             dtype=dtype,
         )
         self._adopt(like.weight.detach(), None if like.bias is None else like.bias.detach())
+        self.register_load_state_dict_post_hook(Conv2d._round_weight)  # weights copied in place
         self.stride = _square(stride, "stride")
         self.padding = _square(padding, "padding")
         self.on_miss = on_miss
@@ -79,6 +87,18 @@ class Conv2d(torch.nn.Module):
     def _adopt(self, weight: torch.Tensor, bias: torch.Tensor | None) -> None:
         self.weight = torch.nn.Parameter(weight, requires_grad=False)
         self.bias = None if bias is None else torch.nn.Parameter(bias, requires_grad=False)
+        self._round_weight()
+
+    def _round_weight(self, *_) -> None:
+        """Keep `weight_tf32`, the FP32 weight rounded to TF32 (None for other dtypes), which
+        calls with TF32 allowed compute with: cuDNN rounds its inputs so, while a tensor-core
+        plan that reads FP32 bits from shared memory truncates them, a bias that compounds
+        layer after layer (ResNet-50's logits drifted 1.9e-2 from float64 against eager's
+        5.9e-4 on the H200; the plans round their own FP32 outputs for the next layer)."""
+        w = self.weight.detach()
+        rounded = tf32_rounded(w) if w.dtype is torch.float32 else None
+        self.register_buffer("weight_tf32", rounded, persistent=False)
+        self._rounded_version = self.weight._version
 
     @classmethod
     def from_torch(cls, conv: torch.nn.Conv2d, **kwargs) -> Conv2d:
@@ -123,9 +143,11 @@ class Conv2d(torch.nn.Module):
             # bias goes with the call: a plan that fuses epilogues adds it in its store, which
             # saves a launch and a pass over the output.
             rt = runtime_named(self._runtime_key)  # the runtime the op would call
+            if self._rounded_version != self.weight._version:  # written in place since
+                self._round_weight()
             return rt.conv2d(
                 x,
-                self.weight,
+                self._weight_for(x),
                 self.stride,
                 self.padding,
                 self.on_miss,
@@ -137,7 +159,7 @@ class Conv2d(torch.nn.Module):
         # epilogue with it (in the kernel's store on the GPU where the family fuses it).
         return torch_op.conv2d(
             x,
-            self.weight,
+            self._weight_for(x),
             self.bias,
             residual,
             self.stride,
@@ -146,6 +168,22 @@ class Conv2d(torch.nn.Module):
             self.on_miss,
             self._runtime_key,
         )
+
+    def _apply(self, fn, *args, **kwargs):
+        """.to(), .cuda(), .half() ...: the rounded weight derived again from the converted one
+        (none for a weight no longer FP32), not converted beside it."""
+        self.weight_tf32 = None
+        module = super()._apply(fn, *args, **kwargs)
+        self._round_weight()
+        return module
+
+    def _weight_for(self, x: torch.Tensor) -> torch.Tensor:
+        """The rounded weight for a call on the GPU with TF32 allowed (under FX, x is a Proxy
+        that cannot say: the weight as it is, as on the CPU, where PyTorch has no TF32)."""
+        if _FX_TRACING() or self.weight_tf32 is None or not x.is_cuda:
+            return self.weight
+        tf32 = x.dtype is torch.float32 and torch.backends.cudnn.allow_tf32
+        return self.weight_tf32 if tf32 else self.weight
 
     def extra_repr(self) -> str:
         f, c, k, _ = self.weight.shape

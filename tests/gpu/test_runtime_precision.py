@@ -22,7 +22,7 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 CASES = [
     (storage, layout, tf32)
     for storage, tf32s in (
-        ("float32", (False, True)),
+        ("float32", (True, False)),  # TF32 first: its calls tune both dtypes, FP32's then none
         ("bfloat16", (False,)),
         ("float16", (False,)),
     )
@@ -356,6 +356,39 @@ def test_a_residual_and_an_activation_are_applied_where_the_family_fuses_them(
     ref = act(conv + residual.double())
     err = (torch.linalg.vector_norm(y.double() - ref) / torch.linalg.vector_norm(ref)).item()
     assert err <= PRECISIONS[entry.choice.problem.dtype].tolerance, (entry.choice.family, err)
+
+
+def test_a_tf32_call_of_tc_wgmma_stores_tf32_exact_outputs(tuned):
+    """The output is rounded to TF32 for the next layer's tensor cores, which would truncate it."""
+    from autotune.runtime import Runtime
+
+    rt = Runtime(
+        tuned.database, families=["tc_wgmma"], cache_dir=tuned.cache_dir, launcher=tuned.launcher
+    )
+    shape = SHAPES[0]
+    x, w = inputs(shape, "float32", "NHWC", 21)
+    with allow_tf32(True):
+        y = rt.conv2d(x, w, shape["stride"], shape["padding"], "nearest")
+    torch.cuda.synchronize()
+    choice = prepared_choice(rt, x, "float32", "NHWC", True)
+    assert (choice.family, choice.problem.dtype) == ("tc_wgmma", "tf32")
+    assert not (y.view(torch.int32) & 0x1FFF).any()  # the low 13 bits, which TF32 lacks
+    assert rel_error(y, x, w, shape) <= PRECISIONS["tf32"].tolerance
+
+
+def test_a_layer_computes_with_its_weight_rounded_to_tf32_where_tf32_is_allowed(tuned):
+    from autotune.runtime.torch_layer import Conv2d, tf32_rounded
+
+    shape = SHAPES[0]
+    x, w = inputs(shape, "float32", "NHWC", 22)
+    layer = Conv2d(
+        shape["C"], shape["F"], shape["K"], padding=shape["padding"], bias=False, runtime_=tuned
+    )
+    layer._adopt(w, None)
+    with allow_tf32(True), torch.no_grad():
+        assert torch.equal(layer(x), tuned.conv2d(x, tf32_rounded(w), 1, shape["padding"]))
+    with allow_tf32(False), torch.no_grad():
+        assert torch.equal(layer(x), tuned.conv2d(x, w, 1, shape["padding"]))
 
 
 def test_optimize_over_a_store_without_this_device_says_to_tune_first(tmp_path):

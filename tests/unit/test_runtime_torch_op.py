@@ -116,3 +116,31 @@ def test_fx_symbolic_tracing_records_the_op(database):
     x = torch.randn(2, 3, 16, 16)
     with torch.no_grad():
         assert torch.allclose(traced(x), model(x))
+
+
+def test_tf32_rounding_is_to_nearest_ties_away_and_keeps_the_memory_format():
+    from autotune.runtime.torch_layer import tf32_rounded
+
+    ulp = 2.0**-10  # TF32's last mantissa bit at 1.0
+    x = torch.tensor([1 + ulp / 2, -(1 + ulp / 2), 1 + ulp / 4, 1 + 3 * ulp / 4, 1 + ulp])
+    assert tf32_rounded(x).tolist() == [1 + ulp, -(1 + ulp), 1.0, 1 + ulp, 1 + ulp]
+    w = channels_last(torch.randn(8, 3, 3, 3, generator=torch.Generator().manual_seed(1)))
+    r = tf32_rounded(w)
+    assert r.is_contiguous(memory_format=torch.channels_last)
+    assert not (r.view(torch.int32) & 0x1FFF).any()
+    assert ((r - w).abs() <= w.abs() * 2.0**-11).all()
+
+
+def test_a_layer_keeps_its_fp32_weight_rounded_to_tf32_as_the_weight_changes(database):
+    from autotune.runtime.torch_layer import tf32_rounded
+
+    layer = Conv2d(3, 4, 3, database=database)
+    assert torch.equal(layer.weight_tf32, tf32_rounded(layer.weight))
+    assert "weight_tf32" not in layer.state_dict()  # derived, never saved
+    ones = torch.full((4, 3, 3, 3), 1 + 2.0**-12)
+    layer.load_state_dict({"weight": ones, "bias": torch.zeros(4)})  # copied in place
+    assert torch.equal(layer.weight_tf32, torch.ones(4, 3, 3, 3))
+    assert layer.to(torch.bfloat16).weight_tf32 is None  # only FP32 weights have one
+    assert layer.float().weight_tf32 is not None
+    # On the CPU PyTorch has no TF32: the weight as it is.
+    assert layer._weight_for(torch.randn(1, 3, 5, 5)) is layer.weight
