@@ -210,15 +210,17 @@ class Catalogue:
 
     # -- one shape ---------------------------------------------------------------------------
 
-    def stored(self, problem: ConvProblem) -> list[Choice]:
+    def stored(self, problem: ConvProblem, epilogue: str = "") -> list[Choice]:
         """Every stored best of this very shape that can serve it, as choices for it, best
-        first (rule 1)."""
-        offers = (self._offer(s, problem, problem) for s in self._rows(problem))
+        first (rule 1). For a call that fuses `epilogue`, a family's best measured with it
+        fused (tune_model tunes so) stands in for its plain best: a configuration fast on the
+        plain problem can be slow with the epilogue in its store."""
+        offers = (self._offer(s, problem, m) for s, m in self._rows(problem, epilogue))
         return sorted((o for o in offers if isinstance(o, Choice)), key=_rank)
 
     def refusals(self, problem: ConvProblem) -> list[Refusal]:
         """Why each other stored best of this very shape cannot serve it, fastest first."""
-        offers = (self._offer(s, problem, problem) for s in self._rows(problem))
+        offers = (self._offer(s, problem, m) for s, m in self._rows(problem))
         return [o for o in offers if isinstance(o, Refusal)]
 
     def nearest(self, problem: ConvProblem, limits: DeviceLimits) -> Iterator[Choice]:
@@ -245,6 +247,8 @@ class Catalogue:
         for key, shape in self.problems.items():
             if key == problem.key or (shape.dtype, shape.layout) != (problem.dtype, problem.layout):
                 continue  # a bf16 or NHWC plan never serves an fp32 NCHW call (nor the reverse)
+            if shape.epilogue != problem.epilogue:
+                continue  # a fused measurement stands in for its own plain shape only
             stored = self.stored(shape)
             times = {c.family: Timed(c.time_ms, c.untimed_ms) for c in stored if c.family in serve}
             if times:
@@ -308,7 +312,8 @@ class Catalogue:
         FLOPs), then the rest problem by problem."""
         problems = request.problems(sizes)
         stored = sorted(
-            (self._priced(c, request) for p in problems for c in self.stored(p)), key=_rank
+            (self._priced(c, request) for p in problems for c in self.stored(p, request.epilogue)),
+            key=_rank,
         )
         yield from stored
         if not nearest or stored:
@@ -352,8 +357,14 @@ class Catalogue:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    def _rows(self, measured: ConvProblem) -> list[Stored]:
-        return sorted(self.best.get(measured.key, []), key=lambda s: (s.time_ms, s.family))
+    def _rows(self, problem: ConvProblem, epilogue: str = "") -> list[tuple[Stored, ConvProblem]]:
+        """The stored bests of `problem` with the problem each was measured on: per family,
+        the one measured with `epilogue` fused where there is one, else the plain one."""
+        rows = {s.family: (s, problem) for s in self.best.get(problem.key, [])}
+        if epilogue:
+            fused = replace(problem, epilogue=epilogue)
+            rows.update({s.family: (s, fused) for s in self.best.get(fused.key, [])})
+        return sorted(rows.values(), key=lambda r: (r[0].time_ms, r[0].family))
 
     def _offer(self, s: Stored, problem: ConvProblem, measured: ConvProblem) -> Choice | Refusal:
         family = self.families.get(s.family)

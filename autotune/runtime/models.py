@@ -89,7 +89,8 @@ def model_studies(
     problems: Iterable[ConvProblem], dtype: str, families: Iterable[Family] | None = None
 ) -> list[tuple[Family, ConvProblem]]:
     """(family, problem) for every distinct size and every family that computes `dtype`, in
-    each layout it reads."""
+    each layout it reads: with the size's epilogue where the family fuses it, else plain (its
+    epilogue is then a pass after the call)."""
     check_dtype(dtype)
     chosen = list(families) if families is not None else list(FAMILIES.values())
     pairs = []
@@ -99,9 +100,11 @@ def model_studies(
                 continue
             for layout in family.layouts:
                 problem = replace(sizes, dtype=dtype, layout=layout)
+                if problem.epilogue and callable_family(family, problem) is not None:
+                    problem = replace(problem, epilogue="")
                 if callable_family(family, problem) is None:
                     pairs.append((family, problem))
-    return pairs
+    return list(dict.fromkeys(pairs))
 
 
 @dataclass
@@ -134,12 +137,21 @@ def tune_model(
     `database` (the user's by default): ordinary studies through the session setup, so running
     it again resumes. `evaluator` replaces the GPU worker (tests)."""
     from autotune.gpu.compiler import DEFAULT_CACHE
+    from autotune.runtime.dispatch import runtime
     from autotune.store import default_storage
     from autotune.tuning.session import open_gpu_session
     from autotune.tuning.studies import plan_studies
 
     convs = collect_convolutions(model, example_inputs)
-    problems = [c.problem for c in convs if c.problem is not None]
+    # Each convolution as optimize() will call it: a configuration fast without its epilogue
+    # can be slow with it (ResNet-50's conv3 at 56x56 in tf32 on the H200: 65 us tuned plain,
+    # 392 us called with its residual add and ReLU).
+    epilogues = model_epilogues(model, runtime(database))
+    problems = [
+        replace(c.problem, epilogue=epilogues.get(c.name, ""))
+        for c in convs
+        if c.problem is not None
+    ]
     chosen = [get_family(n) for n in families] if families else None
     pairs = model_studies(problems, dtype, chosen)
     if not pairs:
@@ -229,29 +241,12 @@ def optimize(
     `runtime_`: a Runtime of the caller's (its own launcher or families) in place of the
     database's."""
     from autotune.runtime.dispatch import runtime
-    from autotune.runtime.torch_layer import Conv2d
 
     rt = runtime(database) if runtime_ is None else runtime_
     # The example's convolutions, collected before the swap: hooks see torch.nn.Conv2d modules,
     # and a forward through swapped layers would prepare (compile) each in turn, one at a time.
     convs = collect_convolutions(model, example_inputs) if example_inputs is not None else []
-    folded = dict(conv_bn_pairs(model)) if fold else {}
-    layers: dict[str, Conv2d] = {}
-    for name, module in list(model.named_modules()):
-        if isinstance(module, torch.nn.Conv2d) and not unsupported(module):
-            layer = Conv2d.from_torch(module, on_miss=on_miss, runtime_=rt)
-            if name in folded:
-                weight, bias = fold_batchnorm(module, _get(model, folded[name]))
-                layer._adopt(weight, bias)
-                _set(model, folded[name], torch.nn.Identity())
-            _set(model, name, layer)
-            layers[name] = layer
-    run = model
-    if fuse and layers:
-        traced, fused = fuse_epilogues(model)
-        if traced is not None:
-            run = traced
-            layers.update(fused)  # each fused layer stands for the one it copies
+    run, layers = _swap(model, rt, on_miss, fold, fuse)
     if layers and channels_last is not False:
         x = _inputs(example_inputs)[0] if example_inputs is not None else None
         chosen = channels_last
@@ -273,6 +268,45 @@ def optimize(
     if example_inputs is not None and layers:
         _prepare(run, example_inputs, rt, layers, convs)
     return run
+
+
+def _swap(model: torch.nn.Module, rt, on_miss: str, fold: bool, fuse: bool) -> tuple:
+    """optimize()'s swap, in place: (the module to run, the autotune layer standing for each
+    swapped convolution by its name in `model`, a fused copy where it fuses an epilogue)."""
+    from autotune.runtime.torch_layer import Conv2d
+
+    folded = dict(conv_bn_pairs(model)) if fold else {}
+    layers: dict[str, Conv2d] = {}
+    for name, module in list(model.named_modules()):
+        if isinstance(module, torch.nn.Conv2d) and not unsupported(module):
+            layer = Conv2d.from_torch(module, on_miss=on_miss, runtime_=rt)
+            if name in folded:
+                weight, bias = fold_batchnorm(module, _get(model, folded[name]))
+                layer._adopt(weight, bias)
+                _set(model, folded[name], torch.nn.Identity())
+            _set(model, name, layer)
+            layers[name] = layer
+    run = model
+    if fuse and layers:
+        traced, fused = fuse_epilogues(model)
+        if traced is not None:
+            run = traced
+            layers.update(fused)  # each fused layer stands for the one it copies
+    return run, layers
+
+
+def model_epilogues(model: torch.nn.Module, rt) -> dict[str, str]:
+    """The epilogue each convolution of `model` calls once optimize()d (folded BatchNorm's
+    shift as a bias, a fused ReLU and residual add), by module name; the model unchanged (a
+    copy of it on the meta device is swapped)."""
+    import copy
+
+    ghost = copy.deepcopy(model).to("meta")
+    _, layers = _swap(ghost, rt, "nearest", fold=True, fuse=True)
+    return {
+        name: epilogue_name(layer.bias is not None, layer.takes_residual, layer.activation)
+        for name, layer in layers.items()
+    }
 
 
 def _channels_last_pays(rt, convs: list[ModelConv], layers: dict, x) -> bool:

@@ -286,3 +286,33 @@ def test_without_a_copy_bandwidth_plans_paying_the_same_copies_rank_by_their_run
     assert order(b, plain) == ["tc_implicit_gemm", "tc_wgmma"]
     # With a bias: the family that fuses it has one unpriced cost, the other two.
     assert order(b, replace(plain, epilogue="bias")) == ["tc_wgmma", "tc_implicit_gemm"]
+
+
+def test_a_best_measured_with_the_calls_epilogue_fused_stands_in_for_the_plain_one():
+    from autotune.runtime.calls import Request
+    from autotune.runtime.lookup import Stored
+
+    # ResNet-50's conv3 at 56x56 in tf32 on the H200: its plain best ran 6x slower called with
+    # the residual add and ReLU in its store; another configuration measured fused is faster.
+    sizes = ConvProblem(N=56, K=1, C=64, F=256, B=32)
+    problem = replace(sizes, dtype="tf32", layout="NHWC")
+    fused = replace(problem, epilogue="bias_add_relu")
+    plain_cfg, fused_cfg = config_of("tc_wgmma", problem), config_of("tc_wgmma", problem, 1)
+    assert plain_cfg != fused_cfg
+    rows = [
+        (problem, Stored("tc_wgmma", plain_cfg, 0.065)),
+        (fused, Stored("tc_wgmma", fused_cfg, 0.108)),
+        (problem, Stored("tc_implicit_gemm", config_of("tc_implicit_gemm", problem), 0.046)),
+    ]
+    catalogue = Catalogue(rows, copy_gbps=4000.0)
+    limits = ARCH_LIMITS["sm_90"]
+    request = Request("float32", "NHWC", allow_tf32=True, epilogue="bias_add_relu")
+    wgmma = next(c for c in catalogue.for_call(sizes, request, limits) if c.family == "tc_wgmma")
+    assert (wgmma.config, wgmma.time_ms, wgmma.measured_on) == (fused_cfg, 0.108, fused.key)
+    assert wgmma.problem == problem  # the call's plain problem: the runtime adds the epilogue
+    plain = Request("float32", "NHWC", allow_tf32=True)
+    wgmma = next(c for c in catalogue.for_call(sizes, plain, limits) if c.family == "tc_wgmma")
+    assert (wgmma.config, wgmma.time_ms) == (plain_cfg, 0.065)
+    # A fused shape is no neighbour of another shape's plain call (rule 2).
+    other = ConvProblem(N=28, K=1, C=64, F=256, B=32, dtype="tf32", layout="NHWC")
+    assert fused.key not in catalogue.table(other)

@@ -312,3 +312,19 @@ def test_channels_last_chosen_by_the_store_is_dropped_where_the_model_needs_its_
         # Asked for by the caller, the failure is the caller's to see.
         with pytest.raises(RuntimeError, match="view"):
             optimize(Viewed().eval(), x, database=str(tmp_path / "opt2.db"), channels_last=True)
+
+
+def test_each_convolution_is_tuned_with_the_epilogue_optimize_gives_it(tmp_path):
+    from autotune.runtime.dispatch import runtime
+    from autotune.runtime.models import model_epilogues
+
+    model = randomised(Block())
+    epilogues = model_epilogues(model, runtime(str(tmp_path / "e.db")))
+    # conv1: the folded BatchNorm's shift and the ReLU; conv3: its own bias; conv2 is grouped.
+    assert epilogues == {"conv1": "bias_relu", "conv3": "bias"}
+    assert type(model.conv1) is nn.Conv2d and isinstance(model.bn1, nn.BatchNorm2d)  # unchanged
+    assert model.conv1.weight.device.type == "cpu"
+    sizes = ConvProblem(N=12, K=3, C=3, F=8, B=2, epilogue="bias_relu")
+    pairs = {f.name: p for f, p in model_studies([sizes], "bf16")}
+    assert pairs["tc_wgmma"].epilogue == "bias_relu"  # it fuses the epilogue: tuned with it
+    assert pairs["tc_implicit_gemm"].epilogue == ""  # it does not: tuned plain, a pass after
