@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from autotune.families import FAMILIES, Family, get_family
+from autotune.families import FAMILIES, Family, UnsupportedProblem, get_family
 from autotune.model.epilogue import epilogue_name
 from autotune.model.precision import check_dtype
 from autotune.model.problem import ConvProblem
@@ -100,11 +100,23 @@ def model_studies(
                 continue
             for layout in family.layouts:
                 problem = replace(sizes, dtype=dtype, layout=layout)
-                if problem.epilogue and callable_family(family, problem) is not None:
-                    problem = replace(problem, epilogue="")
-                if callable_family(family, problem) is None:
-                    pairs.append((family, problem))
+                plain = replace(problem, epilogue="")
+                if callable_family(family, plain) is None:  # the runtime calls plain plans
+                    pairs.append((family, problem if _fuses(family, problem) else plain))
     return list(dict.fromkeys(pairs))
+
+
+def _fuses(family: Family, problem: ConvProblem) -> bool:
+    """Whether `family` computes `problem` with its epilogue in its store (and so can tune it
+    with it); the runtime serves such a call with the plain problem's plan and the epilogue's
+    buffers (a residual, a bias) passed beside."""
+    if not problem.epilogue:
+        return False
+    try:
+        family.check(problem)
+    except UnsupportedProblem:
+        return False
+    return True
 
 
 @dataclass

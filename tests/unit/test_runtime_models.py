@@ -324,7 +324,8 @@ def test_each_convolution_is_tuned_with_the_epilogue_optimize_gives_it(tmp_path)
     assert epilogues == {"conv1": "bias_relu", "conv3": "bias"}
     assert type(model.conv1) is nn.Conv2d and isinstance(model.bn1, nn.BatchNorm2d)  # unchanged
     assert model.conv1.weight.device.type == "cpu"
-    sizes = ConvProblem(N=12, K=3, C=3, F=8, B=2, epilogue="bias_relu")
-    pairs = {f.name: p for f, p in model_studies([sizes], "bf16")}
-    assert pairs["tc_wgmma"].epilogue == "bias_relu"  # it fuses the epilogue: tuned with it
-    assert pairs["tc_implicit_gemm"].epilogue == ""  # it does not: tuned plain, a pass after
+    for epilogue in ("bias_relu", "bias_add_relu"):  # a residual too (ResNet's conv3)
+        sizes = ConvProblem(N=12, K=3, C=3, F=8, B=2, epilogue=epilogue)
+        pairs = {f.name: p for f, p in model_studies([sizes], "bf16")}
+        assert pairs["tc_wgmma"].epilogue == epilogue  # it fuses the epilogue: tuned with it
+        assert pairs["tc_implicit_gemm"].epilogue == ""  # it does not: tuned plain, a pass after
