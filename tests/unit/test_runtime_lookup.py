@@ -310,6 +310,7 @@ def test_a_best_measured_with_the_calls_epilogue_fused_stands_in_for_the_plain_o
     wgmma = next(c for c in catalogue.for_call(sizes, request, limits) if c.family == "tc_wgmma")
     assert (wgmma.config, wgmma.time_ms, wgmma.measured_on) == (fused_cfg, 0.108, fused.key)
     assert wgmma.problem == problem  # the call's plain problem: the runtime adds the epilogue
+    assert wgmma.exact  # measured on this very shape, fused
     plain = Request("float32", "NHWC", allow_tf32=True)
     wgmma = next(c for c in catalogue.for_call(sizes, plain, limits) if c.family == "tc_wgmma")
     assert (wgmma.config, wgmma.time_ms) == (plain_cfg, 0.065)
