@@ -305,7 +305,8 @@ class Runtime:
         (no compile; None when nothing is stored or near). `sizes.epilogue` is the call's."""
         with cp.cuda.Device(device):
             catalogue, limits = self.catalogue(device), self.limits(device)
-        # The store keys plain problems; the call's epilogue prices the choice (a plan that
+        # The call's plain problem, its epilogue in the request: it picks a family's best
+        # measured fused where there is one, and prices the choice (a plan that
         # does not fuse it pays a pass over the output) and goes on the chosen plan.
         plain = replace(sizes, epilogue="")
         request = replace(request, epilogue=sizes.epilogue)

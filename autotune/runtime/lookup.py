@@ -5,7 +5,8 @@ store only, for one device and timing protocol:
 
 1. A stored shape: its stored bests (each family's fastest verified configuration), of the
    families that can compute the call (`callable_family`), ranked by their expected time per
-   call, then by family name.
+   call, then by family name. For a call that fuses an epilogue, a family's best measured with
+   that epilogue fused (tune_model tunes so) stands in for its plain one.
 2. A shape with nothing stored: the families that can compute it, in the order
    `ranking.by_evidence` gives from what the store says about each family on similar shapes
    of the same dtype and layout (its measured time per call relative to the fastest family's
