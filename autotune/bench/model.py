@@ -99,6 +99,7 @@ def bench_one(
     say,
     graphs=False,
     launchers=(DEFAULT_LAUNCHER,),
+    layers_to: Path | None = None,
 ):
     torch.manual_seed(0)
     base = getattr(torchvision.models, name)(weights=None).eval().cuda()
@@ -119,7 +120,7 @@ def bench_one(
     compiled = {"compile": torch.compile(model)}
     if graphs:  # no host time per call left: the kernels' own speed against PyTorch's
         compiled["compile+graphs"] = torch.compile(model, mode="reduce-overhead")
-    plans = {}
+    plans, runtimes = {}, {}
     for launcher in launchers:
         rt = Runtime(database, launcher=launcher)  # a runtime of this model's calls alone
         try:
@@ -129,11 +130,19 @@ def bench_one(
         choices = rt.prepared().values()
         # The way's name says the launcher where it is not the runtime's default.
         tag = "ours" if launcher == DEFAULT_LAUNCHER else f"ours[{launcher}]"
-        ways[tag] = ours
+        ways[tag], runtimes[tag] = ours, rt
         compiled[f"{tag}+compile"] = torch.compile(ours)
         if graphs:
             compiled[f"{tag}+compile+graphs"] = torch.compile(ours, mode="reduce-overhead")
         plans[tag] = f"{sum(c.exact for c in choices)}/{len(choices)}"
+    if layers_to is not None:  # before any compiled way runs, as the eager ways are timed
+        from autotune.bench.model_layers import write_layers
+
+        tag = next(iter(runtimes))  # the first launcher's way
+        title = f"{name} batch {batch} {precision}, {tag}"
+        say(f"autotune: {title}: each convolution's time in the model ...")
+        table = _layer_rows(torch, model, ways[tag], runtimes[tag], x, repeats)
+        write_layers(table, layers_to / f"layers_{name}_b{batch}_{precision}", title)
     ways.update(compiled)
     rows, eager_top1, eager_ms = [], None, None
     for way, forward in ways.items():
@@ -162,6 +171,26 @@ def bench_one(
         )
         torch._dynamo.reset()
     return rows
+
+
+def _layer_rows(torch, eager, ours, rt, x, repeats: int) -> list[dict]:
+    """The layer table of `ours` (optimize()'s module) against `eager`'s convolutions."""
+    from autotune.bench.model_layers import layer_ms, layer_rows
+    from autotune.model.epilogue import epilogue_name
+    from autotune.runtime.torch_layer import Conv2d
+    from autotune.runtime.torch_tensors import call_key
+
+    def entry(layer, args):
+        x, residual = args[0], (args[1] if len(args) > 1 else None)
+        fused = epilogue_name(layer.bias is not None, residual is not None, layer.activation)
+        key = call_key(x, layer._weight_for(x), layer.stride, layer.padding, fused)
+        return rt.entries.get(key)
+
+    mine = [(n, m) for n, m in ours.named_modules() if isinstance(m, Conv2d)]
+    theirs = [(n, m) for n, m in eager.named_modules() if isinstance(m, torch.nn.Conv2d)]
+    return layer_rows(
+        layer_ms(torch, ours, x, mine, repeats, entry), layer_ms(torch, eager, x, theirs, repeats)
+    )
 
 
 def write_table(rows, output: Path) -> list[Path]:
@@ -246,11 +275,18 @@ def write_plot(rows, output: Path) -> Path:
     f"{DEFAULT_LAUNCHER}. 'cupy': CuPy's kernel call; 'driver': cuLaunchKernel with the "
     "arguments' storage made once, less host time a call.",
 )
+@click.option(
+    "--layers",
+    is_flag=True,
+    help="Also time each convolution of our forward inside the model beside its plan's stored "
+    "time and eager PyTorch's convolution (layers_MODEL_bBATCH_PRECISION.md and .csv): where "
+    "the model's time goes, and which plans run slower in it than where they were tuned.",
+)
 @click.option("--storage", default=None, help="Results database (default: the user's).")
 @output_option(
     "Directory of model.csv, model.md and model.png.", directory=True, default=DEFAULT_OUTPUT
 )
-def model(models, batches, precisions, warmup, repeats, graphs, launchers, storage, output):
+def model(models, batches, precisions, warmup, repeats, graphs, launchers, layers, storage, output):
     """Whole torchvision models (ResNet-50, VGG-16) forward: eager PyTorch, torch.compile,
     autotune's convolutions, and those inside torch.compile; fp32 (TF32 off), tf32 and bf16
     channels-last; median time on the GPU and the host's time to issue a forward (close to it:
@@ -274,6 +310,7 @@ def model(models, batches, precisions, warmup, repeats, graphs, launchers, stora
                     say,
                     graphs,
                     tuple(dict.fromkeys(launchers)) or (DEFAULT_LAUNCHER,),
+                    output if layers else None,
                 )
     paths = [*write_table(rows, output), write_plot(rows, output)]
     click.echo((output / "model.md").read_text())

@@ -80,12 +80,11 @@ def call(
         bias.dtype is not x.dtype or bias.shape != (w.shape[0],) or bias.get_device() != device
     ):
         raise CallError(f"bias must be ({w.shape[0]},) {x.dtype} on {x.device}")
-    tf32 = storage == "float32" and bool(torch.backends.cudnn.allow_tf32)
     try:
         epilogue = epilogue_name(bias is not None, residual is not None, activation)
     except EpilogueError as err:
         raise CallError(str(err)) from None
-    key = (device, *x.shape, *w.shape, stride, padding, storage, layout, tf32, epilogue)
+    key = call_key(x, w, stride, padding, epilogue, layout)
     entry = rt.entries.get(key)
     # "nearest" (the default) first: whether the plan is exact formats its problem's key.
     if entry is None or not (on_miss == "nearest" or entry.exact):
@@ -130,6 +129,16 @@ def call(
     if not entry.epilogue:  # a plan that fuses none (or a call without a bias): after it
         apply_epilogue(out, bias, residual, activation)
     return out
+
+
+def call_key(x, w, stride: int, padding: int, epilogue: str, layout: str | None = None) -> tuple:
+    """The runtime's key of a call (its `entries`): the device, the tensors' extents, stride
+    and padding, storage type, x's layout (`layout` where the caller knows it), whether TF32
+    is allowed, and the epilogue's name."""
+    storage = STORAGES[x.dtype]
+    tf32 = storage == "float32" and bool(torch.backends.cudnn.allow_tf32)
+    layout = layout or layout_of(x) or "NCHW"
+    return (x.get_device(), *x.shape, *w.shape, stride, padding, storage, layout, tf32, epilogue)
 
 
 def apply_epilogue(y, bias=None, residual=None, activation: str = ""):

@@ -51,3 +51,38 @@ def test_the_table_and_plot_are_written_from_rows(tmp_path):
     assert table[0] == "| " + " | ".join(COLUMNS) + " |" and len(table) == 4
     assert "| ours | 4.0 | 3.9 |" in table[3] and table[3].endswith("| 23/23 |")
     assert write_plot(rows, tmp_path).stat().st_size > 1000
+
+
+def test_the_layer_table_sets_each_convolution_beside_its_stored_time_and_eagers(tmp_path):
+    from types import SimpleNamespace
+
+    from autotune.bench.model_layers import flat_name, layer_rows, write_layers
+    from autotune.model.problem import ConvProblem
+
+    assert flat_name("layer1_0_conv3__fused") == flat_name("layer1.0.conv3") == "layer1_0_conv3"
+    problem = ConvProblem(N=56, K=1, C=64, F=256, B=32, dtype="tf32", layout="NHWC")
+    choice = SimpleNamespace(
+        problem=problem,
+        family="tc_wgmma",
+        measured_on=problem.key,
+        time_ms=0.065,
+        untimed_ms=0.0,
+    )
+    # ResNet-50's conv3 on the H200 (results/h200/20261129d): 65 us stored, 392 us in the model.
+    ours = {
+        "layer1_0_conv3__fused": (0.392, SimpleNamespace(choice=choice)),
+        "layer1.0.downsample.0": (0.089, SimpleNamespace(choice=choice)),
+        "fc_like": (0.010, None),  # a layer the runtime had no entry for
+    }
+    eager = {"layer1.0.conv3": (0.081, None), "layer1.0.downsample.0": (0.080, None)}
+    rows = layer_rows(ours, eager)
+    assert [r["layer"] for r in rows] == list(ours)
+    assert rows[0]["in_model_over_stored"] == "6.03" and rows[0]["eager_conv_ms"] == "0.0810"
+    assert rows[1]["eager_conv_ms"] == "0.0800"
+    assert rows[2]["stored_ms"] == "" and rows[2]["family"] == ""
+    csv_path, md_path = write_layers(rows, tmp_path / "layers_resnet50_b32_tf32", "resnet50")
+    text = md_path.read_text()
+    assert "0.491 ms a forward in the model against 0.130 ms stored" in text
+    assert "1 of 3 layers took 1.5x their stored time or more" in text  # 6.03x; 1.37x not
+    with csv_path.open() as f:
+        assert len(list(csv.DictReader(f))) == 3

@@ -1,0 +1,134 @@
+"""`autotune bench model --layers`: where a model's forward time goes, convolution by
+convolution, beside what the store says each plan costs.
+
+A model's forward can run slower than the sum of its plans' stored times when a plan behaves
+otherwise inside the model than where it was tuned: a configuration tuned without its fused
+epilogue, a borrowed (nearest-shape) plan, a layout copy. Per convolution of our forward: its
+plan (family, measured on which shape), the stored time, the time it took in the model (CUDA
+events around the layer's call, the median of the profiled forwards), and eager PyTorch's
+convolution of the same module (cuDNN; its BatchNorm, ReLU and add run apart in eager)."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+LAYER_COLUMNS = (
+    "layer",
+    "problem",
+    "family",
+    "measured_on",
+    "stored_ms",
+    "in_model_ms",
+    "in_model_over_stored",
+    "eager_conv_ms",
+)
+
+
+def flat_name(name: str) -> str:
+    """A module's name as both models share it: our fused copies are named after the layer
+    they stand for ("layer1.0.conv3" -> "layer1_0_conv3__fused"), so compare without dots and
+    without the suffix."""
+    return name.removesuffix("__fused").replace(".", "_")
+
+
+def layer_ms(torch, forward: Callable, x, modules: Iterable, repeats: int, key=None) -> dict:
+    """{module name: (median GPU ms per forward, what `key(module, args)` said of its call)}
+    over `repeats` forwards, from CUDA events recorded by hooks before and after each module
+    in `modules` ((name, module) pairs). The events serialise nothing: the forward's kernels
+    run as they do untimed, with a few microseconds of host time per layer added."""
+    events: dict[str, list] = {}
+    keys: dict[str, object] = {}
+    handles = []
+
+    def before(name):
+        def hook(module, args):
+            start = torch.cuda.Event(enable_timing=True)
+            start.record()
+            events.setdefault(name, []).append([start, None])
+
+        return hook
+
+    def after(name):
+        def hook(module, args, output):
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            events[name][-1][1] = end
+            if key is not None and name not in keys:
+                keys[name] = key(module, args)
+
+        return hook
+
+    for name, module in modules:
+        handles.append(module.register_forward_pre_hook(before(name)))
+        handles.append(module.register_forward_hook(after(name)))
+    per_forward: dict[str, list[float]] = {}
+    try:
+        with torch.no_grad():
+            for _ in range(repeats):
+                events.clear()
+                forward(x)
+                torch.cuda.synchronize()
+                for name, pairs in events.items():
+                    total = sum(start.elapsed_time(end) for start, end in pairs)
+                    per_forward.setdefault(name, []).append(total)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {name: (statistics.median(t), keys.get(name)) for name, t in per_forward.items()}
+
+
+def layer_rows(ours: dict, eager: dict) -> list[dict]:
+    """Rows of the layer table, in our forward's order: `ours` maps each of our layers to
+    (median ms, its runtime Entry or None), `eager` each eager convolution to (median ms, _)."""
+    eager_by_flat = {flat_name(n): ms for n, (ms, _) in eager.items()}
+    rows = []
+    for name, (ms, entry) in ours.items():
+        choice = entry.choice if entry is not None else None
+        stored = choice.time_ms + choice.untimed_ms if choice is not None else None
+        eager_ms = eager_by_flat.get(flat_name(name))
+        rows.append(
+            {
+                "layer": name,
+                "problem": choice.problem.key if choice else "",
+                "family": choice.family if choice else "",
+                "measured_on": choice.measured_on if choice else "",
+                "stored_ms": f"{stored:.4f}" if stored is not None else "",
+                "in_model_ms": f"{ms:.4f}",
+                "in_model_over_stored": f"{ms / stored:.2f}" if stored else "",
+                "eager_conv_ms": f"{eager_ms:.4f}" if eager_ms is not None else "",
+            }
+        )
+    return rows
+
+
+def write_layers(rows: list[dict], path: Path, title: str) -> list[Path]:
+    """`path`.csv and `path`.md: the layer table, with its sums (the stored times' and the
+    model's) and the layers whose time in the model is 1.5x their stored time or more."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    csv_path, md_path = path.with_suffix(".csv"), path.with_suffix(".md")
+    with open(csv_path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=LAYER_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    total = sum(float(r["in_model_ms"]) for r in rows)
+    stored = sum(float(r["stored_ms"]) for r in rows if r["stored_ms"])
+    eager = sum(float(r["eager_conv_ms"]) for r in rows if r["eager_conv_ms"])
+    slow = [
+        r for r in rows if r["in_model_over_stored"] and float(r["in_model_over_stored"]) >= 1.5
+    ]
+    lines = [
+        f"# {title}: convolution by convolution",
+        "",
+        f"Our convolutions: {total:.3f} ms a forward in the model against {stored:.3f} ms "
+        f"stored; eager PyTorch's convolutions alone: {eager:.3f} ms. {len(slow)} of {len(rows)} "
+        "layers took 1.5x their stored time or more in the model.",
+        "",
+        "| " + " | ".join(LAYER_COLUMNS) + " |",
+        "|---|---|---|---|--:|--:|--:|--:|",
+        *("| " + " | ".join(str(r[c]) for c in LAYER_COLUMNS) + " |" for r in rows),
+    ]
+    md_path.write_text("\n".join(lines) + "\n")
+    return [csv_path, md_path]
