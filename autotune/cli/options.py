@@ -111,7 +111,7 @@ def friendly_errors(fn):
         # SQLAlchemy) that a KeyboardInterrupt must not break off half-way: a stop signal during
         # them ends the process at once.
         with signals_end_at_once():
-            from autotune.gpu.session import NoGpu
+            from autotune.gpu.jobs import NoGpu
             from autotune.replay.recording import MalformedRecording, RecordingError
             from autotune.reports import ReportError
             from autotune.store import StoreError

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from autotune.gpu.child import Child
-from autotune.gpu.session import Job, NoGpu
+from autotune.gpu.jobs import Job, NoGpu
 from autotune.model.evaluator import Evaluator, Task
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
@@ -39,7 +39,7 @@ def worker_main(conn, device_index: int, session: str = DEFAULT_SESSION) -> None
     task it is sent and answer with the result."""
     # Imported here so the parent process never loads CuPy's runtime.
     from autotune.gpu.child import resolve
-    from autotune.gpu.session import StickyCudaError
+    from autotune.gpu.jobs import StickyCudaError
 
     try:
         opened = resolve(session)(device_index)

@@ -9,11 +9,12 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
-from autotune.families.plan import Buffers, KernelPlan, Launch
+from autotune.families.plan import Buffers, Launch
+from autotune.gpu.jobs import STICKY_ERRORS, Check, Job, NoGpu, StickyCudaError
 from autotune.gpu.launch import (
     CUDA_ATTR,
     bind,
@@ -41,87 +42,6 @@ try:
     import cupy as cp
 except ImportError:  # pragma: no cover - cupy is a dependency; without it there is no GPU path
     cp = None
-
-
-class NoGpu(RuntimeError):
-    """No usable CUDA device (no driver, no device, or CuPy missing)."""
-
-
-# CUDA errors after which the context is unusable: the worker must be replaced. Matched without
-# underscores or case, since the driver says CUDA_ERROR_ILLEGAL_ADDRESS and the runtime
-# cudaErrorIllegalAddress.
-STICKY_ERRORS = (
-    "ILLEGALADDRESS",
-    "LAUNCHFAIL",
-    "MISALIGNED",
-    "ILLEGALINSTRUCTION",
-    "HARDWARESTACKERROR",
-    "ASSERT",
-    "INVALIDPC",
-    "LAUNCHTIMEOUT",
-    "ECCUNCORRECTABLE",
-)
-
-
-class StickyCudaError(RuntimeError):
-    """A fault that poisons the CUDA context (recorded as CRASH)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """How a run is checked and timed, the same for a candidate and a library baseline: fresh
-    inputs drawn from the seed, the float64 reference (plan, cubin, cache key) and the tolerance
-    its outputs must meet, then the timing policy."""
-
-    buffers: Buffers
-    reference_plan: KernelPlan
-    reference_cubin: bytes
-    reference_key: str
-    tolerance: float
-    timing: TimingPolicy
-    seed: int
-    outputs_back = False  # the float64 reference checks here, in the worker
-
-    def arrays(self, session: GpuSession, plan: KernelPlan) -> dict[str, object]:
-        """The run's device arrays: fresh random inputs; outputs (in the storage type) and scratch
-        (FP32) poisoned with NaN, so that whatever the plan leaves unwritten shows."""
-        arrays = session.fresh_inputs(self.buffers, self.seed)
-        for name, shape in self.buffers.outputs:
-            arrays[name] = session.poisoned(shape, self.buffers.dtype)
-        for name, shape in plan.scratch:
-            arrays[name] = cp.full(shape, np.nan, dtype=cp.float32)
-        return arrays
-
-    def verdict(
-        self, session: GpuSession, arrays: dict[str, object]
-    ) -> tuple[Measurement | None, float | None]:
-        """(WRONG_RESULT or None, the relative L2 error) of the checked run's outputs."""
-        rel_error = session.check_outputs(self, arrays)
-        return self.wrong(rel_error), float(rel_error)
-
-    def wrong(self, rel_error: float) -> Measurement | None:
-        """WRONG_RESULT when the outputs miss the tolerance (or are not finite), else None."""
-        if np.isfinite(rel_error) and rel_error <= self.tolerance:
-            return None
-        return Measurement(
-            Status.WRONG_RESULT,
-            rel_error=float(rel_error),
-            error=f"relative L2 error {rel_error:.3e} > tolerance {self.tolerance:.0e}",
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Job:
-    """Everything the worker needs to check and time one configuration."""
-
-    label: str
-    plan: KernelPlan
-    cubin: bytes
-    check: Check
-    best_ms: float | None = None  # the study's best median so far, for the early stop
-
-    def run(self, session: GpuSession) -> Measurement:
-        return session.evaluate(self)
 
 
 def _err_text(err: BaseException) -> str:

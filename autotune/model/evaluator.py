@@ -13,7 +13,7 @@ from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement
 from autotune.model.space import DeviceLimits
 
 if TYPE_CHECKING:
-    from autotune.gpu.session import Job
+    from autotune.gpu.jobs import Job
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from autotune import package_path
 from autotune.families import conv2d, gemm
 from autotune.gpu.compiler import Compiler
+from autotune.gpu.jobs import Check
 from autotune.gpu.library_tasks import (
     CEILING_NAMES,
     TENSOR_CORE_CEILINGS,
@@ -19,7 +20,7 @@ from autotune.gpu.library_tasks import (
     CudnnConv,
     MeasureCeilings,
 )
-from autotune.gpu.session import Check, TimingPolicy
+from autotune.gpu.timing import TimingPolicy
 from autotune.model.evaluator import Evaluator
 from autotune.model.kinds import library_of
 from autotune.model.problem import Problem

@@ -8,7 +8,8 @@ import zlib
 from autotune.families import Family
 from autotune.families.plan import KernelPlan
 from autotune.gpu.compiler import CompileError, Compiler, lowered_plan
-from autotune.gpu.session import Check, Job, TimingPolicy
+from autotune.gpu.jobs import Check, Job
+from autotune.gpu.timing import TimingPolicy
 from autotune.model.evaluator import Evaluator, WithOutputs
 from autotune.model.problem import Problem
 from autotune.model.records import Measurement, Status
