@@ -15,6 +15,7 @@ from autotune.families import FAMILIES, Family, UnsupportedProblem, get_family
 from autotune.model.epilogue import epilogue_name
 from autotune.model.precision import check_dtype
 from autotune.model.problem import ConvProblem
+from autotune.runtime.batchnorm import conv_bn_pairs, fold_batchnorm
 from autotune.runtime.calls import Call, CallError, Request
 from autotune.runtime.lookup import LookupMiss, callable_family
 from autotune.runtime.torch_tensors import STORAGES, layout_of
@@ -185,47 +186,6 @@ def tune_model(
         session.close()
     evaluated = sum(s.evaluated for s in outcome.studies)
     return ModelTuning(convs, len(studies), evaluated, skipped)
-
-
-def fold_batchnorm(conv: torch.nn.Conv2d, bn: torch.nn.BatchNorm2d) -> tuple:
-    """The weight and bias of `conv` followed by inference-mode `bn`, as one convolution."""
-    scale = bn.weight.detach() / torch.sqrt(bn.running_var + bn.eps)
-    weight = conv.weight.detach() * scale.view(-1, 1, 1, 1).to(conv.weight.dtype)
-    bias = conv.bias.detach() if conv.bias is not None else torch.zeros_like(bn.running_mean)
-    bias = (bias - bn.running_mean) * scale + bn.bias.detach()
-    return weight, bias.to(conv.weight.dtype)
-
-
-def conv_bn_pairs(model: torch.nn.Module) -> list[tuple[str, str]]:
-    """(conv, batchnorm) module names where the BatchNorm, in inference mode, is the only user
-    of the convolution's output and runs on nothing else (a torch.fx trace of the model; none
-    when the model cannot be traced)."""
-    try:
-        graph = torch.fx.symbolic_trace(model).graph
-    except Exception:  # any model fx cannot trace: no folding, nothing else changes
-        return []
-    modules = dict(model.named_modules())
-    calls: dict[str, int] = {}
-    for node in graph.nodes:
-        if node.op == "call_module":
-            calls[node.target] = calls.get(node.target, 0) + 1
-    pairs = []
-    for node in graph.nodes:
-        if node.op != "call_module" or len(node.users) != 1:
-            continue
-        (user,) = node.users
-        conv, bn = modules.get(node.target), modules.get(getattr(user, "target", None))
-        if (
-            isinstance(conv, torch.nn.Conv2d)
-            and user.op == "call_module"
-            and isinstance(bn, torch.nn.BatchNorm2d)
-            and not bn.training
-            and bn.running_mean is not None
-            and calls[node.target] == calls[user.target] == 1
-            and user.args == (node,)
-        ):
-            pairs.append((node.target, user.target))
-    return pairs
 
 
 def optimize(
@@ -424,8 +384,6 @@ __all__ = [
     "ModelConv",
     "ModelTuning",
     "collect_convolutions",
-    "conv_bn_pairs",
-    "fold_batchnorm",
     "model_studies",
     "optimize",
     "prefers_channels_last",
