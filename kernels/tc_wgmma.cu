@@ -130,14 +130,22 @@ typedef u16 out_t;
 #endif
 // The GEMM kernel applies it only where it stores the output itself; split-K's partial sums get
 // it in tc_wgmma_reduce.
-#if SPLIT_K == 1
+#define GEMM_EPILOGUE (SPLIT_K == 1 && EPILOGUE)
+#if GEMM_EPILOGUE
 #define GEMM_EPI_PARAMS EPI_PARAMS
 #define GEMM_EPI_ARGS EPI_ARGS
-#define GEMM_EPI(v, f, i) EPI(v, f, i)
 #else
 #define GEMM_EPI_PARAMS
 #define GEMM_EPI_ARGS
-#define GEMM_EPI(v, f, i) (v)
+#endif
+// store_tile's runs: a row's BN / 8 column pairs of a lane in runs of at most 8 (EPI_RUN), each
+// run's epilogue inputs (in[j]) fetched before its first store (epilogue.cuh).
+#define EPI_RUNS ((BN / 8 + 7) / 8)
+#define EPI_RUN ((BN / 8 + EPI_RUNS - 1) / EPI_RUNS)
+#if GEMM_EPILOGUE
+#define TILE_EPI(v, j, k) EPI_APPLY2(v, in[j], k)
+#else
+#define TILE_EPI(v, j, k) (v)
 #endif
 
 
@@ -560,35 +568,41 @@ __device__ __forceinline__ void store_tile(
         for (int h = 0; h < 2; ++h) {
             const int m = m0 + (cwg * MI + mi) * 64 + 16 * q + lane / 4 + 8 * h;
             if (m >= M_ALL) continue;
+            const long long row = (long long)m * F;  // flat index of (m, 0), NHWF
 #pragma unroll
-            for (int g = 0; g < BN / 8; ++g) {
-                const int f = f0 + 8 * g + 2 * (lane % 4);
-                const float v0 = acc[mi][4 * g + 2 * h];
-                const float v1 = acc[mi][4 * g + 2 * h + 1];
-                // The epilogue (if any) of outputs f and f + 1 at flat index m * F + f (NHWF).
-#if SPLIT_K == 1 && STORAGE != 0
-                u16* out = y + (long long)m * F + f;
-                if (F % 2 == 0) {
-                    if (f < F)
-                        *(unsigned*)out = to_storage2(
-                            GEMM_EPI(v0, f, (long long)m * F + f),
-                            GEMM_EPI(v1, f + 1, (long long)m * F + f + 1));
-                } else {
-                    if (f < F) out[0] = to_storage(GEMM_EPI(v0, f, (long long)m * F + f));
-                    if (f + 1 < F) out[1] = to_storage(GEMM_EPI(v1, f + 1, (long long)m * F + f + 1));
-                }
-#else
-                float* out = y + ((long long)blockIdx.z * M_ALL + m) * F + f;
-                if (F % 2 == 0) {
-                    if (f < F)
-                        *(float2*)out = make_float2(
-                            FINAL(GEMM_EPI(v0, f, (long long)m * F + f)),
-                            FINAL(GEMM_EPI(v1, f + 1, (long long)m * F + f + 1)));
-                } else {
-                    if (f < F) out[0] = FINAL(GEMM_EPI(v0, f, (long long)m * F + f));
-                    if (f + 1 < F) out[1] = FINAL(GEMM_EPI(v1, f + 1, (long long)m * F + f + 1));
+            for (int g0 = 0; g0 < BN / 8; g0 += EPI_RUN) {
+#if GEMM_EPILOGUE
+                EpiPair in[EPI_RUN];
+#pragma unroll
+                for (int j = 0; j < EPI_RUN && g0 + j < BN / 8; ++j) {
+                    const int f = f0 + 8 * (g0 + j) + 2 * (lane % 4);
+                    in[j] = EPI_FETCH2(f, row + f, f < F, f + 1 < F);
                 }
 #endif
+#pragma unroll
+                for (int j = 0; j < EPI_RUN && g0 + j < BN / 8; ++j) {
+                    const int g = g0 + j;
+                    const int f = f0 + 8 * g + 2 * (lane % 4);
+                    const float v0 = TILE_EPI(acc[mi][4 * g + 2 * h], j, 0);
+                    const float v1 = TILE_EPI(acc[mi][4 * g + 2 * h + 1], j, 1);
+#if SPLIT_K == 1 && STORAGE != 0
+                    u16* out = y + row + f;
+                    if (F % 2 == 0) {
+                        if (f < F) *(unsigned*)out = to_storage2(v0, v1);
+                    } else {
+                        if (f < F) out[0] = to_storage(v0);
+                        if (f + 1 < F) out[1] = to_storage(v1);
+                    }
+#else
+                    float* out = y + (long long)blockIdx.z * M_ALL * F + row + f;
+                    if (F % 2 == 0) {
+                        if (f < F) *(float2*)out = make_float2(FINAL(v0), FINAL(v1));
+                    } else {
+                        if (f < F) out[0] = FINAL(v0);
+                        if (f + 1 < F) out[1] = FINAL(v1);
+                    }
+#endif
+                }
             }
         }
     }

@@ -9,7 +9,7 @@
 // EPI_RESIDUAL (0 or 1) and EPI_ACT (0 none, 1 ReLU, 2 SiLU, 3 GELU, the exact one).
 // The kernel takes the epilogue's inputs as the parameters EPI_PARAMS (scale, bias, residual,
 // those present, each in the storage type) and passes them on with EPI_ARGS; EPI(v, f, i) is the
-// epilogue applied.
+// epilogue applied, EPI_FETCH2 and EPI_APPLY2 the same for a pair of outputs in two steps.
 
 #ifndef AUTOTUNE_EPILOGUE_CUH
 #define AUTOTUNE_EPILOGUE_CUH
@@ -53,18 +53,9 @@ __device__ __forceinline__ float epi_load(const elem_t* p, long long i)
 #endif
 }
 
-__device__ __forceinline__ float epilogue(float v, int f, long long i EPI_PARAMS)
+// The activation, applied last. NaN passes through each (as in PyTorch), so the check still sees it.
+__device__ __forceinline__ float epi_activation(float v)
 {
-#if EPI_SCALE
-    v *= epi_load(epi_scale, f);
-#endif
-#if EPI_BIAS
-    v += epi_load(epi_bias, f);
-#endif
-#if EPI_RESIDUAL
-    v += epi_load(epi_residual, i);
-#endif
-    // NaN passes through every activation (as in PyTorch), so the check still sees it.
 #if EPI_ACT == 1
     v = v < 0.0f ? 0.0f : v;
 #elif EPI_ACT == 2
@@ -77,6 +68,68 @@ __device__ __forceinline__ float epilogue(float v, int f, long long i EPI_PARAMS
     return v;
 }
 
+__device__ __forceinline__ float epilogue(float v, int f, long long i EPI_PARAMS)
+{
+#if EPI_SCALE
+    v *= epi_load(epi_scale, f);
+#endif
+#if EPI_BIAS
+    v += epi_load(epi_bias, f);
+#endif
+#if EPI_RESIDUAL
+    v += epi_load(epi_residual, i);
+#endif
+    return epi_activation(v);
+}
+
+// The same in two steps, for a store loop over pairs of neighbouring outputs (f and f + 1 at
+// flat indices i and i + 1): EPI_FETCH2 loads a pair's inputs, EPI_APPLY2 uses them. A loop that
+// fetches a run of pairs before it applies and stores the first has the run's loads in flight
+// together: one memory latency a run. Fetched where each is used, a residual's loads were waited
+// for one or two at a time, and ResNet-50's 56x56 1x1 layer (C = 64, F = 256, tf32) took 385 us
+// with its residual add against 66 us plain on the H200 (Nsight Compute: scoreboard stalls).
+// ok0 and ok1 say which of the two outputs exist (f < F, f + 1 < F).
+struct EpiPair {
+    float scale[2], bias[2], residual[2];
+};
+
+__device__ __forceinline__ void epi_load2(const elem_t* p, long long i, bool ok0, bool ok1, float (&v)[2])
+{
+    v[0] = ok0 ? epi_load(p, i) : 0.0f;
+    v[1] = ok1 ? epi_load(p, i + 1) : 0.0f;
+}
+
+__device__ __forceinline__ EpiPair epi_fetch2(int f, long long i, bool ok0, bool ok1 EPI_PARAMS)
+{
+    EpiPair in;
+#if EPI_SCALE
+    epi_load2(epi_scale, f, ok0, ok1, in.scale);
+#endif
+#if EPI_BIAS
+    epi_load2(epi_bias, f, ok0, ok1, in.bias);
+#endif
+#if EPI_RESIDUAL
+    epi_load2(epi_residual, i, ok0, ok1, in.residual);
+#endif
+    return in;
+}
+
+__device__ __forceinline__ float epi_apply2(float v, const EpiPair& in, int k)
+{
+#if EPI_SCALE
+    v *= in.scale[k];
+#endif
+#if EPI_BIAS
+    v += in.bias[k];
+#endif
+#if EPI_RESIDUAL
+    v += in.residual[k];
+#endif
+    return epi_activation(v);
+}
+
 #define EPI(v, f, i) epilogue((v), (f), (i)EPI_ARGS)
+#define EPI_FETCH2(f, i, ok0, ok1) epi_fetch2((f), (i), (ok0), (ok1)EPI_ARGS)
+#define EPI_APPLY2(v, in, k) epi_apply2((v), (in), (k))
 
 #endif
