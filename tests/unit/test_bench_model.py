@@ -86,3 +86,92 @@ def test_the_layer_table_sets_each_convolution_beside_its_stored_time_and_eagers
     assert "1 of 3 layers took 1.5x their stored time or more" in text  # 6.03x; 1.37x not
     with csv_path.open() as f:
         assert len(list(csv.DictReader(f))) == 3
+
+
+class _Timeline:
+    """A host and a GPU stream in simulated milliseconds: each launch costs the host
+    `launch_ms`, and the GPU runs a kernel from when it is launched or when the previous one
+    ends, whichever is later; an event's time is when the GPU reaches it."""
+
+    def __init__(self, launch_ms: float):
+        self.launch_ms, self.host, self.gpu = launch_ms, 0.0, 0.0
+
+    def launch(self, kernel_ms: float) -> None:
+        self.host += self.launch_ms
+        self.gpu = max(self.gpu, self.host) + kernel_ms
+
+    def fake_torch(self):
+        import contextlib
+        import types
+
+        timeline = self
+
+        class Event:
+            def __init__(self, enable_timing=False):
+                self.at = None
+
+            def record(self):
+                timeline.host += 0.001
+                timeline.gpu = self.at = max(timeline.gpu, timeline.host)
+
+            def elapsed_time(self, end):
+                return end.at - self.at
+
+        def synchronize():
+            timeline.host = max(timeline.host, timeline.gpu)
+
+        cuda = types.SimpleNamespace(
+            Event=Event, synchronize=synchronize, _sleep=lambda c: timeline.launch(c / 1e6)
+        )
+        return types.SimpleNamespace(cuda=cuda, no_grad=contextlib.nullcontext)
+
+
+class _Layer:
+    """A module with PyTorch's hook registration whose call launches one kernel."""
+
+    def __init__(self, timeline: _Timeline, kernel_ms: float):
+        self.timeline, self.kernel_ms, self.pre, self.post = timeline, kernel_ms, [], []
+
+    def register_forward_pre_hook(self, hook):
+        self.pre.append(hook)
+        return self._handle(self.pre, hook)
+
+    def register_forward_hook(self, hook):
+        self.post.append(hook)
+        return self._handle(self.post, hook)
+
+    @staticmethod
+    def _handle(hooks, hook):
+        import types
+
+        return types.SimpleNamespace(remove=lambda: hooks.remove(hook))
+
+    def __call__(self, x):
+        for hook in self.pre:
+            hook(self, (x,))
+        self.timeline.launch(self.kernel_ms)
+        for hook in self.post:
+            hook(self, (x,), x)
+        return x
+
+
+def test_layer_times_are_the_kernels_even_where_the_host_launches_slower_than_they_run():
+    from autotune.bench.model_layers import layer_ms
+
+    # A launch-bound forward: launches cost 0.05 ms, the small layers run 0.01-0.02 ms.
+    timeline = _Timeline(launch_ms=0.05)
+    kernels = {"conv1": 0.3, "conv2": 0.01, "conv3": 0.02, "conv4": 0.01}
+    layers = {name: _Layer(timeline, ms) for name, ms in kernels.items()}
+
+    def forward(x):
+        for layer in layers.values():
+            timeline.launch(0.005)  # an elementwise kernel between convolutions
+            layer(x)
+
+    measured = layer_ms(
+        timeline.fake_torch(), forward, None, layers.items(), repeats=3,
+        clock=lambda: timeline.host / 1e3,
+    )  # fmt: skip
+    for name, ms in kernels.items():
+        assert abs(measured[name][0] - ms) < 1e-9, (name, measured[name][0], ms)
+    assert all(not layer.pre and not layer.post for layer in layers.values())  # hooks removed
