@@ -175,8 +175,9 @@ def bench_one(
 
 def _layer_rows(torch, eager, ours, rt, x, repeats: int) -> list[dict]:
     """The layer table of `ours` (optimize()'s module) against `eager`'s convolutions."""
-    from autotune.bench.model_layers import layer_ms, layer_rows
+    from autotune.bench.model_layers import LayerCall, layer_ms, layer_rows
     from autotune.model.epilogue import epilogue_name
+    from autotune.runtime.pricing import padding_ms
     from autotune.runtime.torch_layer import Conv2d
     from autotune.runtime.torch_tensors import call_key
 
@@ -184,7 +185,13 @@ def _layer_rows(torch, eager, ours, rt, x, repeats: int) -> list[dict]:
         x, residual = args[0], (args[1] if len(args) > 1 else None)
         fused = epilogue_name(layer.bias is not None, residual is not None, layer.activation)
         key = call_key(x, layer._weight_for(x), layer.stride, layer.padding, fused)
-        return rt.entries.get(key)
+        found = rt.entries.get(key)
+        if found is None:
+            return None
+        copy_gbps = rt.catalogue(x.device.index or 0).copy_gbps
+        height, width = x.shape[-2:]
+        pad = padding_ms(found.choice.problem, height, width, copy_gbps) if found.pad else 0.0
+        return LayerCall(found.choice, pad)
 
     mine = [(n, m) for n, m in ours.named_modules() if isinstance(m, Conv2d)]
     theirs = [(n, m) for n, m in eager.named_modules() if isinstance(m, torch.nn.Conv2d)]

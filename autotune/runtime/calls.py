@@ -94,6 +94,13 @@ def layout_copy_bytes(problem: ConvProblem) -> int:
     return 2 * p.precision.bytes * elements
 
 
+def padding_copy_bytes(problem: ConvProblem, height: int, width: int) -> int:
+    """Bytes the runtime's padding launch moves for a call whose (unpadded) input is height x
+    width: the caller's input read, the pre-padded input the plan reads written."""
+    p = problem
+    return p.precision.bytes * p.B * p.C * (height * width + p.input_size**2)
+
+
 LAYOUT_COPIES = 3  # operations of a layout copy: the input, the filters, the output
 
 
@@ -175,4 +182,5 @@ __all__ = [
     "Request",
     "epilogue_pass_bytes",
     "layout_copy_bytes",
+    "padding_copy_bytes",
 ]

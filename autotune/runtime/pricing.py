@@ -11,7 +11,12 @@ from autotune.families import Family
 from autotune.families.plan import KernelPlan
 from autotune.model.epilogue import epilogue_of
 from autotune.model.problem import ConvProblem
-from autotune.runtime.calls import LAYOUT_COPIES, epilogue_pass_bytes, layout_copy_bytes
+from autotune.runtime.calls import (
+    LAYOUT_COPIES,
+    epilogue_pass_bytes,
+    layout_copy_bytes,
+    padding_copy_bytes,
+)
 
 # What one extra operation on the stream costs at least, besides its bytes (a launch or a copy
 # queued behind the previous one).
@@ -64,6 +69,15 @@ def epilogue_ms(problem: ConvProblem, copy_gbps: float | None, residual: bool = 
     return epilogue_pass_bytes(problem, residual) / (copy_gbps * 1e9) * 1e3 + OPERATION_MS
 
 
+def padding_ms(problem: ConvProblem, height: int, width: int, copy_gbps: float | None) -> float:
+    """What the runtime's padding of a call's height x width input into the plan's pre-padded
+    one costs at the copy bandwidth (every plan of the problem pays it alike, so the lookup
+    does not rank by it; `bench model --layers` expects it)."""
+    if not copy_gbps:
+        return math.inf
+    return padding_copy_bytes(problem, height, width) / (copy_gbps * 1e9) * 1e3 + OPERATION_MS
+
+
 def call_costs(problem: ConvProblem, family: Family | None, request, copy_gbps) -> dict:
     """What a call of `request` (calls.Request) pays besides the run of a plan of `family` for
     `problem`, as Choice's fields: layout copies where its tensors are in the other layout
@@ -87,6 +101,7 @@ __all__ = [
     "call_costs",
     "epilogue_ms",
     "layout_ms",
+    "padding_ms",
     "untimed_bytes",
     "untimed_ms",
 ]

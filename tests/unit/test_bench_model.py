@@ -4,6 +4,7 @@ bench's table and plot written from rows (no PyTorch needed for those)."""
 from __future__ import annotations
 
 import csv
+import math
 
 from click.testing import CliRunner
 
@@ -56,7 +57,7 @@ def test_the_table_and_plot_are_written_from_rows(tmp_path):
 def test_the_layer_table_sets_each_convolution_beside_its_stored_time_and_eagers(tmp_path):
     from types import SimpleNamespace
 
-    from autotune.bench.model_layers import flat_name, layer_rows, write_layers
+    from autotune.bench.model_layers import LayerCall, flat_name, layer_rows, write_layers
     from autotune.model.problem import ConvProblem
 
     assert flat_name("layer1_0_conv3__fused") == flat_name("layer1.0.conv3") == "layer1_0_conv3"
@@ -66,26 +67,29 @@ def test_the_layer_table_sets_each_convolution_beside_its_stored_time_and_eagers
         family="tc_wgmma",
         measured_on=problem.key,
         time_ms=0.065,
-        untimed_ms=0.0,
+        expected_ms=0.070,  # with an unfused epilogue's pass, say
     )
     # ResNet-50's conv3 on the H200 (results/h200/20261129d): 65 us stored, 392 us in the model.
     ours = {
-        "layer1_0_conv3__fused": (0.392, SimpleNamespace(choice=choice)),
-        "layer1.0.downsample.0": (0.089, SimpleNamespace(choice=choice)),
+        "layer1_0_conv3__fused": (0.392, LayerCall(choice)),
+        "layer1.0.downsample.0": (0.089, LayerCall(choice, padding_ms=0.01)),
         "fc_like": (0.010, None),  # a layer the runtime had no entry for
+        "unpriced": (0.05, LayerCall(choice, padding_ms=math.inf)),  # no copy bandwidth known
     }
     eager = {"layer1.0.conv3": (0.081, None), "layer1.0.downsample.0": (0.080, None)}
     rows = layer_rows(ours, eager)
     assert [r["layer"] for r in rows] == list(ours)
-    assert rows[0]["in_model_over_stored"] == "6.03" and rows[0]["eager_conv_ms"] == "0.0810"
+    assert rows[0]["in_model_over_expected"] == "5.60" and rows[0]["eager_conv_ms"] == "0.0810"
+    assert rows[1]["expected_ms"] == "0.0800" and rows[1]["in_model_over_expected"] == "1.11"
     assert rows[1]["eager_conv_ms"] == "0.0800"
     assert rows[2]["stored_ms"] == "" and rows[2]["family"] == ""
+    assert rows[3]["expected_ms"] == rows[3]["in_model_over_expected"] == ""
     csv_path, md_path = write_layers(rows, tmp_path / "layers_resnet50_b32_tf32", "resnet50")
     text = md_path.read_text()
-    assert "0.491 ms a forward in the model against 0.130 ms stored" in text
-    assert "1 of 3 layers took 1.5x their stored time or more" in text  # 6.03x; 1.37x not
+    assert "0.541 ms a forward in the model against 0.195 ms stored and 0.150 ms expected" in text
+    assert "1 of 4 layers took 1.5x their expected time or more" in text  # 5.60x; 1.11x not
     with csv_path.open() as f:
-        assert len(list(csv.DictReader(f))) == 3
+        assert len(list(csv.DictReader(f))) == 4
 
 
 class _Timeline:

@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 from autotune.model.problem import ConvProblem
-from autotune.runtime.calls import CallError, Request, layout_copy_bytes
+from autotune.runtime.calls import CallError, Request, layout_copy_bytes, padding_copy_bytes
 from autotune.runtime.lookup import resolve
-from autotune.runtime.pricing import layout_ms
+from autotune.runtime.pricing import OPERATION_MS, layout_ms, padding_ms
 from tests.unit.test_runtime_lookup import LIMITS, Synthetic, config_of, space
 
 SIZES = ConvProblem(N=32, K=3, C=64, F=64)
@@ -147,3 +147,14 @@ def test_tune_on_miss_tunes_every_problem_the_call_allows(synthetic):
     assert asked == [as_(SIZES, "bf16"), as_(SIZES, "bf16", "NCHW")]
     first = next(found)
     assert first.exact and first.problem == as_(SIZES, "bf16")
+
+
+def test_the_padding_copy_is_priced_as_its_read_and_write_at_the_copy_bandwidth():
+    # VGG-16's second convolution in bf16: a 224 x 224 input padded to 226 x 226. On the H200
+    # (4222 GB/s) the layer took 0.104 ms more in the model than stored (results/h200/20261129e).
+    problem = ConvProblem(N=224, K=3, C=64, F=64, B=32, dtype="bf16", layout="NHWC")
+    assert problem.input_size == 226
+    assert padding_copy_bytes(problem, 224, 224) == 2 * 32 * 64 * (224 * 224 + 226 * 226)
+    ms = padding_ms(problem, 224, 224, 4222.0)
+    assert ms == pytest.approx(0.0982 + OPERATION_MS, abs=1e-4)
+    assert padding_ms(problem, 224, 224, None) == math.inf  # no bandwidth measured: unknown
