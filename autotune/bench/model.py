@@ -285,9 +285,11 @@ def write_plot(rows, output: Path) -> Path:
 @click.option(
     "--layers",
     is_flag=True,
-    help="Also time each convolution of our forward inside the model beside its plan's stored "
-    "time and eager PyTorch's convolution (layers_MODEL_bBATCH_PRECISION.md and .csv): where "
-    "the model's time goes, and which plans run slower in it than where they were tuned.",
+    help="Also time each convolution of our forward inside the model (GPU time: the forward "
+    "is launched while the GPU is kept busy) beside its plan's stored time, its expected time "
+    "(stored, plus the padding copy, unfused epilogue and layout copies the call pays, at the "
+    "copy bandwidth) and eager PyTorch's convolution (layers_MODEL_bBATCH_PRECISION.md and "
+    ".csv): where the model's time goes, and which plans run slower in it than expected.",
 )
 @click.option("--storage", default=None, help="Results database (default: the user's).")
 @output_option(
