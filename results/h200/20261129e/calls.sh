@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# This session's device calls (H200), one case each: `bash results/h200/20261129e/calls.sh N`.
-# From the checkout root, `.whl` carried, `.dbcarry` = the store call 8 of
-# results/h200/20261129d wrote (cp /work/.device/7/autotune.db.gz .dbcarry/): tc_wgmma tf32 of
-# main's digest, plain and fused (ResNet-50 whole but bias_add_relu, VGG-16 partly); bf16
-# tc_wgmma results there are of the previous digest (identical cubins, but stale by digest).
+# This session's device calls (H200), one case each: `bash results/h200/20261129e/calls.sh N`
+# (cases 1 to 4 ran, in order; 5 did not: the device time was spent). From the checkout root,
+# `.whl` carried, and `.dbcarry/autotune.db.gz`: for case 1 the store call 8 of
+# results/h200/20261129d wrote, for each later case the store ($OUT/autotune.db.gz) of the one
+# before. LIMIT is the call's seconds (570, 560, 540, 350 here).
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 T0=$SECONDS
