@@ -93,17 +93,42 @@ class GpuEvaluator(Evaluator):
         device_index: int = 0,
         start_timeout_s: float = 180.0,
         session: str = DEFAULT_SESSION,
+        wait: bool = True,
     ) -> None:
+        """Start the worker. With `wait` False, return once it is spawned: it opens the GPU
+        while the caller does other work, and the first use of `device`, `limits` or `call`
+        waits for it (and raises NoGpu then, where it has none)."""
         self.device_index = device_index
         self.start_timeout_s = start_timeout_s
         self.session = session
         self._child: Child | None = None
+        self._opened: tuple[DeviceInfo, DeviceLimits] | None = None
         self.restarts = 0
-        self.device, self.limits = self._start()
+        self._spawn()
+        if wait:
+            self._ready()
 
-    def _start(self) -> tuple[DeviceInfo, DeviceLimits]:
-        child = Child("autotune.gpu.evaluator:worker_main", self.device_index, self.session)
-        self._child = child
+    @property
+    def device(self) -> DeviceInfo:
+        return self._ready()[0]
+
+    @property
+    def limits(self) -> DeviceLimits:
+        return self._ready()[1]
+
+    def _ready(self) -> tuple[DeviceInfo, DeviceLimits]:
+        if self._opened is None:
+            self._opened = self._handshake()
+        return self._opened
+
+    def _spawn(self) -> None:
+        self._child = Child("autotune.gpu.evaluator:worker_main", self.device_index, self.session)
+
+    def _handshake(self) -> tuple[DeviceInfo, DeviceLimits]:
+        """Wait for the spawned worker's first message: its device, or why it has none."""
+        if self._child is None:  # one that failed to start, asked again
+            self._spawn()
+        child = self._child
         if not child.conn.poll(self.start_timeout_s):
             self._kill()
             raise NoGpu(f"GPU worker did not start within {self.start_timeout_s:.0f} s")
@@ -132,7 +157,8 @@ class GpuEvaluator(Evaluator):
     def _restart(self) -> None:
         self._kill()
         self.restarts += 1
-        self._start()
+        self._spawn()
+        self._handshake()
 
     def evaluate(self, job: Job, timeout_s: float) -> Measurement:
         return self.call(job, timeout_s)
@@ -140,6 +166,7 @@ class GpuEvaluator(Evaluator):
     def call(self, task: Task, timeout_s: float) -> Any:
         """Run a task in the worker. A hang, a dead worker or a poisoned context comes back as
         a TIMEOUT or CRASH Measurement (whatever the task returns otherwise)."""
+        self._ready()
         if self._child is None:
             self._restart()
         conn = self._child.conn

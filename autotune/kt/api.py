@@ -14,7 +14,7 @@ import shutil
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autotune import __version__
 from autotune.gpu.evaluator import GpuEvaluator
@@ -22,8 +22,6 @@ from autotune.gpu.given import GivenCheck, option_buffer, user_verify, write_arg
 from autotune.gpu.timing import TimingPolicy
 from autotune.kt.arguments import KernelRequest, TuneKernelError, check_request
 from autotune.kt.arrays import TunableArgument
-from autotune.kt.cache import FAILED, KtCacheError, RuntimeFailedConfig
-from autotune.kt.cache_file import CacheFile, entry_key
 from autotune.kt.kernel import GivenKernelError
 from autotune.kt.observers import observed_keys, output_check, output_keys
 from autotune.kt.space import bind_space, evaluate_metric
@@ -32,11 +30,17 @@ from autotune.kt.study import compile_options, given_kernel, study_problem
 from autotune.model.evaluator import Evaluator
 from autotune.model.records import TIMING_PROTOCOL, Measurement, Status
 from autotune.model.space import Config
-from autotune.store import default_storage
-from autotune.tuning.session import Session, open_gpu_session
 from autotune.tuning.studies import Study
 
+if TYPE_CHECKING:
+    from autotune.kt.cache_file import CacheFile
+    from autotune.tuning.session import Session
+
 CACHE_ROOT = Path.home() / ".cache" / "autotune"  # the CLI's cubin cache is cubins/ under it
+
+# The store's modules (pandas, SQLAlchemy: kt.cache, kt.cache_file, store, tuning.session) are
+# imported inside the functions, after tune_kernel has spawned the GPU worker, so that it boots
+# while they load: `from autotune import tune_kernel` leaves them out.
 
 
 def tune_kernel(
@@ -89,18 +93,30 @@ def tune_kernel(
     directory, None for none)."""
     started = time.perf_counter()
     request = check_request(dict(locals()))  # every argument checked before the GPU starts
-    storage = storage or default_storage()
-    options = compile_options(request)
     own_worker = evaluator is None
-    session = open_gpu_session(
-        storage,
-        gpu=request.device,
-        cache_dir=compiler_cache,
-        evaluator=evaluator,
-        options=options,
-        # NVRTC in processes beside a GPU worker process; threads for a stand-in in this one.
-        compile_processes=own_worker or isinstance(evaluator, GpuEvaluator),
-    )
+    compile_processes = own_worker or isinstance(evaluator, GpuEvaluator)
+    if own_worker:
+        # Spawned now, it opens the GPU while this process loads the store (pandas and
+        # SQLAlchemy: 0.3 s of the caller's 0.5 s of imports) and opens the database.
+        evaluator = GpuEvaluator(request.device, wait=False)
+    try:
+        from autotune.store import default_storage
+        from autotune.tuning.session import open_gpu_session
+
+        storage = storage or default_storage()
+        session = open_gpu_session(
+            storage,
+            gpu=request.device,
+            cache_dir=compiler_cache,
+            evaluator=evaluator,
+            options=compile_options(request),
+            # NVRTC in processes beside a GPU worker process; threads for a stand-in here.
+            compile_processes=compile_processes,
+        )
+    except BaseException:
+        if own_worker:
+            evaluator.close()
+        raise
     try:
         return _tune(request, session, storage, started)
     finally:
@@ -111,6 +127,8 @@ def tune_kernel(
 
 
 def _tune(request: KernelRequest, session: Session, storage: str, started: float):
+    from autotune.kt.cache_file import entry_key
+
     runner = session.runner
     info = runner.device
     root = CACHE_ROOT / "tune_kernel"
@@ -212,6 +230,9 @@ def _open_cache(request: KernelRequest, session, family, problem, space) -> Cach
     """The call's cache file, opened for appending; what autotune measured into it before (same
     device, same timing protocol) and the database lacks joins the database, so the call goes on
     from there."""
+    from autotune.kt.cache import KtCacheError
+    from autotune.kt.cache_file import CacheFile
+
     size = request.problem_size
     header = {
         "device_name": session.device.name,
@@ -283,6 +304,8 @@ def _cached_measurement(entry: dict) -> Measurement:
 def _result(config, m, request: KernelRequest, stored: bool = False) -> dict[str, Any]:
     """One of Kernel Tuner's result dicts: the tunables, time (ms; our median under timing
     protocol 2) and times, or the failure's class name as its time; plus status and error."""
+    from autotune.kt.cache import FAILED, RuntimeFailedConfig
+
     row: dict[str, Any] = {k: config[k] for k in request.tune_params}
     timed = m.status in (Status.OK, Status.SLOW) and m.time_ms is not None
     if timed:

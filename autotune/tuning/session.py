@@ -131,6 +131,9 @@ def open_gpu_session(
         if evaluator is None:
             say("autotune: starting the GPU worker ...")
             evaluator = GpuEvaluator(gpu)
+        # A worker spawned without waiting (tune_kernel's) is waited for here: before a new
+        # file is created, and after an existing one was opened while it booted.
+        arch = evaluator.device.arch
         if store is None:
             store = Store(storage, share=share)
     except BaseException:
@@ -139,7 +142,7 @@ def open_gpu_session(
         if store is not None:
             store.close()
         raise
-    compiler = Compiler(arch=evaluator.device.arch, cache_dir=cache_dir, options=options)
+    compiler = Compiler(arch=arch, cache_dir=cache_dir, options=options)
     return Session(store, GpuRunner(compiler, evaluator, processes=compile_processes))
 
 
