@@ -139,13 +139,13 @@ typedef u16 out_t;
 #define GEMM_EPI_ARGS
 #endif
 // store_tile's runs: a row's BN / 8 column pairs of a lane in runs of at most 8 (EPI_RUN), each
-// run's epilogue inputs (in[j]) fetched before its first store (epilogue.cuh).
+// run's residual pairs (in[j]) fetched before its first store (epilogue.cuh).
 #define EPI_RUNS ((BN / 8 + 7) / 8)
 #define EPI_RUN ((BN / 8 + EPI_RUNS - 1) / EPI_RUNS)
 #if GEMM_EPILOGUE
-#define TILE_EPI(v, j, k) EPI_APPLY2(v, in[j], k)
+#define TILE_EPI(v, f, j, k) EPI_APPLY2(v, f, in[j], k)
 #else
-#define TILE_EPI(v, j, k) (v)
+#define TILE_EPI(v, f, j, k) (v)
 #endif
 
 
@@ -576,15 +576,15 @@ __device__ __forceinline__ void store_tile(
 #pragma unroll
                 for (int j = 0; j < EPI_RUN && g0 + j < BN / 8; ++j) {
                     const int f = f0 + 8 * (g0 + j) + 2 * (lane % 4);
-                    in[j] = EPI_FETCH2(f, row + f, f < F, f + 1 < F);
+                    in[j] = EPI_FETCH2(row + f, f < F, f + 1 < F);
                 }
 #endif
 #pragma unroll
                 for (int j = 0; j < EPI_RUN && g0 + j < BN / 8; ++j) {
                     const int g = g0 + j;
                     const int f = f0 + 8 * g + 2 * (lane % 4);
-                    const float v0 = TILE_EPI(acc[mi][4 * g + 2 * h], j, 0);
-                    const float v1 = TILE_EPI(acc[mi][4 * g + 2 * h + 1], j, 1);
+                    const float v0 = TILE_EPI(acc[mi][4 * g + 2 * h], f, j, 0);
+                    const float v1 = TILE_EPI(acc[mi][4 * g + 2 * h + 1], f, j, 1);
 #if SPLIT_K == 1 && STORAGE != 0
                     u16* out = y + row + f;
                     if (F % 2 == 0) {

@@ -87,3 +87,22 @@ def test_the_epilogue_changes_the_cubin_and_a_plain_plan_is_unchanged(
     fused = FAMILY.plan(dataclasses.replace(plain, epilogue="bias_add_relu"), config)
     assert fused.defines[: len(plan.defines)] == plan.defines
     assert compiler.compile(fused).cubin != compiler.compile(plan).cubin
+
+
+# The heaviest epilogue (a scale, a bias and a residual a pair of outputs, GELU) on the tiles
+# with the most accumulators a thread: fetching the scale and bias with each run's residual
+# spilled the first of these (8 bytes; 168 registers at most for 384 threads).
+@pytest.mark.parametrize(
+    "dtype, config",
+    [
+        ("bf16", tma(256, 128, 2, 3, tiles=2)),
+        ("tf32", tma(256, 128, 2, 4, tiles=2)),
+        ("bf16", cfg(128, 256, 2, 4, producer=1)),
+        ("fp16", tma(128, 256, 2, 4)),
+    ],
+)
+def test_the_heaviest_epilogue_fits_the_widest_tiles_without_spills(compiler, dtype, config):
+    problem = dataclasses.replace(nhwc(CONV3, dtype), epilogue="scale_bias_add_gelu")
+    assert FAMILY.load_space().bind(problem.fields(), LIMITS).is_valid(config), config
+    compiled = compiler.compile(FAMILY.plan(problem, config))
+    assert compiled.spills == 0, compiled.log
