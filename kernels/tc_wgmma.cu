@@ -629,6 +629,10 @@ __device__ __forceinline__ void store_tile(
 }
 
 #if STORE_TMA
+// store_tile_tma applies the epilogue (EPI: STORE_TMA has no split-K) an output at a time, its
+// inputs loaded where used: the staging leaves no registers for store_tile's runs of residual
+// pairs (runs of 1 to 8 pairs spilled the widest tiles, BM = 256 and BN = 128 with two tiles a
+// block, with a residual).
 __device__ __forceinline__ void warpgroup_sync(int cwg)
 {
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cwg) : "memory");  // barrier 0 is the block's
@@ -694,8 +698,8 @@ __device__ __forceinline__ void store_tile_tma(
                 const int f = f0 + c;
                 float v0 = 0.0f, v1 = 0.0f;
                 if (m < M_ALL) {
-                    if (f < F) v0 = GEMM_EPI(acc[mi][4 * g + 2 * h], f, (long long)m * F + f);
-                    if (f + 1 < F) v1 = GEMM_EPI(acc[mi][4 * g + 2 * h + 1], f + 1, (long long)m * F + f + 1);
+                    if (f < F) v0 = EPI(acc[mi][4 * g + 2 * h], f, (long long)m * F + f);
+                    if (f + 1 < F) v1 = EPI(acc[mi][4 * g + 2 * h + 1], f + 1, (long long)m * F + f + 1);
                 }
                 stage_pair(stage, r, c, v0, v1);
             }
