@@ -34,8 +34,15 @@
 // (C, K*K, F). Both land in the 128-byte swizzle, and complete on the slot's `full` mbarrier by
 // their byte count. The maps come as __grid_constant__ parameters, encoded by the launcher.
 //
+// STORE_TMA = 1 (with TMA, SPLIT_K = 1): each consumer warpgroup writes its rows of the finished
+// tile (after the epilogue, in the storage type) into shared memory, in 128-byte-wide panels in
+// the 128-byte swizzle, and one thread stores each panel by a tensor-memory copy through a tiled
+// map of the output: whole 128-byte rows, clipped by the hardware at the output's edges, and
+// issued asynchronously, so that the next tile's main loop runs while it drains (the staging
+// tile is waited for only before it is written again).
+//
 // Defines: B C N K F STRIDE (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM BN WG STAGES
-// SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA; with a fused epilogue, EPILOGUE and the
+// SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA; with a fused epilogue, EPILOGUE and the
 // EPI_ defines of epilogue.cuh: applied where the output is stored (store_tile, or with SPLIT_K
 // > 1 tc_wgmma_reduce), whose kernel then takes the epilogue's inputs after y.
 
@@ -85,6 +92,12 @@ typedef u16 out_t;
 #if TMA && !(PRODUCER && C_OUTER)
 #error "TMA copies are issued by the producer warpgroup, a tap of a channel block each (C_OUTER)"
 #endif
+#ifndef STORE_TMA
+#define STORE_TMA 0
+#endif
+#if STORE_TMA && !(TMA && SPLIT_K == 1 && (BN * ELEM_BYTES) % 128 == 0)
+#error "STORE_TMA stores whole 128-byte panels of a tile through the output's map (TMA, no split)"
+#endif
 
 #define THREADS (128 * (WG + PRODUCER))
 // Threads that load: a producer warpgroup, or every thread.
@@ -115,6 +128,13 @@ typedef u16 out_t;
 #define A_BYTES (BM * 128)
 #define STAGE_BYTES ((BM + BN) * 128)
 #define BARRIER_BYTES (PRODUCER * 16 * STAGES)  // full and empty mbarriers a slot
+// STORE_TMA's staging tile, after the slots (1024-aligned: (BM + BN) * 128 is a multiple of 4096):
+// each consumer warpgroup's WG_ROWS rows in PANELS panels of WG_ROWS x 128 bytes.
+#define PANEL_COLS (128 / ELEM_BYTES)
+#define PANELS (BN / PANEL_COLS)
+#define WG_ROWS (MI * 64)
+#define PANEL_BYTES (WG_ROWS * 128)
+#define STORE_BYTES (STORE_TMA * BM * BN * ELEM_BYTES)
 #define REDUCE_BLOCK 256
 
 // A fused epilogue in the output store (epilogue.cuh), or none: no parameters, the value as it is.
@@ -139,13 +159,13 @@ typedef u16 out_t;
 #define GEMM_EPI_ARGS
 #endif
 // store_tile's runs: a row's BN / 8 column pairs of a lane in runs of at most 8 (EPI_RUN), each
-// run's epilogue inputs (in[j]) fetched before its first store (epilogue.cuh).
+// run's residual pairs (in[j]) fetched before its first store (epilogue.cuh).
 #define EPI_RUNS ((BN / 8 + 7) / 8)
 #define EPI_RUN ((BN / 8 + EPI_RUNS - 1) / EPI_RUNS)
 #if GEMM_EPILOGUE
-#define TILE_EPI(v, j, k) EPI_APPLY2(v, in[j], k)
+#define TILE_EPI(v, f, j, k) EPI_APPLY2(v, f, in[j], k)
 #else
-#define TILE_EPI(v, j, k) (v)
+#define TILE_EPI(v, f, j, k) (v)
 #endif
 
 
@@ -576,15 +596,15 @@ __device__ __forceinline__ void store_tile(
 #pragma unroll
                 for (int j = 0; j < EPI_RUN && g0 + j < BN / 8; ++j) {
                     const int f = f0 + 8 * (g0 + j) + 2 * (lane % 4);
-                    in[j] = EPI_FETCH2(f, row + f, f < F, f + 1 < F);
+                    in[j] = EPI_FETCH2(row + f, f < F, f + 1 < F);
                 }
 #endif
 #pragma unroll
                 for (int j = 0; j < EPI_RUN && g0 + j < BN / 8; ++j) {
                     const int g = g0 + j;
                     const int f = f0 + 8 * g + 2 * (lane % 4);
-                    const float v0 = TILE_EPI(acc[mi][4 * g + 2 * h], j, 0);
-                    const float v1 = TILE_EPI(acc[mi][4 * g + 2 * h + 1], j, 1);
+                    const float v0 = TILE_EPI(acc[mi][4 * g + 2 * h], f, j, 0);
+                    const float v1 = TILE_EPI(acc[mi][4 * g + 2 * h + 1], f, j, 1);
 #if SPLIT_K == 1 && STORAGE != 0
                     u16* out = y + row + f;
                     if (F % 2 == 0) {
@@ -608,6 +628,93 @@ __device__ __forceinline__ void store_tile(
     }
 }
 
+#if STORE_TMA
+// store_tile_tma applies the epilogue (EPI: STORE_TMA has no split-K) an output at a time, its
+// inputs loaded where used: the staging leaves no registers for store_tile's runs of residual
+// pairs (runs of 1 to 8 pairs spilled the widest tiles, BM = 256 and BN = 128 with two tiles a
+// block, with a residual).
+__device__ __forceinline__ void warpgroup_sync(int cwg)
+{
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cwg) : "memory");  // barrier 0 is the block's
+}
+
+// One panel of the staging tile to the output: PANEL_COLS filters from f, WG_ROWS pixels from m.
+__device__ __forceinline__ void tma_store2(const tensor_map_t* map, unsigned src, int f, int m)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"((u64)map),
+        "r"(f), "r"(m), "r"(src)
+        : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// The staging tile may be written again once the stores issued from it have read it.
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+// Two neighbouring outputs of row r, columns c and c + 1 of the tile, into warpgroup `stage`'s
+// panels: column c's byte in its 128-byte panel row, the 16-byte chunk swizzled by r % 8.
+__device__ __forceinline__ void stage_pair(unsigned stage, int r, int c, float v0, float v1)
+{
+    const int byte = c * ELEM_BYTES;
+    const unsigned at = stage + (byte / 128) * PANEL_BYTES + r * 128
+        + ((((byte % 128) / 16) ^ (r % 8)) * 16) + byte % 16;
+#if STORAGE == 0
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(FINAL(v0)), "f"(FINAL(v1)) : "memory");
+#else
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(to_storage2(v0, v1)) : "memory");
+#endif
+}
+
+// A finished tile through shared memory and tensor-memory stores (STORE_TMA): consumer
+// warpgroup cwg's rows, the epilogue applied where the output exists (zeros elsewhere, which
+// the map's edges clip), then one store a panel by the warpgroup's first thread, left to drain.
+__device__ __forceinline__ void store_tile_tma(
+    float (&acc)[MI][BN / 2], unsigned staging, const tensor_map_t* y_map, int m0, int f0, int ctid,
+    int cwg GEMM_EPI_PARAMS)
+{
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(acc[mi][i])::"memory");
+    const int lane = ctid % 32;
+    const int q = (ctid % 128) / 32;
+    const bool leader = ctid % 128 == 0;
+    const unsigned stage = staging + cwg * PANELS * PANEL_BYTES;
+    const int row0 = m0 + cwg * WG_ROWS;
+    if (leader) bulk_wait_read();  // the last tile's stores have read the staging tile
+    warpgroup_sync(cwg);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = mi * 64 + 16 * q + lane / 4 + 8 * h;
+            const int m = row0 + r;
+#pragma unroll
+            for (int g = 0; g < BN / 8; ++g) {
+                const int c = 8 * g + 2 * (lane % 4);
+                const int f = f0 + c;
+                float v0 = 0.0f, v1 = 0.0f;
+                if (m < M_ALL) {
+                    if (f < F) v0 = EPI(acc[mi][4 * g + 2 * h], f, (long long)m * F + f);
+                    if (f + 1 < F) v1 = EPI(acc[mi][4 * g + 2 * h + 1], f + 1, (long long)m * F + f + 1);
+                }
+                stage_pair(stage, r, c, v0, v1);
+            }
+        }
+    }
+    fence_proxy_async();  // the generic-proxy writes, for the tensor-memory copies' async proxy
+    warpgroup_sync(cwg);
+    if (leader) {
+#pragma unroll
+        for (int p = 0; p < PANELS; ++p) tma_store2(y_map, stage + p * PANEL_BYTES, f0 + p * PANEL_COLS, row0);
+        bulk_commit();
+    }
+}
+#endif
+
 __device__ __forceinline__ void zero(float (&acc)[MI][BN / 2])
 {
 #pragma unroll
@@ -629,6 +736,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     ,
     const __grid_constant__ tensor_map_t x_map, const __grid_constant__ tensor_map_t w_map
 #endif
+#if STORE_TMA
+    ,
+    const __grid_constant__ tensor_map_t y_map
+#endif
 )
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -649,7 +760,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     // has retired. No block-wide barrier after the set-up: the producer runs ahead into the
     // block's next tile while the consumers store the last one. Slot and phase follow the
     // block's step count g over all its tiles.
-    const unsigned full = base + STAGES * STAGE_BYTES;
+    const unsigned staging = base + STAGES * STAGE_BYTES;  // STORE_TMA's (STORE_BYTES)
+    const unsigned full = staging + STORE_BYTES;
     const unsigned empty = full + 8 * STAGES;
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -731,8 +843,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
         }
         wgmma_wait<0>();
         if (steps > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+#if STORE_TMA
+        store_tile_tma(acc, staging, &y_map, (tile / TILES_F) * BM, (tile % TILES_F) * BN, ctid, cwg GEMM_EPI_ARGS);
+#else
         store_tile(acc, y, (tile / TILES_F) * BM, (tile % TILES_F) * BN, ctid, cwg GEMM_EPI_ARGS);
+#endif
     }
+#if STORE_TMA
+    if (leader) bulk_wait();  // the shared memory the last stores read lives as long as the block
+#endif
 #else
     // Every thread loads and multiplies: a step waits for its tile, syncs, issues its wgmma
     // group, waits for the previous step's, (with two warpgroups syncs again,) and refills the

@@ -19,7 +19,7 @@ SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots sta
 WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
-    "TMA",
+    "TMA", "STORE_TMA",
 )  # fmt: skip
 
 
@@ -28,10 +28,12 @@ def reduction_step(problem: ConvProblem) -> int:
     return ROW_BYTES // problem.precision.bytes
 
 
-def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, TensorMap]:
+def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     """TMA's maps (TMA = 1): the NHWC input in im2col mode, BM filter-window origins of BK
     channels a copy (the window's far corner K - 1 short of the edge, origins STRIDE apart), and
-    the FKKC filters as a (C, K*K, F) tensor, BK channels x 1 tap x BN filters a copy."""
+    the FKKC filters as a (C, K*K, F) tensor, BK channels x 1 tap x BN filters a copy; with
+    STORE_TMA, the NHWF output as (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows a
+    store (BM / WG pixels)."""
     p = problem
     storage = p.precision.storage
     elem = p.precision.bytes
@@ -54,18 +56,30 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, Tensor
         box=(step, 1, bn),
         element_strides=(1, 1, 1),
     )
-    return x_map, w_map
+    if not int(config["STORE_TMA"]):
+        return x_map, w_map
+    y_map = TensorMap(
+        "y",
+        storage,
+        dims=(p.F, p.B * p.N * p.N),
+        strides=(p.F * elem,),
+        box=(ROW_BYTES // elem, bm // int(config["WG"])),
+        element_strides=(1, 1),
+    )
+    return x_map, w_map, y_map
 
 
 def threads(config: Config) -> int:
     return WARPGROUP * (int(config["WG"]) + int(config["PRODUCER"]))
 
 
-def shared_bytes(config: Config) -> int:
-    """Dynamic shared memory: the slots, the alignment slack, the producer's mbarriers."""
-    stages = int(config["STAGES"])
-    slots = stages * (int(config["BM"]) + int(config["BN"])) * ROW_BYTES
-    return slots + SWIZZLE_ALIGN + 16 * stages * int(config["PRODUCER"])
+def shared_bytes(config: Config, elem_bytes: int) -> int:
+    """Dynamic shared memory: the slots, STORE_TMA's staging tile (BM x BN outputs of
+    `elem_bytes`), the alignment slack, the producer's mbarriers."""
+    stages, bm, bn = int(config["STAGES"]), int(config["BM"]), int(config["BN"])
+    slots = stages * (bm + bn) * ROW_BYTES
+    staging = int(config["STORE_TMA"]) * bm * bn * elem_bytes
+    return slots + staging + SWIZZLE_ALIGN + 16 * stages * int(config["PRODUCER"])
 
 
 class TcWgmma(Family):
@@ -92,7 +106,7 @@ class TcWgmma(Family):
     reference_sources = (conv2d.REFERENCE_SOURCE, conv2d.EPILOGUE_REFERENCE_SOURCE)
     default_shape_set = "alexnet"
     # Configs stored before the TMA path loaded by cp.async.
-    later_tunables = MappingProxyType({"TMA": 0})
+    later_tunables = MappingProxyType({"TMA": 0, "STORE_TMA": 0})
     int32_offsets = True
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
@@ -115,7 +129,7 @@ class TcWgmma(Family):
                 *(("y", *fused) if split == 1 else ("y_split",)),
                 *(tensor_maps(p, config) if values["TMA"] else ()),
             ),
-            smem_bytes=shared_bytes(config),
+            smem_bytes=shared_bytes(config, p.precision.bytes),
         )
         # Split-K: FP32 partial sums, added up and stored into y by tc_wgmma_reduce.
         return split_k_plan(

@@ -83,44 +83,35 @@ __device__ __forceinline__ float epilogue(float v, int f, long long i EPI_PARAMS
 }
 
 // The same in two steps, for a store loop over pairs of neighbouring outputs (f and f + 1 at
-// flat indices i and i + 1): EPI_FETCH2 loads a pair's inputs, EPI_APPLY2 uses them. A loop that
-// fetches a run of pairs before it applies and stores the first has the run's loads in flight
-// together: one memory latency a run. Fetched where each is used, a residual's loads were waited
-// for one or two at a time, and ResNet-50's 56x56 1x1 layer (C = 64, F = 256, tf32) took 385 us
-// with its residual add against 66 us plain on the H200 (Nsight Compute: scoreboard stalls).
-// ok0 and ok1 say which of the two outputs exist (f < F, f + 1 < F).
+// flat indices i and i + 1): EPI_FETCH2 loads a pair's residual, EPI_APPLY2 applies the
+// epilogue with it. A loop that fetches a run of pairs before it applies and stores the first
+// has the run's loads in flight together: one memory latency a run. Fetched where each was
+// used, a residual's loads were waited for one or two at a time, and ResNet-50's 56x56 1x1 layer
+// (C = 64, F = 256, tf32) took 385 us with its residual add against 66 us plain on the H200
+// (Nsight Compute: L1TEX scoreboard stalls). The per-filter scale and bias stay where they are
+// used: small vectors that L1 holds, they are not worth a run's registers (fetched in the run
+// too, a wide tile spilled). ok0 and ok1 say which of the two outputs exist (f < F, f + 1 < F).
 struct EpiPair {
-    float scale[2], bias[2], residual[2];
+    float residual[2];
 };
 
-__device__ __forceinline__ void epi_load2(const elem_t* p, long long i, bool ok0, bool ok1, float (&v)[2])
-{
-    v[0] = ok0 ? epi_load(p, i) : 0.0f;
-    v[1] = ok1 ? epi_load(p, i + 1) : 0.0f;
-}
-
-__device__ __forceinline__ EpiPair epi_fetch2(int f, long long i, bool ok0, bool ok1 EPI_PARAMS)
+__device__ __forceinline__ EpiPair epi_fetch2(long long i, bool ok0, bool ok1 EPI_PARAMS)
 {
     EpiPair in;
-#if EPI_SCALE
-    epi_load2(epi_scale, f, ok0, ok1, in.scale);
-#endif
-#if EPI_BIAS
-    epi_load2(epi_bias, f, ok0, ok1, in.bias);
-#endif
 #if EPI_RESIDUAL
-    epi_load2(epi_residual, i, ok0, ok1, in.residual);
+    in.residual[0] = ok0 ? epi_load(epi_residual, i) : 0.0f;
+    in.residual[1] = ok1 ? epi_load(epi_residual, i + 1) : 0.0f;
 #endif
     return in;
 }
 
-__device__ __forceinline__ float epi_apply2(float v, const EpiPair& in, int k)
+__device__ __forceinline__ float epi_apply2(float v, int f, const EpiPair& in, int k EPI_PARAMS)
 {
 #if EPI_SCALE
-    v *= in.scale[k];
+    v *= epi_load(epi_scale, f + k);
 #endif
 #if EPI_BIAS
-    v += in.bias[k];
+    v += epi_load(epi_bias, f + k);
 #endif
 #if EPI_RESIDUAL
     v += in.residual[k];
@@ -129,7 +120,7 @@ __device__ __forceinline__ float epi_apply2(float v, const EpiPair& in, int k)
 }
 
 #define EPI(v, f, i) epilogue((v), (f), (i)EPI_ARGS)
-#define EPI_FETCH2(f, i, ok0, ok1) epi_fetch2((f), (i), (ok0), (ok1)EPI_ARGS)
-#define EPI_APPLY2(v, in, k) epi_apply2((v), (in), (k))
+#define EPI_FETCH2(i, ok0, ok1) epi_fetch2((i), (ok0), (ok1)EPI_ARGS)
+#define EPI_APPLY2(v, f, in, k) epi_apply2((v), (f), (in), (k)EPI_ARGS)
 
 #endif

@@ -86,9 +86,9 @@ def test_each_epilogue_correct_at_odd_shapes(tuner, evaluator, dtype):
     for study in studies:
         fixed = [c for c in CONFIGS if study.space.is_valid(c)]
         configs = rng.sample(fixed, min(2, len(fixed))) or rng.sample(study.space.configs, 1)
-        # Where the space holds them, a split-K config (the epilogue in the reduction) and a TMA
-        # one as well.
-        for key, least in (("SPLIT_K", 2), ("TMA", 1)):
+        # Where the space holds them, a split-K config (the epilogue in the reduction), a TMA
+        # one and a TMA-store one (the epilogue before the staging tile) as well.
+        for key, least in (("SPLIT_K", 2), ("TMA", 1), ("STORE_TMA", 1)):
             some = [c for c in study.space.configs if int(c[key]) >= least]
             configs += [rng.choice(some)] if some else []
         picks += [(study, c) for c in dict.fromkeys(configs)]

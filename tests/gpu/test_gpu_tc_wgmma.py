@@ -28,7 +28,7 @@ QUICK = TimingPolicy(warmup=1, min_repeats=2, min_time_s=0.0, max_repeats=3, max
 FAMILY = get_family("tc_wgmma")
 # Every loader and pipeline case: one and two consumer warpgroups, m64 tiles one and two a
 # warpgroup, the producer warpgroup, split-K, the channel-block order through L1, TMA copies,
-# shallow and deep pipelines, every tile width.
+# shallow and deep pipelines, every tile width, TMA stores.
 CONFIGS = [
     cfg(64, 64, 1, 2),
     cfg(128, 128, 1, 4),
@@ -41,6 +41,11 @@ CONFIGS = [
     tma(256, 128, 2, 4, tiles=2),
     tma(128, 96, 1, 5, split=2),
     tma(128, 256, 2, 3),
+    # TMA stores: one and two consumer warpgroups, several tiles a block (the staging tile
+    # written again while the last tile's stores drain), the edges the map clips.
+    tma(64, 64, 1, 2, store=1),
+    tma(128, 128, 1, 4, store=1),
+    tma(256, 128, 2, 3, tiles=2, store=1),
 ]
 # The odd shapes of the CPU tests and more: B = 1 and 3, N = 1, 7, 13, 37, F = 7, 10, 33, 64, 100,
 # C = 3, 5, 8, 12, 16, 20, 40, 64, 96, K = 1, 3, 5, 11, strides 1, 2, 4. C = 12 and 20 are whole
@@ -88,8 +93,9 @@ def test_odd_shapes_correct_in_every_pipeline_case(tuner, evaluator, dtype):
         fixed = [c for c in CONFIGS if study.space.is_valid(c)]
         extra = min(max(1, 3 - len(fixed)), len(study.space.configs))
         configs = fixed + rng.sample(study.space.configs, extra)
-        # Where the space holds them, a channel-block-order, a split-K and a TMA config as well.
-        for name, least in (("C_OUTER", 1), ("SPLIT_K", 2), ("TMA", 1)):
+        # Where the space holds them, a channel-block-order, a split-K, a TMA and a TMA-store
+        # config as well.
+        for name, least in (("C_OUTER", 1), ("SPLIT_K", 2), ("TMA", 1), ("STORE_TMA", 1)):
             some = [c for c in study.space.configs if int(c[name]) >= least]
             configs += [rng.choice(some)] if some else []
         picks += [(study, c) for c in dict.fromkeys(configs)]

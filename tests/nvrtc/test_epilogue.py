@@ -41,7 +41,7 @@ def test_the_reference_reads_every_storage_type_and_layout(compiler, dtype, layo
 # Each epilogue once, over the kernel's cases: both consumer counts and the producer warpgroup
 # (setmaxnreg leaves the consumers 216 or 224 registers), both output types (16-bit pairs and
 # FP32), odd F (the element-wise store), split-K (the epilogue in the reduction), TMA, the widest
-# tiles (the most accumulators a thread beside the epilogue's registers).
+# tiles (the most accumulators a thread beside the epilogue's registers), TMA stores.
 CONV3 = ConvProblem(N=13, K=3, C=192, F=384, B=128)
 ODD_F = ConvProblem(N=13, K=3, C=40, F=33, B=3)
 CASES = [
@@ -53,6 +53,9 @@ CASES = [
     (ODD_F, "tf32", cfg(64, 64, 1, 3, producer=1)),
     (ConvProblem(N=7, K=3, C=256, F=64), "bf16", cfg(64, 64, 1, 6, split=8)),
     (ConvProblem(N=7, K=3, C=256, F=64), "tf32", tma(64, 64, 1, 6, split=4)),
+    # TMA stores: the epilogue applied before the staging tile.
+    (CONV3, "bf16", tma(256, 128, 2, 3, tiles=2, store=1)),
+    (CONV3, "tf32", tma(128, 96, 1, 4, store=1)),
 ]
 
 
@@ -87,3 +90,22 @@ def test_the_epilogue_changes_the_cubin_and_a_plain_plan_is_unchanged(
     fused = FAMILY.plan(dataclasses.replace(plain, epilogue="bias_add_relu"), config)
     assert fused.defines[: len(plan.defines)] == plan.defines
     assert compiler.compile(fused).cubin != compiler.compile(plan).cubin
+
+
+# The heaviest epilogue (a scale, a bias and a residual a pair of outputs, GELU) on the tiles
+# with the most accumulators a thread: fetching the scale and bias with each run's residual
+# spilled the first of these (8 bytes; 168 registers at most for 384 threads).
+@pytest.mark.parametrize(
+    "dtype, config",
+    [
+        ("bf16", tma(256, 128, 2, 3, tiles=2)),
+        ("tf32", tma(256, 128, 2, 4, tiles=2)),
+        ("bf16", cfg(128, 256, 2, 4, producer=1)),
+        ("fp16", tma(128, 256, 2, 4)),
+    ],
+)
+def test_the_heaviest_epilogue_fits_the_widest_tiles_without_spills(compiler, dtype, config):
+    problem = dataclasses.replace(nhwc(CONV3, dtype), epilogue="scale_bias_add_gelu")
+    assert FAMILY.load_space().bind(problem.fields(), LIMITS).is_valid(config), config
+    compiled = compiler.compile(FAMILY.plan(problem, config))
+    assert compiled.spills == 0, compiled.log

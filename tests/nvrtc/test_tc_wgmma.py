@@ -57,16 +57,19 @@ def bound(problem: ConvProblem):
     return FAMILY.load_space().bind(problem.fields(), LIMITS)
 
 
-def cfg(bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0) -> Config:
+def cfg(
+    bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0
+) -> Config:
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
-        | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma)
+        | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma, STORE_TMA=store)
     )
 
 
-def tma(bm, bn, wg, stages, split=1, tiles=1) -> Config:
-    """A configuration loading by TMA: from the producer warpgroup, in channel-block order."""
-    return cfg(bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1)
+def tma(bm, bn, wg, stages, split=1, tiles=1, store=0) -> Config:
+    """A configuration loading by TMA: from the producer warpgroup, in channel-block order;
+    with `store`, storing its output by TMA too."""
+    return cfg(bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store)
 
 
 def test_only_tensor_core_nhwc_problems_are_computed() -> None:
@@ -121,11 +124,16 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
             assert config["C_OUTER"] == 0 and config["TMA"] == 0
         if config["TMA"]:
             assert (producer, config["C_OUTER"], config["L1_CACHE"]) == (1, 1, 0)
+        if config["STORE_TMA"]:  # whole 128-byte panels, rows 16-byte aligned, no split
+            assert config["TMA"] and split == 1
+            assert bn * problem.precision.bytes % 128 == 0
+            assert problem.F * problem.precision.bytes % 16 == 0
         plan = FAMILY.plan(problem, config)
         assert plan.arch_specific
         launch = plan.launches[0]
         assert launch.block == (threads(config), 1, 1) and launch.threads <= LIMITS.MAX_THREADS
-        assert launch.smem_bytes == shared_bytes(config) <= LIMITS.SMEM_PER_BLOCK_OPTIN
+        smem = shared_bytes(config, problem.precision.bytes)
+        assert launch.smem_bytes == smem <= LIMITS.SMEM_PER_BLOCK_OPTIN
         # Every output tile once: the block count covers them at TILES_PER_BLOCK a block.
         tiles = -(-problem.F // bn) * -(-pixels // bm)
         per_block = int(config["TILES_PER_BLOCK"])
@@ -182,6 +190,35 @@ def test_tma_maps_describe_the_tiles_the_kernel_multiplies() -> None:
     x32, w32 = tensor_maps(nhwc(conv, "tf32"), tma(128, 96, 1, 4))
     assert x32.dtype == w32.dtype == "float32" and x32.box == (32, 128) and w32.box == (32, 1, 96)
     assert x32.strides[0] == 64 * 4
+
+
+def test_the_output_map_stores_a_warpgroups_rows_in_128_byte_panels() -> None:
+    conv = nhwc(ConvProblem(N=13, K=5, C=64, F=200, B=3, stride=2), "bf16")
+    *_, y_map = tensor_maps(conv, tma(256, 128, 2, 4, store=1))
+    assert y_map == TensorMap(
+        "y", "bfloat16", dims=(200, 3 * 13 * 13), strides=(400,), box=(64, 128),
+        element_strides=(1, 1),
+    )  # fmt: skip
+    *_, y32 = tensor_maps(nhwc(conv, "tf32"), tma(128, 96, 1, 4, store=1))
+    assert y32.box == (32, 128) and y32.strides == (800,)
+    assert len(tensor_maps(conv, tma(256, 128, 2, 4))) == 2  # loads only
+    # The staging tile is BM x BN outputs more shared memory.
+    plain, stored = tma(128, 128, 1, 4), tma(128, 128, 1, 4, store=1)
+    assert shared_bytes(stored, 2) - shared_bytes(plain, 2) == 128 * 128 * 2
+
+
+def test_tma_stores_are_offered_only_for_whole_panels_and_aligned_rows() -> None:
+    conv3 = bound(nhwc(ConvProblem(N=13, K=3, C=192, F=384, B=128)))
+    assert conv3.is_valid(tma(128, 128, 1, 4, store=1))
+    assert not conv3.is_valid(tma(128, 96, 1, 4, store=1))  # 192 bytes: one panel and a half
+    assert not conv3.is_valid(cfg(128, 128, 1, 4, store=1))  # loads by cp.async
+    assert not conv3.is_valid(tma(128, 256, 2, 5, store=1))  # 64 KB more than fits
+    tf32 = bound(nhwc(ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32"))
+    assert tf32.is_valid(tma(128, 96, 1, 4, store=1))  # 384 bytes: three FP32 panels
+    odd = bound(nhwc(ConvProblem(N=13, K=3, C=64, F=100, B=8)))
+    assert {int(c["STORE_TMA"]) for c in odd} == {0}  # 200-byte rows: not 16-byte aligned
+    small = bound(nhwc(ConvProblem(N=7, K=3, C=256, F=64, B=1)))
+    assert all(c["SPLIT_K"] == 1 for c in small if c["STORE_TMA"])
 
 
 def test_tma_is_offered_only_where_its_maps_can_be_made() -> None:
@@ -242,6 +279,13 @@ COMPILE_SAMPLE = [
     (ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32", tma(256, 128, 2, 4, tiles=2)),
     (ConvProblem(N=27, K=5, C=64, F=192, B=128), "fp16", tma(128, 96, 1, 6)),
     (ConvProblem(N=7, K=3, C=256, F=64), "tf32", tma(64, 64, 1, 6, split=4)),
+    # TMA stores: both storage types, one and two consumer warpgroups, several tiles a block,
+    # fused epilogues (below, with a residual).
+    (ConvProblem(N=13, K=3, C=192, F=384, B=128), "bf16", tma(128, 128, 1, 4, store=1)),
+    (ConvProblem(N=13, K=3, C=192, F=384, B=128), "bf16", tma(256, 128, 2, 3, tiles=2, store=1)),
+    (ConvProblem(N=27, K=5, C=64, F=192, B=128), "fp16", tma(128, 64, 2, 4, store=1)),
+    (ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32", tma(128, 96, 1, 4, store=1)),
+    (ConvProblem(N=7, K=1, C=512, F=2048, B=32), "tf32", tma(256, 64, 2, 4, tiles=2, store=1)),
 ]
 
 
