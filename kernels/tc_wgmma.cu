@@ -85,6 +85,14 @@ typedef u16 out_t;
 #if TMA && !(PRODUCER && C_OUTER)
 #error "TMA copies are issued by the producer warpgroup, a tap of a channel block each (C_OUTER)"
 #endif
+// PAD zeros around the input (ConvProblem.padding), read by the im2col map, whose box starts PAD
+// before the image and whose copies fill zeros outside it; 0: a pre-padded input (S_IN).
+#ifndef PAD
+#define PAD 0
+#endif
+#if PAD && !TMA
+#error "a padded input (PAD > 0) is read through the im2col map (TMA = 1), which fills its zeros"
+#endif
 
 #define THREADS (128 * (WG + PRODUCER))
 // Threads that load: a producer warpgroup, or every thread.
@@ -682,7 +690,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
                 const unsigned slot = base + s * STAGE_BYTES;
                 mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
                 const u16 kx = (u16)(tap % K), ky = (u16)(tap / K);
-                tma_im2col(slot, &x_map, c, ox * STRIDE, oy * STRIDE, b, kx, ky, full + 8 * s);
+                tma_im2col(slot, &x_map, c, ox * STRIDE - PAD, oy * STRIDE - PAD, b, kx, ky, full + 8 * s);
                 tma_tile3(slot + A_BYTES, &w_map, c, tap, f0, full + 8 * s);
             }
         }
