@@ -85,6 +85,7 @@ class Choice:
     gflops: float = math.nan  # its stored GFlop/s there
     layout_ms: float = 0.0  # the call's layout copies, when its tensors are in the other layout
     epilogue_ms: float = 0.0  # the call's epilogue applied after a plan that does not fuse it
+    padding_ms: float = 0.0  # the call's padding copy, for a pre-padded plan of a padded call
 
     @property
     def exact(self) -> bool:
@@ -94,7 +95,7 @@ class Choice:
 
     @property
     def expected_ms(self) -> float:
-        return self.time_ms + self.untimed_ms + self.layout_ms + self.epilogue_ms
+        return self.time_ms + self.untimed_ms + self.layout_ms + self.epilogue_ms + self.padding_ms
 
     def costs(self, time_ms: float | None = None) -> tuple[int, float]:
         """(how many of its costs are unknown, the sum of the known ones): its rank, with
@@ -104,6 +105,7 @@ class Choice:
             self.untimed_ms,
             self.layout_ms,
             self.epilogue_ms,
+            self.padding_ms,
         )
         unknown = sum(math.isinf(p) for p in parts)
         return unknown, sum(p for p in parts if not math.isinf(p))
