@@ -22,7 +22,9 @@ rules 1 and 2 then run over every problem that may serve it (each dtype the requ
 either layout), all ranked together, a plan in the other layout than the call's tensors paying
 for the copies of the input, the filters and the output (calls.layout_copy_bytes), and a plan
 of a family that does not fuse the call's epilogue (its bias) for a pass over the output
-(calls.epilogue_pass_bytes), priced as below (pricing.call_costs). Rule 2 ranks each such
+(calls.epilogue_pass_bytes), and, for a call whose padded input can be read in place (the
+padded problem is among those that may serve it), a pre-padded plan for the padding copy
+(calls.padding_copy_bytes), priced as below (pricing.call_costs). Rule 2 ranks each such
 problem's first choice together (by its time scaled by the two shapes' FLOPs), then the rest
 problem by problem.
 
