@@ -98,6 +98,14 @@ typedef u16 out_t;
 #if STORE_TMA && !(TMA && SPLIT_K == 1 && (BN * ELEM_BYTES) % 128 == 0)
 #error "STORE_TMA stores whole 128-byte panels of a tile through the output's map (TMA, no split)"
 #endif
+// PAD zeros around the input (ConvProblem.padding), read by the im2col map, whose box starts PAD
+// before the image and whose copies fill zeros outside it; 0: a pre-padded input (S_IN).
+#ifndef PAD
+#define PAD 0
+#endif
+#if PAD && !TMA
+#error "a padded input (PAD > 0) is read through the im2col map (TMA = 1), which fills its zeros"
+#endif
 
 #define THREADS (128 * (WG + PRODUCER))
 // Threads that load: a producer warpgroup, or every thread.
@@ -794,7 +802,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
                 const unsigned slot = base + s * STAGE_BYTES;
                 mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
                 const u16 kx = (u16)(tap % K), ky = (u16)(tap / K);
-                tma_im2col(slot, &x_map, c, ox * STRIDE, oy * STRIDE, b, kx, ky, full + 8 * s);
+                tma_im2col(slot, &x_map, c, ox * STRIDE - PAD, oy * STRIDE - PAD, b, kx, ky, full + 8 * s);
                 tma_tile3(slot + A_BYTES, &w_map, c, tap, f0, full + 8 * s);
             }
         }

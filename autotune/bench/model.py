@@ -188,10 +188,11 @@ def _layer_rows(torch, eager, ours, rt, x, repeats: int) -> list[dict]:
         found = rt.entries.get(key)
         if found is None:
             return None
+        if not found.pad or found.choice.padding_ms:  # priced by the choice (calls.Request)
+            return LayerCall(found.choice)
         copy_gbps = rt.catalogue(x.device.index or 0).copy_gbps
-        height, width = x.shape[-2:]
-        pad = padding_ms(found.choice.problem, height, width, copy_gbps) if found.pad else 0.0
-        return LayerCall(found.choice, pad)
+        height, width = x.shape[-2:]  # a copy that drops rows past the last window
+        return LayerCall(found.choice, padding_ms(found.choice.problem, height, width, copy_gbps))
 
     mine = [(n, m) for n, m in ours.named_modules() if isinstance(m, Conv2d)]
     theirs = [(n, m) for n, m in eager.named_modules() if isinstance(m, torch.nn.Conv2d)]

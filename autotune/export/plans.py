@@ -167,6 +167,11 @@ def exported_plan(choice: Choice, family: Family) -> ExportedPlan:
         raise NotExportable(
             f"fused epilogue {problem.epilogue}; the C++ API calls a plain convolution"
         )
+    if problem.padding:
+        raise NotExportable(
+            f"padding={problem.padding} read in place; the C++ API pads a copy of the input "
+            "and calls the pre-padded problem's plan"
+        )
     plan = family.plan(problem, choice.config)
     for launch in plan.all_launches:
         for arg in launch.args:

@@ -49,6 +49,9 @@ class Family:
     # The epilogues (model/epilogue.py) the kernel applies in its output store; a problem with
     # another is refused (none: only problems without one).
     epilogues: tuple[str, ...] = ()
+    # Whether the kernels read a padded problem's zeros themselves (ConvProblem.padding > 0);
+    # the others compute pre-padded inputs only (padding 0).
+    reads_padding: bool = False
     # The kernels index input, filters and output with 32-bit integers: check() refuses a
     # problem whose tensors hold more elements than that reaches.
     int32_offsets: bool = False
@@ -97,8 +100,9 @@ class Family:
 
     def check(self, problem: ConvProblem) -> None:
         """Raise UnsupportedProblem when this family cannot compute `problem`: its kind, dtype,
-        layout or epilogue is not one the family declares, or check_limits refuses it. A family
-        overrides check_limits, not this, so that no family can skip the declared checks."""
+        layout, epilogue or padding is not one the family declares, or check_limits refuses it.
+        A family overrides check_limits, not this, so that no family can skip the declared
+        checks."""
         if not isinstance(problem, self.problem_type):
             raise UnsupportedProblem(
                 f"{self.name} computes {self.problem_type.__name__}, not {type(problem).__name__}"
@@ -114,6 +118,11 @@ class Family:
         epilogue = getattr(problem, "epilogue", "")
         if epilogue and epilogue not in self.epilogues:
             raise UnsupportedProblem(f"{self.name} applies no fused epilogue: not {epilogue}")
+        padding = getattr(problem, "padding", 0)
+        if padding and not self.reads_padding:
+            raise UnsupportedProblem(
+                f"{self.name} reads a pre-padded input (padding 0), not padding={padding}"
+            )
         if self.int32_offsets:
             self.check_int32_offsets(problem)
         self.check_limits(problem)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -14,6 +15,8 @@ REFERENCE_SOURCE = REFERENCE_DIR / "reference_conv2d.cu"
 # The reference of a problem with a fused epilogue: the convolution above, then the epilogue (a
 # file of its own, so that the plain reference's text, part of every family's digest, stays).
 EPILOGUE_REFERENCE_SOURCE = REFERENCE_DIR / "reference_conv2d_epilogue.cu"
+# A padded input's reference (padding > 0), with or without an epilogue.
+PADDED_REFERENCE_SOURCE = REFERENCE_DIR / "reference_conv2d_padded.cu"
 REFERENCE_BLOCK = 256
 
 
@@ -54,9 +57,11 @@ def epilogue_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
 
 
 def problem_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
-    """The problem as the conv2d kernels read it: -D defines B, C, N, K, F, STRIDE."""
+    """The problem as the conv2d kernels read it: -D defines B, C, N, K, F, STRIDE, and PAD
+    where the input has padding (so that a pre-padded problem's plan is what it always was)."""
     p = problem
-    return (("B", p.B), ("C", p.C), ("N", p.N), ("K", p.K), ("F", p.F), ("STRIDE", p.stride))
+    sizes = (("B", p.B), ("C", p.C), ("N", p.N), ("K", p.K), ("F", p.F), ("STRIDE", p.stride))
+    return (*sizes, ("PAD", p.padding)) if p.padding else sizes
 
 
 def reference_plan(problem: ConvProblem) -> KernelPlan:
@@ -65,7 +70,7 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
     one thread per output."""
     outputs = problem.B * problem.F * problem.N * problem.N
     launch = Launch(
-        "reference_conv2d",
+        "reference_conv2d_padded" if problem.padding else "reference_conv2d",
         grid=(cdiv(outputs, REFERENCE_BLOCK), 1, 1),
         block=(REFERENCE_BLOCK, 1, 1),
         args=("x", "w", "y_ref"),
@@ -73,7 +78,8 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
     storage = (storage_define(problem), ("NHWC", int(problem.nhwc)))
     fused = problem.fused
     if fused is None:
-        return KernelPlan(REFERENCE_SOURCE, (*problem_defines(problem), *storage), (launch,))
+        source = PADDED_REFERENCE_SOURCE if problem.padding else REFERENCE_SOURCE
+        return KernelPlan(source, (*problem_defines(problem), *storage), (launch,))
     epilogue = Launch(
         "reference_epilogue",
         grid=launch.grid,
@@ -81,6 +87,9 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
         args=("y_ref", *fused.inputs),
     )
     defines = (*problem_defines(problem), *storage, *fused.defines())
+    if problem.padding:
+        defines = (*defines, ("EPILOGUE_REF", 1))
+        return KernelPlan(PADDED_REFERENCE_SOURCE, defines, (launch, epilogue))
     return KernelPlan(EPILOGUE_REFERENCE_SOURCE, defines, (launch, epilogue))
 
 
@@ -90,8 +99,11 @@ def reference_numpy(problem: ConvProblem, x: np.ndarray, w: np.ndarray) -> np.nd
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
     if problem.nhwc:  # compute in NCHW, hand back NHWF
         nchw = ConvProblem(problem.N, problem.K, problem.C, problem.F, problem.B, problem.stride)
+        nchw = replace(nchw, padding=problem.padding)
         y = reference_numpy(nchw, x64.transpose(0, 3, 1, 2), w64.transpose(0, 3, 1, 2))
         return y.transpose(0, 2, 3, 1)
+    p = problem.padding
+    x64 = np.pad(x64, ((0, 0), (0, 0), (p, p), (p, p))) if p else x64
     windows = np.lib.stride_tricks.sliding_window_view(x64, (problem.K, problem.K), axis=(2, 3))
     s = problem.stride
     windows = windows[:, :, ::s, ::s][:, :, : problem.N, : problem.N]  # B, C, N, N, K, K

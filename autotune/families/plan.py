@@ -46,6 +46,7 @@ TMA_SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}
 _ELEMENT_BYTES = {"float16": 2, "float32": 4, "bfloat16": 2}
 MAX_BOX = 256  # extent of a box dimension, and pixels or channels of an im2col copy
 MAX_RANK = 5
+IM2COL_CORNER_REACH = {3: 2**15, 4: 2**7, 5: 2**4}  # by rank: corners in -reach..reach - 1
 
 
 def check_tensor_map(spec: TensorMap) -> None:
@@ -70,6 +71,13 @@ def check_tensor_map(spec: TensorMap) -> None:
         if len(spec.box) != 2 or any(len(c) != rank - 2 for c in spec.corners):
             raise TensorMapError(
                 f"{name}: im2col takes (channels, pixels) and a corner per spatial dimension"
+            )
+        # The corners' range shrinks with the spatial dimensions (cuTensorMapEncodeIm2col):
+        # 16, 8 or 5 bits for one, two or three.
+        reach = IM2COL_CORNER_REACH[rank]
+        if any(not -reach <= v < reach for corner in spec.corners for v in corner):
+            raise TensorMapError(
+                f"{name}: im2col corners {spec.corners} outside {-reach}..{reach - 1}"
             )
     elif len(spec.box) != rank:
         raise TensorMapError(f"{name}: a box extent per dimension")

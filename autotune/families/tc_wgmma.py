@@ -30,14 +30,17 @@ def reduction_step(problem: ConvProblem) -> int:
 
 def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     """TMA's maps (TMA = 1): the NHWC input in im2col mode, BM filter-window origins of BK
-    channels a copy (the window's far corner K - 1 short of the edge, origins STRIDE apart), and
-    the FKKC filters as a (C, K*K, F) tensor, BK channels x 1 tap x BN filters a copy; with
-    STORE_TMA, the NHWF output as (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows a
-    store (BM / WG pixels)."""
+    channels a copy (from `padding` before the image to the window's far corner K - 1 - padding
+    short of its edge, origins STRIDE apart), and the FKKC filters as a (C, K*K, F) tensor, BK
+    channels x 1 tap x BN filters a copy; with STORE_TMA, the NHWF output as (F, B*N*N), a
+    128-byte panel of a consumer warpgroup's rows a store (BM / WG pixels)."""
     p = problem
     storage = p.precision.storage
     elem = p.precision.bytes
-    side = p.input_size  # padding materialised: (N - 1) * stride + K
+    side = p.input_size  # as stored: (N - 1) * stride + K - 2 * padding
+    # The box of window origins runs from `padding` before the image to the last origin whose
+    # window ends `padding` past it; the copies fill zeros for what lies outside the image.
+    lower, upper = -p.padding, p.padding + 1 - p.K
     step, bm, bn = reduction_step(p), int(config["BM"]), int(config["BN"])
     x_map = TensorMap(
         "x",
@@ -46,7 +49,7 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
         strides=(p.C * elem, side * p.C * elem, side * side * p.C * elem),
         box=(step, bm),
         element_strides=(1, p.stride, p.stride, 1),
-        corners=((0, 0), (1 - p.K, 1 - p.K)),
+        corners=((lower, lower), (upper, upper)),
     )
     w_map = TensorMap(
         "w",
@@ -103,11 +106,17 @@ class TcWgmma(Family):
     # Every fused epilogue, applied where the consumers store their accumulators (or in the
     # split-K reduction); compiled in only for a problem with one.
     epilogues = tuple(EPILOGUES)
-    reference_sources = (conv2d.REFERENCE_SOURCE, conv2d.EPILOGUE_REFERENCE_SOURCE)
+    reference_sources = (
+        conv2d.REFERENCE_SOURCE,
+        conv2d.EPILOGUE_REFERENCE_SOURCE,
+        conv2d.PADDED_REFERENCE_SOURCE,
+    )
     default_shape_set = "alexnet"
     # Configs stored before the TMA path loaded by cp.async.
     later_tunables = MappingProxyType({"TMA": 0, "STORE_TMA": 0})
     int32_offsets = True
+    # A padded input through the im2col map only (the space keeps TMA = 1 for one).
+    reads_padding = True
 
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
         p = problem

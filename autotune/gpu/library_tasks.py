@@ -67,12 +67,12 @@ class CudnnConv:
         def measure() -> Measurement:
             arrays = session.fresh_inputs(self.check.buffers, self.check.seed)
             x, w = operands(torch, self.problem, arrays)
-            stride = self.problem.stride
+            stride, padding = self.problem.stride, self.problem.padding  # cuDNN pads itself
 
             def run() -> None:
-                torch.nn.functional.conv2d(x, w, stride=stride)
+                torch.nn.functional.conv2d(x, w, stride=stride, padding=padding)
 
-            y = torch.nn.functional.conv2d(x, w, stride=stride)  # cuDNN's search happens here
+            y = torch.nn.functional.conv2d(x, w, stride=stride, padding=padding)  # its search
             # NHWC: cuDNN's channels-last output is the NHWF buffer itself; where it wrote NCHW
             # instead, the check sees a copy (made here, untimed) and the algorithm says so.
             arrays["y"], copied = output_array(torch, self.problem, y)

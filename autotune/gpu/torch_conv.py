@@ -66,9 +66,12 @@ def output_array(torch, problem: ConvProblem, y) -> tuple[object, bool]:
 
 
 def drop_one_term(torch, problem: ConvProblem, x, w, y):
-    """y less the product x[b, C-1, oy*s+K-1, ox*s+K-1] * w[f, C-1, K-1, K-1] of every output:
-    what a kernel that misses one term of each sum would write (in y's dtype and layout)."""
+    """y less the product x[b, C-1, oy*s+K-1, ox*s+K-1] * w[f, C-1, K-1, K-1] of every output
+    (x with its padding): what a kernel that misses one term of each sum would write (in y's
+    dtype and layout)."""
     n, k, s, c = problem.N, problem.K, problem.stride, problem.C - 1
+    if problem.padding:
+        x = torch.nn.functional.pad(x, (problem.padding,) * 4)
     xs = x[:, c, k - 1 :: s, k - 1 :: s][:, :n, :n].float()  # B, N, N
     ws = w[:, c, k - 1, k - 1].float()  # F
     dropped = y.float() - xs[:, None, :, :] * ws[None, :, None, None]
@@ -105,7 +108,8 @@ class CudnnPrecision:
         def measure() -> Measurement:
             arrays = session.fresh_inputs(self.check.buffers, self.check.seed)
             x, w = operands(torch, self.problem, arrays)
-            y = torch.nn.functional.conv2d(x, w, stride=self.problem.stride)
+            p = self.problem
+            y = torch.nn.functional.conv2d(x, w, stride=p.stride, padding=p.padding)
             arrays["y"], copied = output_array(torch, self.problem, y)
             session.sync()
             cudnn = session.check_outputs(self.check, arrays)

@@ -21,7 +21,7 @@ class KindSpec:
 
 CONV2D = KindSpec(
     "conv2d",
-    fields=("N", "K", "C", "F", "B", "stride"),
+    fields=("N", "K", "C", "F", "B", "stride", "padding"),
     required=("N", "K", "C", "F"),
     columns=("B", "N", "K", "C", "F", "stride"),
     library="cudnn",

@@ -58,13 +58,15 @@ class _Problem:
 
 @dataclass(frozen=True, slots=True)
 class ConvProblem(_Problem):
-    """2D convolution over a pre-padded input (valid cross-correlation).
+    """2D convolution (cross-correlation) of an input with `padding` zeros around it.
 
     B images of C channels, F filters of K x K, an N x N output per feature map; the input side is
-    (N - 1) * stride + K, i.e. any padding is already part of the input. `dtype` says how values
-    are stored and multiplied (model/precision.py), `layout` how tensors are ordered: NCHW input,
-    FCKK filters, NFHW output; or NHWC, FKKC, NHWF; `epilogue` what is applied to the output
-    before it is stored (model/epilogue.py; empty: nothing).
+    (N - 1) * stride + K - 2 * padding. With padding 0 (the default) the input is pre-padded: any
+    padding is already part of it, which every family reads; a family that reads the zeros
+    itself (Family.reads_padding) also computes padding > 0, with no copy of the input. `dtype`
+    says how values are stored and multiplied (model/precision.py), `layout` how tensors are
+    ordered: NCHW input, FCKK filters, NFHW output; or NHWC, FKKC, NHWF; `epilogue` what is
+    applied to the output before it is stored (model/epilogue.py; empty: nothing).
     """
 
     N: int
@@ -76,12 +78,21 @@ class ConvProblem(_Problem):
     dtype: str = DEFAULT_DTYPE
     layout: str = DEFAULT_LAYOUT
     epilogue: str = DEFAULT_EPILOGUE
+    padding: int = 0  # last, so that positional construction reads as it always has
 
     kind = "conv2d"
     sizes = ("N", "K", "C", "F", "B", "stride")
 
     def __post_init__(self) -> None:
         _check_sizes(self, self.sizes)
+        padding = self.padding
+        if isinstance(padding, bool) or not isinstance(padding, int):
+            raise ProblemError(f"padding must be an integer, got {padding!r}")
+        if not 0 <= padding < self.K:
+            raise ProblemError(
+                f"padding must be at least 0 and less than K={self.K} (every window then "
+                f"overlaps the image), got {padding}"
+            )
         try:
             check_dtype(self.dtype)
             check_layout(self.layout)
@@ -104,7 +115,12 @@ class ConvProblem(_Problem):
 
     @property
     def input_size(self) -> int:
-        """Side of the (pre-padded) input image."""
+        """Side of the input image as stored (without the zeros of `padding`)."""
+        return (self.N - 1) * self.stride + self.K - 2 * self.padding
+
+    @property
+    def padded_size(self) -> int:
+        """Side of the input with its padding: what the windows walk."""
         return (self.N - 1) * self.stride + self.K
 
     @property
@@ -145,6 +161,7 @@ class ConvProblem(_Problem):
         sizes = {name: getattr(self, name) for name in self.sizes}
         return {
             **sizes,
+            "PADDING": self.padding,
             "S": self.input_size,
             "ELEM_BYTES": self.precision.bytes,
             "TENSOR_CORE": int(self.precision.tensor_core),
@@ -152,9 +169,11 @@ class ConvProblem(_Problem):
         }
 
     def as_dict(self) -> dict[str, int | str]:
-        """The fields, dtype, layout and epilogue only when not the default (so FP32 NCHW shapes
-        read as they always have)."""
+        """The fields, padding, dtype, layout and epilogue only when not the default (so FP32
+        NCHW shapes read as they always have)."""
         values: dict[str, int | str] = {name: getattr(self, name) for name in self.sizes}
+        if self.padding:
+            values["padding"] = self.padding
         if self.dtype != DEFAULT_DTYPE:
             values["dtype"] = self.dtype
         if self.layout != DEFAULT_LAYOUT:
@@ -165,13 +184,15 @@ class ConvProblem(_Problem):
 
     @property
     def key(self) -> str:
-        """Shape key (N, K, C, F), with B and stride only when not 1, dtype, layout and epilogue
-        only when not the default."""
+        """Shape key (N, K, C, F), with B and stride only when not 1, padding only when not 0,
+        dtype, layout and epilogue only when not the default."""
         text = f"N={self.N},K={self.K},C={self.C},F={self.F}"
         if self.B != 1:
             text += f",B={self.B}"
         if self.stride != 1:
             text += f",stride={self.stride}"
+        if self.padding:
+            text += f",padding={self.padding}"
         if self.dtype != DEFAULT_DTYPE:
             text += f",dtype={self.dtype}"
         if self.layout != DEFAULT_LAYOUT:

@@ -47,6 +47,9 @@ class Request:
     layout: str = "NCHW"
     allow_tf32: bool = False
     epilogue: str = ""
+    # The call's padding where a plan may read its input in place with the zeros around it
+    # (Call.padded_problem); 0 otherwise: every plan then reads a padded copy.
+    padding: int = 0
 
     def __post_init__(self) -> None:
         if self.storage not in STORAGE_DTYPES:
@@ -65,16 +68,26 @@ class Request:
         return STORAGE_DTYPES[self.storage]
 
     def problems(self, sizes: ConvProblem) -> tuple[ConvProblem, ...]:
-        """Every problem that may serve a call of these sizes: each dtype the request allows,
-        in the request's own layout first, then in the other (served with a layout copy)."""
+        """Every problem that may serve a call of these sizes (the pre-padded problem): each
+        dtype the request allows, in the request's own layout first, then in the other (served
+        with a layout copy); with a padding, each first as the padded problem (read in place,
+        by the families that read padding), then pre-padded (read from a padded copy)."""
         layouts = (self.layout, *(x for x in LAYOUTS if x != self.layout))
-        return tuple(replace(sizes, dtype=d, layout=lay) for d in self.dtypes for lay in layouts)
+        paddings = (self.padding, 0) if self.padding else (0,)
+        return tuple(
+            replace(sizes, dtype=d, layout=lay, padding=pad)
+            for d in self.dtypes
+            for lay in layouts
+            for pad in paddings
+        )
 
     @classmethod
     def exactly(cls, problem: ConvProblem) -> Request:
-        """The request a problem's own dtype and layout make (TF32 allowed for a tf32 one)."""
+        """The request a problem's own dtype, layout and padding make (TF32 allowed for a tf32
+        one)."""
         storage = PRECISIONS[problem.dtype].storage
-        return cls(storage, problem.layout, allow_tf32=problem.dtype == "tf32")
+        tf32 = problem.dtype == "tf32"
+        return cls(storage, problem.layout, allow_tf32=tf32, padding=problem.padding)
 
 
 def epilogue_pass_bytes(problem: ConvProblem, residual: bool = False) -> int:
@@ -134,7 +147,18 @@ class Call:
 
     @property
     def request(self) -> Request:
-        return Request(self.storage, self.layout, bool(self.allow_tf32), self.epilogue)
+        padding = self.padding if self.padded_problem() is not None else 0
+        return Request(self.storage, self.layout, bool(self.allow_tf32), self.epilogue, padding)
+
+    def padded_problem(self) -> ConvProblem | None:
+        """The call as a padded problem, read in place with its zeros around it, where one can
+        be: a padding below the filter size, and every row and column of the input in some
+        window (none dropped past the last one); None otherwise."""
+        sizes = self.problem()
+        if not 0 < self.padding < sizes.K:
+            return None
+        padded = replace(sizes, padding=self.padding)
+        return padded if padded.input_size == self.H else None
 
     def problem(self) -> ConvProblem:
         """The sizes as a problem over the pre-padded input (FP32 NCHW: the request says which

@@ -22,7 +22,9 @@ rules 1 and 2 then run over every problem that may serve it (each dtype the requ
 either layout), all ranked together, a plan in the other layout than the call's tensors paying
 for the copies of the input, the filters and the output (calls.layout_copy_bytes), and a plan
 of a family that does not fuse the call's epilogue (its bias) for a pass over the output
-(calls.epilogue_pass_bytes), priced as below (pricing.call_costs). Rule 2 ranks each such
+(calls.epilogue_pass_bytes), and, for a call whose padded input can be read in place (the
+padded problem is among those that may serve it), a pre-padded plan for the padding copy
+(calls.padding_copy_bytes), priced as below (pricing.call_costs). Rule 2 ranks each such
 problem's first choice together (by its time scaled by the two shapes' FLOPs), then the rest
 problem by problem.
 
@@ -85,6 +87,7 @@ class Choice:
     gflops: float = math.nan  # its stored GFlop/s there
     layout_ms: float = 0.0  # the call's layout copies, when its tensors are in the other layout
     epilogue_ms: float = 0.0  # the call's epilogue applied after a plan that does not fuse it
+    padding_ms: float = 0.0  # the call's padding copy, for a pre-padded plan of a padded call
 
     @property
     def exact(self) -> bool:
@@ -94,7 +97,7 @@ class Choice:
 
     @property
     def expected_ms(self) -> float:
-        return self.time_ms + self.untimed_ms + self.layout_ms + self.epilogue_ms
+        return self.time_ms + self.untimed_ms + self.layout_ms + self.epilogue_ms + self.padding_ms
 
     def costs(self, time_ms: float | None = None) -> tuple[int, float]:
         """(how many of its costs are unknown, the sum of the known ones): its rank, with
@@ -104,6 +107,7 @@ class Choice:
             self.untimed_ms,
             self.layout_ms,
             self.epilogue_ms,
+            self.padding_ms,
         )
         unknown = sum(math.isinf(p) for p in parts)
         return unknown, sum(p for p in parts if not math.isinf(p))

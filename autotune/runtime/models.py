@@ -66,7 +66,8 @@ def _describe(name: str, conv: torch.nn.Conv2d, x: torch.Tensor) -> ModelConv:
         return ModelConv(name, None, why)
     key = (0, *x.shape, *conv.weight.shape, conv.stride, conv.padding)
     try:
-        return ModelConv(name, Call.of(key).problem())
+        call = Call.of(key)  # padded where a plan may read the input in place
+        return ModelConv(name, call.padded_problem() or call.problem())
     except CallError as err:
         return ModelConv(name, None, str(err))
 
@@ -91,7 +92,8 @@ def model_studies(
 ) -> list[tuple[Family, ConvProblem]]:
     """(family, problem) for every distinct size and every family that computes `dtype`, in
     each layout it reads: with the size's epilogue where the family fuses it, else plain (its
-    epilogue is then a pass after the call)."""
+    epilogue is then a pass after the call); with the size's padding where the family reads
+    padding, else pre-padded (the runtime then pads a copy)."""
     check_dtype(dtype)
     chosen = list(families) if families is not None else list(FAMILIES.values())
     pairs = []
@@ -99,8 +101,9 @@ def model_studies(
         for family in chosen:
             if dtype not in family.dtypes:
                 continue
+            padding = sizes.padding if family.reads_padding else 0
             for layout in family.layouts:
-                problem = replace(sizes, dtype=dtype, layout=layout)
+                problem = replace(sizes, dtype=dtype, layout=layout, padding=padding)
                 plain = replace(problem, epilogue="")
                 if callable_family(family, plain) is None:  # the runtime calls plain plans
                     pairs.append((family, problem if _fuses(family, problem) else plain))
@@ -179,6 +182,18 @@ def tune_model(
     try:
         session.measure_ceilings(say)
         studies, skipped = plan_studies(pairs, session.runner.limits)
+        # A padded problem a family cannot read in place on this device (tc_wgmma's im2col
+        # path wants whole 16-byte channel chunks: not a first layer's C = 3) is tuned
+        # pre-padded instead, as the runtime will serve it from a padded copy.
+        again = [
+            (get_family(s.family), replace(s.problem, padding=0))
+            for s in skipped
+            if getattr(s.problem, "padding", 0)
+        ]
+        if again:
+            more, still = plan_studies(again, session.runner.limits)
+            studies += more
+            skipped = [s for s in skipped if not getattr(s.problem, "padding", 0)] + still
         say(f"autotune: {len(set(problems))} shapes, {len(studies)} studies in {dtype}")
         tuner = session.tuner(f"autotune.tune_model {type(model).__name__} {dtype}")
         outcome = tuner.run(studies, budget, time_limit_s)
@@ -352,7 +367,9 @@ def ahead_calls(convs: list[ModelConv], layers: dict, request: Request) -> list[
             if layer is not None:
                 bias = layer.bias is not None
                 epilogue = epilogue_name(bias, layer.takes_residual, layer.activation)
-            calls.append((replace(conv.problem, epilogue=epilogue), request))
+            # Each call's own padding: its padded problem's plan reads its input in place.
+            padded = replace(request, padding=conv.problem.padding)
+            calls.append((replace(conv.problem, epilogue=epilogue), padded))
     return calls
 
 

@@ -114,7 +114,9 @@ def build_entry(
             fixed[name] = zeros.data.ptr
     pad = None
     offset = 0
-    if call.padding or call.H != problem.input_size:
+    # A padded problem's plan reads the caller's input in place (its zeros read by the
+    # kernel); a pre-padded one reads a padded copy.
+    if call.padding != problem.padding or call.H != problem.input_size:
         pad = pad_launch(call, problem, compiler, limits, directory, launch_op)
         offset = _aligned(element * _count(problem.input_shape))
     scratch = []

@@ -71,8 +71,8 @@ def epilogue_ms(problem: ConvProblem, copy_gbps: float | None, residual: bool = 
 
 def padding_ms(problem: ConvProblem, height: int, width: int, copy_gbps: float | None) -> float:
     """What the runtime's padding of a call's height x width input into the plan's pre-padded
-    one costs at the copy bandwidth (every plan of the problem pays it alike, so the lookup
-    does not rank by it; `bench model --layers` expects it)."""
+    one costs at the copy bandwidth (a padded problem's plan, which reads the input in place,
+    pays none; infinite without a copy bandwidth)."""
     if not copy_gbps:
         return math.inf
     return padding_copy_bytes(problem, height, width) / (copy_gbps * 1e9) * 1e3 + OPERATION_MS
@@ -82,10 +82,14 @@ def call_costs(problem: ConvProblem, family: Family | None, request, copy_gbps) 
     """What a call of `request` (calls.Request) pays besides the run of a plan of `family` for
     `problem`, as Choice's fields: layout copies where its tensors are in the other layout
     (`layout_ms`), a pass over the output where the family does not fuse the call's epilogue
-    (`epilogue_ms`); empty when nothing."""
+    (`epilogue_ms`), the padding copy where the call's input could be read in place but the
+    plan reads a pre-padded one (`padding_ms`); empty when nothing."""
     costs = {}
     if problem.layout != request.layout:
         costs["layout_ms"] = layout_ms(problem, copy_gbps)
+    if request.padding and not problem.padding:  # a pre-padded plan: the runtime copies
+        side = problem.input_size - 2 * request.padding
+        costs["padding_ms"] = padding_ms(problem, side, side, copy_gbps)
     if request.epilogue and (family is None or request.epilogue not in family.epilogues):
         residual = epilogue_of(request.epilogue).residual
         costs["epilogue_ms"] = epilogue_ms(problem, copy_gbps, residual)

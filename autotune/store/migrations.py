@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
-from autotune.model.problem import KIND_FIELDS
+from autotune.model.problem import ConvProblem
 from autotune.store.samples import pack_json
 from autotune.store.schema import (
     DIGESTED_IDENTITY,
@@ -110,7 +110,7 @@ def upgrade(engine: Engine) -> None:
 def _conv2d_shape_json(columns: Any) -> sa.ColumnElement[Any]:
     """SQL building the shape JSON of a stored 2D convolution from its integer columns."""
     pairs = []
-    for name in KIND_FIELDS["conv2d"]:
+    for name in ConvProblem.sizes:  # the integer columns (a padding has none: it came later)
         pairs += [sa.literal(name), columns[name]]
     return sa.func.json_object(*pairs)
 
@@ -215,5 +215,5 @@ def _alter_table(conn: sa.Connection, table: sa.Table, old_columns: set[str]) ->
     c = table.c
     rows = conn.execute(sa.select(c.id, *(c[n] for n in SHAPE_COLUMNS)).where(c.shape.is_(None)))
     for row in rows.all():
-        shape = {n: getattr(row, n) for n in KIND_FIELDS["conv2d"]}
+        shape = {n: getattr(row, n) for n in ConvProblem.sizes}
         conn.execute(table.update().where(c.id == row.id).values(shape=shape))

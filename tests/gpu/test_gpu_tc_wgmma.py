@@ -4,6 +4,7 @@ reference over the stored inputs, the dtype's tolerance)."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 import random
@@ -20,6 +21,7 @@ from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
 from autotune.tuning.studies import plan_studies
 from autotune.tuning.tuner import Tuner
+from tests.gpu_checks import failures
 from tests.nvrtc.test_tc_wgmma import ODD, cfg, nhwc, tma
 
 pytestmark = pytest.mark.gpu
@@ -115,3 +117,33 @@ def test_odd_shapes_correct_in_every_pipeline_case(tuner, evaluator, dtype):
     assert not failed, "\n".join(failed)
 
     assert all(set(c.as_dict()) == set(FAMILY.load_space().names) for c in CONFIGS)
+
+
+# Padded inputs (ConvProblem.padding), read through the im2col map's box from `padding` before
+# the image: odd sides, strides 1, 2 and 4, padding 1 to K - 1, batch 1 and 3, C a whole number
+# of 16-byte chunks (the TMA path's), F not a multiple of 8; fused epilogues where given.
+PADDED = [
+    ConvProblem(N=13, K=3, C=64, F=100, B=3, padding=1),
+    ConvProblem(N=7, K=3, C=16, F=33, B=1, stride=2, padding=1),
+    ConvProblem(N=14, K=7, C=8, F=64, B=3, stride=2, padding=3),
+    ConvProblem(N=5, K=5, C=32, F=10, B=3, stride=4, padding=4),
+    ConvProblem(N=37, K=3, C=40, F=64, B=1, padding=2),
+    ConvProblem(N=7, K=1, C=64, F=96, B=3, stride=2, padding=0),  # the unpadded TMA path beside
+]
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_padded_inputs_correct_through_the_im2col_box(tuner, evaluator, dtype):
+    problems = [dataclasses.replace(nhwc(p, dtype), padding=p.padding) for p in PADDED]
+    problems += [dataclasses.replace(problems[0], epilogue="bias_add_relu")]
+    problems += [dataclasses.replace(problems[2], epilogue="scale_bias_relu")]
+    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
+    assert len(studies) == len(problems), skipped
+    rng = random.Random(f"padded-{dtype}")
+    picks = []
+    for study in studies:
+        assert all(int(c["TMA"]) == 1 for c in study.space.configs) or not study.problem.padding
+        tma_configs = [c for c in study.space.configs if int(c["TMA"]) == 1]
+        picks += [(study, c) for c in rng.sample(tma_configs, min(3, len(tma_configs)))]
+    failed = failures(tuner, picks, QUICK.min_repeats)
+    assert not failed, "\n".join(failed)

@@ -109,3 +109,38 @@ def test_the_heaviest_epilogue_fits_the_widest_tiles_without_spills(compiler, dt
     assert FAMILY.load_space().bind(problem.fields(), LIMITS).is_valid(config), config
     compiled = compiler.compile(FAMILY.plan(problem, config))
     assert compiled.spills == 0, compiled.log
+
+
+# A padded problem's reference: a kernel of its own (reference_conv2d.cu's text is in every
+# family's digest), with and without an epilogue, in every storage type and layout.
+@pytest.mark.parametrize(("dtype", "layout"), PRECISIONS)
+def test_the_padded_reference_compiles_with_and_without_an_epilogue(compiler, dtype, layout):
+    problem = ConvProblem(N=7, K=3, C=5, F=9, B=3, stride=2, dtype=dtype, layout=layout, padding=2)
+    plain = compiler.compile(conv2d.reference_plan(problem))
+    assert "reference_conv2d_padded" in plain.resources and plain.spills == 0
+    fused = conv2d.reference_plan(dataclasses.replace(problem, epilogue="scale_bias_add_gelu"))
+    assert [launch.kernel for launch in fused.launches] == [
+        "reference_conv2d_padded",
+        "reference_epilogue",
+    ]
+    assert compiler.compile(fused).spills == 0
+
+
+def test_the_padded_numpy_reference_reads_zeros_around_the_input():
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    problem = ConvProblem(N=5, K=3, C=2, F=3, B=2, stride=2, padding=1)
+    x = rng.standard_normal(problem.input_shape)  # (2, 2, 9, 9)
+    w = rng.standard_normal(problem.filter_shape)
+    side = problem.input_size
+    expected = np.zeros(problem.output_shape)
+    for b, f, oy, ox in np.ndindex(*problem.output_shape):
+        for c, ky, kx in np.ndindex(2, 3, 3):
+            iy, ix = 2 * oy + ky - 1, 2 * ox + kx - 1
+            if 0 <= iy < side and 0 <= ix < side:
+                expected[b, f, oy, ox] += x[b, c, iy, ix] * w[f, c, ky, kx]
+    np.testing.assert_allclose(conv2d.reference_numpy(problem, x, w), expected, atol=1e-12)
+    nhwc = dataclasses.replace(problem, layout="NHWC")
+    got = conv2d.reference_numpy(nhwc, x.transpose(0, 2, 3, 1), w.transpose(0, 2, 3, 1))
+    np.testing.assert_allclose(got.transpose(0, 3, 1, 2), expected, atol=1e-12)

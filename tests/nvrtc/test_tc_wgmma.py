@@ -324,3 +324,29 @@ def test_the_plain_sm90_target_is_refused_with_the_reason(compiler):
     plan = dataclasses.replace(FAMILY.plan(nhwc(problem, dtype), config), arch_specific=False)
     with pytest.raises(CompileError, match="needs the sm_90a target"):
         compiler.compile(plan)
+
+
+# Padded inputs (ConvProblem.padding): only the TMA path reads them, its im2col box starting
+# `padding` before the image; the plan passes PAD and the kernel compiles without spills.
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_a_padded_problem_is_read_through_the_im2col_box_only(compiler, dtype):
+    problem = dataclasses.replace(
+        nhwc(ConvProblem(N=14, K=7, C=8, F=64, B=3, stride=2), dtype), padding=3
+    )
+    assert problem.input_size == 27 and problem.input_shape == (3, 27, 27, 8)
+    FAMILY.check(problem)
+    space = FAMILY.load_space().bind(problem.fields(), LIMITS)
+    assert space.configs and all(int(c["TMA"]) == 1 for c in space.configs)
+    assert not space.is_valid(cfg(64, 64, 1, 3, producer=1, c_outer=1))  # cp.async: pre-padded
+    config = tma(128, 64, 1, 4)
+    plan = FAMILY.plan(problem, config)
+    assert ("PAD", 3) in plan.defines
+    x_map = next(a for a in plan.launches[0].args if getattr(a, "buffer", "") == "x")
+    assert x_map.dims == (8, 27, 27, 3) and x_map.corners == ((-3, -3), (-3, -3))
+    compiled = compiler.compile(plan)
+    assert compiled.spills == 0, compiled.log
+    # Without padding the plan is the one it always was: no PAD, corners from the image's edge.
+    plain = FAMILY.plan(dataclasses.replace(problem, padding=0), config)
+    assert not any(name == "PAD" for name, _ in plain.defines)
+    plain_map = next(a for a in plain.launches[0].args if getattr(a, "buffer", "") == "x")
+    assert plain_map.corners == ((0, 0), (-6, -6))

@@ -172,3 +172,43 @@ def test_unknown_dtypes_and_layouts_are_one_line_errors(text, message):
 def test_a_stored_dtype_must_be_a_name():
     with pytest.raises(ProblemError, match="is not a name"):
         problem_from_dict({"N": 4, "K": 3, "C": 1, "F": 1, "dtype": 16})
+
+
+def test_padding_is_read_as_zeros_around_a_smaller_input_and_named_in_the_key_after_stride():
+    p = ConvProblem(N=28, K=3, C=128, F=128, B=32, stride=2, dtype="bf16", layout="NHWC", padding=1)
+    assert p.input_size == 55 and p.padded_size == 57 and p.input_shape == (32, 55, 55, 128)
+    assert p.key == "N=28,K=3,C=128,F=128,B=32,stride=2,padding=1,dtype=bf16,layout=NHWC"
+    assert parse_shape(p.key) == p and problem_from_dict(p.as_dict()) == p
+    assert p.fields()["PADDING"] == 1 and p.fields()["S"] == 55
+    assert p.flops == ConvProblem(N=28, K=3, C=128, F=128, B=32, stride=2).flops  # zeros count
+    # Padding 0, the default: the pre-padded problem, its key and dict as they always were.
+    plain = ConvProblem(N=28, K=3, C=128, F=128, B=32, stride=2)
+    assert "padding" not in plain.key and "padding" not in plain.as_dict()
+    assert plain.input_size == plain.padded_size == 57
+
+
+@pytest.mark.parametrize(
+    "padding, message",
+    [(-1, "at least 0"), (3, "less than K=3"), (True, "must be an integer"), (1.0, "integer")],
+)
+def test_impossible_padding_is_refused(padding, message):
+    with pytest.raises(ProblemError, match=message):
+        ConvProblem(N=8, K=3, C=4, F=4, padding=padding)
+
+
+def test_only_a_family_that_reads_padding_takes_a_padded_problem():
+    from autotune.families import FAMILIES, UnsupportedProblem
+
+    padded = ConvProblem(N=14, K=3, C=64, F=64, B=2, dtype="bf16", layout="NHWC", padding=1)
+    readers = []
+    for family in FAMILIES.values():
+        try:
+            family.check(padded)
+        except UnsupportedProblem as err:
+            if family.reads_padding:
+                raise
+            if family.layouts == ("NHWC",) and "bf16" in family.dtypes:
+                assert "pre-padded input" in str(err), (family.name, str(err))
+        else:
+            readers.append(family.name)
+    assert readers == ["tc_wgmma"]

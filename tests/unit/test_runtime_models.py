@@ -4,6 +4,8 @@ Skipped without PyTorch (CI has none)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -50,7 +52,7 @@ def randomised(model: nn.Module) -> nn.Module:
 def test_the_convolutions_a_forward_calls_are_collected_with_refusals():
     convs = collect_convolutions(Block(), torch.randn(2, 3, 12, 12))
     assert [c.name for c in convs] == ["conv1", "conv2", "conv3"]
-    assert convs[0].problem == ConvProblem(N=12, K=3, C=3, F=8, B=2)
+    assert convs[0].problem == ConvProblem(N=12, K=3, C=3, F=8, B=2, padding=1)
     assert convs[1].problem is None and "groups=2" in convs[1].refused
     assert convs[2].problem == ConvProblem(N=6, K=1, C=8, F=4, B=2, stride=2)
 
@@ -62,8 +64,15 @@ def test_resnet50s_convolutions_are_the_shape_set():
     assert len(convs) == 53 and all(c.problem for c in convs)
     from dataclasses import replace
 
-    collected = {replace(c.problem, B=32) for c in convs}
+    collected = {replace(c.problem, B=32, padding=0) for c in convs}
     assert collected == set(named_shapes("resnet50"))
+    # Padded where the input can be read in place: the stride-1 3x3 layers (padding 1), not
+    # the stride-2 ones (a row past the last window) nor conv1 (7x7, stride 2) nor the 1x1s.
+    padded = {c.name for c in convs if c.problem.padding}
+    assert (
+        padded == {c.name for c in convs if c.problem.K == 3 and c.problem.stride == 1}
+        and len(padded) == 13
+    )
 
 
 def test_a_dtype_is_tuned_by_every_family_that_computes_it():
@@ -75,6 +84,11 @@ def test_a_dtype_is_tuned_by_every_family_that_computes_it():
     bf16 = model_studies(sizes, "bf16")
     assert {f.name for f, _ in bf16} == {"tc_wgmma", "tc_implicit_gemm"}
     assert {(p.dtype, p.layout) for _, p in bf16} == {("bf16", "NHWC")}
+    # A padded size: tuned padded by the family that reads padding, pre-padded by the others.
+    padded = replace(sizes[0], padding=1)
+    studies = {f.name: p for f, p in model_studies([padded], "bf16")}
+    assert studies["tc_wgmma"].padding == 1 and studies["tc_implicit_gemm"].padding == 0
+    assert studies["tc_implicit_gemm"].input_size == padded.input_size + 2
 
 
 def test_tune_model_stores_ordinary_studies_and_resumes(tmp_path):
@@ -95,6 +109,37 @@ def test_tune_model_stores_ordinary_studies_and_resumes(tmp_path):
     assert "copy_bandwidth" in set(ceilings["name"])
     again = tune_model(model, x, "fp32", cache_dir=tmp_path / "cache", **kwargs)
     assert again.evaluated == 0  # resumed: the budget is already spent
+
+
+class PaddedBlock(nn.Module):
+    """A 3x3 convolution with padding 1 over 3 channels, then one over 16."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = nn.Conv2d(3, 16, 3, padding=1, bias=False)
+        self.second = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+
+    def forward(self, x):
+        return self.second(self.first(x))
+
+
+def test_tune_model_tunes_padded_convolutions_padded_where_the_family_can(tmp_path):
+    database = str(tmp_path / "padded.db")
+    evaluator = SyntheticEvaluator(lambda defines: 1.0 + defines.get("BM", 0) / 1000)
+    x = torch.randn(2, 3, 12, 12)
+    done = tune_model(
+        PaddedBlock().eval(), x, "bf16", database=database, budget=2, families=["tc_wgmma"],
+        evaluator=evaluator, cache_dir=tmp_path / "cache",
+    )  # fmt: skip
+    assert done.studies == 2 and not done.skipped
+    with Store(database) as store:
+        keys = set(store.best(device="Synthetic GPU", kind="conv2d")["problem_key"])
+    # 16 channels: read in place (TMA); 3 channels: no TMA configuration (16-byte chunks), so
+    # tuned pre-padded, as the runtime serves it from a padded copy.
+    assert keys == {
+        "N=12,K=3,C=16,F=16,B=2,padding=1,dtype=bf16,layout=NHWC",
+        "N=12,K=3,C=3,F=16,B=2,dtype=bf16,layout=NHWC",
+    }
 
 
 def test_optimize_swaps_convolutions_and_folds_inference_batchnorm(tmp_path):
@@ -132,7 +177,7 @@ def test_optimize_compiles_ahead_the_convolutions_the_example_calls(tmp_path, mo
     assert list(layers) == ["conv1", "conv3"]
     assert [c.name for c in convs] == ["conv1", "conv2", "conv3"]
     assert [c.problem.key for c in convs if c.problem] == [
-        ConvProblem(N=12, K=3, C=3, F=8, B=2).key,
+        ConvProblem(N=12, K=3, C=3, F=8, B=2, padding=1).key,  # read in place
         ConvProblem(N=6, K=1, C=8, F=4, B=2, stride=2).key,
     ]
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from autotune.model.problem import ConvProblem
-from autotune.runtime.calls import CallError, Request, layout_copy_bytes, padding_copy_bytes
+from autotune.runtime.calls import Call, CallError, Request, layout_copy_bytes, padding_copy_bytes
 from autotune.runtime.lookup import resolve
 from autotune.runtime.pricing import OPERATION_MS, layout_ms, padding_ms
 from tests.unit.test_runtime_lookup import LIMITS, Synthetic, config_of, space
@@ -158,3 +158,52 @@ def test_the_padding_copy_is_priced_as_its_read_and_write_at_the_copy_bandwidth(
     ms = padding_ms(problem, 224, 224, 4222.0)
     assert ms == pytest.approx(0.0982 + OPERATION_MS, abs=1e-4)
     assert padding_ms(problem, 224, 224, None) == math.inf  # no bandwidth measured: unknown
+
+
+# A padded call (PyTorch's padding=1 on a 3x3 layer): tc_wgmma reads the padded problem in
+# place; every family, tc_wgmma included, may serve it pre-padded from the runtime's copy.
+PADDED_CALL = Call.of((0, 32, 64, 56, 56, 64, 64, 3, 3, 1, 1, "bfloat16", "NHWC"))
+
+
+def test_a_padded_call_is_a_padded_problem_where_its_input_can_be_read_in_place():
+    sizes = PADDED_CALL.problem()
+    assert (sizes.N, sizes.padding, sizes.input_size) == (56, 0, 58)  # the copy's
+    padded = PADDED_CALL.padded_problem()
+    assert (padded.N, padded.padding, padded.input_size) == (56, 1, 56)
+    assert PADDED_CALL.request.padding == 1
+    keys = [p.key for p in PADDED_CALL.request.problems(sizes)]
+    assert keys == [as_(padded, "bf16").key, as_(sizes, "bf16").key] + [
+        as_(padded, "bf16", "NCHW").key,
+        as_(sizes, "bf16", "NCHW").key,
+    ]
+    # Stride 2 over 56 (ResNet-50's downsampling 3x3): the last input row lies past every
+    # window, so no padded problem describes the input: the copy drops it.
+    strided = Call.of((0, 32, 128, 56, 56, 128, 128, 3, 3, 2, 1, "bfloat16", "NHWC"))
+    assert strided.padded_problem() is None and strided.request.padding == 0
+    # No padding, or one past the filter's reach: nothing to read in place.
+    assert Call.of((0, 1, 8, 8, 8, 8, 8, 3, 3, 1, 0)).padded_problem() is None
+    assert Call.of((0, 1, 8, 8, 8, 8, 8, 3, 3, 1, 3)).padded_problem() is None
+
+
+def test_a_padded_plan_wins_where_it_is_faster_than_a_pre_padded_one_and_its_copy(
+    synthetic, tmp_path
+):
+    sizes, padded = as_(PADDED_CALL.problem(), "bf16"), as_(PADDED_CALL.padded_problem(), "bf16")
+    copy = padding_ms(sizes, 56, 56, COPY_GBPS)
+    moved = 2 * 32 * 64 * (56 * 56 + 58 * 58)  # the input read, its padded copy written
+    assert copy == pytest.approx(moved / (COPY_GBPS * 1e9) * 1e3 + OPERATION_MS)
+    synthetic.record("tc_wgmma", sizes, config_of("tc_wgmma", sizes), 0.100)
+    synthetic.record("tc_wgmma", padded, config_of("tc_wgmma", padded), 0.100 + copy / 2)
+    _, found = resolve(synthetic.catalogue(), PADDED_CALL.problem(), LIMITS, "error",
+                       request=PADDED_CALL.request)  # fmt: skip
+    first, second = list(found)[:2]
+    assert (first.problem, first.padding_ms) == (padded, 0.0)
+    assert second.problem == sizes and second.padding_ms == pytest.approx(copy)
+    assert second.expected_ms == pytest.approx(0.100 + copy)
+    # Slower than the pre-padded plan and its copy together, the padded plan comes second.
+    slow = Synthetic(tmp_path / "slow.db", copy_gbps=COPY_GBPS)
+    slow.record("tc_wgmma", sizes, config_of("tc_wgmma", sizes), 0.100)
+    slow.record("tc_wgmma", padded, config_of("tc_wgmma", padded), 0.100 + 2 * copy)
+    _, found = resolve(slow.catalogue(), PADDED_CALL.problem(), LIMITS, "error",
+                       request=PADDED_CALL.request)  # fmt: skip
+    assert next(found).problem == sizes
