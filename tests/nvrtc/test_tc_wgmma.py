@@ -345,6 +345,11 @@ def test_a_padded_problem_is_read_through_the_im2col_box_only(compiler, dtype):
     assert x_map.dims == (8, 27, 27, 3) and x_map.corners == ((-3, -3), (-3, -3))
     compiled = compiler.compile(plan)
     assert compiled.spills == 0, compiled.log
+    # Padded loads beside tensor-memory stores: the output's map is the unpadded N x N.
+    stored = FAMILY.plan(problem, tma(128, 64, 1, 4, store=1))
+    y_map = next(a for a in stored.launches[0].args if getattr(a, "buffer", "") == "y")
+    assert ("PAD", 3) in stored.defines and y_map.dims == (64, 3 * 14 * 14)
+    assert compiler.compile(stored).spills == 0
     # Without padding the plan is the one it always was: no PAD, corners from the image's edge.
     plain = FAMILY.plan(dataclasses.replace(problem, padding=0), config)
     assert not any(name == "PAD" for name, _ in plain.defines)
