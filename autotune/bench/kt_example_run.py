@@ -124,11 +124,19 @@ class Calls:
                     "best_ms": min(times) if times else math.nan,
                     "first_error": next((str(r["error"]) for r in results if r.get("error")), ""),
                     "wall_s": time.perf_counter() - started,
+                    # Where ours went (Kernel Tuner's env has neither): the tuner's run, and
+                    # NVRTC's compiles within it (summed over a pool, so they may exceed it).
+                    "tuning_s": env.get("tuning_s"),
+                    "compile_s": _seconds(env.get("total_compile_time")),
                 }
             )
             return results, env
 
         return call
+
+
+def _seconds(ms) -> float | None:
+    return ms / 1e3 if isinstance(ms, int | float) and not isinstance(ms, bool) else None
 
 
 def _first_line(err: BaseException) -> str:
@@ -175,6 +183,11 @@ def run(script: Path, mode: str, max_fevals: int | None, kt_lang: str | None) ->
     except BaseException as err:  # the script's own failure is the report's
         from autotune.kt.arguments import TuneKernelError
 
+        missing = _missing_module(err) if not calls.rows else None
+        if missing:  # a package of the script's own (spmv.py's scipy), not either tool's
+            report["status"] = "skipped"
+            report["error"] = f"needs {missing}, which is not installed"
+            return report
         unsupported = isinstance(err, TuneKernelError)
         report["status"] = "unsupported" if unsupported else "failed"
         report["error"] = (
@@ -186,6 +199,15 @@ def run(script: Path, mode: str, max_fevals: int | None, kt_lang: str | None) ->
         report["calls"] = calls.rows
         _close()
     return report
+
+
+def _missing_module(err: BaseException) -> str | None:
+    """The top-level package a script imports and this Python lacks, unless it is one of the
+    tools (then the failure is theirs to report)."""
+    if not isinstance(err, ModuleNotFoundError) or not err.name:
+        return None
+    top = err.name.partition(".")[0]
+    return None if top in ("autotune", "kernel_tuner") else top
 
 
 def _strategy_modules(text: str) -> None:

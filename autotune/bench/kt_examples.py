@@ -49,10 +49,14 @@ COLUMNS = (
     "evaluations",
     "best_ms",
     "wall_s",
+    "tuning_s",
+    "compile_s",
+    "script_s",
     "kt_status",
     "kt_evaluations",
     "kt_best_ms",
     "kt_wall_s",
+    "kt_script_s",
     "lines_changed",
 )
 
@@ -159,14 +163,23 @@ def row(example: Example, ours: dict, theirs: dict | None) -> dict:
         detail = f"{example.fails} ({detail})"
     out: dict = {"example": example.name, "status": ours["status"], "detail": detail}
     out.update(_totals(ours, ""))
+    out.update(_script(ours, ""))
     out["strategy"] = ", ".join(dict.fromkeys(_strategy(c) for c in ours["calls"]))
     if theirs is not None:
         out["kt_status"] = theirs["status"]
         if theirs.get("error"):
             out["kt_status"] += f": {theirs['error']}"
         out.update(_totals(theirs, "kt_"))
+        out.update(_script(theirs, "kt_"))
     out["lines_changed"] = ours.get("lines_changed", "")
     return out
+
+
+def _script(report: dict, prefix: str) -> dict:
+    """The script's whole process, start to exit (imports and start-up included): what its
+    user waits for."""
+    process_s = report.get("process_s")
+    return {f"{prefix}script_s": round(process_s, 2)} if process_s is not None else {}
 
 
 def _strategy(call: dict) -> str:
@@ -186,6 +199,11 @@ def _totals(report: dict, prefix: str) -> dict:
         f"{prefix}best_ms": " / ".join(_ms(b) for b in best[:3])
         + (" / ..." if len(best) > 3 else ""),
         f"{prefix}wall_s": round(sum(c["wall_s"] for c in calls), 2),
+        **{
+            f"{prefix}{key}": round(sum(c[key] for c in calls), 2)
+            for key in ("tuning_s", "compile_s")
+            if all(c.get(key) is not None for c in calls)
+        },
     }
 
 
@@ -327,5 +345,11 @@ def table_title(synthetic: bool, with_kt: bool, timeout_s: float, max_fevals, kt
         f"{' --kernel-tuner' if with_kt else ''}"
         f"{f' --kt-lang {kt_lang}' if with_kt and kt_lang else ''}"
         f"{f' --max-fevals {max_fevals}' if max_fevals else ''} --timeout {timeout_s:g}`."
+    )
+    title.append(
+        "wall_s: the tune_kernel calls, start to return; tuning_s: of which the tuner ran "
+        "(the rest: the GPU worker's start, the store, the arguments); compile_s: NVRTC's "
+        "compiles, summed over the compile pool; script_s: the script's process, start to exit "
+        "(its imports included)."
     )
     return title

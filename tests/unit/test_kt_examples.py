@@ -127,3 +127,33 @@ def test_the_synthetic_session_makes_up_the_readings_asked_for() -> None:
     assert _readings(None, 2.0) == {}
     found = dict(_readings(Observe(energy=True, temperature=True), 2.0)["observations"])
     assert found == {ENERGY_J: 0.6, TEMPERATURE_C: 50.0} and POWER_W not in found
+
+
+def test_a_row_splits_ours_and_gives_each_script_s_whole_process() -> None:
+    from autotune.bench.kt_examples import Example, row
+
+    call = {"kernel": "k", "strategy": "brute_force", "evaluations": 15, "best_ms": 0.04}
+    ours = {
+        "status": "ran",
+        "process_s": 3.712,
+        "calls": [
+            dict(call, wall_s=3.2, tuning_s=2.1, compile_s=0.9),
+            dict(call, wall_s=1.0, tuning_s=0.8, compile_s=0.25),
+        ],
+    }
+    theirs = {"status": "ran", "process_s": 5.71, "calls": [dict(call, wall_s=1.58)]}
+    r = row(Example("vector_add.py", True), ours, theirs)
+    assert (r["wall_s"], r["tuning_s"], r["compile_s"], r["script_s"]) == (4.2, 2.9, 1.15, 3.71)
+    assert (r["kt_wall_s"], r["kt_script_s"]) == (1.58, 5.71)
+    # Kernel Tuner's calls report no split: no column is made up for them.
+    assert "kt_tuning_s" not in r and "kt_compile_s" not in r
+
+
+def test_a_package_of_the_script_s_own_that_is_missing_is_named_not_failed() -> None:
+    from autotune.bench.kt_example_run import _missing_module
+
+    assert _missing_module(ModuleNotFoundError("x", name="scipy.sparse")) == "scipy"
+    # Either tool's own missing module is a failure to report, not a skip.
+    assert _missing_module(ModuleNotFoundError("x", name="kernel_tuner.util")) is None
+    assert _missing_module(ModuleNotFoundError("x", name="autotune.kt")) is None
+    assert _missing_module(ImportError("x")) is None
