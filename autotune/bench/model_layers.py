@@ -117,7 +117,7 @@ def _sleep_cycles_per_ms(torch) -> float:
 
 @dataclass(frozen=True, slots=True)
 class LayerCall:
-    """What the runtime did for a layer's call: the plan it chose (runtime/lookup.Choice) and
+    """What the runtime did for a layer's call: the plan it chose (runtime/choice.Choice) and
     the padding copy of the call's input, priced at the copy bandwidth (0 for none)."""
 
     choice: object

@@ -9,7 +9,8 @@ from autotune.families import FAMILIES, Family, get_family
 from autotune.families.plan import KernelPlan, TensorMap, TensorMapError, check_tensor_map
 from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
-from autotune.runtime.lookup import Catalogue, Choice
+from autotune.runtime.choice import Choice
+from autotune.runtime.lookup import Catalogue
 from autotune.store import Store
 
 

@@ -32,13 +32,8 @@ from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import DeviceLimits
 from autotune.runtime import cupy_arrays
 from autotune.runtime.calls import DEFAULT_LAUNCHER, Call, CallError, Request
-from autotune.runtime.lookup import (
-    MISS_POLICIES,
-    Catalogue,
-    Choice,
-    LookupMiss,
-    resolve,
-)
+from autotune.runtime.choice import Choice
+from autotune.runtime.lookup import MISS_POLICIES, Catalogue, LookupMiss, resolve
 from autotune.runtime.plans import Entry, NoFit, build_entry, served_problem
 from autotune.store import default_storage
 

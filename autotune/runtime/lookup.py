@@ -49,84 +49,24 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
-from autotune.families import FAMILIES, Family, UnsupportedProblem
+from autotune.families import FAMILIES, Family
 from autotune.model.parsing import problem_from_dict
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import BoundSpace, Config, DeviceLimits
 from autotune.runtime.calls import Request
+from autotune.runtime.choice import Choice, callable_family, rank
 from autotune.runtime.pricing import call_costs, untimed_ms
 from autotune.runtime.ranking import Ranking, Table, Timed, by_evidence
 from autotune.store.campaigns import shipped_best
 from autotune.strategies.local import Coordinates
 from autotune.strategies.transfer import shape_distance
 
-# The buffers a runtime call has: the input, the filters and the output. A family may declare
-# one more input, a per-filter bias (smem_channels), which the runtime passes as zeros.
-CALL_BUFFERS = {"x", "w", "y"}
-ZERO_INPUTS = {"bias"}
-
-
 MISS_POLICIES = ("nearest", "tune", "error")
 
 
 class LookupMiss(LookupError):
     """Nothing stored can serve the shape (the message says why)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Choice:
-    """A configuration chosen for a problem, and what it was measured as."""
-
-    family: str
-    config: Config
-    problem: ConvProblem  # the problem it serves
-    measured_on: str  # the key of the problem it was measured on
-    time_ms: float  # its stored median there (protocol `TIMING_PROTOCOL`)
-    untimed_ms: float  # per-call work outside the timed region, estimated (0 without any)
-    gflops: float = math.nan  # its stored GFlop/s there
-    layout_ms: float = 0.0  # the call's layout copies, when its tensors are in the other layout
-    epilogue_ms: float = 0.0  # the call's epilogue applied after a plan that does not fuse it
-    padding_ms: float = 0.0  # the call's padding copy, for a pre-padded plan of a padded call
-
-    @property
-    def exact(self) -> bool:
-        """Measured on this very shape (not borrowed from the nearest one), plainly or with
-        the call's epilogue fused (ConvProblem.key names the epilogue last)."""
-        return self.measured_on.split(",epilogue=")[0] == self.problem.key
-
-    @property
-    def expected_ms(self) -> float:
-        return self.time_ms + self.untimed_ms + self.layout_ms + self.epilogue_ms + self.padding_ms
-
-    def costs(self, time_ms: float | None = None) -> tuple[int, float]:
-        """(how many of its costs are unknown, the sum of the known ones): its rank, with
-        `time_ms` in place of its stored time where that is scaled to another shape."""
-        parts = (
-            self.time_ms if time_ms is None else time_ms,
-            self.untimed_ms,
-            self.layout_ms,
-            self.epilogue_ms,
-            self.padding_ms,
-        )
-        unknown = sum(math.isinf(p) for p in parts)
-        return unknown, sum(p for p in parts if not math.isinf(p))
-
-
-def callable_family(family: Family, problem: ConvProblem) -> str | None:
-    """Why the runtime cannot call this family for `problem`, or None when it can."""
-    if family.problem_type is not ConvProblem:
-        return f"{family.name} computes {family.problem_type.__name__}, not a 2D convolution"
-    try:
-        family.check(problem)
-    except UnsupportedProblem as err:
-        return str(err)
-    buffers = family.buffers(problem)
-    names = {name for name, _ in (*buffers.inputs, *buffers.outputs)}
-    extra = names - CALL_BUFFERS
-    if not CALL_BUFFERS <= names or not extra <= ZERO_INPUTS:
-        return f"{family.name} takes buffers {sorted(names)}, not x, w -> y"
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +162,7 @@ class Catalogue:
         fused (tune_model tunes so) stands in for its plain best: a configuration fast on the
         plain problem can be slow with the epilogue in its store."""
         offers = (self._offer(s, problem, m) for s, m in self._rows(problem, epilogue))
-        return sorted((o for o in offers if isinstance(o, Choice)), key=_rank)
+        return sorted((o for o in offers if isinstance(o, Choice)), key=rank)
 
     def refusals(self, problem: ConvProblem) -> list[Refusal]:
         """Why each other stored best of this very shape cannot serve it, fastest first."""
@@ -319,7 +259,7 @@ class Catalogue:
         problems = request.problems(sizes)
         stored = sorted(
             (self._priced(c, request) for p in problems for c in self.stored(p, request.epilogue)),
-            key=_rank,
+            key=rank,
         )
         yield from stored
         if not nearest or stored:
@@ -415,10 +355,6 @@ def resolve(
     return catalogue, catalogue.for_call(problem, request, limits, on_miss == "nearest")
 
 
-def _rank(choice: Choice) -> tuple[int, float, str]:
-    return (*choice.costs(), choice.family)
-
-
 def _coordinates(family: Family, problem: ConvProblem, limits: DeviceLimits) -> Coordinates | None:
     if callable_family(family, problem) is not None:
         return None
@@ -428,11 +364,9 @@ def _coordinates(family: Family, problem: ConvProblem, limits: DeviceLimits) -> 
 
 __all__ = [
     "Catalogue",
-    "Choice",
     "LookupMiss",
     "MISS_POLICIES",
     "Refusal",
     "Stored",
-    "callable_family",
     "resolve",
 ]

@@ -17,7 +17,8 @@ from autotune.model.precision import check_dtype
 from autotune.model.problem import ConvProblem
 from autotune.runtime.batchnorm import conv_bn_pairs, fold_batchnorm
 from autotune.runtime.calls import Call, CallError, Request
-from autotune.runtime.lookup import LookupMiss, callable_family
+from autotune.runtime.choice import callable_family
+from autotune.runtime.lookup import LookupMiss
 from autotune.runtime.torch_tensors import STORAGES, layout_of
 from autotune.runtime.traced import channels_last_copy, fuse_epilogues, to_channels_last
 
@@ -311,7 +312,7 @@ def _channels_last_pays(rt, convs: list[ModelConv], layers: dict, x) -> bool:
 
 def prefers_channels_last(in_nchw: Sequence, in_nhwc: Sequence) -> bool:
     """Whether a model's convolutions, each one's first choice priced for a call in NCHW and
-    for one in NHWC (lookup.Choice, None where nothing serves it), cost less called in NHWC:
+    for one in NHWC (choice.Choice, None where nothing serves it), cost less called in NHWC:
     true when some NCHW call pays layout copies and the NHWC calls' summed costs (how many are
     unknown, then the known sum) are lower. Converting the model's input and 4-D outputs once
     is left out: a copy of one activation against two at every convolution."""

@@ -22,7 +22,7 @@ from autotune.gpu.launch import LAUNCHERS, load_module, opt_in_shared_memory
 from autotune.model.problem import ConvProblem
 from autotune.model.space import DeviceLimits
 from autotune.runtime.calls import DEFAULT_LAUNCHER, Call, CallError
-from autotune.runtime.lookup import ZERO_INPUTS, Choice
+from autotune.runtime.choice import ZERO_INPUTS, Choice
 from autotune.tuning.studies import resource_problem
 
 PAD_SOURCE = package_path("autotune.runtime", "pad.cu")

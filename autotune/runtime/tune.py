@@ -8,7 +8,8 @@ from pathlib import Path
 from autotune.families import Family
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.problem import ConvProblem
-from autotune.runtime.lookup import LookupMiss, callable_family
+from autotune.runtime.choice import callable_family
+from autotune.runtime.lookup import LookupMiss
 from autotune.tuning.session import open_gpu_session
 from autotune.tuning.studies import plan_studies
 

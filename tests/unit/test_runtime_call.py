@@ -85,7 +85,7 @@ def test_a_calls_bias_is_an_epilogue_the_plans_family_fuses_or_leaves_to_the_cal
 
     from autotune.families import get_family
     from autotune.model.space import Config
-    from autotune.runtime.lookup import Choice
+    from autotune.runtime.choice import Choice
     from autotune.runtime.plans import served_problem
 
     c = Call.of((0, 1, 16, 9, 9, 8, 16, 3, 3, 1, 1, "bfloat16", "NHWC", False, "bias"))

@@ -11,7 +11,8 @@ from autotune.families import FAMILIES
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import ARCH_LIMITS, Config
-from autotune.runtime.lookup import Catalogue, callable_family, resolve
+from autotune.runtime.choice import callable_family
+from autotune.runtime.lookup import Catalogue, resolve
 from autotune.runtime.pricing import untimed_bytes, untimed_ms
 from autotune.store import Store
 
