@@ -176,8 +176,8 @@ def row(example: Example, ours: dict, theirs: dict | None) -> dict:
 
 
 def _script(report: dict, prefix: str) -> dict:
-    """The script's whole process, start to exit (imports and start-up included): what its
-    user waits for."""
+    """The process that ran the script, start to exit (the interpreter's start and every import,
+    the harness's few included): about what the script's user waits for."""
     process_s = report.get("process_s")
     return {f"{prefix}script_s": round(process_s, 2)} if process_s is not None else {}
 
@@ -349,7 +349,7 @@ def table_title(synthetic: bool, with_kt: bool, timeout_s: float, max_fevals, kt
     title.append(
         "wall_s: the tune_kernel calls, start to return; tuning_s: of which the tuner ran "
         "(the rest: the GPU worker's start, the store, the arguments); compile_s: NVRTC's "
-        "compiles, summed over the compile pool; script_s: the script's process, start to exit "
-        "(its imports included)."
+        "compiles, summed over the compile pool; script_s: the process that ran the script, start "
+        "to exit (every import included)."
     )
     return title
