@@ -1,7 +1,9 @@
 """`autotune bench dispatch`: a call of autotune.conv2d beside one of PyTorch's conv2d (issue 19).
 
-Per shape, on PyTorch tensors, for autotune.conv2d and for torch.nn.functional.conv2d (cuDNN,
-benchmark mode, TF32 off), three figures, each the median over repeats of `calls` calls:
+Per shape, on PyTorch tensors of one dtype and memory format (FP32 with TF32 off by default;
+tf32, bf16 or fp16, channels-last or not, as `--dtype` and `--layout` say), for
+autotune.conv2d and for torch.nn.functional.conv2d (cuDNN, benchmark mode, TF32 as the dtype
+says), three figures, each the median over repeats of `calls` calls:
 
 - host_us: the host's time to issue one call (nothing waits for the GPU);
 - gpu_us: the GPU's time per call when the calls run back to back (the host queued them all
@@ -17,12 +19,14 @@ from __future__ import annotations
 import csv
 import statistics
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from autotune.cli.options import count_option, output_option, storage_option
+from autotune.cli.options import count_option, output_option, precision_option, storage_option
 from autotune.cli.values import file_stem
+from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
 from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.shapes import named_shapes
 from autotune.runtime.calls import DEFAULT_LAUNCHER, LAUNCHER_NAMES
@@ -80,11 +84,15 @@ def _measure(torch, fn, calls: int, repeats: int) -> dict[str, float]:
 
 
 def _inputs(torch, problem: ConvProblem, seed: int):
+    """x and w as a PyTorch user holds them for `problem`: its storage type, channels-last for
+    NHWC (the filters too, as torch.nn.Module.to(memory_format=...) leaves them)."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     s = problem.input_size
     x = torch.rand(problem.B, problem.C, s, s, device="cuda", generator=g) * 2 - 1
     w = torch.rand(problem.F, problem.C, problem.K, problem.K, device="cuda", generator=g) * 2 - 1
-    return x, w
+    dtype = getattr(torch, problem.precision.storage)
+    fmt = torch.channels_last if problem.nhwc else torch.contiguous_format
+    return tuple(t.to(dtype).contiguous(memory_format=fmt) for t in (x, w))
 
 
 def _rel_error(torch, y, x, w, stride: int) -> float:
@@ -100,7 +108,16 @@ def bench_shape(torch, rt, set_name: str, problem: ConvProblem, calls: int, repe
     torch.cuda.synchronize()
     first_s = time.perf_counter() - began
     error = _rel_error(torch, y, x, w, s)
-    choice = next(c for key, c in rt.prepared().items() if c.problem == problem)
+    # The plan this call prepared (it may compute another layout than the call's tensors, or
+    # FP32 for a tf32 call).
+    served = (problem.B, problem.C, problem.input_size, problem.F, problem.K, s)
+    choice = next(
+        c
+        for call, c in rt.prepared().items()
+        if (call.B, call.C, call.H, call.F, call.KH, call.stride) == served
+        and call.storage == problem.precision.storage
+        and call.layout == problem.layout
+    )
     del y
     ours = _measure(torch, lambda: rt.conv2d(x, w, s, 0, "nearest"), calls, repeats)
     conv = torch.nn.functional.conv2d
@@ -139,8 +156,9 @@ def write(rows: list[dict], output: Path, name: str, command: str, device: str) 
         "",
         f"Device: {device}. Command: `{command}`.",
         "",
-        "Per shape, on PyTorch tensors (FP32, pre-padded input, padding=0; cuDNN in benchmark",
-        "mode with TF32 off), medians over repeats: `host` is the host's time to issue one call,",
+        "Per shape, on PyTorch tensors in the shape's dtype and layout (pre-padded input,",
+        "padding=0; cuDNN in benchmark mode, TF32 only for tf32), medians over repeats: `host`",
+        "is the host's time to issue one call,",
         "`gpu` the GPU's time per call when calls run back to back (the kernels' own time, any",
         "conversion included), `call` the wall time per call of a synchronised loop. `stored` is",
         "the chosen configuration's stored median (timing protocol 2: cold L2, one run).",
@@ -212,11 +230,24 @@ def _summary(rows: list[dict]) -> list[str]:
     show_default=True,
     help="How autotune.conv2d launches: CuPy's Function call, or cuLaunchKernel directly.",
 )
-def dispatch(storage, shape_sets, calls, repeats, output, name, launcher) -> None:
+@precision_option(
+    "dtype",
+    f"The tensors' precision: fp32 (TF32 off), tf32 (PyTorch's TF32 convolutions, ours and "
+    f"cuDNN's), bf16 or fp16. Default: {DEFAULT_DTYPE}.",
+)
+@precision_option(
+    "layout",
+    f"The tensors' memory format: NCHW (contiguous) or NHWC (channels-last). Default: "
+    f"{DEFAULT_LAYOUT}.",
+)
+def dispatch(storage, shape_sets, calls, repeats, output, name, launcher, dtype, layout) -> None:
     """Per-call cost of autotune.conv2d beside PyTorch's conv2d (cuDNN) on the same shapes;
     writes NAME.csv and NAME.md under OUTPUT. Needs a GPU and PyTorch."""
+    dtype, layout = dtype or DEFAULT_DTYPE, layout or DEFAULT_LAYOUT
     try:
-        problems = [(s, p) for s in shape_sets for p in named_shapes(s)]
+        problems = [
+            (s, replace(p, dtype=dtype, layout=layout)) for s in shape_sets for p in named_shapes(s)
+        ]
     except ProblemError as err:
         raise click.UsageError(f"--shape-set: {err}") from None
     try:
@@ -228,7 +259,7 @@ def dispatch(storage, shape_sets, calls, repeats, output, name, launcher) -> Non
     from autotune.runtime.dispatch import Runtime
 
     torch.backends.cudnn.benchmark = True
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = dtype == "tf32"  # the call's TF32, and cuDNN's
     torch.backends.cuda.matmul.allow_tf32 = False
     rt = Runtime(storage, launcher=launcher)
     began = time.perf_counter()
@@ -242,6 +273,7 @@ def dispatch(storage, shape_sets, calls, repeats, output, name, launcher) -> Non
         f"autotune bench dispatch --storage {storage} "
         + " ".join(f"--shape-set {s}" for s in shape_sets)
         + f" --calls {calls} --repeats {repeats} --launcher {launcher}"
+        + f" --dtype {dtype} --layout {layout}"
     )
     rows, paths = [], []
     for set_name, problem in problems:

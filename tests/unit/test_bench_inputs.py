@@ -74,11 +74,21 @@ def test_budgets_are_positive_ascii_numbers(recording, tmp_path, budgets) -> Non
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("--calls", "0"), ("--repeats", "-1"), ("--calls", "1_0"), ("--shape-set", "zz")],
+    [
+        ("--calls", "0"),
+        ("--repeats", "-1"),
+        ("--calls", "1_0"),
+        ("--shape-set", "zz"),
+    ],
 )
 def test_bench_dispatch_refuses_bad_counts_and_sets_before_looking_for_a_gpu(option, value):
     # Without PyTorch or a GPU the command says so; a bad value must be named first.
     _one_line_error(["bench", "dispatch", option, value], option)
+
+
+@pytest.mark.parametrize(("option", "value"), [("--dtype", "bf17"), ("--layout", "NWHC")])
+def test_bench_dispatch_names_an_unknown_dtype_or_layout(option, value):
+    _one_line_error(["bench", "dispatch", option, value], f"unknown {option[2:]} '{value}'")
 
 
 @pytest.mark.parametrize(
