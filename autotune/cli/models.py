@@ -12,6 +12,7 @@ from autotune.cli.options import (
     storage_option,
     time_limit_option,
 )
+from autotune.cli.progress import ProgressPrinter
 from autotune.cli.values import StrictIntRange
 from autotune.model.precision import DTYPES
 
@@ -70,6 +71,7 @@ def tune_model_command(model_name, batch, dtype, budget, families, gpu, time_lim
             gpu=gpu,
             time_limit_s=time_limit,
             say=lambda line: click.echo(line, err=True),
+            on_progress=ProgressPrinter(),  # a study's evaluations and the run's, as `run` shows
         )
     except CallError as err:  # no family computes the model's convolutions in that dtype
         fail(str(err), 2)

@@ -147,12 +147,14 @@ def tune_model(
     cache_dir: Path | None = None,
     evaluator=None,
     say: Callable[[str], None] = lambda line: None,
+    on_progress: Callable | None = None,
 ) -> ModelTuning:
     """Tune every distinct convolution of `model` (its torch.nn.Conv2d modules as
     `example_inputs` call them) in `dtype` ("fp32" with TF32 off, "tf32", "bf16", "fp16"), with
     every family that computes it, `budget` evaluations per (family, shape), stored in
     `database` (the user's by default): ordinary studies through the session setup, so running
-    it again resumes. `evaluator` replaces the GPU worker (tests)."""
+    it again resumes. `on_progress` gets the tuner's Progress after every evaluation; `evaluator`
+    replaces the GPU worker (tests)."""
     from autotune.gpu.compiler import DEFAULT_CACHE
     from autotune.runtime.dispatch import runtime
     from autotune.store import default_storage
@@ -196,7 +198,8 @@ def tune_model(
             studies += more
             skipped = [s for s in skipped if not getattr(s.problem, "padding", 0)] + still
         say(f"autotune: {len(set(problems))} shapes, {len(studies)} studies in {dtype}")
-        tuner = session.tuner(f"autotune.tune_model {type(model).__name__} {dtype}")
+        command = f"autotune.tune_model {type(model).__name__} {dtype}"
+        tuner = session.tuner(command, on_progress=on_progress)
         outcome = tuner.run(studies, budget, time_limit_s)
     finally:
         session.close()

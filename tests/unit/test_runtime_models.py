@@ -97,8 +97,14 @@ def test_tune_model_stores_ordinary_studies_and_resumes(tmp_path):
     x = torch.randn(2, 3, 12, 12)
     evaluator = SyntheticEvaluator(lambda defines: 1.0 + defines.get("BM", 0) / 1000)
     kwargs = dict(database=database, budget=2, families=["implicit_gemm"], evaluator=evaluator)
-    first = tune_model(model, x, "fp32", cache_dir=tmp_path / "cache", **kwargs)
+    seen = []
+    first = tune_model(
+        model, x, "fp32", cache_dir=tmp_path / "cache", on_progress=seen.append, **kwargs
+    )
     assert first.studies == 2 and first.evaluated == 4  # conv1 and conv3, 2 each
+    # Progress as `run` reports it: each study's start, evaluations and end.
+    assert [p.event for p in seen].count("eval") == 4
+    assert [p.event for p in seen].count("end") == 2 and seen[-1].campaign_done == 4
     with Store(database) as store:
         best = store.best(device="Synthetic GPU", kind="conv2d")
     assert set(best["family"]) == {"implicit_gemm"} and len(best) == 2
