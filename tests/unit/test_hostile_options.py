@@ -158,6 +158,8 @@ CASES = [
     (["bench", "dispatch"], "--name", JUNK),
     (["bench", "dispatch"], "--output", OUT_DIRS),
     (["bench", "dispatch"], "--storage", STORAGES),
+    (["bench", "dispatch"], "--dtype", choice_junk()),
+    (["bench", "dispatch"], "--layout", choice_junk()),
     (["bench", "search"], "--name", JUNK),
     (["bench", "throughput", "--skip-kernel-tuner"], "--storage", STORAGES),
     (["bench", "model"], "--model", choice_junk("resnet50", "vgg16")),
