@@ -72,7 +72,8 @@ def callable_family(family: Family, problem: ConvProblem) -> str | None:
 
 
 def rank(choice: Choice) -> tuple[int, float, str]:
-    """Its place among choices: unknown costs first, then the expected time, then the name."""
+    """Its place among choices: by how many costs are unknown (fewest first), then the
+    expected time, then the name."""
     return (*choice.costs(), choice.family)
 
 
