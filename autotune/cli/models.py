@@ -1,4 +1,4 @@
-"""`autotune tune-model`: tune every convolution of a torchvision model (runtime/models.py)."""
+"""`autotune tune-model`: tune every convolution of a torchvision model (runtime/model_tuning)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def tune_model_command(model_name, batch, dtype, budget, families, gpu, time_lim
     import torch
 
     from autotune.runtime.calls import CallError
-    from autotune.runtime.models import tune_model
+    from autotune.runtime.model_tuning import tune_model
 
     x = torch.randn(batch, 3, 224, 224)
     try:

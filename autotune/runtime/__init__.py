@@ -2,8 +2,8 @@
 
 `lookup` (which stored configuration serves a shape) and `calls` need no GPU; `dispatch`
 (loading and launching, CuPy's runtime), `torch_layer` (the `Conv2d` module, through the custom
-op of `torch_op`) and `models` (`tune_model`, `optimize`) are imported on first use, so that
-importing this package loads neither CuPy's runtime nor PyTorch.
+op of `torch_op`), `model_tuning` (`tune_model`) and `models` (`optimize`) are imported on first
+use, so that importing this package loads neither CuPy's runtime nor PyTorch.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ _LAZY = {
     "Conv2d": "autotune.runtime.torch_layer",
     "LookupMiss": "autotune.runtime.lookup",
     "Request": "autotune.runtime.calls",
-    "tune_model": "autotune.runtime.models",
+    "tune_model": "autotune.runtime.model_tuning",
     "optimize": "autotune.runtime.models",
 }
 

@@ -403,7 +403,8 @@ def test_optimize_over_a_store_without_this_device_says_to_tune_first(tmp_path):
 
 def test_an_nchw_model_served_by_nhwc_plans_runs_channels_last_inside(tuned):
     from autotune.runtime import Runtime
-    from autotune.runtime.models import optimize, tune_model
+    from autotune.runtime.model_tuning import tune_model
+    from autotune.runtime.models import optimize
 
     # Only the tensor-core families (NHWC): an NCHW call would copy its layout at every layer.
     # The store fixture tuned fp32 first, so its tf32 calls found fp32 stored and tuned no tf32:

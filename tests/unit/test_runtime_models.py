@@ -12,12 +12,8 @@ torch = pytest.importorskip("torch")
 
 from autotune.model.problem import ConvProblem  # noqa: E402
 from autotune.model.shapes import named_shapes  # noqa: E402
-from autotune.runtime.models import (  # noqa: E402
-    collect_convolutions,
-    model_studies,
-    optimize,
-    tune_model,
-)
+from autotune.runtime.model_tuning import model_studies, tune_model  # noqa: E402
+from autotune.runtime.models import collect_convolutions, optimize  # noqa: E402
 from autotune.runtime.torch_layer import Conv2d  # noqa: E402
 from autotune.store import Store  # noqa: E402
 from tests.conftest import SyntheticEvaluator  # noqa: E402
