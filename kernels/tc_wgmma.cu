@@ -41,7 +41,7 @@
 // issued asynchronously, so that the next tile's main loop runs while it drains (the staging
 // tile is waited for only before it is written again).
 //
-// Defines: B C N K F STRIDE (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM BN WG STAGES
+// Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM BN WG STAGES
 // SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA; with a fused epilogue, EPILOGUE and the
 // EPI_ defines of epilogue.cuh: applied where the output is stored (store_tile, or with SPLIT_K
 // > 1 tc_wgmma_reduce), whose kernel then takes the epilogue's inputs after y.
@@ -77,7 +77,12 @@ typedef u16 out_t;
 #else
 #error "tc_wgmma computes STORAGE 0 (fp32 as tf32), 1 (fp16) or 2 (bf16)"
 #endif
-#define S_IN ((N - 1) * STRIDE + K)
+// TAIL: rows and columns of the padded input past the last window (ConvProblem.tail), which
+// widen the input: the cp.async gather's row pitch (S_IN), the im2col map's extents.
+#ifndef TAIL
+#define TAIL 0
+#endif
+#define S_IN ((N - 1) * STRIDE + K + TAIL)
 #define KG (K * K * C)
 #define M_ALL (B * N * N)
 #define BK (128 / ELEM_BYTES)  // reduction elements a step: one 128-byte row

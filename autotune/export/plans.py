@@ -168,10 +168,10 @@ def exported_plan(choice: Choice, family: Family) -> ExportedPlan:
         raise NotExportable(
             f"fused epilogue {problem.epilogue}; the C++ API calls a plain convolution"
         )
-    if problem.padding:
+    if problem.padding or problem.tail:
         raise NotExportable(
-            f"padding={problem.padding} read in place; the C++ API pads a copy of the input "
-            "and calls the pre-padded problem's plan"
+            f"padding={problem.padding}, tail={problem.tail} read in place; the C++ API pads a "
+            "copy of the input and calls the pre-padded problem's plan"
         )
     plan = family.plan(problem, choice.config)
     for launch in plan.all_launches:

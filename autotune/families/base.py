@@ -49,8 +49,9 @@ class Family:
     # The epilogues (model/epilogue.py) the kernel applies in its output store; a problem with
     # another is refused (none: only problems without one).
     epilogues: tuple[str, ...] = ()
-    # Whether the kernels read a padded problem's zeros themselves (ConvProblem.padding > 0);
-    # the others compute pre-padded inputs only (padding 0).
+    # Whether the kernels read the input through its own extents: a padded problem's zeros
+    # themselves (ConvProblem.padding > 0) and rows past the last window (ConvProblem.tail > 0),
+    # the others compute pre-padded inputs that end with the last window only.
     reads_padding: bool = False
     # The kernels index input, filters and output with 32-bit integers: check() refuses a
     # problem whose tensors hold more elements than that reaches.
@@ -100,9 +101,9 @@ class Family:
 
     def check(self, problem: ConvProblem) -> None:
         """Raise UnsupportedProblem when this family cannot compute `problem`: its kind, dtype,
-        layout, epilogue or padding is not one the family declares, or check_limits refuses it.
-        A family overrides check_limits, not this, so that no family can skip the declared
-        checks."""
+        layout, epilogue, padding or tail is not one the family declares, or check_limits
+        refuses it. A family overrides check_limits, not this, so that no family can skip the
+        declared checks."""
         if not isinstance(problem, self.problem_type):
             raise UnsupportedProblem(
                 f"{self.name} computes {self.problem_type.__name__}, not {type(problem).__name__}"
@@ -122,6 +123,12 @@ class Family:
         if padding and not self.reads_padding:
             raise UnsupportedProblem(
                 f"{self.name} reads a pre-padded input (padding 0), not padding={padding}"
+            )
+        tail = getattr(problem, "tail", 0)
+        if tail and not self.reads_padding:
+            raise UnsupportedProblem(
+                f"{self.name} reads an input that ends with its last window (tail 0), "
+                f"not tail={tail}"
             )
         if self.int32_offsets:
             self.check_int32_offsets(problem)

@@ -57,11 +57,19 @@ def epilogue_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
 
 
 def problem_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
-    """The problem as the conv2d kernels read it: -D defines B, C, N, K, F, STRIDE, and PAD
-    where the input has padding (so that a pre-padded problem's plan is what it always was)."""
+    """The problem as the conv2d kernels read it: -D defines B, C, N, K, F, STRIDE, PAD where
+    the input has padding and TAIL where its padded rows run past the last window (so that a
+    pre-padded problem's plan is what it always was)."""
     p = problem
     sizes = (("B", p.B), ("C", p.C), ("N", p.N), ("K", p.K), ("F", p.F), ("STRIDE", p.stride))
-    return (*sizes, ("PAD", p.padding)) if p.padding else sizes
+    extents = (("PAD", p.padding), ("TAIL", p.tail))
+    return (*sizes, *((name, value) for name, value in extents if value))
+
+
+def in_place(problem: ConvProblem) -> bool:
+    """Whether the input is not the pre-padded one that ends with the last window: it has
+    padding or a tail (ConvProblem.tail), which the padded reference reads."""
+    return bool(problem.padding or problem.tail)
 
 
 def reference_plan(problem: ConvProblem) -> KernelPlan:
@@ -70,7 +78,7 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
     one thread per output."""
     outputs = problem.B * problem.F * problem.N * problem.N
     launch = Launch(
-        "reference_conv2d_padded" if problem.padding else "reference_conv2d",
+        "reference_conv2d_padded" if in_place(problem) else "reference_conv2d",
         grid=(cdiv(outputs, REFERENCE_BLOCK), 1, 1),
         block=(REFERENCE_BLOCK, 1, 1),
         args=("x", "w", "y_ref"),
@@ -78,7 +86,7 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
     storage = (storage_define(problem), ("NHWC", int(problem.nhwc)))
     fused = problem.fused
     if fused is None:
-        source = PADDED_REFERENCE_SOURCE if problem.padding else REFERENCE_SOURCE
+        source = PADDED_REFERENCE_SOURCE if in_place(problem) else REFERENCE_SOURCE
         return KernelPlan(source, (*problem_defines(problem), *storage), (launch,))
     epilogue = Launch(
         "reference_epilogue",
@@ -87,7 +95,7 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
         args=("y_ref", *fused.inputs),
     )
     defines = (*problem_defines(problem), *storage, *fused.defines())
-    if problem.padding:
+    if in_place(problem):
         defines = (*defines, ("EPILOGUE_REF", 1))
         return KernelPlan(PADDED_REFERENCE_SOURCE, defines, (launch, epilogue))
     return KernelPlan(EPILOGUE_REFERENCE_SOURCE, defines, (launch, epilogue))
@@ -99,7 +107,7 @@ def reference_numpy(problem: ConvProblem, x: np.ndarray, w: np.ndarray) -> np.nd
     x64, w64 = x.astype(np.float64), w.astype(np.float64)
     if problem.nhwc:  # compute in NCHW, hand back NHWF
         nchw = ConvProblem(problem.N, problem.K, problem.C, problem.F, problem.B, problem.stride)
-        nchw = replace(nchw, padding=problem.padding)
+        nchw = replace(nchw, padding=problem.padding, tail=problem.tail)
         y = reference_numpy(nchw, x64.transpose(0, 3, 1, 2), w64.transpose(0, 3, 1, 2))
         return y.transpose(0, 2, 3, 1)
     p = problem.padding

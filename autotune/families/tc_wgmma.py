@@ -31,16 +31,18 @@ def reduction_step(problem: ConvProblem) -> int:
 def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     """TMA's maps (TMA = 1): the NHWC input in im2col mode, BM filter-window origins of BK
     channels a copy (from `padding` before the image to the window's far corner K - 1 - padding
-    short of its edge, origins STRIDE apart), and the FKKC filters as a (C, K*K, F) tensor, BK
-    channels x 1 tap x BN filters a copy; with STORE_TMA, the NHWF output as (F, B*N*N), a
-    128-byte panel of a consumer warpgroup's rows a store (BM / WG pixels)."""
+    short of its edge, less the tail, origins STRIDE apart), and the FKKC filters as a
+    (C, K*K, F) tensor, BK channels x 1 tap x BN filters a copy; with STORE_TMA, the NHWF
+    output as (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows a store (BM / WG
+    pixels)."""
     p = problem
     storage = p.precision.storage
     elem = p.precision.bytes
-    side = p.input_size  # as stored: (N - 1) * stride + K - 2 * padding
+    side = p.input_size  # as stored: (N - 1) * stride + K - 2 * padding + tail
     # The box of window origins runs from `padding` before the image to the last origin whose
-    # window ends `padding` past it; the copies fill zeros for what lies outside the image.
-    lower, upper = -p.padding, p.padding + 1 - p.K
+    # window ends `padding` past it (the tail's rows after it); the copies fill zeros for what
+    # lies outside the image.
+    lower, upper = -p.padding, p.padding + 1 - p.K - p.tail
     step, bm, bn = reduction_step(p), int(config["BM"]), int(config["BN"])
     x_map = TensorMap(
         "x",

@@ -21,7 +21,7 @@ class KindSpec:
 
 CONV2D = KindSpec(
     "conv2d",
-    fields=("N", "K", "C", "F", "B", "stride", "padding"),
+    fields=("N", "K", "C", "F", "B", "stride", "padding", "tail"),
     required=("N", "K", "C", "F"),
     columns=("B", "N", "K", "C", "F", "stride"),
     library="cudnn",

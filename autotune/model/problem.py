@@ -61,9 +61,15 @@ class ConvProblem(_Problem):
     """2D convolution (cross-correlation) of an input with `padding` zeros around it.
 
     B images of C channels, F filters of K x K, an N x N output per feature map; the input side is
-    (N - 1) * stride + K - 2 * padding. With padding 0 (the default) the input is pre-padded: any
-    padding is already part of it, which every family reads; a family that reads the zeros
-    itself (Family.reads_padding) also computes padding > 0, with no copy of the input. `dtype`
+    (N - 1) * stride + K - 2 * padding + tail. With padding 0 (the default) the input is
+    pre-padded: any padding is already part of it, which every family reads; a family that reads
+    the zeros itself (Family.reads_padding) also computes padding > 0, with no copy of the input.
+    `tail` counts the rows (and columns) at the end of the padded input that no window reaches,
+    0 to stride - 1: PyTorch's output side floors, so a stride-2 layer over an even side has one
+    (ResNet-50's 3x3 over 56 with padding 1: its zero row after the image; a 1x1 over 56 with
+    none: the image's last row). A family that reads the input through its own extents
+    (reads_padding) reads such an input in place; the others read a copy that ends with the last
+    window. `dtype`
     says how values are stored and multiplied (model/precision.py), `layout` how tensors are
     ordered: NCHW input, FCKK filters, NFHW output; or NHWC, FKKC, NHWF; `epilogue` what is
     applied to the output before it is stored (model/epilogue.py; empty: nothing).
@@ -79,6 +85,7 @@ class ConvProblem(_Problem):
     layout: str = DEFAULT_LAYOUT
     epilogue: str = DEFAULT_EPILOGUE
     padding: int = 0  # last, so that positional construction reads as it always has
+    tail: int = 0
 
     kind = "conv2d"
     sizes = ("N", "K", "C", "F", "B", "stride")
@@ -92,6 +99,12 @@ class ConvProblem(_Problem):
             raise ProblemError(
                 f"padding must be at least 0 and less than K={self.K} (every window then "
                 f"overlaps the image), got {padding}"
+            )
+        tail = self.tail
+        if isinstance(tail, bool) or not isinstance(tail, int) or not 0 <= tail < self.stride:
+            raise ProblemError(
+                f"tail (padded input rows past the last window) must be an integer from 0 to "
+                f"stride - 1 = {self.stride - 1}, got {tail!r}"
             )
         try:
             check_dtype(self.dtype)
@@ -115,13 +128,8 @@ class ConvProblem(_Problem):
 
     @property
     def input_size(self) -> int:
-        """Side of the input image as stored (without the zeros of `padding`)."""
-        return (self.N - 1) * self.stride + self.K - 2 * self.padding
-
-    @property
-    def padded_size(self) -> int:
-        """Side of the input with its padding: what the windows walk."""
-        return (self.N - 1) * self.stride + self.K
+        """Side of the input image as stored (without the zeros of `padding`, with the `tail`)."""
+        return (self.N - 1) * self.stride + self.K - 2 * self.padding + self.tail
 
     @property
     def flops(self) -> int:
@@ -169,11 +177,13 @@ class ConvProblem(_Problem):
         }
 
     def as_dict(self) -> dict[str, int | str]:
-        """The fields, padding, dtype, layout and epilogue only when not the default (so FP32
+        """The fields, padding, tail, dtype, layout and epilogue only when not the default (so FP32
         NCHW shapes read as they always have)."""
         values: dict[str, int | str] = {name: getattr(self, name) for name in self.sizes}
         if self.padding:
             values["padding"] = self.padding
+        if self.tail:
+            values["tail"] = self.tail
         if self.dtype != DEFAULT_DTYPE:
             values["dtype"] = self.dtype
         if self.layout != DEFAULT_LAYOUT:
@@ -184,8 +194,8 @@ class ConvProblem(_Problem):
 
     @property
     def key(self) -> str:
-        """Shape key (N, K, C, F), with B and stride only when not 1, padding only when not 0,
-        dtype, layout and epilogue only when not the default."""
+        """Shape key (N, K, C, F), with B and stride only when not 1, padding and tail only when
+        not 0, dtype, layout and epilogue only when not the default."""
         text = f"N={self.N},K={self.K},C={self.C},F={self.F}"
         if self.B != 1:
             text += f",B={self.B}"
@@ -193,6 +203,8 @@ class ConvProblem(_Problem):
             text += f",stride={self.stride}"
         if self.padding:
             text += f",padding={self.padding}"
+        if self.tail:
+            text += f",tail={self.tail}"
         if self.dtype != DEFAULT_DTYPE:
             text += f",dtype={self.dtype}"
         if self.layout != DEFAULT_LAYOUT:

@@ -47,9 +47,11 @@ class Request:
     layout: str = "NCHW"
     allow_tf32: bool = False
     epilogue: str = ""
-    # The call's padding where a plan may read its input in place with the zeros around it
-    # (Call.padded_problem); 0 otherwise: every plan then reads a padded copy.
+    # The call's padding and tail where a plan may read its input in place, with the zeros
+    # around it and the rows of it that no window reaches (Call.padded_problem); 0 otherwise: every
+    # plan then reads a padded copy.
     padding: int = 0
+    tail: int = 0
 
     def __post_init__(self) -> None:
         if self.storage not in STORAGE_DTYPES:
@@ -70,24 +72,25 @@ class Request:
     def problems(self, sizes: ConvProblem) -> tuple[ConvProblem, ...]:
         """Every problem that may serve a call of these sizes (the pre-padded problem): each
         dtype the request allows, in the request's own layout first, then in the other (served
-        with a layout copy); with a padding, each first as the padded problem (read in place,
-        by the families that read padding), then pre-padded (read from a padded copy)."""
+        with a layout copy); with a padding or a tail, each first as the problem over the call's
+        own input (read in place, by the families that read padding), then pre-padded (read
+        from a padded copy)."""
         layouts = (self.layout, *(x for x in LAYOUTS if x != self.layout))
-        paddings = (self.padding, 0) if self.padding else (0,)
+        extents = ((self.padding, self.tail), (0, 0)) if self.padding or self.tail else ((0, 0),)
         return tuple(
-            replace(sizes, dtype=d, layout=lay, padding=pad)
+            replace(sizes, dtype=d, layout=lay, padding=pad, tail=tail)
             for d in self.dtypes
             for lay in layouts
-            for pad in paddings
+            for pad, tail in extents
         )
 
     @classmethod
     def exactly(cls, problem: ConvProblem) -> Request:
-        """The request a problem's own dtype, layout and padding make (TF32 allowed for a tf32
-        one)."""
+        """The request a problem's own dtype, layout, padding and tail make (TF32 allowed for
+        a tf32 one)."""
         storage = PRECISIONS[problem.dtype].storage
         tf32 = problem.dtype == "tf32"
-        return cls(storage, problem.layout, allow_tf32=tf32, padding=problem.padding)
+        return cls(storage, problem.layout, tf32, padding=problem.padding, tail=problem.tail)
 
 
 def epilogue_pass_bytes(problem: ConvProblem, residual: bool = False) -> int:
@@ -147,18 +150,23 @@ class Call:
 
     @property
     def request(self) -> Request:
-        padding = self.padding if self.padded_problem() is not None else 0
-        return Request(self.storage, self.layout, bool(self.allow_tf32), self.epilogue, padding)
+        own = self.padded_problem()
+        padding, tail = (own.padding, own.tail) if own is not None else (0, 0)
+        return Request(
+            self.storage, self.layout, bool(self.allow_tf32), self.epilogue, padding, tail
+        )
 
     def padded_problem(self) -> ConvProblem | None:
-        """The call as a padded problem, read in place with its zeros around it, where one can
-        be: a padding below the filter size, and every row and column of the input in some
-        window (none dropped past the last one); None otherwise."""
+        """The call as a problem over its own input, read in place with the zeros around it and
+        its tail (a stride-2 layer over an even side has one: ConvProblem.tail), where that
+        differs from the pre-padded problem and can be one: a padding below the filter size;
+        None otherwise."""
         sizes = self.problem()
-        if not 0 < self.padding < sizes.K:
+        if not 0 <= self.padding < sizes.K:
             return None
         padded = replace(sizes, padding=self.padding)
-        return padded if padded.input_size == self.H else None
+        padded = replace(padded, tail=self.H - padded.input_size)
+        return padded if padded.padding or padded.tail else None
 
     def problem(self) -> ConvProblem:
         """The sizes as a problem over the pre-padded input (FP32 NCHW: the request says which

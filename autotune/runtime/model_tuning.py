@@ -18,6 +18,7 @@ from autotune.runtime.models import ModelConv, collect_convolutions, model_epilo
 
 # Evaluations per (family, shape) when a whole model is tuned: a campaign's, not a miss's.
 MODEL_BUDGET = 60
+PRE_PADDED = {"padding": 0, "tail": 0}  # the input a family that reads no extents of its own reads
 
 
 def model_studies(
@@ -25,8 +26,8 @@ def model_studies(
 ) -> list[tuple[Family, ConvProblem]]:
     """(family, problem) for every distinct size and every family that computes `dtype`, in
     each layout it reads: with the size's epilogue where the family fuses it, else plain (its
-    epilogue is then a pass after the call); with the size's padding where the family reads
-    padding, else pre-padded (the runtime then pads a copy)."""
+    epilogue is then a pass after the call); with the size's padding and tail where the family
+    reads its input in place, else pre-padded (the runtime then pads a copy)."""
     check_dtype(dtype)
     chosen = list(families) if families is not None else list(FAMILIES.values())
     pairs = []
@@ -34,13 +35,20 @@ def model_studies(
         for family in chosen:
             if dtype not in family.dtypes:
                 continue
-            padding = sizes.padding if family.reads_padding else 0
+            own = family.reads_padding
+            extents = {"padding": sizes.padding, "tail": sizes.tail} if own else PRE_PADDED
             for layout in family.layouts:
-                problem = replace(sizes, dtype=dtype, layout=layout, padding=padding)
+                problem = replace(sizes, dtype=dtype, layout=layout, **extents)
                 plain = replace(problem, epilogue="")
                 if callable_family(family, plain) is None:  # the runtime calls plain plans
                     pairs.append((family, problem if _fuses(family, problem) else plain))
     return list(dict.fromkeys(pairs))
+
+
+def _in_place(problem) -> bool:
+    """Whether a study's problem is over the call's own input (its padding or tail read in
+    place) rather than a pre-padded copy."""
+    return bool(getattr(problem, "padding", 0) or getattr(problem, "tail", 0))
 
 
 def _fuses(family: Family, problem: ConvProblem) -> bool:
@@ -117,18 +125,18 @@ def tune_model(
     try:
         session.measure_ceilings(say)
         studies, skipped = plan_studies(pairs, session.runner.limits)
-        # A padded problem a family cannot read in place on this device (tc_wgmma's im2col
-        # path wants whole 16-byte channel chunks: not a first layer's C = 3) is tuned
-        # pre-padded instead, as the runtime will serve it from a padded copy.
+        # A problem over the call's own input that a family cannot read in place on this
+        # device (tc_wgmma's im2col path wants whole 16-byte channel chunks: not a first layer's
+        # C = 3) is tuned pre-padded instead, as the runtime will serve it from a padded copy.
         again = [
-            (get_family(s.family), replace(s.problem, padding=0))
+            (get_family(s.family), replace(s.problem, **PRE_PADDED))
             for s in skipped
-            if getattr(s.problem, "padding", 0)
+            if _in_place(s.problem)
         ]
         if again:
             more, still = plan_studies(again, session.runner.limits)
             studies += more
-            skipped = [s for s in skipped if not getattr(s.problem, "padding", 0)] + still
+            skipped = [s for s in skipped if not _in_place(s.problem)] + still
         say(f"autotune: {len(set(problems))} shapes, {len(studies)} studies in {dtype}")
         command = f"autotune.tune_model {type(model).__name__} {dtype}"
         tuner = session.tuner(command, on_progress=on_progress)

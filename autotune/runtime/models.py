@@ -245,8 +245,8 @@ def ahead_calls(convs: list[ModelConv], layers: dict, request: Request) -> list[
             if layer is not None:
                 bias = layer.bias is not None
                 epilogue = epilogue_name(bias, layer.takes_residual, layer.activation)
-            # Each call's own padding: its padded problem's plan reads its input in place.
-            padded = replace(request, padding=conv.problem.padding)
+            # Each call's own padding and tail: its problem's plan reads its input in place.
+            padded = replace(request, padding=conv.problem.padding, tail=conv.problem.tail)
             calls.append((replace(conv.problem, epilogue=epilogue), padded))
     return calls
 

@@ -82,13 +82,14 @@ def call_costs(problem: ConvProblem, family: Family | None, request, copy_gbps) 
     """What a call of `request` (calls.Request) pays besides the run of a plan of `family` for
     `problem`, as Choice's fields: layout copies where its tensors are in the other layout
     (`layout_ms`), a pass over the output where the family does not fuse the call's epilogue
-    (`epilogue_ms`), the padding copy where the call's input could be read in place but the
-    plan reads a pre-padded one (`padding_ms`); empty when nothing."""
+    (`epilogue_ms`), the padding copy where the call's input (padded, or with a tail) could be
+    read in place but the plan reads a pre-padded one (`padding_ms`); empty when nothing."""
     costs = {}
     if problem.layout != request.layout:
         costs["layout_ms"] = layout_ms(problem, copy_gbps)
-    if request.padding and not problem.padding:  # a pre-padded plan: the runtime copies
-        side = problem.input_size - 2 * request.padding
+    own_input = request.padding or request.tail
+    if own_input and not (problem.padding or problem.tail):  # pre-padded: the runtime copies
+        side = problem.input_size - 2 * request.padding + request.tail
         costs["padding_ms"] = padding_ms(problem, side, side, copy_gbps)
     if request.epilogue and (family is None or request.epilogue not in family.epilogues):
         residual = epilogue_of(request.epilogue).residual

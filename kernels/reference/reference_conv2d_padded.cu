@@ -1,15 +1,23 @@
 // Float64 reference of a 2D convolution whose input has PAD zeros around it (ConvProblem.padding
-// > 0): reference_conv2d.cu's computation with the zeros read as zeros, the input (B, C, SP, SP)
-// or (B, SP, SP, C) with SP = S - 2 * PAD. A file of its own, not a define of reference_conv2d.cu:
-// every family's stored results carry the digest of that file's text. Defines: those of
-// reference_conv2d.cu and PAD; with EPILOGUE_REF, those of reference_conv2d_epilogue.cu, whose
-// reference_epilogue then runs after this kernel.
+// > 0) or TAIL rows and columns of the padded input past the last window (ConvProblem.tail > 0):
+// reference_conv2d.cu's computation with the zeros read as zeros, the input (B, C, SP, SP) or
+// (B, SP, SP, C) with SP = S - 2 * PAD + TAIL. A file of its own, not a define of
+// reference_conv2d.cu: every family's stored results carry the digest of that file's text.
+// Defines: those of reference_conv2d.cu, PAD and TAIL (each 0 when not given); with
+// EPILOGUE_REF, those of reference_conv2d_epilogue.cu, whose reference_epilogue then runs after
+// this kernel.
 #if EPILOGUE_REF
 #include "reference_conv2d_epilogue.cu"
 #else
 #include "reference_conv2d.cu"
 #endif
-#define SP (S - 2 * PAD)
+#ifndef PAD
+#define PAD 0
+#endif
+#ifndef TAIL
+#define TAIL 0
+#endif
+#define SP (S - 2 * PAD + TAIL)
 
 extern "C" __global__ void reference_conv2d_padded(const stored_t* __restrict__ x,
                                                    const stored_t* __restrict__ w,

@@ -144,3 +144,19 @@ def test_the_padded_numpy_reference_reads_zeros_around_the_input():
     nhwc = dataclasses.replace(problem, layout="NHWC")
     got = conv2d.reference_numpy(nhwc, x.transpose(0, 2, 3, 1), w.transpose(0, 2, 3, 1))
     np.testing.assert_allclose(got.transpose(0, 3, 1, 2), expected, atol=1e-12)
+    # With a tail: a 10 x 10 input, whose last row and column the last window reads where the
+    # 9 x 9 one had its padding's zeros; the padding after them is in no window.
+    tailed = dataclasses.replace(problem, tail=1)
+    wide = np.pad(x, ((0, 0), (0, 0), (0, 1), (0, 1)), constant_values=7.0)
+    assert wide.shape == tailed.input_shape
+    expected_wide = np.zeros(problem.output_shape)
+    for b, f, oy, ox in np.ndindex(*problem.output_shape):
+        for c, ky, kx in np.ndindex(2, 3, 3):
+            iy, ix = 2 * oy + ky - 1, 2 * ox + kx - 1
+            if 0 <= iy < 10 and 0 <= ix < 10:
+                expected_wide[b, f, oy, ox] += wide[b, c, iy, ix] * w[f, c, ky, kx]
+    assert not np.allclose(expected_wide, expected)  # row and column 9 count
+    got = conv2d.reference_numpy(tailed, wide, w)
+    np.testing.assert_allclose(got, expected_wide, atol=1e-12)
+    plan = conv2d.reference_plan(tailed)
+    assert plan.launches[0].kernel == "reference_conv2d_padded" and ("TAIL", 1) in plan.defines

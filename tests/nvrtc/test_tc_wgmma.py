@@ -355,3 +355,28 @@ def test_a_padded_problem_is_read_through_the_im2col_box_only(compiler, dtype):
     assert not any(name == "PAD" for name, _ in plain.defines)
     plain_map = next(a for a in plain.launches[0].args if getattr(a, "buffer", "") == "x")
     assert plain_map.corners == ((0, 0), (-6, -6))
+
+
+# An input whose padded rows run past its last window (ConvProblem.tail: ResNet-50's stride-2
+# layers over even sides) is read in place: the im2col map's extents are the input's, its box
+# ends `tail` short of them, and the cp.async gather steps rows by the input's side (TAIL).
+@pytest.mark.parametrize("dtype", ["tf32", "bf16"])
+def test_an_input_with_a_tail_is_read_in_place(compiler, dtype):
+    base = nhwc(ConvProblem(N=28, K=3, C=64, F=64, B=3, stride=2), dtype)
+    problem = dataclasses.replace(base, padding=1, tail=1)
+    assert problem.input_shape == (3, 56, 56, 64)
+    FAMILY.check(problem)
+    plan = FAMILY.plan(problem, tma(128, 64, 1, 4))
+    assert ("PAD", 1) in plan.defines and ("TAIL", 1) in plan.defines
+    x_map = next(a for a in plan.launches[0].args if getattr(a, "buffer", "") == "x")
+    assert x_map.dims == (64, 56, 56, 3) and x_map.corners == ((-1, -1), (-2, -2))
+    assert compiler.compile(plan).spills == 0
+    # Without padding the gather reads it too (a 1x1 downsampling layer's input).
+    down = nhwc(ConvProblem(N=7, K=1, C=64, F=96, B=3, stride=2), dtype)
+    down = dataclasses.replace(down, tail=1)
+    gather = cfg(64, 96, 1, 3, producer=1, c_outer=1)
+    assert bound(down).is_valid(gather)
+    assert compiler.compile(FAMILY.plan(down, gather)).spills == 0
+    # Other families read inputs that end with their last window.
+    with pytest.raises(UnsupportedProblem, match="tail=1"):
+        get_family("implicit_gemm").check(dataclasses.replace(down, dtype="fp32", layout="NCHW"))

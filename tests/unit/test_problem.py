@@ -176,7 +176,7 @@ def test_a_stored_dtype_must_be_a_name():
 
 def test_padding_is_read_as_zeros_around_a_smaller_input_and_named_in_the_key_after_stride():
     p = ConvProblem(N=28, K=3, C=128, F=128, B=32, stride=2, dtype="bf16", layout="NHWC", padding=1)
-    assert p.input_size == 55 and p.padded_size == 57 and p.input_shape == (32, 55, 55, 128)
+    assert p.input_size == 55 and p.input_shape == (32, 55, 55, 128)
     assert p.key == "N=28,K=3,C=128,F=128,B=32,stride=2,padding=1,dtype=bf16,layout=NHWC"
     assert parse_shape(p.key) == p and problem_from_dict(p.as_dict()) == p
     assert p.fields()["PADDING"] == 1 and p.fields()["S"] == 55
@@ -184,7 +184,30 @@ def test_padding_is_read_as_zeros_around_a_smaller_input_and_named_in_the_key_af
     # Padding 0, the default: the pre-padded problem, its key and dict as they always were.
     plain = ConvProblem(N=28, K=3, C=128, F=128, B=32, stride=2)
     assert "padding" not in plain.key and "padding" not in plain.as_dict()
-    assert plain.input_size == plain.padded_size == 57
+    assert plain.input_size == 57
+
+
+def test_a_tail_is_input_past_the_last_window_and_named_in_the_key_after_padding():
+    # ResNet-50's stride-2 3x3 over 56: windows from -1 step 2 to the 28th at 53 reach the
+    # image's last row, 55; the zero row after it (the padding's) is in no window.
+    p = ConvProblem(N=28, K=3, C=128, F=128, B=32, stride=2, dtype="bf16", padding=1, tail=1)
+    assert p.input_size == 56 and p.input_shape == (32, 128, 56, 56)
+    assert p.key == "N=28,K=3,C=128,F=128,B=32,stride=2,padding=1,tail=1,dtype=bf16"
+    assert parse_shape(p.key) == p and problem_from_dict(p.as_dict()) == p
+    assert p.fields()["S"] == 56 and p.flops == ConvProblem(N=28, K=3, C=128, F=128, B=32).flops
+    # Its 1x1 downsampling twin, with no padding: rows 0, 2, ..., 54 of 56.
+    assert ConvProblem(N=28, K=1, C=256, F=512, stride=2, tail=1).input_size == 56
+    assert "tail" not in ConvProblem(N=28, K=1, C=256, F=512, stride=2).key
+
+
+@pytest.mark.parametrize(
+    "stride, tail, message",
+    [(2, 2, "0 to stride - 1 = 1"), (1, 1, "0 to stride - 1 = 0"), (2, -1, "from 0"),
+     (2, True, "integer"), (4, 1.0, "integer")],
+)  # fmt: skip
+def test_impossible_tails_are_refused(stride, tail, message):
+    with pytest.raises(ProblemError, match=message):
+        ConvProblem(N=7, K=3, C=4, F=4, stride=stride, tail=tail)
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,7 @@ def test_the_convolutions_a_forward_calls_are_collected_with_refusals():
     assert [c.name for c in convs] == ["conv1", "conv2", "conv3"]
     assert convs[0].problem == ConvProblem(N=12, K=3, C=3, F=8, B=2, padding=1)
     assert convs[1].problem is None and "groups=2" in convs[1].refused
-    assert convs[2].problem == ConvProblem(N=6, K=1, C=8, F=4, B=2, stride=2)
+    assert convs[2].problem == ConvProblem(N=6, K=1, C=8, F=4, B=2, stride=2, tail=1)
 
 
 def test_resnet50s_convolutions_are_the_shape_set():
@@ -60,15 +60,14 @@ def test_resnet50s_convolutions_are_the_shape_set():
     assert len(convs) == 53 and all(c.problem for c in convs)
     from dataclasses import replace
 
-    collected = {replace(c.problem, B=32, padding=0) for c in convs}
+    collected = {replace(c.problem, B=32, padding=0, tail=0) for c in convs}
     assert collected == set(named_shapes("resnet50"))
-    # Padded where the input can be read in place: the stride-1 3x3 layers (padding 1), not
-    # the stride-2 ones (a row past the last window) nor conv1 (7x7, stride 2) nor the 1x1s.
+    # Every input as the model passes it, read in place: padded, the 3x3 layers and conv1
+    # (7x7); with a tail, the stride-2 ones over even sides (conv1, three 3x3 and three 1x1).
     padded = {c.name for c in convs if c.problem.padding}
-    assert (
-        padded == {c.name for c in convs if c.problem.K == 3 and c.problem.stride == 1}
-        and len(padded) == 13
-    )
+    assert padded == {c.name for c in convs if c.problem.K in (3, 7)} and len(padded) == 17
+    tails = {c.name for c in convs if c.problem.tail}
+    assert tails == {c.name for c in convs if c.problem.stride == 2} and len(tails) == 7
 
 
 def test_a_dtype_is_tuned_by_every_family_that_computes_it():
@@ -180,7 +179,7 @@ def test_optimize_compiles_ahead_the_convolutions_the_example_calls(tmp_path, mo
     assert [c.name for c in convs] == ["conv1", "conv2", "conv3"]
     assert [c.problem.key for c in convs if c.problem] == [
         ConvProblem(N=12, K=3, C=3, F=8, B=2, padding=1).key,  # read in place
-        ConvProblem(N=6, K=1, C=8, F=4, B=2, stride=2).key,
+        ConvProblem(N=6, K=1, C=8, F=4, B=2, stride=2, tail=1).key,  # its last row in place
     ]
 
 

@@ -177,12 +177,22 @@ def test_a_padded_call_is_a_padded_problem_where_its_input_can_be_read_in_place(
         as_(sizes, "bf16", "NCHW").key,
     ]
     # Stride 2 over 56 (ResNet-50's downsampling 3x3): the last input row lies past every
-    # window, so no padded problem describes the input: the copy drops it.
+    # window, the problem's tail, read in place too.
     strided = Call.of((0, 32, 128, 56, 56, 128, 128, 3, 3, 2, 1, "bfloat16", "NHWC"))
-    assert strided.padded_problem() is None and strided.request.padding == 0
-    # No padding, or one past the filter's reach: nothing to read in place.
+    own = strided.padded_problem()
+    assert (own.N, own.padding, own.tail, own.input_size) == (28, 1, 1, 56)
+    assert (strided.request.padding, strided.request.tail) == (1, 1)
+    assert [(p.padding, p.tail) for p in strided.request.problems(strided.problem())][:2] == [
+        (1, 1),
+        (0, 0),
+    ]
+    # Its 1x1 twin has no padding, only the tail.
+    down = Call.of((0, 32, 256, 56, 56, 512, 256, 1, 1, 2, 0, "bfloat16", "NHWC"))
+    assert (down.padded_problem().padding, down.padded_problem().tail) == (0, 1)
+    # No padding and no tail, or a padding past the filter's reach: nothing to read in place.
     assert Call.of((0, 1, 8, 8, 8, 8, 8, 3, 3, 1, 0)).padded_problem() is None
     assert Call.of((0, 1, 8, 8, 8, 8, 8, 3, 3, 1, 3)).padded_problem() is None
+    assert Call.of((0, 1, 8, 9, 9, 8, 8, 3, 3, 2, 0)).padded_problem() is None
 
 
 def test_a_padded_plan_wins_where_it_is_faster_than_a_pre_padded_one_and_its_copy(
