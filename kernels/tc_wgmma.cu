@@ -41,10 +41,19 @@
 // issued asynchronously, so that the next tile's main loop runs while it drains (the staging
 // tile is waited for only before it is written again).
 //
-// Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM BN WG STAGES
-// SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA; with a fused epilogue, EPILOGUE and the
-// EPI_ defines of epilogue.cuh: applied where the output is stored (store_tile, or with SPLIT_K
-// > 1 tc_wgmma_reduce), whose kernel then takes the epilogue's inputs after y.
+// RESIDUAL_TMA (STORE_TMA with a fused residual add, not a tunable): halfway through a tile's
+// main loop each consumer warpgroup's first thread loads the tile's residual into its rows of
+// the staging tile, by tensor-memory copies through a map of the residual shaped as the
+// output's, completing on the warpgroup's mbarrier; the epilogue adds each output to the
+// residual staged where the output then goes. Loaded output by output from global memory
+// instead, the residual stalled the epilogue (ResNet-50's 56x56 C = 64 F = 256 conv3 layer in
+// bf16: 66.5 us fused against 25.5 us plain, on the H200).
+//
+// Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM
+// BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA; with a fused
+// epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where the output is stored
+// (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then takes the epilogue's
+// inputs after y.
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "tc_wgmma needs the sm_90a target (wgmma): compile the plan with arch_specific"
@@ -140,7 +149,6 @@ typedef u16 out_t;
 #define B_ROWS (BN / ROW_STEP)
 #define A_BYTES (BM * 128)
 #define STAGE_BYTES ((BM + BN) * 128)
-#define BARRIER_BYTES (PRODUCER * 16 * STAGES)  // full and empty mbarriers a slot
 // STORE_TMA's staging tile, after the slots (1024-aligned: (BM + BN) * 128 is a multiple of 4096):
 // each consumer warpgroup's WG_ROWS rows in PANELS panels of WG_ROWS x 128 bytes.
 #define PANEL_COLS (128 / ELEM_BYTES)
@@ -179,6 +187,11 @@ typedef u16 out_t;
 #define TILE_EPI(v, f, j, k) EPI_APPLY2(v, f, in[j], k)
 #else
 #define TILE_EPI(v, f, j, k) (v)
+#endif
+#if STORE_TMA && EPILOGUE && EPI_RESIDUAL
+#define RESIDUAL_TMA 1
+#else
+#define RESIDUAL_TMA 0
 #endif
 
 
@@ -570,6 +583,16 @@ __device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot
     wgmma_commit();
 }
 
+// The accumulators are the asynchronous wgmma's until its wait: each is tied to the wait (a
+// memory clobber) so that no read of one moves above it.
+__device__ __forceinline__ void after_wgmma_wait(float (&acc)[MI][BN / 2])
+{
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(acc[mi][i])::"memory");
+}
+
 // What the GEMM kernel writes: the output in the storage type, or with SPLIT_K > 1 a split's FP32
 // partial sums.
 #if SPLIT_K == 1
@@ -588,11 +611,7 @@ __device__ __forceinline__ void store_tile(
     float (&acc)[MI][BN / 2], gemm_out_t* __restrict__ y, int m0, int f0, int ctid, int cwg
     GEMM_EPI_PARAMS)
 {
-    // The accumulators are the asynchronous wgmma's until the wait: read them only after it.
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(acc[mi][i])::"memory");
+    after_wgmma_wait(acc);
     const int lane = ctid % 32;
     const int q = (ctid % 128) / 32;
 #pragma unroll
@@ -667,13 +686,18 @@ __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.w
 
 __device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
 
-// Two neighbouring outputs of row r, columns c and c + 1 of the tile, into warpgroup `stage`'s
-// panels: column c's byte in its 128-byte panel row, the 16-byte chunk swizzled by r % 8.
-__device__ __forceinline__ void stage_pair(unsigned stage, int r, int c, float v0, float v1)
+// Where row r, column c of the tile lies in warpgroup `stage`'s panels: column c's byte in its
+// 128-byte panel row, the 16-byte chunk swizzled by r % 8 (as the output's map writes it).
+__device__ __forceinline__ unsigned staged_at(unsigned stage, int r, int c)
 {
     const int byte = c * ELEM_BYTES;
-    const unsigned at = stage + (byte / 128) * PANEL_BYTES + r * 128
-        + ((((byte % 128) / 16) ^ (r % 8)) * 16) + byte % 16;
+    return stage + (byte / 128) * PANEL_BYTES + r * 128 + ((((byte % 128) / 16) ^ (r % 8)) * 16) + byte % 16;
+}
+
+// Two neighbouring outputs of row r, columns c and c + 1, into the staging tile.
+__device__ __forceinline__ void stage_pair(unsigned stage, int r, int c, float v0, float v1)
+{
+    const unsigned at = staged_at(stage, r, c);
 #if STORAGE == 0
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(FINAL(v0)), "f"(FINAL(v1)) : "memory");
 #else
@@ -681,24 +705,69 @@ __device__ __forceinline__ void stage_pair(unsigned stage, int r, int c, float v
 #endif
 }
 
+#if RESIDUAL_TMA
+// The residual pair staged where outputs c and c + 1 of row r go, as FP32.
+__device__ __forceinline__ EpiPair staged_residual(unsigned stage, int r, int c)
+{
+    const unsigned at = staged_at(stage, r, c);
+    EpiPair in;
+#if STORAGE == 0
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(in.residual[0]), "=f"(in.residual[1]) : "r"(at) : "memory");
+#else
+    unsigned bits;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(bits) : "r"(at) : "memory");
+    in.residual[0] = epi_float((elem_t)(bits & 0xffffu));
+    in.residual[1] = epi_float((elem_t)(bits >> 16));
+#endif
+    return in;
+}
+
+// One panel of the residual into the staging tile: PANEL_COLS filters from f, WG_ROWS pixels
+// from m, completing on `bar`.
+__device__ __forceinline__ void tma_load2(unsigned dst, const tensor_map_t* map, int f, int m, unsigned bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+        "l"((u64)map), "r"(f), "r"(m), "r"(bar)
+        : "memory");
+}
+
+// Warpgroup cwg's rows of the tile's residual into its part of the staging tile, once the last
+// tile's stores have read it; issued by the warpgroup's first thread.
+__device__ __forceinline__ void load_residual(
+    unsigned staging, const tensor_map_t* r_map, unsigned bar, int m0, int f0, int cwg)
+{
+    const unsigned stage = staging + cwg * PANELS * PANEL_BYTES;
+    bulk_wait_read();
+    mbar_arrive_expect_tx(bar, PANELS * PANEL_BYTES);
+#pragma unroll
+    for (int p = 0; p < PANELS; ++p)
+        tma_load2(stage + p * PANEL_BYTES, r_map, f0 + p * PANEL_COLS, m0 + cwg * WG_ROWS, bar);
+}
+#endif
+
 // A finished tile through shared memory and tensor-memory stores (STORE_TMA): consumer
 // warpgroup cwg's rows, the epilogue applied where the output exists (zeros elsewhere, which
 // the map's edges clip), then one store a panel by the warpgroup's first thread, left to drain.
+// With RESIDUAL_TMA, the residual staged there is waited for (residual_bar's phase `parity`)
+// and each output replaces its residual.
 __device__ __forceinline__ void store_tile_tma(
     float (&acc)[MI][BN / 2], unsigned staging, const tensor_map_t* y_map, int m0, int f0, int ctid,
-    int cwg GEMM_EPI_PARAMS)
+    int cwg, unsigned residual_bar, unsigned parity GEMM_EPI_PARAMS)
 {
-#pragma unroll
-    for (int mi = 0; mi < MI; ++mi)
-#pragma unroll
-        for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(acc[mi][i])::"memory");
+    after_wgmma_wait(acc);
     const int lane = ctid % 32;
     const int q = (ctid % 128) / 32;
     const bool leader = ctid % 128 == 0;
     const unsigned stage = staging + cwg * PANELS * PANEL_BYTES;
     const int row0 = m0 + cwg * WG_ROWS;
+#if RESIDUAL_TMA
+    mbar_wait(residual_bar, parity);  // load_residual waited for the last tile's stores
+#else
     if (leader) bulk_wait_read();  // the last tile's stores have read the staging tile
     warpgroup_sync(cwg);
+#endif
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
@@ -710,10 +779,18 @@ __device__ __forceinline__ void store_tile_tma(
                 const int c = 8 * g + 2 * (lane % 4);
                 const int f = f0 + c;
                 float v0 = 0.0f, v1 = 0.0f;
+#if RESIDUAL_TMA
+                const EpiPair in = staged_residual(stage, r, c);
+                if (m < M_ALL) {
+                    if (f < F) v0 = EPI_APPLY2(acc[mi][4 * g + 2 * h], f, in, 0);
+                    if (f + 1 < F) v1 = EPI_APPLY2(acc[mi][4 * g + 2 * h + 1], f, in, 1);
+                }
+#else
                 if (m < M_ALL) {
                     if (f < F) v0 = EPI(acc[mi][4 * g + 2 * h], f, (long long)m * F + f);
                     if (f + 1 < F) v1 = EPI(acc[mi][4 * g + 2 * h + 1], f + 1, (long long)m * F + f + 1);
                 }
+#endif
                 stage_pair(stage, r, c, v0, v1);
             }
         }
@@ -753,6 +830,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     ,
     const __grid_constant__ tensor_map_t y_map
 #endif
+#if RESIDUAL_TMA
+    ,
+    const __grid_constant__ tensor_map_t r_map
+#endif
 )
 {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -776,11 +857,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     const unsigned staging = base + STAGES * STAGE_BYTES;  // STORE_TMA's (STORE_BYTES)
     const unsigned full = staging + STORE_BYTES;
     const unsigned empty = full + 8 * STAGES;
+    const unsigned residual_bars = empty + 8 * STAGES;  // RESIDUAL_TMA's, one a consumer warpgroup
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full + 8 * s, TMA ? 1 : LOADERS);
             mbar_init(empty + 8 * s, WG);
         }
+#if RESIDUAL_TMA
+        for (int i = 0; i < WG; ++i) mbar_init(residual_bars + 8 * i, 1);
+#endif
     }
     __syncthreads();
     if (tid < LOADERS) {
@@ -841,8 +926,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     const int ctid = tid - LOADERS;
     const int cwg = ctid / 128;
     const bool leader = ctid % 128 == 0;
+#if RESIDUAL_TMA
+    if (leader) prefetch_map(&r_map);
+#endif
     int g = 0;
-    for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+    int done = 0;  // tiles this block has finished: the phase of its residual barrier
+    for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x, ++done) {
+        const int m0 = (tile / TILES_F) * BM, f0 = (tile % TILES_F) * BN;
         zero(acc);
         for (int t = 0; t < steps; ++t, ++g) {
             const int s = g % STAGES;
@@ -853,13 +943,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
             mma_step(acc, base + s * STAGE_BYTES, cwg);
             wgmma_wait<1>();
             if (t > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+#if RESIDUAL_TMA
+            // Halfway: the last tile's stores have had half a main loop to drain, and the
+            // residual has the other half to land (STORE_TMA has no split: steps >= 1).
+            if (t == steps / 2 && leader) load_residual(staging, &r_map, residual_bars + 8 * cwg, m0, f0, cwg);
+#endif
         }
         wgmma_wait<0>();
         if (steps > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
 #if STORE_TMA
-        store_tile_tma(acc, staging, &y_map, (tile / TILES_F) * BM, (tile % TILES_F) * BN, ctid, cwg GEMM_EPI_ARGS);
+        store_tile_tma(acc, staging, &y_map, m0, f0, ctid, cwg, residual_bars + 8 * cwg, done & 1 GEMM_EPI_ARGS);
 #else
-        store_tile(acc, y, (tile / TILES_F) * BM, (tile % TILES_F) * BN, ctid, cwg GEMM_EPI_ARGS);
+        store_tile(acc, y, m0, f0, ctid, cwg GEMM_EPI_ARGS);
 #endif
     }
 #if STORE_TMA

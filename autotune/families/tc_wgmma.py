@@ -34,7 +34,8 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     short of its edge, less the tail, origins STRIDE apart), and the FKKC filters as a
     (C, K*K, F) tensor, BK channels x 1 tap x BN filters a copy; with STORE_TMA, the NHWF
     output as (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows a store (BM / WG
-    pixels)."""
+    pixels), and a fused residual the same way (the kernel's RESIDUAL_TMA loads it into the
+    staging tile)."""
     p = problem
     storage = p.precision.storage
     elem = p.precision.bytes
@@ -63,15 +64,19 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     )
     if not int(config["STORE_TMA"]):
         return x_map, w_map
-    y_map = TensorMap(
-        "y",
-        storage,
-        dims=(p.F, p.B * p.N * p.N),
-        strides=(p.F * elem,),
-        box=(ROW_BYTES // elem, bm // int(config["WG"])),
-        element_strides=(1, 1),
+    output_maps = tuple(
+        TensorMap(
+            buffer,
+            storage,
+            dims=(p.F, p.B * p.N * p.N),
+            strides=(p.F * elem,),
+            box=(ROW_BYTES // elem, bm // int(config["WG"])),
+            element_strides=(1, 1),
+        )
+        for buffer in ("y", "residual")
+        if buffer == "y" or (p.fused is not None and p.fused.residual)
     )
-    return x_map, w_map, y_map
+    return x_map, w_map, *output_maps
 
 
 def threads(config: Config) -> int:
@@ -80,11 +85,15 @@ def threads(config: Config) -> int:
 
 def shared_bytes(config: Config, elem_bytes: int) -> int:
     """Dynamic shared memory: the slots, STORE_TMA's staging tile (BM x BN outputs of
-    `elem_bytes`), the alignment slack, the producer's mbarriers."""
+    `elem_bytes`), the alignment slack, the producer's mbarriers (a full and an empty one a
+    slot, and with STORE_TMA one a consumer warpgroup for a residual loaded into the staging)."""
     stages, bm, bn = int(config["STAGES"]), int(config["BM"]), int(config["BN"])
     slots = stages * (bm + bn) * ROW_BYTES
     staging = int(config["STORE_TMA"]) * bm * bn * elem_bytes
-    return slots + staging + SWIZZLE_ALIGN + 16 * stages * int(config["PRODUCER"])
+    barriers = 16 * stages * int(config["PRODUCER"]) + 8 * int(config["WG"]) * int(
+        config["STORE_TMA"]
+    )
+    return slots + staging + SWIZZLE_ALIGN + barriers
 
 
 class TcWgmma(Family):

@@ -38,10 +38,9 @@
 #define EPI_PARAMS EPI_P_SCALE EPI_P_BIAS EPI_P_RESIDUAL
 #define EPI_ARGS EPI_A_SCALE EPI_A_BIAS EPI_A_RESIDUAL
 
-// A stored element as FP32.
-__device__ __forceinline__ float epi_load(const elem_t* p, long long i)
+// A stored element's bits as FP32.
+__device__ __forceinline__ float epi_float(elem_t bits)
 {
-    const elem_t bits = __ldg(p + i);
 #if STORAGE == 0
     return __uint_as_float(bits);
 #elif STORAGE == 1
@@ -52,6 +51,9 @@ __device__ __forceinline__ float epi_load(const elem_t* p, long long i)
     return __uint_as_float(((unsigned)bits) << 16);  // BF16: the top half of an FP32
 #endif
 }
+
+// A stored element as FP32.
+__device__ __forceinline__ float epi_load(const elem_t* p, long long i) { return epi_float(__ldg(p + i)); }
 
 // The activation, applied last. NaN passes through each (as in PyTorch), so the check still sees it.
 __device__ __forceinline__ float epi_activation(float v)

@@ -117,3 +117,43 @@ def test_an_output_without_the_epilogue_fails_the_check(tuner, evaluator, name):
     config = next(c for c in CONFIGS if study.space.is_valid(c))
     m = tuner.evaluate(study, config)
     assert m.status is Status.WRONG_RESULT, (m.status, m.rel_error)
+
+
+# With TMA stores, the residual is loaded into the staging tile halfway through each tile's
+# main loop and added there (RESIDUAL_TMA): odd sides, a stride of 2, a 1x1 layer, one and two
+# consumer warpgroups, and blocks of one tile and of several, where each tile's load must wait
+# for the last tile's stores and its barrier's phase turns.
+RESIDUAL_SHAPES = [
+    ConvProblem(N=13, K=3, C=64, F=200, B=3, stride=2),
+    ConvProblem(N=7, K=1, C=64, F=256, B=3),
+    ConvProblem(N=56, K=1, C=64, F=256, B=3),  # enough tiles for blocks of two and four
+    ConvProblem(N=37, K=1, C=32, F=64, B=1),
+]
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_the_residual_staged_by_tma_is_added_right(tuner, evaluator, dtype):
+    rng = random.Random(f"residual-tma-{dtype}")
+    problems = [
+        dataclasses.replace(nhwc(shape, dtype), epilogue=name)
+        for shape in RESIDUAL_SHAPES
+        for name in ("bias_add", "scale_bias_add_gelu")
+    ]
+    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
+    assert len(studies) == len(problems), skipped
+    picks = []
+    for study in studies:
+        staged = [c for c in study.space.configs if int(c["STORE_TMA"])]
+        groups = {}
+        for c in staged:
+            groups.setdefault((int(c["WG"]), int(c["TILES_PER_BLOCK"]) > 1), []).append(c)
+        picks += [(study, rng.choice(group)) for group in groups.values()]
+    assert any(int(c["TILES_PER_BLOCK"]) > 1 and int(c["WG"]) == 2 for _, c in picks)
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        list(
+            pool.map(
+                lambda p: tuner.runner.compiler.compile(FAMILY.plan(p[0].problem, p[1])), picks
+            )
+        )
+    failed = failures(tuner, picks, QUICK.min_repeats)
+    assert not failed, "\n".join(failed)

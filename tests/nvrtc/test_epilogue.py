@@ -10,6 +10,7 @@ import dataclasses
 import pytest
 
 from autotune.families import conv2d, get_family
+from autotune.families.plan import TensorMap
 from autotune.families.tc_wgmma import threads
 from autotune.model.epilogue import EPILOGUES
 from autotune.model.problem import ConvProblem
@@ -102,12 +103,30 @@ def test_the_epilogue_changes_the_cubin_and_a_plain_plan_is_unchanged(
         ("tf32", tma(256, 128, 2, 4, tiles=2)),
         ("bf16", cfg(128, 256, 2, 4, producer=1)),
         ("fp16", tma(128, 256, 2, 4)),
+        # The residual staged by TMA (RESIDUAL_TMA).
+        ("bf16", tma(256, 128, 2, 3, tiles=2, store=1)),
+        ("tf32", tma(128, 128, 1, 4, tiles=2, store=1)),
+        ("fp16", tma(128, 256, 2, 3, store=1)),
     ],
 )
 def test_the_heaviest_epilogue_fits_the_widest_tiles_without_spills(compiler, dtype, config):
     problem = dataclasses.replace(nhwc(CONV3, dtype), epilogue="scale_bias_add_gelu")
     assert FAMILY.load_space().bind(problem.fields(), LIMITS).is_valid(config), config
     compiled = compiler.compile(FAMILY.plan(problem, config))
+    assert compiled.spills == 0, compiled.log
+
+
+# With TMA stores a residual is loaded into the staging tile by tensor-memory copies: the
+# launch takes its map after the output's.
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "tf32"])
+def test_a_residual_with_tma_stores_is_staged_by_its_map(compiler, dtype) -> None:
+    config = tma(128, 128, 1, 4, store=1)
+    problem = dataclasses.replace(nhwc(CONV3, dtype), epilogue="bias_add_relu")
+    assert FAMILY.load_space().bind(problem.fields(), LIMITS).is_valid(config), config
+    plan = FAMILY.plan(problem, config)
+    maps = [a.buffer for a in plan.launches[0].args if isinstance(a, TensorMap)]
+    assert maps == ["x", "w", "y", "residual"]
+    compiled = compiler.compile(plan)
     assert compiled.spills == 0, compiled.log
 
 

@@ -202,9 +202,27 @@ def test_the_output_map_stores_a_warpgroups_rows_in_128_byte_panels() -> None:
     *_, y32 = tensor_maps(nhwc(conv, "tf32"), tma(128, 96, 1, 4, store=1))
     assert y32.box == (32, 128) and y32.strides == (800,)
     assert len(tensor_maps(conv, tma(256, 128, 2, 4))) == 2  # loads only
-    # The staging tile is BM x BN outputs more shared memory.
+    # The staging tile is BM x BN outputs more shared memory, and a residual's mbarrier a
+    # consumer warpgroup.
     plain, stored = tma(128, 128, 1, 4), tma(128, 128, 1, 4, store=1)
-    assert shared_bytes(stored, 2) - shared_bytes(plain, 2) == 128 * 128 * 2
+    assert shared_bytes(stored, 2) - shared_bytes(plain, 2) == 128 * 128 * 2 + 8
+    plain2, stored2 = tma(256, 128, 2, 3), tma(256, 128, 2, 3, store=1)
+    assert shared_bytes(stored2, 2) - shared_bytes(plain2, 2) == 256 * 128 * 2 + 16
+
+
+def test_a_fused_residual_is_read_through_a_map_shaped_as_the_outputs() -> None:
+    conv = nhwc(ConvProblem(N=13, K=5, C=64, F=200, B=3, stride=2), "bf16")
+    fused = dataclasses.replace(conv, epilogue="bias_add_relu")
+    *_, y_map, r_map = tensor_maps(fused, tma(256, 128, 2, 4, store=1))
+    assert r_map == dataclasses.replace(y_map, buffer="residual")
+    # Without a residual, or without TMA stores, there is no map of it.
+    bias_only = dataclasses.replace(conv, epilogue="bias_relu")
+    assert [m.buffer for m in tensor_maps(bias_only, tma(256, 128, 2, 4, store=1))] == [
+        "x",
+        "w",
+        "y",
+    ]
+    assert [m.buffer for m in tensor_maps(fused, tma(256, 128, 2, 4))] == ["x", "w"]
 
 
 def test_tma_stores_are_offered_only_for_whole_panels_and_aligned_rows() -> None:

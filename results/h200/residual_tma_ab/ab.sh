@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# A/B of tc_wgmma's fused residual add (branch next/residual-tma): every configuration of
+# subspace.toml on ResNet-50's four bottleneck conv3 shapes at batch 32 in bf16 (NHWC), each with
+# its BatchNorm folded, the residual added and ReLU (epilogue bias_add_relu), timed in tree A
+# (MAIN: the residual loaded output by output from global memory) and in this tree B (with TMA
+# stores, the residual loaded into the staging tile by tensor-memory copies), in one GPU
+# session, protocol 2. STORE_TMA = 0 runs the same code in both trees: the control.
+# From the checkout root of the branch, on the GPU machine:
+#   MAIN=dir-of-main's-tree OUT=dir bash results/h200/residual_tma_ab/ab.sh
+# Writes $OUT/a.db and $OUT/b.db (the runs) and $OUT/ab.md (per shape and store: the best of each
+# tree, B over A, and the geometric mean of B over A over every configuration pair).
+set -eu
+OUT=${OUT:-/tmp/residual_ab}; mkdir -p "$OUT"
+HERE=$(cd "$(dirname "$0")" && pwd)
+B_TREE=$PWD
+SHAPES=()
+for s in N=56,K=1,C=64,F=256 N=28,K=1,C=128,F=512 N=14,K=1,C=256,F=1024 N=7,K=1,C=512,F=2048; do
+  SHAPES+=(--shape "$s,B=32,dtype=bf16,layout=NHWC,epilogue=bias_add_relu")
+done
+for side in a b; do
+  tree=$MAIN; [ "$side" = b ] && tree=$B_TREE
+  (cd "$tree" && PYTHONPATH="$tree:${PYTHONPATH:-}" python3 -m autotune run --family tc_wgmma "${SHAPES[@]}" \
+    --subspace "$HERE/subspace.toml" --strategy brute_force --exhaustive --no-baseline \
+    --storage "$OUT/$side.db") > "$OUT/run_$side.log" 2>&1 || echo "run $side: rc=$?"
+done
+python3 - "$OUT" <<'PY'
+import json, math, sqlite3, sys
+out = sys.argv[1]
+runs = {}
+for side in "ab":
+    for key, config, ms in sqlite3.connect(f"{out}/{side}.db").execute(
+        "select problem_key, config, time_ms from evaluations where family = 'tc_wgmma' and status = 'OK'"
+    ):
+        runs.setdefault((key, config), {})[side] = ms
+lines = [
+    "| shape | store | best A ms | best B ms | B / A best | B / A, geomean of pairs | pairs |",
+    "|---|---|--:|--:|--:|--:|--:|",
+]
+groups = {}
+for (key, config), t in runs.items():
+    if "a" in t and "b" in t:
+        store = "TMA" if int(json.loads(config).get("STORE_TMA", 0)) else "direct"
+        groups.setdefault((key, store), []).append((t["a"], t["b"]))
+for (key, store), pairs in sorted(groups.items()):
+    a, b = min(p[0] for p in pairs), min(p[1] for p in pairs)
+    g = math.exp(sum(math.log(y / x) for x, y in pairs) / len(pairs))
+    lines.append(f"| {key} | {store} | {a:.4f} | {b:.4f} | {b / a:.3f} | {g:.3f} | {len(pairs)} |")
+open(f"{out}/ab.md", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
