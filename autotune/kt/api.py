@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING, Any
 from autotune import __version__
 from autotune.gpu.evaluator import GpuEvaluator
 from autotune.gpu.given import GivenCheck, option_buffer, user_verify, write_arguments
-from autotune.gpu.timing import TimingPolicy
 from autotune.kt.arguments import KernelRequest, TuneKernelError, check_request
 from autotune.kt.arrays import TunableArgument
 from autotune.kt.kernel import GivenKernelError
 from autotune.kt.observers import observed_keys, output_check, output_keys
 from autotune.kt.space import bind_space, evaluate_metric
 from autotune.kt.strategies import budget
-from autotune.kt.study import compile_options, given_kernel, study_problem
+from autotune.kt.study import compile_options, given_kernel, study_problem, timing_policy
 from autotune.model.evaluator import Evaluator
 from autotune.model.records import TIMING_PROTOCOL, Measurement, Status
 from autotune.model.space import Config
@@ -144,10 +143,7 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
                 launched.update(family.launch_arguments(config.as_dict()))
     except GivenKernelError as err:
         raise TuneKernelError(f"tune_kernel: {err}") from None
-    # An objective other than time keeps timing every candidate to the end: the early stop
-    # judges by time, and a slower configuration may still be the one of least energy.
-    early = {} if request.objective == "time" else {"early_stop": None}
-    timing = TimingPolicy(min_repeats=request.iterations, observe=request.observe, **early)
+    timing = timing_policy(request)
     # A Tunable argument travels as its options (gpu/given.py names each one's buffer), those
     # that no configuration selects left out (TunablePrecision converts to bfloat16 too, where
     # ml_dtypes is installed: a dtype that neither the archive nor CuPy may take).

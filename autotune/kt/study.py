@@ -5,6 +5,7 @@ which runs its best, and the kernel header export, which writes it out from the 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from autotune.gpu.compiler import DEFAULT_OPTIONS
+from autotune.gpu.timing import TimingPolicy
 from autotune.kt.arguments import KernelRequest
 from autotune.kt.arrays import TunableArgument
 from autotune.kt.kernel import DEFAULT_BLOCK_SIZE_NAMES, GivenKernel, with_c_linkage, write_source
@@ -30,6 +32,27 @@ def source_file(request: KernelRequest, root: Path) -> Path:
     study; each configuration renders its own)."""
     return write_source(
         root, request.kernel_name, with_c_linkage(request.source_text, request.kernel_name)
+    )
+
+
+def timing_policy(request: KernelRequest) -> TimingPolicy:
+    """How each configuration is timed: `iterations` samples, as Kernel Tuner takes them, with no
+    minimum wall time and no more samples for a noisy spread (protocol 2's extras, which made a
+    small example's call slower than Kernel Tuner's). With observers, protocol 2's minimum time
+    still applies, so that the clock and temperature sampler sees the timed runs. An objective
+    other than time times every candidate to the end: the early stop judges by time, and a
+    slower configuration may still be the one of least energy."""
+    early = {} if request.objective == "time" else {"early_stop": None}
+    n = request.iterations
+    if request.observe is not None and request.observe.any:
+        return TimingPolicy(min_repeats=n, observe=request.observe, **early)
+    return TimingPolicy(
+        min_repeats=n,
+        max_repeats=n,
+        min_time_s=0.0,
+        max_spread=math.inf,
+        observe=request.observe,
+        **early,
     )
 
 

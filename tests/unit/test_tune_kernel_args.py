@@ -414,3 +414,35 @@ def test_a_verify_of_the_user_s_reads_any_answer_shape() -> None:
         check_request(args(answer=answer))
     request = check_request(args(answer=answer, verify=lambda a, b, atol=None: True))
     assert request.answer[0] == x.sum()
+
+
+# -- timing ---------------------------------------------------------------------------------------
+
+
+def test_iterations_is_the_number_of_samples_as_in_kernel_tuner():
+    from autotune.kt.study import timing_policy
+
+    policy = timing_policy(check_request(args(iterations=20)))
+    assert policy.first_batch(None) == 20
+    # Protocol 2 would take more samples for a spread this wide and a wall time this short.
+    spread_out = [1.0, 2.0, 3.0, 4.0] * 5
+    assert policy.next_batch(spread_out, spent_s=0.001, best_ms=None) == 0
+    assert policy.next_batch(spread_out[:19], spent_s=0.001, best_ms=None) == 1
+    # The early stop still ends a slow candidate; another objective times every one in full.
+    assert policy.early_stop is not None
+    metric = args(
+        metrics={"GB/s": lambda p: 1.0}, objective="GB/s", objective_higher_is_better=True
+    )
+    by_metric = timing_policy(check_request(metric))
+    assert by_metric.early_stop is None and by_metric.first_batch(1.0) == 7
+
+
+def test_with_observers_the_samples_last_long_enough_to_be_observed():
+    from autotune.kt.study import timing_policy
+    from autotune.model.observe import Observe
+
+    request = check_request(args(iterations=5))
+    request.observe = Observe(clocks=True)
+    policy = timing_policy(request)
+    assert policy.min_time_s > 0 and policy.observe == request.observe
+    assert policy.next_batch([1.0] * 5, spent_s=0.001, best_ms=None) > 0
