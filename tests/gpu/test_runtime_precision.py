@@ -41,7 +41,8 @@ SHAPES = [
     dict(B=2, C=16, H=14, F=32, K=3, stride=1, padding=1),
     dict(B=3, C=12, H=9, F=20, K=1, stride=2, padding=0),
     # Stride 2 over an even side: the padding's last row is in no window (a tail), read in place.
-    dict(B=2, C=16, H=14, F=24, K=3, stride=2, padding=1),
+    # (C = 24: prepared_choice tells calls apart by B, C and H.)
+    dict(B=2, C=24, H=14, F=40, K=3, stride=2, padding=1),
 ]
 
 
@@ -116,7 +117,7 @@ def prepared_choice(rt, x, storage, layout, tf32, epilogue=""):
 
 
 @pytest.mark.parametrize("storage, layout, tf32", CASES)
-@pytest.mark.parametrize("shape", SHAPES, ids=["3x3", "1x1-s2"])
+@pytest.mark.parametrize("shape", SHAPES, ids=["3x3", "1x1-s2", "3x3-s2-tail"])
 def test_every_dtype_and_layout_matches_float64(tuned, storage, layout, tf32, shape):
     x, w = inputs(shape, storage, layout, 7)
     with allow_tf32(tf32):
@@ -132,7 +133,7 @@ def test_every_dtype_and_layout_matches_float64(tuned, storage, layout, tf32, sh
 
 
 @pytest.mark.parametrize("storage, layout, tf32", CASES)
-@pytest.mark.parametrize("shape", SHAPES, ids=["3x3", "1x1-s2"])
+@pytest.mark.parametrize("shape", SHAPES, ids=["3x3", "1x1-s2", "3x3-s2-tail"])
 def test_a_bias_is_added_in_the_store_where_the_family_fuses_it(
     tuned, storage, layout, tf32, shape
 ):
