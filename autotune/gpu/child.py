@@ -67,6 +67,10 @@ class Child:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
             theirs.close()
         self.conn = Connection(ours.detach())
+        # kill() runs on the pool's thread and on the one that stops the pool (an interrupt):
+        # the socket is closed once, under this lock (closed twice, the second close raised
+        # EBADF in the pool's thread and printed a traceback on Ctrl-C).
+        self._closing = threading.Lock()
         # The parent's path (after the package root) lets the child import a session class of
         # a test suite or a user's package by name; nothing is imported by file path.
         self.conn.send((list(sys.path), target, args))
@@ -87,7 +91,9 @@ class Child:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        self.conn.close()
+        with self._closing:
+            if not self.conn.closed:
+                self.conn.close()
         _LIVE.discard(self)
 
     def close(self, timeout_s: float = 10.0) -> None:
