@@ -29,6 +29,9 @@ class FakeFactory:
     die_on: str | None = None  # the first worker handed this study dies (kill -9) in it
     wait_for_stop: bool = False  # each study runs until the worker is interrupted
     ignore_sigint: bool = False
+    # These GPUs' workers each wait (up to 30 s) for all of them to start before tuning their
+    # first study, so that a slow start on a loaded machine leaves none of them without one.
+    together: tuple[int, ...] = ()
 
     def __call__(self, jobs: int, on_progress, gpu: int = 0) -> FakeSession:
         if self.ignore_sigint:
@@ -60,6 +63,11 @@ class FakeSession:
     def tune(self, key: tuple[str, str], time_left_s: float | None) -> StudyReport:
         f = self.factory
         Path(f"{f.log}.started.{self.gpu}").touch()
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and not all(
+            Path(f"{f.log}.started.{g}").exists() for g in f.together
+        ):
+            time.sleep(0.01)
         if key[1] == f.die_on:
             mark = Path(f"{f.log}.died")
             if not mark.exists():

@@ -66,19 +66,13 @@ def problem_defines(problem: ConvProblem) -> tuple[tuple[str, int], ...]:
     return (*sizes, *((name, value) for name, value in extents if value))
 
 
-def in_place(problem: ConvProblem) -> bool:
-    """Whether the input is not the pre-padded one that ends with the last window: it has
-    padding or a tail (ConvProblem.tail), which the padded reference reads."""
-    return bool(problem.padding or problem.tail)
-
-
 def reference_plan(problem: ConvProblem) -> KernelPlan:
     """Float64 direct convolution on the GPU over the stored inputs (any storage type and
     layout), writing 'y_ref' (double, in the output's layout), then its epilogue if it has one;
     one thread per output."""
     outputs = problem.B * problem.F * problem.N * problem.N
     launch = Launch(
-        "reference_conv2d_padded" if in_place(problem) else "reference_conv2d",
+        "reference_conv2d" if problem.pre_padded else "reference_conv2d_padded",
         grid=(cdiv(outputs, REFERENCE_BLOCK), 1, 1),
         block=(REFERENCE_BLOCK, 1, 1),
         args=("x", "w", "y_ref"),
@@ -86,7 +80,7 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
     storage = (storage_define(problem), ("NHWC", int(problem.nhwc)))
     fused = problem.fused
     if fused is None:
-        source = PADDED_REFERENCE_SOURCE if in_place(problem) else REFERENCE_SOURCE
+        source = REFERENCE_SOURCE if problem.pre_padded else PADDED_REFERENCE_SOURCE
         return KernelPlan(source, (*problem_defines(problem), *storage), (launch,))
     epilogue = Launch(
         "reference_epilogue",
@@ -95,7 +89,7 @@ def reference_plan(problem: ConvProblem) -> KernelPlan:
         args=("y_ref", *fused.inputs),
     )
     defines = (*problem_defines(problem), *storage, *fused.defines())
-    if in_place(problem):
+    if not problem.pre_padded:
         defines = (*defines, ("EPILOGUE_REF", 1))
         return KernelPlan(PADDED_REFERENCE_SOURCE, defines, (launch, epilogue))
     return KernelPlan(EPILOGUE_REFERENCE_SOURCE, defines, (launch, epilogue))

@@ -132,6 +132,12 @@ class ConvProblem(_Problem):
         return (self.N - 1) * self.stride + self.K - 2 * self.padding + self.tail
 
     @property
+    def pre_padded(self) -> bool:
+        """Whether the input is the pre-padded one that ends with its last window (no padding,
+        no tail): what every family reads."""
+        return not (self.padding or self.tail)
+
+    @property
     def flops(self) -> int:
         """Required FLOPs: one multiply-add is 2 FLOPs; no bias."""
         return 2 * self.B * self.N * self.N * self.K * self.K * self.C * self.F

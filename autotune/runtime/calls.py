@@ -48,8 +48,8 @@ class Request:
     allow_tf32: bool = False
     epilogue: str = ""
     # The call's padding and tail where a plan may read its input in place, with the zeros
-    # around it and the rows of it that no window reaches (Call.padded_problem); 0 otherwise: every
-    # plan then reads a padded copy.
+    # around it and the rows no window reaches (Call.padded_problem); 0 otherwise: every plan
+    # then reads a padded copy.
     padding: int = 0
     tail: int = 0
 

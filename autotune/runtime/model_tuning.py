@@ -45,12 +45,6 @@ def model_studies(
     return list(dict.fromkeys(pairs))
 
 
-def _in_place(problem) -> bool:
-    """Whether a study's problem is over the call's own input (its padding or tail read in
-    place) rather than a pre-padded copy."""
-    return bool(getattr(problem, "padding", 0) or getattr(problem, "tail", 0))
-
-
 def _fuses(family: Family, problem: ConvProblem) -> bool:
     """Whether `family` computes `problem` with its epilogue in its store (and so can tune it
     with it); the runtime serves such a call with the plain problem's plan and the epilogue's
@@ -131,12 +125,12 @@ def tune_model(
         again = [
             (get_family(s.family), replace(s.problem, **PRE_PADDED))
             for s in skipped
-            if _in_place(s.problem)
+            if not s.problem.pre_padded
         ]
         if again:
             more, still = plan_studies(again, session.runner.limits)
             studies += more
-            skipped = [s for s in skipped if not _in_place(s.problem)] + still
+            skipped = [s for s in skipped if s.problem.pre_padded] + still
         say(f"autotune: {len(set(problems))} shapes, {len(studies)} studies in {dtype}")
         command = f"autotune.tune_model {type(model).__name__} {dtype}"
         tuner = session.tuner(command, on_progress=on_progress)

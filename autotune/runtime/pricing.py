@@ -88,7 +88,7 @@ def call_costs(problem: ConvProblem, family: Family | None, request, copy_gbps) 
     if problem.layout != request.layout:
         costs["layout_ms"] = layout_ms(problem, copy_gbps)
     own_input = request.padding or request.tail
-    if own_input and not (problem.padding or problem.tail):  # pre-padded: the runtime copies
+    if own_input and problem.pre_padded:  # the runtime copies the input into a pre-padded one
         side = problem.input_size - 2 * request.padding + request.tail
         costs["padding_ms"] = padding_ms(problem, side, side, copy_gbps)
     if request.epilogue and (family is None or request.epilogue not in family.epilogues):

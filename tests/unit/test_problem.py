@@ -198,6 +198,9 @@ def test_a_tail_is_input_past_the_last_window_and_named_in_the_key_after_padding
     # Its 1x1 downsampling twin, with no padding: rows 0, 2, ..., 54 of 56.
     assert ConvProblem(N=28, K=1, C=256, F=512, stride=2, tail=1).input_size == 56
     assert "tail" not in ConvProblem(N=28, K=1, C=256, F=512, stride=2).key
+    # Pre-padded: neither padding nor tail, the input every family reads.
+    assert ConvProblem(N=28, K=1, C=256, F=512, stride=2).pre_padded and not p.pre_padded
+    assert not ConvProblem(N=28, K=1, C=256, F=512, stride=2, tail=1).pre_padded
 
 
 @pytest.mark.parametrize(
