@@ -73,8 +73,7 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
             box=(ROW_BYTES // elem, bm // int(config["WG"])),
             element_strides=(1, 1),
         )
-        for buffer in ("y", "residual")
-        if buffer == "y" or (p.fused is not None and p.fused.residual)
+        for buffer in (("y", "residual") if p.fused is not None and p.fused.residual else ("y",))
     )
     return x_map, w_map, *output_maps
 

@@ -64,15 +64,12 @@ class ConvProblem(_Problem):
     (N - 1) * stride + K - 2 * padding + tail. With padding 0 (the default) the input is
     pre-padded: any padding is already part of it, which every family reads; a family that reads
     the zeros itself (Family.reads_padding) also computes padding > 0, with no copy of the input.
-    `tail` counts the rows (and columns) at the end of the padded input that no window reaches,
-    0 to stride - 1: PyTorch's output side floors, so a stride-2 layer over an even side has one
-    (ResNet-50's 3x3 over 56 with padding 1: its zero row after the image; a 1x1 over 56 with
-    none: the image's last row). A family that reads the input through its own extents
-    (reads_padding) reads such an input in place; the others read a copy that ends with the last
-    window. `dtype`
-    says how values are stored and multiplied (model/precision.py), `layout` how tensors are
-    ordered: NCHW input, FCKK filters, NFHW output; or NHWC, FKKC, NHWF; `epilogue` what is
-    applied to the output before it is stored (model/epilogue.py; empty: nothing).
+    `tail` counts the padded input's last rows (and columns) that no window reaches, 0 to
+    stride - 1 (PyTorch's output side floors: a stride-2 layer over an even side has one); the
+    families that read padding read it in place too. `dtype` says how values are stored and
+    multiplied (model/precision.py), `layout` how tensors are ordered: NCHW input, FCKK filters,
+    NFHW output; or NHWC, FKKC, NHWF; `epilogue` what is applied to the output before it is
+    stored (model/epilogue.py; empty: nothing).
     """
 
     N: int

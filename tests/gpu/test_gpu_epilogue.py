@@ -72,6 +72,17 @@ def test_the_reference_applies_the_epilogue_as_numpy_does(name, evaluator, sessi
         )
 
 
+def compiled_failures(tuner, picks) -> list[str]:
+    """The (study, config) picks' failures, their plans compiled in parallel first."""
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        list(
+            pool.map(
+                lambda p: tuner.runner.compiler.compile(FAMILY.plan(p[0].problem, p[1])), picks
+            )
+        )
+    return failures(tuner, picks, QUICK.min_repeats)
+
+
 @pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
 def test_each_epilogue_correct_at_odd_shapes(tuner, evaluator, dtype):
     rng = random.Random(f"epilogue-{dtype}")
@@ -92,13 +103,7 @@ def test_each_epilogue_correct_at_odd_shapes(tuner, evaluator, dtype):
             some = [c for c in study.space.configs if int(c[key]) >= least]
             configs += [rng.choice(some)] if some else []
         picks += [(study, c) for c in dict.fromkeys(configs)]
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        list(
-            pool.map(
-                lambda p: tuner.runner.compiler.compile(FAMILY.plan(p[0].problem, p[1])), picks
-            )
-        )
-    failed = failures(tuner, picks, QUICK.min_repeats)
+    failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)
 
 
@@ -149,11 +154,5 @@ def test_the_residual_staged_by_tma_is_added_right(tuner, evaluator, dtype):
             groups.setdefault((int(c["WG"]), int(c["TILES_PER_BLOCK"]) > 1), []).append(c)
         picks += [(study, rng.choice(group)) for group in groups.values()]
     assert any(int(c["TILES_PER_BLOCK"]) > 1 and int(c["WG"]) == 2 for _, c in picks)
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        list(
-            pool.map(
-                lambda p: tuner.runner.compiler.compile(FAMILY.plan(p[0].problem, p[1])), picks
-            )
-        )
-    failed = failures(tuner, picks, QUICK.min_repeats)
+    failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)
