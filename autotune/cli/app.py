@@ -19,6 +19,7 @@ from autotune.cli.recording import export_recording
 from autotune.cli.run import run
 from autotune.cli.tables import best, forget, plot, report
 from autotune.cli.workers import status
+from autotune.gpu.compiler import compile_in_children
 from autotune.gpu.interrupt import (
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -26,6 +27,7 @@ from autotune.gpu.interrupt import (
     arm_exit_watchdog,
     enable_watchdog,
     exit_code,
+    stop_handler,
     watch_signals,
 )
 
@@ -75,18 +77,10 @@ for command in (
 def entry() -> None:
     """The console script and `python -m autotune`: the commands, and once Ctrl-C or SIGTERM
     asked the process to stop, a watchdog that ends it within WATCHDOG_S whatever holds it."""
-    received = STOP_SIGNALS  # this handler's and run's (terminate_as_interrupt) alike
-    finishing = []
-
-    def stop(signum: int, _frame: object) -> None:
-        received.append(signum)
-        arm_exit_watchdog(exit_code(received))
-        # Once: a second one would break off the clean stop the first began, and one during
-        # the interpreter's exit would only print a traceback.
-        if len(received) == 1 and not finishing:
-            raise KeyboardInterrupt
-
+    finishing: list[bool] = []  # once exiting, a signal only arms the watchdog: a traceback else
+    stop = stop_handler(STOP_SIGNALS, finishing=lambda: bool(finishing))
     enable_watchdog()
+    compile_in_children()  # NVRTC's own handlers would take these signals while it compiles
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)  # as Ctrl-C, anywhere (run's own handler does the same)
     watch_signals()
@@ -94,8 +88,8 @@ def entry() -> None:
         main()
     except SystemExit as done:
         finishing.append(True)
-        if received or done.code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
-            code = exit_code(received) if received else done.code
+        if STOP_SIGNALS or done.code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+            code = exit_code(STOP_SIGNALS) if STOP_SIGNALS else done.code
             arm_exit_watchdog(code)  # the interpreter's exit may wait on a stuck child
             raise SystemExit(code) from None
         raise

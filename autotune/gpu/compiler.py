@@ -7,6 +7,7 @@ import ctypes.util
 import dataclasses
 import hashlib
 import json
+import threading
 import time
 from concurrent.futures import CancelledError
 from dataclasses import dataclass, field
@@ -152,6 +153,22 @@ def lowered_plan(plan: KernelPlan, compiled: CompiledKernel) -> KernelPlan:
 # ---------------------------------------------------------------------------------------------
 # The compiler
 
+# NVRTC installs SIGINT and SIGTERM handlers of its own for the length of each compile (strace:
+# rt_sigaction on both around nvrtcCompileProgram), and they end the whole process with exit
+# code 4: a stop signal that came during a compile skipped every clean-up (CI: a SIGTERM while
+# `autotune run` compiled its reference kernels). A process that stops on those signals (the
+# command line, a tuning worker) compiles in child processes only: see compile_in_children().
+_nvrtc_here = True
+_ONE_POOL_LOCK = threading.Lock()
+
+
+def compile_in_children() -> None:
+    """From now on this process never runs NVRTC itself: each Compiler compiles in the worker
+    processes of its pool, one process where none was started (child processes block SIGINT;
+    only this process's own handlers decide how it stops)."""
+    global _nvrtc_here
+    _nvrtc_here = False
+
 
 def _define_flag(name: str, value: Value) -> str:
     if isinstance(value, bool):
@@ -181,10 +198,16 @@ class Compiler:
     def start_pool(self, processes: int) -> None:
         """Compile in `processes` worker processes from now on, until stop_pool()."""
         self.stop_pool()
-        if processes > 1:
+        if processes > 1 or not _nvrtc_here:
             # Children of our own (gpu/child.py), not multiprocessing's: those re-run the
             # caller's main script, which a script without a main guard or a notebook cannot take.
             self._pool = ChildPool("autotune.gpu.compiler:_nvrtc_compile_named", processes)
+
+    def _pool_or_one(self) -> ChildPool:
+        with _ONE_POOL_LOCK:  # compile() runs on the tuner's threads
+            if self._pool is None:
+                self._pool = ChildPool("autotune.gpu.compiler:_nvrtc_compile_named", 1)
+            return self._pool
 
     def stop_pool(self) -> None:
         """End the worker processes at once. A compile in flight is abandoned (its cubin would
@@ -290,7 +313,7 @@ class Compiler:
         start = time.perf_counter()
         flags = [*self._flags(defines, arch_specific, ptxas_options), *system]
         args = (text, Path(source).name, flags, None, headers, expressions)
-        pool = self._pool
+        pool = self._pool if _nvrtc_here else self._pool_or_one()
         if pool is None:
             cubin, log, lowered = _nvrtc_compile_named(*args)
         else:

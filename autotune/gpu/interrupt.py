@@ -3,14 +3,17 @@ SIGKILL) stop a run the way Ctrl-C does, so it releases its studies and records 
 
 from __future__ import annotations
 
+import _thread
 import multiprocessing
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from multiprocessing import resource_tracker
+from types import FrameType
 
 from autotune.gpu.child import kill_all
 
@@ -20,6 +23,7 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 # claims released, the run's end recorded, the summary) takes a second or two; what takes
 # longer is a child process or thread that the interpreter's exit waits for (it joins them).
 WATCHDOG_S = 8.0
+IMPORT_POLL_S = 0.01  # how often a stop deferred past an import looks whether it has ended
 
 # Every stop signal this process took, whichever handler took it: a SIGTERM that a block of
 # terminate_as_interrupt turned into KeyboardInterrupt still decides the exit code.
@@ -99,22 +103,62 @@ def _end_now(signum: int, _frame: object) -> None:
     os._exit(128 + signum)
 
 
+def stop_handler(received: list[int], finishing: Callable[[], bool] = lambda: False):
+    """A SIGINT and SIGTERM handler that records each signal in `received` (and STOP_SIGNALS),
+    arms the exit watchdog, and on the first raises KeyboardInterrupt in the main thread, unless
+    `finishing()` says the stop is already under way. Never inside an import: there the raise
+    waits until the import has ended. A KeyboardInterrupt inside an extension module's import
+    leaves it half-initialised (CI: a SIGTERM during `import cupy` ended the process with
+    SIGINT's code, -2, rather than 143)."""
+    deferred: list[int] = []  # the signal whose raise waits for an import to end
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if not (deferred and signum in received):  # else the deferred one, sent again
+            received.append(signum)
+            if received is not STOP_SIGNALS:
+                STOP_SIGNALS.append(signum)
+            arm_exit_watchdog(exit_code(received))
+        # Once: a second one would break off the clean stop the first began.
+        if finishing() or (len(received) > 1 and not deferred):
+            return
+        if _importing(frame):
+            if not deferred:
+                deferred.append(signum)
+                threading.Thread(
+                    target=_send_after_import, args=(signum,), name="autotune-stop", daemon=True
+                ).start()
+            return
+        deferred.clear()
+        raise KeyboardInterrupt
+
+    return handler
+
+
+def _importing(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _send_after_import(signum: int) -> None:
+    """Deliver `signum` to the main thread's handler again once it is out of every import."""
+    main = threading.main_thread().ident
+    while _importing(sys._current_frames().get(main)):
+        time.sleep(IMPORT_POLL_S)
+    _thread.interrupt_main(signum)  # the handler runs again, in the main thread
+
+
 @contextmanager
 def terminate_as_interrupt() -> Iterator[list[int]]:
-    """Within the block SIGTERM raises KeyboardInterrupt in the main thread; yields the list of
-    signals received, so the caller can exit with the right code. The previous handler is put
-    back afterwards. Python's default for SIGTERM ends the process at once, skipping every
-    `finally`: a study stays claimed until its lease runs out and the run looks unfinished."""
+    """Within the block SIGTERM raises KeyboardInterrupt in the main thread (see stop_handler);
+    yields the list of signals received, so the caller can exit with the right code. The
+    previous handler is put back afterwards. Python's default for SIGTERM ends the process at
+    once, skipping every `finally`: a study stays claimed until its lease runs out and the run
+    looks unfinished."""
     received: list[int] = []
-
-    def handler(signum: int, _frame: object) -> None:
-        received.append(signum)
-        STOP_SIGNALS.append(signum)
-        arm_exit_watchdog(exit_code(received))
-        if len(received) == 1:  # a second one would break off the clean stop the first began
-            raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = signal.signal(signal.SIGTERM, stop_handler(received))
     try:
         yield received
     finally:
@@ -153,6 +197,7 @@ __all__ = [
     "exit_code",
     "children_ignore_interrupts",
     "signals_end_at_once",
+    "stop_handler",
     "terminate_as_interrupt",
     "STOP_SIGNALS",
     "watch_signals",

@@ -14,6 +14,7 @@ import pickle
 import sys
 from typing import Any, BinaryIO
 
+from autotune.gpu.compiler import compile_in_children
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 
 METHODS = ("plan", "tune")
@@ -72,6 +73,7 @@ def _no_progress(progress: Any) -> None:
 
 
 def main() -> None:
+    compile_in_children()  # the driver's SIGINT, during a compile here, would end us with code 4
     # Answers go to the original stdout alone; anything else printed (the campaign's messages, a
     # library's) goes to stderr, the worker's log, instead of into the answers.
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")

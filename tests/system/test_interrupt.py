@@ -82,6 +82,58 @@ def test_a_sigterm_that_escapes_a_commands_own_handling_still_exits_143() -> Non
     assert "Traceback" not in done.stderr
 
 
+def test_a_sigterm_during_an_import_interrupts_once_the_import_has_ended(tmp_path: Path) -> None:
+    # A KeyboardInterrupt inside `import cupy` left it half-initialised and the process then
+    # exited -2 rather than 143 (CI, stop 48). The module below takes 0.5 s to import.
+    (tmp_path / "slow_module.py").write_text(
+        "import time\nfor _ in range(50):\n    time.sleep(0.01)\nCOMPLETE = True\n"
+    )
+    code = (
+        "import os, signal, sys, threading, time\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from autotune.gpu.interrupt import terminate_as_interrupt\n"
+        "with terminate_as_interrupt():\n"
+        "    threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGTERM)).start()\n"
+        "    try:\n"
+        "        import slow_module\n"
+        "        time.sleep(5)\n"
+        "        print('not interrupted')\n"
+        "    except KeyboardInterrupt:\n"
+        "        module = sys.modules.get('slow_module')\n"
+        "        print('interrupted after the import:', getattr(module, 'COMPLETE', False))\n"
+    )
+    done = _python(code)
+    assert done.stdout == "interrupted after the import: True\n", done.stderr
+
+
+def test_a_stop_signal_during_a_compile_reaches_the_processs_own_handler(tmp_path, nvrtc) -> None:
+    # NVRTC takes SIGINT and SIGTERM for the length of a compile and ends the process with
+    # code 4 (this script without compile_in_children(): exit 4 in 0.3 s). The command line
+    # and the tuning workers compile in child processes only.
+    source = tmp_path / "half.cu"
+    source.write_text(
+        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+        'extern "C" __global__ void k(__half *x) { x[0] = __hadd(x[0], __float2half(1.0f)); }\n'
+    )
+    code = (
+        "import os, signal, threading\n"
+        "from autotune.gpu.compiler import Compiler, compile_in_children\n"
+        "compile_in_children()\n"
+        "taken = []\n"
+        "signal.signal(signal.SIGTERM, lambda signum, frame: taken.append(signum))\n"
+        "done = threading.Event()\n"
+        "def pester():\n"
+        "    while not done.wait(0.01):\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "threading.Thread(target=pester, daemon=True).start()\n"
+        f"compiled = Compiler().compile_source({str(source)!r}, ())\n"
+        "done.set()\n"
+        "print(compiled.cubin[:4] == b'\\x7fELF', len(taken) > 0)\n"
+    )
+    done = _python(code)
+    assert (done.returncode, done.stdout) == (0, "True True\n"), done.stderr
+
+
 @pytest.mark.slow  # a campaign in a subprocess
 def test_a_terminated_campaign_releases_its_studies_and_records_its_end(tmp_path: Path) -> None:
     try:
