@@ -188,6 +188,8 @@ typedef u16 out_t;
 #else
 #define TILE_EPI(v, f, j, k) (v)
 #endif
+// store_tile_tma's runs: column pairs with every row of a lane, 8 residual pairs a run.
+#define EPI_COLUMN_RUN (4 / MI)
 #if STORE_TMA && EPILOGUE && EPI_RESIDUAL
 #define RESIDUAL_TMA 1
 #else
@@ -661,10 +663,10 @@ __device__ __forceinline__ void store_tile(
 }
 
 #if STORE_TMA
-// store_tile_tma applies the epilogue (EPI: STORE_TMA has no split-K) an output at a time, its
-// inputs loaded where used: the staging leaves no registers for store_tile's runs of residual
-// pairs (runs of 1 to 8 pairs spilled the widest tiles, BM = 256 and BN = 128 with two tiles a
-// block, with a residual).
+// store_tile_tma applies the epilogue (STORE_TMA has no split-K) in runs of column pairs, each
+// with every row a thread stores: a pair's scale and bias are loaded once for its 2 MI rows (an
+// output at a time, they were loaded again each row: Nsight Compute found the fused layers'
+// warps stalled on those loads), a run's residual pairs read from the staging tile together.
 __device__ __forceinline__ void warpgroup_sync(int cwg)
 {
     asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cwg) : "memory");  // barrier 0 is the block's
@@ -772,36 +774,57 @@ __device__ __forceinline__ void store_tile_tma(
     if (leader) bulk_wait_read();  // the last tile's stores have read the staging tile
     warpgroup_sync(cwg);
 #endif
+#if EPILOGUE
+    static_assert((BN / 8) % EPI_COLUMN_RUN == 0, "a tile's column pairs are whole runs");
+    // In runs of EPI_COLUMN_RUN column pairs: a run's scale and bias pairs, and its residual
+    // pairs of every row this thread stores (read from the staging tile), loaded first, so that
+    // their loads are in flight together; then each output computed and staged, over its
+    // residual where there is one.
+#pragma unroll
+    for (int g0 = 0; g0 < BN / 8; g0 += EPI_COLUMN_RUN) {
+        EpiColumns col[EPI_COLUMN_RUN];
+        EpiPair in[EPI_COLUMN_RUN][MI][2];
+#pragma unroll
+        for (int j = 0; j < EPI_COLUMN_RUN; ++j) {
+            const int c = 8 * (g0 + j) + 2 * (lane % 4);
+            col[j] = EPI_COLUMNS(f0 + c, f0 + c < F, f0 + c + 1 < F);
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+#if RESIDUAL_TMA
+                    in[j][mi][h] = staged_residual(stage, mi * 64 + 16 * q + lane / 4 + 8 * h, c);
+#else
+                    in[j][mi][h] = EpiPair{};
+#endif
+                }
+        }
+#pragma unroll
+        for (int j = 0; j < EPI_COLUMN_RUN; ++j) {
+            const int g = g0 + j;
+            const int c = 8 * g + 2 * (lane % 4);
+            const int f = f0 + c;
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int r = mi * 64 + 16 * q + lane / 4 + 8 * h;
+                    float v0 = 0.0f, v1 = 0.0f;
+                    if (row0 + r < M_ALL) {
+                        if (f < F) v0 = epi_apply_columns(acc[mi][4 * g + 2 * h], col[j], in[j][mi][h], 0);
+                        if (f + 1 < F) v1 = epi_apply_columns(acc[mi][4 * g + 2 * h + 1], col[j], in[j][mi][h], 1);
+                    }
+                    stage_pair(stage, r, c, v0, v1);
+                }
+        }
+    }
+#else
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             const int r = mi * 64 + 16 * q + lane / 4 + 8 * h;
             const int m = row0 + r;
-#if RESIDUAL_TMA
-            // In runs of EPI_RUN pairs: the run's residuals read from the staging tile first, so
-            // that their loads are in flight together (one shared-memory latency a run, not a
-            // pair), then each output computed and stored where its residual was.
-#pragma unroll
-            for (int g0 = 0; g0 < BN / 8; g0 += EPI_RUN) {
-                EpiPair in[EPI_RUN];
-#pragma unroll
-                for (int j = 0; j < EPI_RUN && g0 + j < BN / 8; ++j)
-                    in[j] = staged_residual(stage, r, 8 * (g0 + j) + 2 * (lane % 4));
-#pragma unroll
-                for (int j = 0; j < EPI_RUN && g0 + j < BN / 8; ++j) {
-                    const int g = g0 + j;
-                    const int c = 8 * g + 2 * (lane % 4);
-                    const int f = f0 + c;
-                    float v0 = 0.0f, v1 = 0.0f;
-                    if (m < M_ALL) {
-                        if (f < F) v0 = EPI_APPLY2(acc[mi][4 * g + 2 * h], f, in[j], 0);
-                        if (f + 1 < F) v1 = EPI_APPLY2(acc[mi][4 * g + 2 * h + 1], f, in[j], 1);
-                    }
-                    stage_pair(stage, r, c, v0, v1);
-                }
-            }
-#else
 #pragma unroll
             for (int g = 0; g < BN / 8; ++g) {
                 const int c = 8 * g + 2 * (lane % 4);
@@ -813,9 +836,9 @@ __device__ __forceinline__ void store_tile_tma(
                 }
                 stage_pair(stage, r, c, v0, v1);
             }
-#endif
         }
     }
+#endif
     fence_proxy_async();  // the generic-proxy writes, for the tensor-memory copies' async proxy
     warpgroup_sync(cwg);
     if (leader) {

@@ -121,7 +121,45 @@ __device__ __forceinline__ float epi_apply2(float v, int f, const EpiPair& in, i
     return epi_activation(v);
 }
 
+// The scale and bias of a pair of neighbouring filters (f and f + 1, where each exists), loaded
+// once for every row of the pair that a thread stores: a store loop over rows inside column pairs
+// (STORE_TMA's) loads them 2 MI times fewer than EPI_APPLY2, which reloads them each row.
+struct EpiColumns {
+    float scale[2];
+    float bias[2];
+};
+
+__device__ __forceinline__ EpiColumns epi_columns(int f, bool ok0, bool ok1 EPI_PARAMS)
+{
+    EpiColumns col;
+#if EPI_SCALE
+    col.scale[0] = ok0 ? epi_load(epi_scale, f) : 0.0f;
+    col.scale[1] = ok1 ? epi_load(epi_scale, f + 1) : 0.0f;
+#endif
+#if EPI_BIAS
+    col.bias[0] = ok0 ? epi_load(epi_bias, f) : 0.0f;
+    col.bias[1] = ok1 ? epi_load(epi_bias, f + 1) : 0.0f;
+#endif
+    return col;
+}
+
+// epi_apply2 with the pair's scale and bias already loaded.
+__device__ __forceinline__ float epi_apply_columns(float v, const EpiColumns& col, const EpiPair& in, int k)
+{
+#if EPI_SCALE
+    v *= col.scale[k];
+#endif
+#if EPI_BIAS
+    v += col.bias[k];
+#endif
+#if EPI_RESIDUAL
+    v += in.residual[k];
+#endif
+    return epi_activation(v);
+}
+
 #define EPI(v, f, i) epilogue((v), (f), (i)EPI_ARGS)
+#define EPI_COLUMNS(f, ok0, ok1) epi_columns((f), (ok0), (ok1)EPI_ARGS)
 #define EPI_FETCH2(i, ok0, ok1) epi_fetch2((i), (ok0), (ok1)EPI_ARGS)
 #define EPI_APPLY2(v, f, in, k) epi_apply2((v), (f), (in), (k)EPI_ARGS)
 

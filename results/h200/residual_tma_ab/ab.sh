@@ -7,6 +7,8 @@
 # session, protocol 2. STORE_TMA = 0 runs the same code in both trees: the control.
 # From the checkout root of the branch, on the GPU machine:
 #   MAIN=dir-of-main's-tree OUT=dir bash results/h200/residual_tma_ab/ab.sh
+# Later A/Bs of the epilogue reuse it: EPILOGUE_SHAPES (space-separated shape keys, each run in
+# bf16 NHWC at batch 32) and SUBSPACE replace the four conv3 shapes and subspace.toml.
 # Writes $OUT/a.db and $OUT/b.db (the runs) and $OUT/ab.md (per shape and store: the best of each
 # tree, B over A, and the geometric mean of B over A over every configuration pair).
 set -eu
@@ -14,13 +16,15 @@ OUT=${OUT:-/tmp/residual_ab}; mkdir -p "$OUT"
 HERE=$(cd "$(dirname "$0")" && pwd)
 B_TREE=$PWD
 SHAPES=()
-for s in N=56,K=1,C=64,F=256 N=28,K=1,C=128,F=512 N=14,K=1,C=256,F=1024 N=7,K=1,C=512,F=2048; do
-  SHAPES+=(--shape "$s,B=32,dtype=bf16,layout=NHWC,epilogue=bias_add_relu")
+CONV3="N=56,K=1,C=64,F=256 N=28,K=1,C=128,F=512 N=14,K=1,C=256,F=1024 N=7,K=1,C=512,F=2048"
+for s in ${EPILOGUE_SHAPES:-$CONV3}; do
+  case $s in *epilogue=*) ;; *) s="$s,epilogue=bias_add_relu" ;; esac
+  SHAPES+=(--shape "$s,B=32,dtype=bf16,layout=NHWC")
 done
 for side in a b; do
   tree=$MAIN; [ "$side" = b ] && tree=$B_TREE
   (cd "$tree" && PYTHONPATH="$tree:${PYTHONPATH:-}" python3 -m autotune run --family tc_wgmma "${SHAPES[@]}" \
-    --subspace "$HERE/subspace.toml" --strategy brute_force --exhaustive --no-baseline \
+    --subspace "${SUBSPACE:-$HERE/subspace.toml}" --strategy brute_force --exhaustive --no-baseline \
     --storage "$OUT/$side.db") > "$OUT/run_$side.log" 2>&1 || echo "run $side: rc=$?"
 done
 python3 - "$OUT" <<'PY'
