@@ -135,8 +135,12 @@ def stop_handler(received: list[int], finishing: Callable[[], bool] = lambda: Fa
 
 
 def _importing(frame: FrameType | None) -> bool:
+    """Whether the frame is inside a module's loading (its code or an extension's init), not
+    merely inside an import statement of a module already loaded (`from x import y` in a
+    function runs importlib's Python code too, harmless to interrupt)."""
     while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
+        code = frame.f_code
+        if code.co_name == "_find_and_load" and code.co_filename.startswith("<frozen importlib"):
             return True
         frame = frame.f_back
     return False

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 from typing import Any, BinaryIO
 
 from autotune.gpu.compiler import compile_in_children
-from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
+from autotune.gpu.interrupt import exit_code, stop_handler, terminate_as_interrupt
 
 METHODS = ("plan", "tune")
 
@@ -36,6 +37,8 @@ def serve(inbox: BinaryIO, out: BinaryIO) -> int:
     interrupted = False
     session = None
     with terminate_as_interrupt() as signals:
+        # The driver's stop (SIGINT) as the command line takes it: once, never inside an import.
+        signal.signal(signal.SIGINT, stop_handler(signals))
         try:
             try:
                 session = factory(jobs, _no_progress, gpu)
