@@ -126,8 +126,9 @@ def test_an_output_without_the_epilogue_fails_the_check(tuner, evaluator, name):
 
 # With TMA stores, the residual is loaded into the staging tile halfway through each tile's
 # main loop and added there (RESIDUAL_TMA): odd sides, a stride of 2, a 1x1 layer, one and two
-# consumer warpgroups, and blocks of one tile and of several, where each tile's load must wait
-# for the last tile's stores and its barrier's phase turns.
+# consumer warpgroups, one and two m64 tiles a warpgroup, and blocks of one tile and of
+# several, where each tile's load must wait for the last tile's stores and its barrier's phase
+# turns.
 RESIDUAL_SHAPES = [
     ConvProblem(N=13, K=3, C=64, F=200, B=3, stride=2),
     ConvProblem(N=7, K=1, C=64, F=256, B=3),
@@ -151,8 +152,11 @@ def test_the_residual_staged_by_tma_is_added_right(tuner, evaluator, dtype):
         staged = [c for c in study.space.configs if int(c["STORE_TMA"])]
         groups = {}
         for c in staged:
-            groups.setdefault((int(c["WG"]), int(c["TILES_PER_BLOCK"]) > 1), []).append(c)
+            # MI, a warpgroup's m64 tiles, sets the epilogue's runs of column pairs (4 / MI).
+            mi = int(c["BM"]) // (64 * int(c["WG"]))
+            groups.setdefault((int(c["WG"]), int(c["TILES_PER_BLOCK"]) > 1, mi), []).append(c)
         picks += [(study, rng.choice(group)) for group in groups.values()]
     assert any(int(c["TILES_PER_BLOCK"]) > 1 and int(c["WG"]) == 2 for _, c in picks)
+    assert {int(c["BM"]) // (64 * int(c["WG"])) for _, c in picks} == {1, 2}
     failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)
