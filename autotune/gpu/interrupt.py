@@ -23,7 +23,7 @@ EXIT_TERMINATED = 143  # 128 + SIGTERM
 # claims released, the run's end recorded, the summary) takes a second or two; what takes
 # longer is a child process or thread that the interpreter's exit waits for (it joins them).
 WATCHDOG_S = 8.0
-IMPORT_POLL_S = 0.01  # how often a stop deferred past an import looks whether it has ended
+IMPORT_POLL_S = 0.01  # how often a stop deferred past a module's load looks whether it ended
 
 # Every stop signal this process took, whichever handler took it: a SIGTERM that a block of
 # terminate_as_interrupt turned into KeyboardInterrupt still decides the exit code.
@@ -106,11 +106,11 @@ def _end_now(signum: int, _frame: object) -> None:
 def stop_handler(received: list[int], finishing: Callable[[], bool] = lambda: False):
     """A SIGINT and SIGTERM handler that records each signal in `received` (and STOP_SIGNALS),
     arms the exit watchdog, and on the first raises KeyboardInterrupt in the main thread, unless
-    `finishing()` says the stop is already under way. Never inside an import: there the raise
-    waits until the import has ended. A KeyboardInterrupt inside an extension module's import
-    leaves it half-initialised (CI: a SIGTERM during `import cupy` ended the process with
+    `finishing()` says the stop is already under way. Never while a module is being loaded:
+    the raise waits until the load has ended. A KeyboardInterrupt inside an extension module's
+    import leaves it half-initialised (CI: a SIGTERM during `import cupy` ended the process with
     SIGINT's code, -2, rather than 143)."""
-    deferred: list[int] = []  # the signal whose raise waits for an import to end
+    deferred: list[int] = []  # the signal whose raise waits for a module's load to end
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if not (deferred and signum in received):  # else the deferred one, sent again
@@ -147,7 +147,7 @@ def _importing(frame: FrameType | None) -> bool:
 
 
 def _send_after_import(signum: int) -> None:
-    """Deliver `signum` to the main thread's handler again once it is out of every import."""
+    """Deliver `signum` to the main thread's handler again once it loads no module."""
     main = threading.main_thread().ident
     while _importing(sys._current_frames().get(main)):
         time.sleep(IMPORT_POLL_S)

@@ -37,7 +37,7 @@ def serve(inbox: BinaryIO, out: BinaryIO) -> int:
     interrupted = False
     session = None
     with terminate_as_interrupt() as signals:
-        # The driver's stop (SIGINT) as the command line takes it: once, never inside an import.
+        # The driver's stop (SIGINT) as the command line takes it: once, never in a module's load.
         signal.signal(signal.SIGINT, stop_handler(signals))
         try:
             try:
