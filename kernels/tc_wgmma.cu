@@ -33,6 +33,9 @@
 // zero-fills past the batch and past C) and the B tile by a tiled map of the filters viewed as
 // (C, K*K, F). Both land in the 128-byte swizzle, and complete on the slot's `full` mbarrier by
 // their byte count. The maps come as __grid_constant__ parameters, encoded by the launcher.
+// GEMM_1X1 = 1 (TMA, a 1x1 filter at stride 1: no padding, no tail): the input is a plain
+// (C, B*N*N) matrix, and the A tile comes through a tiled map of it, as a GEMM's operand would,
+// without im2col addressing.
 //
 // STORE_TMA = 1 (with TMA, SPLIT_K = 1): each consumer warpgroup writes its rows of the finished
 // tile (after the epilogue, in the storage type) into shared memory, in 128-byte-wide panels in
@@ -50,10 +53,10 @@
 // bf16 on the H200: 66.0 us fused at best, 48.6 us staged, 25.3 us plain; results/h200/20261130).
 //
 // Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM
-// BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA; with a fused
-// epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where the output is stored
-// (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then takes the epilogue's
-// inputs after y.
+// BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1; with a
+// fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where the output is
+// stored (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then takes the
+// epilogue's inputs after y.
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "tc_wgmma needs the sm_90a target (wgmma): compile the plan with arch_specific"
@@ -544,6 +547,18 @@ __device__ __forceinline__ void tma_tile3(
         : "memory");
 }
 
+// A box of a 2D tensor through a tiled map, from column x of row y, completing on `bar`: a
+// GEMM_1X1 input's BK channels of BM pixels, or a residual's panel (PANEL_COLS filters of
+// WG_ROWS pixels).
+__device__ __forceinline__ void tma_tile2(unsigned dst, const tensor_map_t* map, int x, int y, unsigned bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+        "l"((u64)map), "r"(x), "r"(y), "r"(bar)
+        : "memory");
+}
+
 // The barrier completes once every earlier cp.async of this thread has landed (counted in its
 // initial count: noinc).
 __device__ __forceinline__ void cp_async_arrive(unsigned bar)
@@ -728,17 +743,6 @@ __device__ __forceinline__ EpiPair staged_residual(unsigned stage, int r, int c)
     return in;
 }
 
-// One panel of the residual into the staging tile: PANEL_COLS filters from f, WG_ROWS pixels
-// from m, completing on `bar`.
-__device__ __forceinline__ void tma_load2(unsigned dst, const tensor_map_t* map, int f, int m, unsigned bar)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-        "l"((u64)map), "r"(f), "r"(m), "r"(bar)
-        : "memory");
-}
-
 // Warpgroup cwg's rows of the tile's residual into its part of the staging tile, once the last
 // tile's stores have read it; issued by the warpgroup's first thread.
 __device__ __forceinline__ void load_residual(
@@ -749,7 +753,7 @@ __device__ __forceinline__ void load_residual(
     mbar_arrive_expect_tx(bar, PANELS * PANEL_BYTES);
 #pragma unroll
     for (int p = 0; p < PANELS; ++p)
-        tma_load2(stage + p * PANEL_BYTES, r_map, f0 + p * PANEL_COLS, m0 + cwg * WG_ROWS, bar);
+        tma_tile2(stage + p * PANEL_BYTES, r_map, f0 + p * PANEL_COLS, m0 + cwg * WG_ROWS, bar);
 }
 #endif
 
@@ -935,8 +939,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
                 const int c = (kt / (K * K)) * BK;
                 const unsigned slot = base + s * STAGE_BYTES;
                 mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
+#if GEMM_1X1
+                tma_tile2(slot, &x_map, c, m0, full + 8 * s);
+#else
                 const u16 kx = (u16)(tap % K), ky = (u16)(tap / K);
                 tma_im2col(slot, &x_map, c, ox * STRIDE - PAD, oy * STRIDE - PAD, b, kx, ky, full + 8 * s);
+#endif
                 tma_tile3(slot + A_BYTES, &w_map, c, tap, f0, full + 8 * s);
             }
         }

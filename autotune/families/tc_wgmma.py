@@ -19,7 +19,7 @@ SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots sta
 WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
-    "TMA", "STORE_TMA",
+    "TMA", "STORE_TMA", "GEMM_1X1",
 )  # fmt: skip
 
 
@@ -31,11 +31,12 @@ def reduction_step(problem: ConvProblem) -> int:
 def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     """TMA's maps (TMA = 1): the NHWC input in im2col mode, BM filter-window origins of BK
     channels a copy (from `padding` before the image to the window's far corner K - 1 - padding
-    short of its edge, less the tail, origins STRIDE apart), and the FKKC filters as a
-    (C, K*K, F) tensor, BK channels x 1 tap x BN filters a copy; with STORE_TMA, the NHWF
-    output as (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows a store (BM / WG
-    pixels), and a fused residual the same way (the kernel's RESIDUAL_TMA loads it into the
-    staging tile)."""
+    short of its edge, less the tail, origins STRIDE apart; with GEMM_1X1, a 1x1 filter at
+    stride 1, the input as a tiled (C, B*N*N) matrix, BK channels of BM pixels a copy), and
+    the FKKC filters as a (C, K*K, F) tensor, BK channels x 1 tap x BN filters a copy; with
+    STORE_TMA, the NHWF output as (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows
+    a store (BM / WG pixels), and a fused residual the same way (the kernel's RESIDUAL_TMA
+    loads it into the staging tile)."""
     p = problem
     storage = p.precision.storage
     elem = p.precision.bytes
@@ -45,15 +46,25 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     # lies outside the image.
     lower, upper = -p.padding, p.padding + 1 - p.K - p.tail
     step, bm, bn = reduction_step(p), int(config["BM"]), int(config["BN"])
-    x_map = TensorMap(
-        "x",
-        storage,
-        dims=(p.C, side, side, p.B),
-        strides=(p.C * elem, side * p.C * elem, side * side * p.C * elem),
-        box=(step, bm),
-        element_strides=(1, p.stride, p.stride, 1),
-        corners=((lower, lower), (upper, upper)),
-    )
+    if int(config["GEMM_1X1"]):
+        x_map = TensorMap(
+            "x",
+            storage,
+            dims=(p.C, p.B * side * side),
+            strides=(p.C * elem,),
+            box=(step, bm),
+            element_strides=(1, 1),
+        )
+    else:
+        x_map = TensorMap(
+            "x",
+            storage,
+            dims=(p.C, side, side, p.B),
+            strides=(p.C * elem, side * p.C * elem, side * side * p.C * elem),
+            box=(step, bm),
+            element_strides=(1, p.stride, p.stride, 1),
+            corners=((lower, lower), (upper, upper)),
+        )
     w_map = TensorMap(
         "w",
         storage,
@@ -104,9 +115,9 @@ class TcWgmma(Family):
         "multi-stage cp.async pipeline (16-byte chunks where C fills whole ones, an element "
         "gather otherwise), one or two consumer warpgroups, an optional producer warpgroup on "
         "mbarriers, optional split-K, or (TMA) tensor-memory copies of both tiles through an "
-        "im2col-mode and a tiled tensor map; output in the storage type (BF16/FP16 rounded, "
-        "FP32 rounded to TF32), after the problem's fused epilogue if it has one (scale, bias, "
-        "residual, activation)"
+        "im2col-mode (or, for a 1x1 filter at stride 1, a plain tiled) and a tiled tensor "
+        "map; output in the storage type (BF16/FP16 rounded, FP32 rounded to TF32), after the "
+        "problem's fused epilogue if it has one (scale, bias, residual, activation)"
     )
     paper = "issue 20 (tensor cores), Hopper's wgmma path"
     layout = "NHWC input, FKKC filters, NHWF output"
@@ -123,7 +134,7 @@ class TcWgmma(Family):
     )
     default_shape_set = "alexnet"
     # Configs stored before the TMA path loaded by cp.async.
-    later_tunables = MappingProxyType({"TMA": 0, "STORE_TMA": 0})
+    later_tunables = MappingProxyType({"TMA": 0, "STORE_TMA": 0, "GEMM_1X1": 0})
     int32_offsets = True
     # A padded input through the im2col map only (the space keeps TMA = 1 for one).
     reads_padding = True

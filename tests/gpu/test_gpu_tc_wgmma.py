@@ -60,6 +60,7 @@ SHAPES = ODD + [
     ConvProblem(N=13, K=1, C=96, F=100, B=3, stride=2),
     ConvProblem(N=13, K=3, C=12, F=7, B=3, stride=2),
     ConvProblem(N=7, K=5, C=20, F=64, B=1),
+    ConvProblem(N=37, K=1, C=40, F=100, B=3),  # a 1x1 input as a matrix, partial in C, M and F
 ]
 
 
@@ -95,9 +96,11 @@ def test_odd_shapes_correct_in_every_pipeline_case(tuner, evaluator, dtype):
         fixed = [c for c in CONFIGS if study.space.is_valid(c)]
         extra = min(max(1, 3 - len(fixed)), len(study.space.configs))
         configs = fixed + rng.sample(study.space.configs, extra)
-        # Where the space holds them, a channel-block-order, a split-K, a TMA and a TMA-store
-        # config as well.
-        for name, least in (("C_OUTER", 1), ("SPLIT_K", 2), ("TMA", 1), ("STORE_TMA", 1)):
+        # Where the space holds them, a channel-block-order, a split-K, a TMA, a TMA-store and
+        # a 1x1-as-a-matrix config as well.
+        for name, least in (
+            ("C_OUTER", 1), ("SPLIT_K", 2), ("TMA", 1), ("STORE_TMA", 1), ("GEMM_1X1", 1),
+        ):  # fmt: skip
             some = [c for c in study.space.configs if int(c[name]) >= least]
             configs += [rng.choice(some)] if some else []
         picks += [(study, c) for c in dict.fromkeys(configs)]

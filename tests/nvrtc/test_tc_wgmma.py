@@ -58,18 +58,22 @@ def bound(problem: ConvProblem):
 
 
 def cfg(
-    bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0
+    bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0, gemm_1x1=0
 ) -> Config:
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
         | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma, STORE_TMA=store)
+        | dict(GEMM_1X1=gemm_1x1)
     )
 
 
-def tma(bm, bn, wg, stages, split=1, tiles=1, store=0) -> Config:
+def tma(bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0) -> Config:
     """A configuration loading by TMA: from the producer warpgroup, in channel-block order;
-    with `store`, storing its output by TMA too."""
-    return cfg(bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store)
+    with `store`, storing its output by TMA too; with `gemm_1x1`, a 1x1 input as a matrix."""
+    return cfg(
+        bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store,
+        gemm_1x1=gemm_1x1,
+    )  # fmt: skip
 
 
 def test_only_tensor_core_nhwc_problems_are_computed() -> None:
@@ -225,6 +229,28 @@ def test_a_fused_residual_is_read_through_a_map_shaped_as_the_outputs() -> None:
     assert [m.buffer for m in tensor_maps(fused, tma(256, 128, 2, 4))] == ["x", "w"]
 
 
+def test_a_1x1_input_at_stride_1_is_read_as_a_matrix_through_a_tiled_map() -> None:
+    conv = nhwc(ConvProblem(N=37, K=1, C=40, F=100, B=3), "bf16")
+    x_map, w_map = tensor_maps(conv, tma(128, 96, 1, 4, gemm_1x1=1))
+    assert x_map == TensorMap(
+        "x", "bfloat16", dims=(40, 3 * 37 * 37), strides=(80,), box=(64, 128),
+        element_strides=(1, 1),
+    )  # fmt: skip
+    assert not x_map.im2col and w_map == tensor_maps(conv, tma(128, 96, 1, 4))[1]
+    x32, _ = tensor_maps(nhwc(conv, "tf32"), tma(128, 96, 1, 4, gemm_1x1=1))
+    assert x32.box == (32, 128) and x32.strides == (160,)
+    # Offered with TMA only, and only where the input is that matrix: a 1x1 filter at stride 1
+    # (a 1x1 filter has no padding, and at stride 1 no tail).
+    space = bound(conv)
+    assert space.is_valid(tma(128, 96, 1, 4, gemm_1x1=1))
+    assert not space.is_valid(cfg(128, 96, 1, 4, producer=1, gemm_1x1=1))
+    for other in (
+        ConvProblem(N=37, K=1, C=40, F=100, B=3, stride=2),
+        ConvProblem(N=37, K=3, C=40, F=100, B=3),
+    ):
+        assert {int(c["GEMM_1X1"]) for c in bound(nhwc(other))} == {0}
+
+
 def test_tma_stores_are_offered_only_for_whole_panels_and_aligned_rows() -> None:
     conv3 = bound(nhwc(ConvProblem(N=13, K=3, C=192, F=384, B=128)))
     assert conv3.is_valid(tma(128, 128, 1, 4, store=1))
@@ -304,6 +330,13 @@ COMPILE_SAMPLE = [
     (ConvProblem(N=27, K=5, C=64, F=192, B=128), "fp16", tma(128, 64, 2, 4, store=1)),
     (ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32", tma(128, 96, 1, 4, store=1)),
     (ConvProblem(N=7, K=1, C=512, F=2048, B=32), "tf32", tma(256, 64, 2, 4, tiles=2, store=1)),
+    # A 1x1 input at stride 1 as a matrix (GEMM_1X1), loads only and with TMA stores.
+    (ConvProblem(N=37, K=1, C=40, F=100, B=3), "tf32", tma(128, 96, 1, 4, gemm_1x1=1)),
+    (
+        ConvProblem(N=56, K=1, C=64, F=256, B=32),
+        "bf16",
+        tma(256, 128, 2, 3, tiles=2, store=1, gemm_1x1=1),
+    ),
 ]
 
 

@@ -8,7 +8,8 @@
 # From the checkout root of the branch, on the GPU machine:
 #   MAIN=dir-of-main's-tree OUT=dir bash results/h200/residual_tma_ab/ab.sh
 # Later A/Bs of the epilogue reuse it: EPILOGUE_SHAPES (space-separated shape keys, each run in
-# bf16 NHWC at batch 32) and SUBSPACE replace the four conv3 shapes and subspace.toml.
+# bf16 NHWC at batch 32) and SUBSPACE replace the four conv3 shapes and subspace.toml. A tunable
+# that tree A lacks (GEMM_1X1) pairs B's configurations that set it with B's own that do not.
 # Writes $OUT/a.db and $OUT/b.db (the runs) and $OUT/ab.md (per shape and store: the best of each
 # tree, B over A, and the geometric mean of B over A over every configuration pair).
 set -eu
@@ -30,25 +31,42 @@ done
 python3 - "$OUT" <<'PY'
 import json, math, sqlite3, sys
 out = sys.argv[1]
+LATER = "GEMM_1X1"  # a tunable tree A may lack (0 there): B's configs with it set pair in B
 runs = {}
 for side in "ab":
     for key, config, ms in sqlite3.connect(f"{out}/{side}.db").execute(
         "select problem_key, config, time_ms from evaluations where family = 'tc_wgmma' and status = 'OK'"
     ):
-        runs.setdefault((key, config), {})[side] = ms
+        c = json.loads(config)
+        later = int(c.pop(LATER, 0))
+        runs.setdefault((key, json.dumps(c, sort_keys=True)), {})[side + "1" * later] = ms
+def geomean(pairs):
+    return math.exp(sum(math.log(y / x) for x, y in pairs) / len(pairs))
 lines = [
     "| shape | store | best A ms | best B ms | B / A best | B / A, geomean of pairs | pairs |",
     "|---|---|--:|--:|--:|--:|--:|",
 ]
-groups = {}
+groups, later_pairs = {}, {}
 for (key, config), t in runs.items():
+    store = "TMA" if int(json.loads(config).get("STORE_TMA", 0)) else "direct"
     if "a" in t and "b" in t:
-        store = "TMA" if int(json.loads(config).get("STORE_TMA", 0)) else "direct"
         groups.setdefault((key, store), []).append((t["a"], t["b"]))
+    if "b" in t and "b1" in t:
+        later_pairs.setdefault((key, store), []).append((t["b"], t["b1"]))
 for (key, store), pairs in sorted(groups.items()):
     a, b = min(p[0] for p in pairs), min(p[1] for p in pairs)
-    g = math.exp(sum(math.log(y / x) for x, y in pairs) / len(pairs))
-    lines.append(f"| {key} | {store} | {a:.4f} | {b:.4f} | {b / a:.3f} | {g:.3f} | {len(pairs)} |")
+    lines.append(f"| {key} | {store} | {a:.4f} | {b:.4f} | {b / a:.3f} | {geomean(pairs):.3f} | {len(pairs)} |")
+if later_pairs:
+    lines += [
+        "",
+        f"In B, {LATER} = 1 against the same configuration with {LATER} = 0:",
+        "",
+        f"| shape | store | best {LATER}=0 ms | best {LATER}=1 ms | 1 / 0 best | 1 / 0, geomean of pairs | pairs |",
+        "|---|---|--:|--:|--:|--:|--:|",
+    ]
+    for (key, store), pairs in sorted(later_pairs.items()):
+        z, o = min(p[0] for p in pairs), min(p[1] for p in pairs)
+        lines.append(f"| {key} | {store} | {z:.4f} | {o:.4f} | {o / z:.3f} | {geomean(pairs):.3f} | {len(pairs)} |")
 open(f"{out}/ab.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
