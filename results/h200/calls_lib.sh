@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The helpers of a session's GPU calls (sourced by its calls.sh, from the checkout root on the
+# GPU machine, with LIMIT and OUT set): the time left of the call's LIMIT seconds, the summary
+# line (`say`), the wheels installed into /tmp/site (`install`), GPU test files run under a cap
+# (`gpu_tests`, CAP seconds each), the store carried between calls (`restore_db`, `save_db`),
+# a model tuned and benched (`tune`, `bench_model`) and the logs packed (`pack`). The calls of
+# earlier sessions (results/h200/2026*/calls.sh) keep their own copy, as they ran.
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+T0=$SECONDS
+left() { echo $(( ${LIMIT:-580} - (SECONDS - T0) )); }
+export HOME=/tmp/home PYTHONUNBUFFERED=1 AUTOTUNE_DB=/tmp/home/autotune.db; mkdir -p "$HOME"
+export PYTHONPATH="/tmp/site:$PWD"
+say() { echo "$*" | tee -a "$OUT/summary.txt"; }
+gpu_tests() {
+    for f in "$@"; do
+        t=$(left); [ "$t" -lt 30 ] && { say "$f: not run (time)"; continue; }
+        s=$SECONDS
+        [ "$t" -gt "${CAP:-160}" ] && t=${CAP:-160}
+        timeout -k 5 "$t" python3 -m pytest -q -m gpu -p no:cacheprovider --durations=5 "tests/gpu/$f.py" > "$OUT/$f.log" 2>&1
+        say "$f: rc=$? $((SECONDS - s)) s: $(tail -1 "$OUT/$f.log")"
+    done
+}
+install() {
+    [ -d /tmp/site/optuna ] && return 0
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+}
+restore_db() {
+    [ -f "$AUTOTUNE_DB" ] || { [ -f .dbcarry/autotune.db.gz ] && gunzip -c .dbcarry/autotune.db.gz > "$AUTOTUNE_DB"; }
+}
+save_db() {
+    python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$AUTOTUNE_DB"
+    gzip -c "$AUTOTUNE_DB" > "$OUT/autotune.db.gz"
+}
+tune() {  # model dtype [more options]
+    local m=$1 d=$2; shift 2
+    t=$(( $(left) - 70 )); [ "$t" -lt 60 ] && { say "tune $m $d: not run (time)"; return; }
+    s=$SECONDS; timeout -k 5 "$t" python3 -m autotune tune-model --model "$m" --batch 32 --dtype "$d" "$@" > "$OUT/tune_${m}_$d.log" 2>&1
+    say "tune-model $m $d $*: rc=$? $((SECONDS - s)) s: $(tail -1 "$OUT/tune_${m}_$d.log")"
+}
+bench_model() {  # model batch precision [more options]
+    local m=$1 b=$2 p=$3; shift 3
+    s=$SECONDS; timeout -k 5 $(( $(left) - 10 )) python3 -m autotune bench model --model "$m" --batch "$b" --precision "$p" --output "$OUT/model_${m}_$p" "$@" > "$OUT/bench_${m}_$p.log" 2>&1
+    say "bench model $m $b $p $*: rc=$? $((SECONDS - s)) s"; cat "$OUT/model_${m}_$p/model.md" >> "$OUT/summary.txt" 2>/dev/null
+    grep -h "^Our convolutions" "$OUT/model_${m}_$p"/layers_*.md >> "$OUT/summary.txt" 2>/dev/null
+}
+pack() { (cd "$OUT" && tar -czf logs_models.tgz *.log model_* 2>/dev/null && rm -rf *.log model_*); }
