@@ -160,6 +160,7 @@ def lowered_plan(plan: KernelPlan, compiled: CompiledKernel) -> KernelPlan:
 # command line, a tuning worker) compiles in child processes only: see compile_in_children().
 _nvrtc_here = True
 _ONE_POOL_LOCK = threading.Lock()
+_NVRTC_IN_A_CHILD = "autotune.gpu.compiler:_nvrtc_compile_named"  # what a pool's children run
 
 
 def compile_in_children() -> None:
@@ -201,12 +202,12 @@ class Compiler:
         if processes > 1 or not _nvrtc_here:
             # Children of our own (gpu/child.py), not multiprocessing's: those re-run the
             # caller's main script, which a script without a main guard or a notebook cannot take.
-            self._pool = ChildPool("autotune.gpu.compiler:_nvrtc_compile_named", processes)
+            self._pool = ChildPool(_NVRTC_IN_A_CHILD, processes)
 
     def _pool_or_one(self) -> ChildPool:
         with _ONE_POOL_LOCK:  # compile() runs on the tuner's threads
             if self._pool is None:
-                self._pool = ChildPool("autotune.gpu.compiler:_nvrtc_compile_named", 1)
+                self._pool = ChildPool(_NVRTC_IN_A_CHILD, 1)
             return self._pool
 
     def stop_pool(self) -> None:

@@ -107,19 +107,6 @@ __device__ __forceinline__ EpiPair epi_fetch2(long long i, bool ok0, bool ok1 EP
     return in;
 }
 
-__device__ __forceinline__ float epi_apply2(float v, int f, const EpiPair& in, int k EPI_PARAMS)
-{
-#if EPI_SCALE
-    v *= epi_load(epi_scale, f + k);
-#endif
-#if EPI_BIAS
-    v += epi_load(epi_bias, f + k);
-#endif
-#if EPI_RESIDUAL
-    v += in.residual[k];
-#endif
-    return epi_activation(v);
-}
 
 // The scale and bias of a pair of neighbouring filters (f and f + 1, where each exists), loaded
 // once for every row of the pair that a thread stores: a store loop over rows inside column pairs
@@ -143,7 +130,7 @@ __device__ __forceinline__ EpiColumns epi_columns(int f, bool ok0, bool ok1 EPI_
     return col;
 }
 
-// epi_apply2 with the pair's scale and bias already loaded.
+// Output k of the pair (0 or 1, a constant where inlined) with its scale and bias loaded.
 __device__ __forceinline__ float epi_apply_columns(float v, const EpiColumns& col, const EpiPair& in, int k)
 {
 #if EPI_SCALE
@@ -156,6 +143,19 @@ __device__ __forceinline__ float epi_apply_columns(float v, const EpiColumns& co
     v += in.residual[k];
 #endif
     return epi_activation(v);
+}
+
+// The same, loading output k's scale and bias where it is applied.
+__device__ __forceinline__ float epi_apply2(float v, int f, const EpiPair& in, int k EPI_PARAMS)
+{
+    EpiColumns col;
+#if EPI_SCALE
+    col.scale[k] = epi_load(epi_scale, f + k);
+#endif
+#if EPI_BIAS
+    col.bias[k] = epi_load(epi_bias, f + k);
+#endif
+    return epi_apply_columns(v, col, in, k);
 }
 
 #define EPI(v, f, i) epilogue((v), (f), (i)EPI_ARGS)
