@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import dataclasses
 import hashlib
 import json
@@ -19,7 +17,7 @@ from autotune.families.headers import Headers, option_dirs, quoted_headers
 from autotune.gpu.cccl import cccl_flags, cccl_version
 from autotune.gpu.child import ChildEnded, ChildPool
 from autotune.gpu.cuda_headers import cuda_headers_digest, cuda_include_flags
-from autotune.gpu.nvrtc_library import load_nvrtc, nvrtc_version
+from autotune.gpu.nvrtc_library import CompileError, compile_program, nvrtc_version
 from autotune.gpu.ptxas import parse_resources
 from autotune.model.files import read_no_symlink, write_atomically
 from autotune.model.records import Resources
@@ -29,10 +27,6 @@ DEFAULT_OPTIONS = BUILD_OPTIONS
 ELF_MAGIC = b"\x7fELF"  # every cubin is an ELF file
 # Where the commands and the runtime keep compiled cubins between processes.
 DEFAULT_CACHE = Path.home() / ".cache" / "autotune" / "cubins"
-
-
-class CompileError(RuntimeError):
-    """NVRTC refused the source; the message holds its log."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,16 +59,10 @@ class CompiledKernel:
         return sum(r.spill_stores + r.spill_loads for r in self.resources.values())
 
 
-def _check(lib: ctypes.CDLL, code: int, what: str) -> None:
-    if code != 0:
-        lib.nvrtcGetErrorString.restype = ctypes.c_char_p
-        raise CompileError(f"{what}: {lib.nvrtcGetErrorString(code).decode()}")
-
-
 def _nvrtc_compile(
     source: str, name: str, options: list[str], major: int | None = None, headers: Headers = ()
 ) -> tuple[bytes, str]:
-    cubin, log, _ = _nvrtc_compile_named(source, name, options, major, headers)
+    cubin, log, _ = compile_program(source, name, options, major, headers)
     return cubin, log
 
 
@@ -82,58 +70,6 @@ def is_name_expression(entry: str) -> bool:
     """An entry named by a C++ expression (a template instance, "k<float_type, 4>"), not by
     an extern "C" identifier: NVRTC instantiates it and gives its lowered name."""
     return not entry.isidentifier()
-
-
-def _nvrtc_compile_named(
-    source: str,
-    name: str,
-    options: list[str],
-    major: int | None = None,
-    headers: Headers = (),
-    expressions: tuple[str, ...] = (),
-) -> tuple[bytes, str, tuple[tuple[str, str], ...]]:
-    """The cubin, NVRTC's log and the lowered name of each name expression. An expression is
-    read after the source and its -D defines, so the macros in it expand (Kernel Tuner's
-    "vector_add<float_type>" with float_type defined per configuration), as Kernel Tuner's
-    nvcuda and cupy backends pass it."""
-    lib = load_nvrtc(major)
-    prog = ctypes.c_void_p()
-    texts = (ctypes.c_char_p * len(headers))(*(t.encode() for _, t in headers))
-    names = (ctypes.c_char_p * len(headers))(*(n.encode() for n, _ in headers))
-    _check(
-        lib,
-        lib.nvrtcCreateProgram(
-            ctypes.byref(prog), source.encode(), name.encode(), len(headers), texts, names
-        ),
-        "nvrtcCreateProgram",
-    )
-    try:
-        for expression in expressions:
-            _check(lib, lib.nvrtcAddNameExpression(prog, expression.encode()), expression)
-        opts = [o.encode() for o in options]
-        status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
-        size = ctypes.c_size_t()
-        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-        buf = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetProgramLog(prog, buf)
-        log = buf.value.decode(errors="replace")
-        if status != 0:
-            raise CompileError(log.strip() or f"NVRTC status {status}")
-        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
-        cubin = ctypes.create_string_buffer(size.value)
-        _check(lib, lib.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
-        lowered = []
-        for expression in expressions:
-            out = ctypes.c_char_p()
-            _check(
-                lib,
-                lib.nvrtcGetLoweredName(prog, expression.encode(), ctypes.byref(out)),
-                f"nvrtcGetLoweredName {expression}",
-            )
-            lowered.append((expression, out.value.decode()))
-        return cubin.raw, log, tuple(lowered)
-    finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(prog))
 
 
 def lowered_plan(plan: KernelPlan, compiled: CompiledKernel) -> KernelPlan:
@@ -160,7 +96,8 @@ def lowered_plan(plan: KernelPlan, compiled: CompiledKernel) -> KernelPlan:
 # command line, a tuning worker) compiles in child processes only: see compile_in_children().
 _nvrtc_here = True
 _ONE_POOL_LOCK = threading.Lock()
-_NVRTC_IN_A_CHILD = "autotune.gpu.compiler:_nvrtc_compile_named"  # what a pool's children run
+# What a pool's children run: NVRTC's module alone, so a child starts without the families.
+NVRTC_IN_A_CHILD = "autotune.gpu.nvrtc_library:compile_program"
 
 
 def compile_in_children() -> None:
@@ -202,12 +139,12 @@ class Compiler:
         if processes > 1 or not _nvrtc_here:
             # Children of our own (gpu/child.py), not multiprocessing's: those re-run the
             # caller's main script, which a script without a main guard or a notebook cannot take.
-            self._pool = ChildPool(_NVRTC_IN_A_CHILD, processes)
+            self._pool = ChildPool(NVRTC_IN_A_CHILD, processes)
 
     def _pool_or_one(self) -> ChildPool:
         with _ONE_POOL_LOCK:  # compile() runs on the tuner's threads
             if self._pool is None:
-                self._pool = ChildPool(_NVRTC_IN_A_CHILD, 1)
+                self._pool = ChildPool(NVRTC_IN_A_CHILD, 1)
             return self._pool
 
     def stop_pool(self) -> None:
@@ -316,7 +253,7 @@ class Compiler:
         args = (text, Path(source).name, flags, None, headers, expressions)
         pool = self._pool if _nvrtc_here else self._pool_or_one()
         if pool is None:
-            cubin, log, lowered = _nvrtc_compile_named(*args)
+            cubin, log, lowered = compile_program(*args)
         else:
             try:
                 cubin, log, lowered = pool.submit(*args).result()

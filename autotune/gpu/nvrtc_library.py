@@ -1,6 +1,7 @@
 """Which NVRTC this process compiles with, loaded through ctypes: from PyPI's NVRTC wheels
 (nvidia-cuda-nvrtc for CUDA 13, nvidia-cuda-nvrtc-cu12 for CUDA 12; both may be installed side by
-side), else wherever cuda.pathfinder or the system's loader finds one."""
+side), else wherever cuda.pathfinder or the system's loader finds one; and one compile through it
+(compile_program), which the compile pool's child processes import alone."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from pathlib import Path
 
 class CompilerUnavailable(RuntimeError):
     """No NVRTC library could be loaded."""
+
+
+class CompileError(RuntimeError):
+    """NVRTC refused the source; the message holds its log."""
 
 
 # Where each NVRTC wheel puts its library under site-packages/nvidia/, by CUDA major version.
@@ -102,3 +107,61 @@ def nvrtc_version(major: int | None = None) -> str:
     major_out, minor = ctypes.c_int(), ctypes.c_int()
     lib.nvrtcVersion(ctypes.byref(major_out), ctypes.byref(minor))
     return f"{major_out.value}.{minor.value}"
+
+
+def _check(lib: ctypes.CDLL, code: int, what: str) -> None:
+    if code != 0:
+        lib.nvrtcGetErrorString.restype = ctypes.c_char_p
+        raise CompileError(f"{what}: {lib.nvrtcGetErrorString(code).decode()}")
+
+
+def compile_program(
+    source: str,
+    name: str,
+    options: list[str],
+    major: int | None = None,
+    headers: tuple[tuple[str, str], ...] = (),
+    expressions: tuple[str, ...] = (),
+) -> tuple[bytes, str, tuple[tuple[str, str], ...]]:
+    """The cubin, NVRTC's log and the lowered name of each name expression. An expression is
+    read after the source and its -D defines, so the macros in it expand (Kernel Tuner's
+    "vector_add<float_type>" with float_type defined per configuration), as Kernel Tuner's
+    nvcuda and cupy backends pass it."""
+    lib = load_nvrtc(major)
+    prog = ctypes.c_void_p()
+    texts = (ctypes.c_char_p * len(headers))(*(t.encode() for _, t in headers))
+    names = (ctypes.c_char_p * len(headers))(*(n.encode() for n, _ in headers))
+    _check(
+        lib,
+        lib.nvrtcCreateProgram(
+            ctypes.byref(prog), source.encode(), name.encode(), len(headers), texts, names
+        ),
+        "nvrtcCreateProgram",
+    )
+    try:
+        for expression in expressions:
+            _check(lib, lib.nvrtcAddNameExpression(prog, expression.encode()), expression)
+        opts = [o.encode() for o in options]
+        status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+        size = ctypes.c_size_t()
+        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+        buf = ctypes.create_string_buffer(size.value)
+        lib.nvrtcGetProgramLog(prog, buf)
+        log = buf.value.decode(errors="replace")
+        if status != 0:
+            raise CompileError(log.strip() or f"NVRTC status {status}")
+        lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+        cubin = ctypes.create_string_buffer(size.value)
+        _check(lib, lib.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
+        lowered = []
+        for expression in expressions:
+            out = ctypes.c_char_p()
+            _check(
+                lib,
+                lib.nvrtcGetLoweredName(prog, expression.encode(), ctypes.byref(out)),
+                f"nvrtcGetLoweredName {expression}",
+            )
+            lowered.append((expression, out.value.decode()))
+        return cubin.raw, log, tuple(lowered)
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))

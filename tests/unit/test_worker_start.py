@@ -4,13 +4,34 @@ there is no GPU then. The real worker process, with a stand-in session inside.""
 
 from __future__ import annotations
 
+import atexit
+import os
+import time
+
 import pytest
 
+from autotune.gpu import child as children
+from autotune.gpu.child import ChildPool, start_ahead
 from autotune.gpu.evaluator import GpuEvaluator
 from autotune.gpu.jobs import NoGpu
-from autotune.gpu.synthetic import NAME
+from autotune.gpu.synthetic import NAME, SyntheticSession
 
 SYNTHETIC = "autotune.gpu.synthetic:SyntheticSession"
+
+
+class SlowExitSession(SyntheticSession):
+    """The stand-in session of a worker whose exit takes 1.5 s, as a CUDA context's teardown
+    takes a few tenths of one."""
+
+    def __init__(self, device_index: int = 0) -> None:
+        super().__init__(device_index)
+        atexit.register(time.sleep, 1.5)
+
+
+def pid_after(seconds: float) -> int:
+    """What a pool's child runs in the tests below: its process id, after a while."""
+    time.sleep(seconds)
+    return os.getpid()
 
 
 class NoDriverSession:
@@ -75,3 +96,34 @@ def test_tune_kernel_without_a_gpu_says_so_and_creates_no_database(tmp_path, mon
             [np.ones(32, np.float32)], {"block_size_x": [32]}, storage=str(database),
         )  # fmt: skip
     assert not database.exists()
+
+
+def test_a_worker_told_to_exit_in_the_background_is_waited_for_by_the_next_spawn():
+    first = GpuEvaluator(session=f"{__name__}:SlowExitSession", exit_in_background=True)
+    assert first.device.name == NAME
+    exiting = first._child.proc
+    start = time.monotonic()
+    first.close()
+    assert time.monotonic() - start < 1.0  # the caller went on
+    assert exiting.poll() is None  # while the worker was still exiting
+    second = GpuEvaluator(session=SYNTHETIC)
+    try:
+        assert exiting.poll() is not None  # gone before the next worker was spawned
+        assert second.device.name == NAME
+    finally:
+        second.close()
+
+
+def test_a_pool_takes_the_children_started_ahead_before_starting_its_own():
+    function = f"{__name__}:pid_after"
+    start_ahead(function, 3)
+    ahead = children._AHEAD[function]
+    ahead[-1].kill()  # one that ended while it waited (the first a pool would take) is not taken
+    alive = {c.proc.pid for c in ahead[:-1]}
+    pool = ChildPool(function, 2)
+    try:
+        served = {f.result(timeout=60) for f in [pool.submit(0.5), pool.submit(0.5)]}
+    finally:
+        pool.stop()
+    assert served == alive
+    assert children._AHEAD[function] == []
