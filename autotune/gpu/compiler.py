@@ -92,8 +92,10 @@ def lowered_plan(plan: KernelPlan, compiled: CompiledKernel) -> KernelPlan:
 # NVRTC installs SIGINT and SIGTERM handlers of its own for the length of each compile (strace:
 # rt_sigaction on both around nvrtcCompileProgram), and they end the whole process with exit
 # code 4: a stop signal that came during a compile skipped every clean-up (CI: a SIGTERM while
-# `autotune run` compiled its reference kernels). A process that stops on those signals (the
-# command line, a tuning worker) compiles in child processes only: see compile_in_children().
+# `autotune run` compiled its reference kernels). A process whose stop matters (the command
+# line, a tuning worker: compile_in_children(); a user's script, notebook or PyTorch process,
+# where the runtime, tune_kernel and tuned_kernel compile: Compiler(in_children=True)) compiles
+# in child processes only.
 _nvrtc_here = True
 _ONE_POOL_LOCK = threading.Lock()
 # What a pool's children run: NVRTC's module alone, so a child starts without the families.
@@ -101,9 +103,9 @@ NVRTC_IN_A_CHILD = "autotune.gpu.nvrtc_library:compile_program"
 
 
 def compile_in_children() -> None:
-    """From now on this process never runs NVRTC itself: each Compiler compiles in the worker
-    processes of its pool, one process where none was started (child processes block SIGINT;
-    only this process's own handlers decide how it stops)."""
+    """From now on this process never runs NVRTC itself: each Compiler made from here on
+    compiles in the worker processes of its pool, one process where none was started (child
+    processes block SIGINT; only this process's own handlers decide how it stops)."""
     global _nvrtc_here
     _nvrtc_here = False
 
@@ -125,6 +127,9 @@ class Compiler:
     cache_dir: Path | None = None
     options: tuple[str, ...] = DEFAULT_OPTIONS
     include_dirs: tuple[Path, ...] = (INCLUDE_DIR,)
+    # Never NVRTC in this process: every compile in a child, one started on the first compile
+    # where no pool was. By default as compile_in_children() set this process.
+    in_children: bool = field(default_factory=lambda: not _nvrtc_here)
     _version: str = field(default="", init=False)
     _pool: ChildPool | None = field(default=None, init=False, repr=False)
     cache_error: str | None = field(default=None, init=False)  # why the cache was not written
@@ -136,7 +141,7 @@ class Compiler:
     def start_pool(self, processes: int) -> None:
         """Compile in `processes` worker processes from now on, until stop_pool()."""
         self.stop_pool()
-        if processes > 1 or not _nvrtc_here:
+        if processes > 1 or self.in_children:
             # Children of our own (gpu/child.py), not multiprocessing's: those re-run the
             # caller's main script, which a script without a main guard or a notebook cannot take.
             self._pool = ChildPool(NVRTC_IN_A_CHILD, processes)
@@ -251,7 +256,7 @@ class Compiler:
         start = time.perf_counter()
         flags = [*self._flags(defines, arch_specific, ptxas_options), *system]
         args = (text, Path(source).name, flags, None, headers, expressions)
-        pool = self._pool if _nvrtc_here else self._pool_or_one()
+        pool = self._pool_or_one() if self.in_children else self._pool
         if pool is None:
             cubin, log, lowered = compile_program(*args)
         else:

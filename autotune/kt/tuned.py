@@ -120,7 +120,10 @@ def tuned_kernel(
     # Kernel Tuner's restrictions and tune_params still bound the answer: a configuration
     # outside them is not this call's. Threads per block were checked where it was measured.
     space = bind_space(request, DeviceLimits(MAX_THREADS=1 << 30))
-    compiler = Compiler(cache_dir=compiler_cache, options=compile_options(request))
+    # In the caller's process: NVRTC's signal handlers would end it on a Ctrl-C mid-compile.
+    compiler = Compiler(
+        cache_dir=compiler_cache, options=compile_options(request), in_children=True
+    )
     # Where evaluations store their code's digest, prefer those of this code as it is now.
     digest = compiler.kernel_digest(family) if hasattr(compiler, "kernel_digest") else None
     storage = storage or default_storage()

@@ -243,7 +243,9 @@ class Runtime:
     def compiler(self, device: int) -> Compiler:
         arch = device_arch(device)
         if arch not in self._compilers:
-            self._compilers[arch] = Compiler(arch=arch, cache_dir=self.cache_dir)
+            # In the caller's process (a script, a notebook, PyTorch's), NVRTC's own signal
+            # handlers would end it with code 4 on a Ctrl-C during a compile.
+            self._compilers[arch] = Compiler(arch=arch, cache_dir=self.cache_dir, in_children=True)
         return self._compilers[arch]
 
     def _tune(self, problems: list[ConvProblem], device: int) -> Catalogue:

@@ -143,6 +143,8 @@ def open_gpu_session(
             store.close()
         raise
     compiler = Compiler(arch=arch, cache_dir=cache_dir, options=options)
+    if compile_processes:  # NVRTC stays out of the process that drives the worker, as its pool
+        compiler.in_children = True
     return Session(store, GpuRunner(compiler, evaluator, processes=compile_processes))
 
 

@@ -91,6 +91,20 @@ def test_the_stored_best_compiled_with_its_launch(tmp_path):
     assert autotune.tuned_kernel is tuned_kernel and autotune.kt.tuned_kernel is tuned_kernel
 
 
+def test_the_stored_best_is_compiled_outside_the_callers_process(tmp_path, monkeypatch):
+    # NVRTC's own SIGINT handler, during a compile in the caller's process, would end a
+    # notebook's kernel or a script with code 4 on Ctrl-C (tests/system/test_interrupt.py).
+    from autotune.gpu import compiler
+
+    tune(tmp_path, 1000)
+
+    def here(*args, **kwargs):
+        raise AssertionError("NVRTC ran in the caller's process")
+
+    monkeypatch.setattr(compiler, "compile_program", here)
+    assert lookup(tmp_path, 1000).cubin.startswith(ELF_MAGIC)
+
+
 def test_no_stored_study_is_one_line_naming_it(tmp_path):
     with pytest.raises(NoTunedKernel, match="no results database"):
         lookup(tmp_path, 1000)

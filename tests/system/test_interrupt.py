@@ -106,10 +106,19 @@ def test_a_sigterm_during_an_import_interrupts_once_the_import_has_ended(tmp_pat
     assert done.stdout == "interrupted after the import: True\n", done.stderr
 
 
-def test_a_stop_signal_during_a_compile_reaches_the_processs_own_handler(tmp_path, nvrtc) -> None:
+@pytest.mark.parametrize(
+    "compiler",
+    [
+        "compile_in_children()\ncompiler = Compiler()",  # the command line's, a tuning worker's
+        "compiler = Compiler(in_children=True)",  # the runtime's, tune_kernel's, tuned_kernel's
+    ],
+)
+def test_a_stop_signal_during_a_compile_reaches_the_processs_own_handler(
+    tmp_path, nvrtc, compiler
+) -> None:
     # NVRTC takes SIGINT and SIGTERM for the length of a compile and ends the process with
-    # code 4 (this script without compile_in_children(): exit 4 in 0.3 s). The command line
-    # and the tuning workers compile in child processes only.
+    # code 4 (this script with a plain Compiler(): exit 4 in 0.3 s). The command line, the
+    # tuning workers and the library's calls in a user's process compile in child processes.
     source = tmp_path / "half.cu"
     source.write_text(
         "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
@@ -118,7 +127,7 @@ def test_a_stop_signal_during_a_compile_reaches_the_processs_own_handler(tmp_pat
     code = (
         "import os, signal, threading\n"
         "from autotune.gpu.compiler import Compiler, compile_in_children\n"
-        "compile_in_children()\n"
+        f"{compiler}\n"
         "taken = []\n"
         "signal.signal(signal.SIGTERM, lambda signum, frame: taken.append(signum))\n"
         "done = threading.Event()\n"
@@ -126,7 +135,7 @@ def test_a_stop_signal_during_a_compile_reaches_the_processs_own_handler(tmp_pat
         "    while not done.wait(0.01):\n"
         "        os.kill(os.getpid(), signal.SIGTERM)\n"
         "threading.Thread(target=pester, daemon=True).start()\n"
-        f"compiled = Compiler().compile_source({str(source)!r}, ())\n"
+        f"compiled = compiler.compile_source({str(source)!r}, ())\n"
         "done.set()\n"
         "print(compiled.cubin[:4] == b'\\x7fELF', len(taken) > 0)\n"
     )

@@ -62,6 +62,15 @@ def test_a_runtime_serves_every_conv2d_family_and_refuses_other_kinds():
     assert all(serves_calls(family) for family in default.families.values())
 
 
+def test_the_runtimes_compiles_run_outside_the_callers_process(monkeypatch):
+    # A Ctrl-C during a compile in a notebook's or PyTorch's process would end it with code 4
+    # (NVRTC's own signal handler): the runtime compiles in a child (test_interrupt.py).
+    from autotune.runtime import Runtime, dispatch
+
+    monkeypatch.setattr(dispatch, "device_arch", lambda device: "sm_90")
+    assert Runtime().compiler(0).in_children
+
+
 def test_a_calls_request_is_part_of_its_key():
     c = Call.of((0, 1, 3, 9, 9, 2, 3, 3, 3, 1, 1, "bfloat16", "NHWC", False))
     assert (c.storage, c.layout, c.allow_tf32) == ("bfloat16", "NHWC", False)
