@@ -35,12 +35,19 @@ if __name__ == "__main__":
             start = time.perf_counter()
             worker = GpuEvaluator(session=SESSION, wait=False)
             tune_kernel(
-                "vector_add", SOURCE, size, args, params, quiet=True, evaluator=worker,
-                storage=str(Path(scratch) / "r.db"), compiler_cache=Path(scratch) / "cubins",
+                "vector_add",
+                SOURCE,
+                size,
+                args,
+                params,
+                quiet=True,
+                evaluator=worker,
+                storage=str(Path(scratch) / "r.db"),
+                compiler_cache=Path(scratch) / "cubins",
             )
             calls.append(time.perf_counter() - start)
             start = time.perf_counter()
             worker.close()
             closes.append(time.perf_counter() - start)
-    print(f"| call, cold cubin cache (s) | worker close (s) |\n|--:|--:|")
+    print("| call, cold cubin cache (s) | worker close (s) |\n|--:|--:|")
     print(f"| {statistics.median(calls):.3f} | {statistics.median(closes):.3f} |")
