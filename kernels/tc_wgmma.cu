@@ -51,12 +51,18 @@
 // residual staged where the output then goes. Loaded output by output from global memory
 // instead, the residual stalled the epilogue (ResNet-50's 56x56 C = 64 F = 256 conv3 layer in
 // bf16 on the H200: 66.0 us fused at best, 48.6 us staged, 25.3 us plain; results/h200/20261130).
+// STAGING = 2 (STORE_TMA, several tiles a block): two staging tiles, a block's tiles in turn in
+// each. A tile's epilogue first issues the next tile's residual into the other staging tile (once
+// the last tile's stores have read it), so that the residual lands during this epilogue and the
+// next main loop rather than being waited for at once: with a one-step main loop (C = 64), the
+// 56x56 layer's consumers spent a fifth of their time on that wait (results/h200/20261130b/ncu).
+// Without a residual, a tile's output is staged while the last tile's stores still read theirs.
 //
 // Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM
-// BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1; with a
-// fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where the output is
-// stored (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then takes the
-// epilogue's inputs after y.
+// BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1
+// STAGING; with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
+// the output is stored (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then
+// takes the epilogue's inputs after y.
 
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "tc_wgmma needs the sm_90a target (wgmma): compile the plan with arch_specific"
@@ -115,6 +121,12 @@ typedef u16 out_t;
 #if STORE_TMA && !(TMA && SPLIT_K == 1 && (BN * ELEM_BYTES) % 128 == 0)
 #error "STORE_TMA stores whole 128-byte panels of a tile through the output's map (TMA, no split)"
 #endif
+#ifndef STAGING
+#define STAGING 1
+#endif
+#if STAGING != 1 && !(STAGING == 2 && STORE_TMA)
+#error "STAGING: 1, or 2 staging tiles of STORE_TMA"
+#endif
 // PAD zeros around the input (ConvProblem.padding), read by the im2col map, whose box starts PAD
 // before the image and whose copies fill zeros outside it; 0: a pre-padded input (S_IN).
 #ifndef PAD
@@ -158,7 +170,8 @@ typedef u16 out_t;
 #define PANELS (BN / PANEL_COLS)
 #define WG_ROWS (MI * 64)
 #define PANEL_BYTES (WG_ROWS * 128)
-#define STORE_BYTES (STORE_TMA * BM * BN * ELEM_BYTES)
+#define STAGING_BYTES (BM * BN * ELEM_BYTES)  // one staging tile
+#define STORE_BYTES (STORE_TMA * STAGING * STAGING_BYTES)
 #define REDUCE_BLOCK 256
 
 // A fused epilogue in the output store (epilogue.cuh), or none: no parameters, the value as it is.
@@ -698,8 +711,13 @@ __device__ __forceinline__ void tma_store2(const tensor_map_t* map, unsigned src
 
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 
-// The staging tile may be written again once the stores issued from it have read it.
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// The staging tile may be written again once the stores issued from it have read it (all but
+// the last `Pending` groups this thread committed).
+template <int Pending = 0>
+__device__ __forceinline__ void bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(Pending) : "memory");
+}
 
 // Where row r, column c of the tile lies in warpgroup `stage`'s panels: column c's byte in its
 // 128-byte panel row, the 16-byte chunk swizzled by r % 8 (as the output's map writes it).
@@ -759,10 +777,12 @@ __device__ __forceinline__ void load_residual(
 // warpgroup cwg's rows, the epilogue applied where the output exists (zeros elsewhere, which
 // the map's edges clip), then one store a panel by the warpgroup's first thread, left to drain.
 // With RESIDUAL_TMA, the residual staged there is waited for (residual_bar's phase `parity`)
-// and each output replaces its residual.
+// and each output replaces its residual; with two staging tiles, the next tile's residual (at
+// next_m0, next_f0; none where next_m0 < 0) is first issued into the other one, `next_staging`.
 __device__ __forceinline__ void store_tile_tma(
     float (&acc)[MI][BN / 2], unsigned staging, const tensor_map_t* y_map, int m0, int f0, int ctid,
-    int cwg, unsigned residual_bar, unsigned parity GEMM_EPI_PARAMS)
+    int cwg, unsigned residual_bar, unsigned parity, unsigned next_staging,
+    const tensor_map_t* r_map, unsigned next_bar, int next_m0, int next_f0 GEMM_EPI_PARAMS)
 {
     after_wgmma_wait(acc);
     const int lane = ctid % 32;
@@ -771,9 +791,16 @@ __device__ __forceinline__ void store_tile_tma(
     const unsigned stage = staging + cwg * PANELS * PANEL_BYTES;
     const int row0 = m0 + cwg * WG_ROWS;
 #if RESIDUAL_TMA
-    mbar_wait(residual_bar, parity);  // load_residual waited for the last tile's stores
+#if STAGING == 2
+    // The other staging tile held the last tile's output: load_residual waits for its stores'
+    // reads (issued a main loop ago) before loading over it.
+    if (leader && next_m0 >= 0) load_residual(next_staging, r_map, next_bar, next_m0, next_f0, cwg);
+#endif
+    mbar_wait(residual_bar, parity);  // issued once the stores that last read this tile had
 #else
-    if (leader) bulk_wait_read();  // the last tile's stores have read the staging tile
+    // This staging tile's last stores (STAGING tiles ago) have read it; with two, the other's
+    // may still be reading.
+    if (leader) bulk_wait_read<STAGING - 1>();
     warpgroup_sync(cwg);
 #endif
 #if EPILOGUE
@@ -903,14 +930,16 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     const unsigned staging = base + STAGES * STAGE_BYTES;  // STORE_TMA's (STORE_BYTES)
     const unsigned full = staging + STORE_BYTES;
     const unsigned empty = full + 8 * STAGES;
-    const unsigned residual_bars = empty + 8 * STAGES;  // RESIDUAL_TMA's, one a consumer warpgroup
+    // RESIDUAL_TMA's: one a consumer warpgroup and staging tile, warpgroup cwg's of tile t at
+    // residual_bars + 8 * (cwg * STAGING + t % STAGING).
+    const unsigned residual_bars = empty + 8 * STAGES;
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full + 8 * s, TMA ? 1 : LOADERS);
             mbar_init(empty + 8 * s, WG);
         }
 #if RESIDUAL_TMA
-        for (int i = 0; i < WG; ++i) mbar_init(residual_bars + 8 * i, 1);
+        for (int i = 0; i < WG * STAGING; ++i) mbar_init(residual_bars + 8 * i, 1);
 #endif
     }
     __syncthreads();
@@ -980,9 +1009,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     if (leader) prefetch_map(&r_map);
 #endif
     int g = 0;
-    int done = 0;  // tiles this block has finished: the phase of its residual barrier
+    int done = 0;  // tiles this block has finished: their staging tile and residual barrier's phase
     for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x, ++done) {
         const int m0 = (tile / TILES_F) * BM, f0 = (tile % TILES_F) * BN;
+#if STORE_TMA
+        const unsigned tile_staging = staging + (done % STAGING) * STAGING_BYTES;
+        const unsigned residual_bar = residual_bars + 8 * (cwg * STAGING + done % STAGING);
+#endif
         zero(acc);
         for (int t = 0; t < steps; ++t, ++g) {
             const int s = g % STAGES;
@@ -995,14 +1028,25 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
             if (t > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
 #if RESIDUAL_TMA
             // Halfway: the last tile's stores have had half a main loop to drain, and the
-            // residual has the other half to land (STORE_TMA has no split: steps >= 1).
-            if (t == steps / 2 && leader) load_residual(staging, &r_map, residual_bars + 8 * cwg, m0, f0, cwg);
+            // residual has the other half to land (STORE_TMA has no split: steps >= 1). With two
+            // staging tiles, the last tile's epilogue issued it (but the block's first tile's).
+            if (t == steps / 2 && leader && (STAGING == 1 || done == 0))
+                load_residual(tile_staging, &r_map, residual_bar, m0, f0, cwg);
 #endif
         }
         wgmma_wait<0>();
         if (steps > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
 #if STORE_TMA
-        store_tile_tma(acc, staging, &y_map, m0, f0, ctid, cwg, residual_bars + 8 * cwg, done & 1 GEMM_EPI_ARGS);
+        const int next = tile + gridDim.x;
+#if RESIDUAL_TMA
+        const tensor_map_t* residual_map = &r_map;
+#else
+        const tensor_map_t* residual_map = nullptr;
+#endif
+        store_tile_tma(acc, tile_staging, &y_map, m0, f0, ctid, cwg, residual_bar, (done / STAGING) & 1,
+                       staging + ((done + 1) % STAGING) * STAGING_BYTES, residual_map,
+                       residual_bars + 8 * (cwg * STAGING + (done + 1) % STAGING),
+                       next < TILES ? (next / TILES_F) * BM : -1, (next % TILES_F) * BN GEMM_EPI_ARGS);
 #else
         store_tile(acc, y, m0, f0, ctid, cwg GEMM_EPI_ARGS);
 #endif

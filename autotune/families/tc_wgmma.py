@@ -19,7 +19,7 @@ SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots sta
 WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
-    "TMA", "STORE_TMA", "GEMM_1X1",
+    "TMA", "STORE_TMA", "GEMM_1X1", "STAGING",
 )  # fmt: skip
 
 
@@ -94,16 +94,15 @@ def threads(config: Config) -> int:
 
 
 def shared_bytes(config: Config, elem_bytes: int) -> int:
-    """Dynamic shared memory: the slots, STORE_TMA's staging tile (BM x BN outputs of
-    `elem_bytes`), the alignment slack, the producer's mbarriers (a full and an empty one a
-    slot, and with STORE_TMA one a consumer warpgroup for a residual loaded into the staging)."""
+    """Dynamic shared memory: the slots, STORE_TMA's STAGING staging tiles (BM x BN outputs of
+    `elem_bytes` each), the alignment slack, the producer's mbarriers (a full and an empty one a
+    slot, and with STORE_TMA one a consumer warpgroup and staging tile for a residual loaded
+    into it)."""
     stages, bm, bn = int(config["STAGES"]), int(config["BM"]), int(config["BN"])
     slots = stages * (bm + bn) * ROW_BYTES
-    staging = int(config["STORE_TMA"]) * bm * bn * elem_bytes
-    barriers = 16 * stages * int(config["PRODUCER"]) + 8 * int(config["WG"]) * int(
-        config["STORE_TMA"]
-    )
-    return slots + staging + SWIZZLE_ALIGN + barriers
+    staged = int(config["STORE_TMA"]) * int(config["STAGING"])
+    barriers = 16 * stages * int(config["PRODUCER"]) + 8 * int(config["WG"]) * staged
+    return slots + staged * bm * bn * elem_bytes + SWIZZLE_ALIGN + barriers
 
 
 class TcWgmma(Family):
@@ -134,7 +133,7 @@ class TcWgmma(Family):
     )
     default_shape_set = "alexnet"
     # Configs stored before the TMA path loaded by cp.async.
-    later_tunables = MappingProxyType({"TMA": 0, "STORE_TMA": 0, "GEMM_1X1": 0})
+    later_tunables = MappingProxyType({"TMA": 0, "STORE_TMA": 0, "GEMM_1X1": 0, "STAGING": 1})
     int32_offsets = True
     # A padded input through the im2col map only (the space keeps TMA = 1 for one).
     reads_padding = True

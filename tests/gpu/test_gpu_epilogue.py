@@ -152,11 +152,14 @@ def test_the_residual_staged_by_tma_is_added_right(tuner, evaluator, dtype):
         staged = [c for c in study.space.configs if int(c["STORE_TMA"])]
         groups = {}
         for c in staged:
-            # MI, a warpgroup's m64 tiles, sets the epilogue's runs of column pairs (4 / MI).
+            # MI, a warpgroup's m64 tiles, sets the epilogue's runs of column pairs (4 / MI);
+            # with two staging tiles a tile's epilogue loads the next tile's residual.
             mi = int(c["BM"]) // (64 * int(c["WG"]))
-            groups.setdefault((int(c["WG"]), int(c["TILES_PER_BLOCK"]) > 1, mi), []).append(c)
+            several = int(c["TILES_PER_BLOCK"]) > 1
+            groups.setdefault((int(c["WG"]), several, mi, int(c["STAGING"])), []).append(c)
         picks += [(study, rng.choice(group)) for group in groups.values()]
     assert any(int(c["TILES_PER_BLOCK"]) > 1 and int(c["WG"]) == 2 for _, c in picks)
+    assert any(int(c["STAGING"]) == 2 and int(c["WG"]) == 2 for _, c in picks)
     assert {int(c["BM"]) // (64 * int(c["WG"])) for _, c in picks} == {1, 2}
     failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)

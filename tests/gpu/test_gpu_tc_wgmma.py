@@ -96,10 +96,11 @@ def test_odd_shapes_correct_in_every_pipeline_case(tuner, evaluator, dtype):
         fixed = [c for c in CONFIGS if study.space.is_valid(c)]
         extra = min(max(1, 3 - len(fixed)), len(study.space.configs))
         configs = fixed + rng.sample(study.space.configs, extra)
-        # Where the space holds them, a channel-block-order, a split-K, a TMA, a TMA-store and
-        # a 1x1-as-a-matrix config as well.
+        # Where the space holds them, a channel-block-order, a split-K, a TMA, a TMA-store, a
+        # 1x1-as-a-matrix and a two-staging-tile config as well.
         for name, least in (
             ("C_OUTER", 1), ("SPLIT_K", 2), ("TMA", 1), ("STORE_TMA", 1), ("GEMM_1X1", 1),
+            ("STAGING", 2),
         ):  # fmt: skip
             some = [c for c in study.space.configs if int(c[name]) >= least]
             configs += [rng.choice(some)] if some else []

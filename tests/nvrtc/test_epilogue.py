@@ -107,6 +107,9 @@ def test_the_epilogue_changes_the_cubin_and_a_plain_plan_is_unchanged(
         ("bf16", tma(256, 128, 2, 3, tiles=2, store=1)),
         ("tf32", tma(128, 128, 1, 4, tiles=2, store=1)),
         ("fp16", tma(128, 256, 2, 3, store=1)),
+        # Two staging tiles (the next tile's residual issued from this tile's epilogue).
+        ("bf16", tma(128, 256, 2, 2, tiles=2, store=1, staging=2)),
+        ("tf32", tma(128, 128, 1, 2, tiles=2, store=1, staging=2)),
     ],
 )
 def test_the_heaviest_epilogue_fits_the_widest_tiles_without_spills(compiler, dtype, config):

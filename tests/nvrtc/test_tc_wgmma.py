@@ -58,21 +58,23 @@ def bound(problem: ConvProblem):
 
 
 def cfg(
-    bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0, gemm_1x1=0
-) -> Config:
+    bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0, gemm_1x1=0,
+    staging=1,
+) -> Config:  # fmt: skip
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
         | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma, STORE_TMA=store)
-        | dict(GEMM_1X1=gemm_1x1)
+        | dict(GEMM_1X1=gemm_1x1, STAGING=staging)
     )
 
 
-def tma(bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0) -> Config:
+def tma(bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0, staging=1) -> Config:
     """A configuration loading by TMA: from the producer warpgroup, in channel-block order;
-    with `store`, storing its output by TMA too; with `gemm_1x1`, a 1x1 input as a matrix."""
+    with `store`, storing its output by TMA too (through `staging` staging tiles); with
+    `gemm_1x1`, a 1x1 input as a matrix."""
     return cfg(
         bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store,
-        gemm_1x1=gemm_1x1,
+        gemm_1x1=gemm_1x1, staging=staging,
     )  # fmt: skip
 
 
@@ -251,6 +253,24 @@ def test_a_1x1_input_at_stride_1_is_read_as_a_matrix_through_a_tiled_map() -> No
         assert {int(c["GEMM_1X1"]) for c in bound(nhwc(other))} == {0}
 
 
+def test_two_staging_tiles_for_several_tiles_a_block_with_tma_stores() -> None:
+    conv3 = nhwc(ConvProblem(N=56, K=1, C=64, F=256, B=32), "bf16")
+    space = bound(conv3)
+    # The 56x56 conv3's best configuration (results/h200/20261130b) with a second staging tile
+    # fits at two stages (224 KB of slots and staging), not at three.
+    assert space.is_valid(tma(128, 256, 2, 2, tiles=2, store=1, staging=2))
+    assert not space.is_valid(tma(128, 256, 2, 3, tiles=2, store=1, staging=2))
+    assert not space.is_valid(tma(128, 128, 2, 2, tiles=1, store=1, staging=2))  # one tile a block
+    assert not space.is_valid(tma(128, 128, 2, 2, tiles=2, staging=2))  # no staging tile at all
+    one, two = (
+        tma(128, 256, 2, 2, tiles=2, store=1),
+        tma(128, 256, 2, 2, tiles=2, store=1, staging=2),
+    )
+    # A second BM x BN tile, and a residual's mbarrier a consumer warpgroup for it.
+    assert shared_bytes(two, 2) - shared_bytes(one, 2) == 128 * 256 * 2 + 16
+    assert dict(FAMILY.plan(conv3, two).defines)["STAGING"] == 2
+
+
 def test_tma_stores_are_offered_only_for_whole_panels_and_aligned_rows() -> None:
     conv3 = bound(nhwc(ConvProblem(N=13, K=3, C=192, F=384, B=128)))
     assert conv3.is_valid(tma(128, 128, 1, 4, store=1))
@@ -336,6 +356,17 @@ COMPILE_SAMPLE = [
         ConvProblem(N=56, K=1, C=64, F=256, B=32),
         "bf16",
         tma(256, 128, 2, 3, tiles=2, store=1, gemm_1x1=1),
+    ),
+    # Two staging tiles: the widest that fits (two stages), and an FP32 output's.
+    (
+        ConvProblem(N=56, K=1, C=64, F=256, B=32),
+        "bf16",
+        tma(128, 256, 2, 2, tiles=2, store=1, gemm_1x1=1, staging=2),
+    ),
+    (
+        ConvProblem(N=7, K=1, C=512, F=2048, B=32),
+        "tf32",
+        tma(128, 128, 1, 2, tiles=2, store=1, staging=2),
     ),
 ]
 

@@ -70,7 +70,8 @@ FACTS: dict[str, tuple[type, str, str]] = {
     "tc_wgmma": (
         ConvProblem,
         "alexnet",
-        "BM BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1",
+        "BM BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1 "
+        "STAGING",
     ),
     "tiled2d": (
         ConvProblem,
