@@ -9,7 +9,7 @@
 # tests. Run as: LIMIT=580 OUT=$OUT bash results/h200/20261130b/calls.sh N
 set -u
 . "$(dirname "$0")/../calls_lib.sh"
-case "${1:?1 to 9}" in
+case "${1:?1 to 10}" in
 1)  # The GPU tests of what landed unverified: the epilogue's scale and bias loaded once a
     # column pair (EpiColumns), a 1x1 input at stride 1 read as a matrix (GEMM_1X1) at odd
     # shapes in every dtype, and the command line's interrupts (it compiles in child processes).
@@ -84,7 +84,7 @@ case "${1:?1 to 9}" in
     # tuned_kernel compiling in a child process (their GPU tests). Predicted from call 7's
     # timelines: vector_add's call 3.84 to about 2.6 s cold, 1.83 to about 1.55 s cached.
     install || exit 1
-    CAP=150 gpu_tests test_gpu_tune_kernel test_gpu_tuned_kernel test_runtime
+    CAP=150 gpu_tests test_gpu_tune_kernel test_gpu_tuned_kernel test_runtime test_gpu_epilogue test_gpu_tc_wgmma
     for n in 1 2; do
         AUTOTUNE_DB=/tmp/home/timeline_$n.db timeout -k 5 60 python3 results/h200/20261130b/kt_call_timeline.py > "$OUT/kt_call_timeline_$n.md" 2>&1
         say "timeline $n: rc=$? $(head -1 "$OUT/kt_call_timeline_$n.md")"
@@ -96,5 +96,15 @@ case "${1:?1 to 9}" in
     install || exit 1
     timeout -k 5 60 python3 results/h200/20261130b/worker_boot.py > "$OUT/worker_boot.md" 2>&1; say "worker boot: rc=$?"
     cat "$OUT/worker_boot.md" >> "$OUT/summary.txt" ;;
+10) # A second staging tile (STAGING = 2): the next tile's residual issued from this tile's
+    # epilogue. `.head2` = git archive 108a393 (main before it): tree A, whose configurations
+    # pair with B's STAGING = 1 (the control) and B's STAGING = 1 with STAGING = 2. Predicted:
+    # the 56x56 C = 64 F = 256 conv3's best from 48.0 to about 43 us (a fifth of its warps'
+    # samples waited on the residual, call 5), the other layers within 3%, the control within 1%.
+    install || exit 1
+    LATER=STAGING LATER_DEFAULT=1 MAIN=$PWD/.head2 OUT=$OUT/ab SUBSPACE=$PWD/results/h200/queued/staging_subspace.toml \
+        EPILOGUE_SHAPES="N=56,K=1,C=64,F=256 N=28,K=1,C=128,F=512 N=14,K=1,C=256,F=1024 N=7,K=1,C=512,F=2048 N=56,K=1,C=256,F=64,epilogue=bias_relu N=56,K=3,C=64,F=64,padding=1,epilogue=bias_relu" \
+        timeout -k 5 $(( $(left) - 5 )) bash results/h200/residual_tma_ab/ab.sh > "$OUT/ab.log" 2>&1; say "staging ab: rc=$?"; cat "$OUT/ab/ab.md" >> "$OUT/summary.txt" 2>/dev/null
+    rm -f "$OUT"/ab/*.db; (cd "$OUT" && tar -czf ab.tgz ab ab.log && rm -rf ab ab.log) ;;
 esac
 say "call $1 done in $((SECONDS - T0)) s"

@@ -9,7 +9,8 @@
 #   MAIN=dir-of-main's-tree OUT=dir bash results/h200/residual_tma_ab/ab.sh
 # Later A/Bs of the epilogue reuse it: EPILOGUE_SHAPES (space-separated shape keys, each run in
 # bf16 NHWC at batch 32) and SUBSPACE replace the four conv3 shapes and subspace.toml. A tunable
-# that tree A lacks (GEMM_1X1) pairs B's configurations that set it with B's own that do not.
+# that tree A lacks (LATER, GEMM_1X1 unless named; LATER_DEFAULT, 0 unless named, its value in A)
+# pairs B's configurations of another value with B's own of that value.
 # Writes $OUT/a.db and $OUT/b.db (the runs) and $OUT/ab.md (per shape and store: the best of each
 # tree, B over A, and the geometric mean of B over A over every configuration pair).
 set -eu
@@ -29,16 +30,18 @@ for side in a b; do
     --storage "$OUT/$side.db") > "$OUT/run_$side.log" 2>&1 || echo "run $side: rc=$?"
 done
 python3 - "$OUT" <<'PY'
-import json, math, sqlite3, sys
+import json, math, os, sqlite3, sys
 out = sys.argv[1]
-LATER = "GEMM_1X1"  # a tunable tree A may lack (0 there): B's configs with it set pair in B
+# A tunable tree A may lack (LATER_DEFAULT there): B's configs with another value pair in B.
+LATER = os.environ.get("LATER", "GEMM_1X1")
+DEFAULT = int(os.environ.get("LATER_DEFAULT", "0"))
 runs = {}
 for side in "ab":
     for key, config, ms in sqlite3.connect(f"{out}/{side}.db").execute(
         "select problem_key, config, time_ms from evaluations where family = 'tc_wgmma' and status = 'OK'"
     ):
         c = json.loads(config)
-        later = int(c.pop(LATER, 0))
+        later = int(c.pop(LATER, DEFAULT)) != DEFAULT
         runs.setdefault((key, json.dumps(c, sort_keys=True)), {})[side + "1" * later] = ms
 def geomean(pairs):
     return math.exp(sum(math.log(y / x) for x, y in pairs) / len(pairs))
@@ -59,9 +62,9 @@ for (key, store), pairs in sorted(groups.items()):
 if later_pairs:
     lines += [
         "",
-        f"In B, {LATER} = 1 against the same configuration with {LATER} = 0:",
+        f"In B, {LATER} other than {DEFAULT} against the same configuration with {LATER} = {DEFAULT}:",
         "",
-        f"| shape | store | best {LATER}=0 ms | best {LATER}=1 ms | 1 / 0 best | 1 / 0, geomean of pairs | pairs |",
+        f"| shape | store | best {LATER}={DEFAULT} ms | best other ms | other / {DEFAULT} best | other / {DEFAULT}, geomean of pairs | pairs |",
         "|---|---|--:|--:|--:|--:|--:|",
     ]
     for (key, store), pairs in sorted(later_pairs.items()):
