@@ -9,7 +9,7 @@
 # tests. Run as: LIMIT=580 OUT=$OUT bash results/h200/20261130b/calls.sh N
 set -u
 . "$(dirname "$0")/../calls_lib.sh"
-case "${1:?1 to 10}" in
+case "${1:?1 to 13}" in
 1)  # The GPU tests of what landed unverified: the epilogue's scale and bias loaded once a
     # column pair (EpiColumns), a 1x1 input at stride 1 read as a matrix (GEMM_1X1) at odd
     # shapes in every dtype, and the command line's interrupts (it compiles in child processes).
@@ -106,5 +106,17 @@ case "${1:?1 to 10}" in
         EPILOGUE_SHAPES="N=56,K=1,C=64,F=256 N=28,K=1,C=128,F=512 N=14,K=1,C=256,F=1024 N=7,K=1,C=512,F=2048 N=56,K=1,C=256,F=64,epilogue=bias_relu N=56,K=3,C=64,F=64,padding=1,epilogue=bias_relu" \
         timeout -k 5 $(( $(left) - 5 )) bash results/h200/residual_tma_ab/ab.sh > "$OUT/ab.log" 2>&1; say "staging ab: rc=$?"; cat "$OUT/ab/ab.md" >> "$OUT/summary.txt" 2>/dev/null
     rm -f "$OUT"/ab/*.db; (cd "$OUT" && tar -czf ab.tgz ab ab.log && rm -rf ab ab.log) ;;
+11|12|13)  # Kernel Tuner's whole in-scope CUDA suite beside Kernel Tuner 1.5.0, at this tree (issue
+    # 33's table: the last full one, results/kernel_tuner_examples/gpu.md, is of 2026-11-29 at
+    # a 30 s limit), in three calls of about 580 s; same budget and strategy for both tools.
+    install || exit 1
+    case $1 in
+    11) only="accuracy.py convolution.py convolution_correct.py reduction.py" ;;
+    12) only="expdist.py matmul.py sepconv.py spmv.py zeromeanfilter.py vector_add_observers.py" ;;
+    13) only="stencil.py vector_add.py vector_add_codegen.py vector_add_cupy.py vector_add_custom_strategy.py vector_add_jinja.py vector_add_jinja2.py vector_add_metric.py vector_add_nvcuda.py" ;;
+    esac
+    args=(); for e in $only; do args+=(--only "$e"); done
+    timeout -k 5 $(( $(left) - 5 )) python3 -m autotune bench kt-examples --examples .kt_examples/cuda --kernel-tuner --kt-lang cupy --max-fevals 20 --timeout 150 "${args[@]}" --output "$OUT/kt$1" > "$OUT/kt$1.log" 2>&1; say "kt-examples part $1: rc=$?"; cat "$OUT/kt$1"/*.md >> "$OUT/summary.txt" 2>/dev/null
+    (cd "$OUT" && tar -czf kt$1.tgz kt$1 kt$1.log && rm -rf kt$1 kt$1.log) ;;
 esac
 say "call $1 done in $((SECONDS - T0)) s"
