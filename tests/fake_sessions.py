@@ -26,6 +26,7 @@ class FakeFactory:
     costs: tuple[tuple[str, float], ...]  # (problem key, estimated seconds)
     tune_s: float = 0.05
     fail_open_gpu: int | None = None  # this GPU's worker cannot open its campaign
+    fail_open_after_s: float = 0.0  # ... and says so this late
     die_on: str | None = None  # the first worker handed this study dies (kill -9) in it
     wait_for_stop: bool = False  # each study runs until the worker is interrupted
     ignore_sigint: bool = False
@@ -37,6 +38,7 @@ class FakeFactory:
         if self.ignore_sigint:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         if gpu == self.fail_open_gpu:
+            time.sleep(self.fail_open_after_s)
             raise RuntimeError(f"GPU {gpu} is not there")
         return FakeSession(self, gpu)
 

@@ -23,6 +23,9 @@ from autotune.tuning.worker_session import Plan, PlannedStudy, StudyReport
 
 POLL_S = 2.0  # how often the driver reads the database for its progress line
 STOP_GRACE_S = 30.0  # after Ctrl-C a worker gets this long to finish its run, then is killed
+# Once every study is done, how long the campaign still waits for workers that are opening:
+# one that fails says why (its outcome's error), one that hangs is not waited for longer.
+OPEN_GRACE_S = 10.0
 ERROR_CHARS = 3000  # of each worker's errors, kept for the summary
 
 
@@ -127,6 +130,7 @@ class _Driver:
         self.claims: StudyClaims | None = None
         self.run_id = 0
         self.stopping = False
+        self.opening_until: float | None = None  # set once the work is done (OPEN_GRACE_S)
 
     # -- answers ---------------------------------------------------------------------------------
 
@@ -254,7 +258,15 @@ class _Driver:
             return False
         if self.stopping or not self.live():
             return True
-        return self.queue is not None and not self.queue
+        if self.queue is None or self.queue:
+            return False
+        # Every study is done. A worker still opening (the others were quicker: CI run 65) may
+        # be about to fail, and its reason belongs in the outcome.
+        if "open" not in self.doing.values():
+            return True
+        if self.opening_until is None:
+            self.opening_until = time.monotonic() + OPEN_GRACE_S
+        return time.monotonic() >= self.opening_until
 
     def progress(self, evaluations: int, elapsed_s: float) -> CampaignProgress:
         alive = 0 if self.finished() else len(self.doing)
