@@ -59,13 +59,6 @@ class CompiledKernel:
         return sum(r.spill_stores + r.spill_loads for r in self.resources.values())
 
 
-def _nvrtc_compile(
-    source: str, name: str, options: list[str], major: int | None = None, headers: Headers = ()
-) -> tuple[bytes, str]:
-    cubin, log, _ = compile_program(source, name, options, major, headers)
-    return cubin, log
-
-
 def is_name_expression(entry: str) -> bool:
     """An entry named by a C++ expression (a template instance, "k<float_type, 4>"), not by
     an extern "C" identifier: NVRTC instantiates it and gives its lowered name."""

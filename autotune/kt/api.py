@@ -11,7 +11,6 @@ Kernel Tuner returns: a list of result dicts and an environment dict.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import time
 from datetime import datetime, timezone
@@ -31,8 +30,8 @@ from autotune.kt.space import bind_space, evaluate_metric
 from autotune.kt.strategies import budget
 from autotune.kt.study import compile_options, given_kernel, study_problem, timing_policy
 from autotune.model.evaluator import Evaluator
-from autotune.model.records import TIMING_PROTOCOL, Measurement, Status
-from autotune.model.space import Config
+from autotune.model.records import TIMING_PROTOCOL, Status
+from autotune.tuning.pipeline import compile_jobs
 from autotune.tuning.studies import Study
 
 if TYPE_CHECKING:
@@ -104,9 +103,11 @@ def tune_kernel(
         # at the end is not waited for (0.3-0.4 s of a CUDA context's teardown on the H200).
         evaluator = GpuEvaluator(request.device, wait=False, exit_in_background=True)
     if compile_processes:
-        # The compile pool's first children start while the worker boots (1.2-1.7 s on the
-        # H200): started with the first compile, each added 0.2-0.5 s before it.
-        start_ahead(NVRTC_IN_A_CHILD, _compile_processes_ahead(request))
+        # The compile pool's first children (as many as the tuner runs, no more than there are
+        # configurations) start while the worker boots (1.2-1.7 s on the H200): started with
+        # the first compile, each added 0.2-0.5 s before it.
+        configurations = math.prod(len(values) for values in request.tune_params.values())
+        start_ahead(NVRTC_IN_A_CHILD, min(configurations, compile_jobs()))
     try:
         from autotune.store import default_storage
         from autotune.tuning.session import open_gpu_session
@@ -132,13 +133,6 @@ def tune_kernel(
             session.close()
         else:  # the caller's stand-in stays theirs to close
             session.store.close()
-
-
-def _compile_processes_ahead(request: KernelRequest) -> int:
-    """As many compile processes as the tuner will run at once (one a CPU: tuning/tuner.py),
-    no more than the tunables have configurations."""
-    configurations = math.prod(len(values) for values in request.tune_params.values())
-    return max(1, min(configurations, os.cpu_count() or 1))
 
 
 def _tune(request: KernelRequest, session: Session, storage: str, started: float):
@@ -243,7 +237,7 @@ def _open_cache(request: KernelRequest, session, family, problem, space) -> Cach
     device, same timing protocol) and the database lacks joins the database, so the call goes on
     from there."""
     from autotune.kt.cache import KtCacheError
-    from autotune.kt.cache_file import CacheFile
+    from autotune.kt.cache_file import CacheFile, cached_config, cached_measurement
 
     size = request.problem_size
     header = {
@@ -275,9 +269,9 @@ def _open_cache(request: KernelRequest, session, family, problem, space) -> Cach
     }
     imported = []
     for entry in entries.values():
-        config = _cached_config(entry, request, space)
+        config = cached_config(entry, request.tune_params, space)
         if config is not None and config not in known:
-            imported.append((config, _cached_measurement(entry)))
+            imported.append((config, cached_measurement(entry)))
     if imported:
         run = store.start_run(session.device_id, f"tune_kernel cache file {request.cache}", {})
         for config, m in imported:
@@ -286,31 +280,6 @@ def _open_cache(request: KernelRequest, session, family, problem, space) -> Cach
             )
         store.finish_run(run)
     return cache
-
-
-def _cached_config(entry: dict, request: KernelRequest, space):
-    """The configuration of a cache entry, or None if it is not one of this call's space."""
-    try:
-        config = Config.of({k: entry[k] for k in request.tune_params})
-    except (KeyError, TypeError):
-        return None
-    return config if space.is_valid(config) else None
-
-
-def _cached_measurement(entry: dict) -> Measurement:
-    """A cache entry autotune wrote, back as the Measurement it was made from."""
-    time_ms = entry.get("time")
-    try:
-        status = Status(entry.get("status", "OK" if isinstance(time_ms, float) else "CRASH"))
-    except ValueError:
-        status = Status.CRASH
-    error = str(entry.get("error", ""))
-    if not isinstance(time_ms, int | float) or isinstance(time_ms, bool):
-        return Measurement(status if not status.timed else Status.CRASH, error=error)
-    samples = tuple(float(t) for t in entry.get("times") or (time_ms,))
-    compile_ms = entry.get("compile_time")
-    compile_s = compile_ms / 1e3 if isinstance(compile_ms, int | float) else None
-    return Measurement(status, float(time_ms), samples, error=error, compile_s=compile_s)
 
 
 def _result(config, m, request: KernelRequest, stored: bool = False) -> dict[str, Any]:

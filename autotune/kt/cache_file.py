@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 
 from autotune.kt.cache import KtCacheError, read_json
-from autotune.model.records import TIMING_PROTOCOL
+from autotune.model.records import TIMING_PROTOCOL, Measurement, Status
+from autotune.model.space import Config
 
 # The header keys that say autotune wrote the file, under which timing protocol, of which code.
 MARKER = "autotune_timing_protocol"
@@ -31,6 +32,32 @@ DIGEST = "autotune_kernel_digest"
 def entry_key(values: Mapping[str, Any], keys: Sequence[str]) -> str:
     """Kernel Tuner's cache key: the tunables' values joined by commas, in tune_params order."""
     return ",".join(str(values[k]) for k in keys)
+
+
+def cached_config(entry: Mapping[str, Any], keys: Sequence[str], space) -> Config | None:
+    """The configuration of a cache entry (its values of the tunables `keys`), or None if it is
+    not one of `space`'s."""
+    try:
+        config = Config.of({k: entry[k] for k in keys})
+    except (KeyError, TypeError):
+        return None
+    return config if space.is_valid(config) else None
+
+
+def cached_measurement(entry: Mapping[str, Any]) -> Measurement:
+    """A cache entry autotune wrote, back as the Measurement it was made from."""
+    time_ms = entry.get("time")
+    try:
+        status = Status(entry.get("status", "OK" if isinstance(time_ms, float) else "CRASH"))
+    except ValueError:
+        status = Status.CRASH
+    error = str(entry.get("error", ""))
+    if not isinstance(time_ms, int | float) or isinstance(time_ms, bool):
+        return Measurement(status if not status.timed else Status.CRASH, error=error)
+    samples = tuple(float(t) for t in entry.get("times") or (time_ms,))
+    compile_ms = entry.get("compile_time")
+    compile_s = compile_ms / 1e3 if isinstance(compile_ms, int | float) else None
+    return Measurement(status, float(time_ms), samples, error=error, compile_s=compile_s)
 
 
 def _plain(value: Any) -> Any:

@@ -1,12 +1,19 @@
-"""The compile-ahead queue's hand-off: the GPU takes whichever candidate is compiled first."""
+"""The compile-ahead queue: how many compiles run at once, and its hand-off (the GPU takes
+whichever candidate is compiled first)."""
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import TypeVar
 
 T = TypeVar("T")
+
+
+def compile_jobs(jobs: int | None = None) -> int:
+    """Compiles at once (processes of NVRTC): `jobs`, or one a CPU."""
+    return max(1, jobs or os.cpu_count() or 1)
 
 
 def next_ready(pending: deque[tuple[T, Future]]) -> tuple[T, Future]:
@@ -23,4 +30,4 @@ def next_ready(pending: deque[tuple[T, Future]]) -> tuple[T, Future]:
         wait([future for _, future in pending], return_when=FIRST_COMPLETED)
 
 
-__all__ = ["next_ready"]
+__all__ = ["compile_jobs", "next_ready"]

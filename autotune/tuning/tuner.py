@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ from autotune.store import Store
 from autotune.strategies import DEFAULT_STRATEGY, make_strategy
 from autotune.strategies.brute_force import GivenConfigs
 from autotune.tuning.claims import StudyClaims, Unclaimed
-from autotune.tuning.pipeline import next_ready
+from autotune.tuning.pipeline import compile_jobs, next_ready
 from autotune.tuning.studies import (
     CampaignOutcome,
     Progress,
@@ -72,7 +71,7 @@ class Tuner:
         self.run_id = store.start_run(self.device_id, command, versions or {})
         self._digests: dict[str, str] = {}  # family -> the digest its evaluations are stored with
         # A runner that answers in order (a replay) gets one config in flight at a time.
-        self.jobs = 1 if runner.in_order else max(1, jobs or os.cpu_count() or 1)
+        self.jobs = 1 if runner.in_order else compile_jobs(jobs)
         self.gpu_busy_s = 0.0
         self._pool: ThreadPoolExecutor | None = None
         self._held = False  # inside hold(): pools and run stay open between run() calls

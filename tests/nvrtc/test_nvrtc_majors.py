@@ -7,8 +7,13 @@ import pytest
 
 from autotune.families import get_family
 from autotune.gpu import nvrtc_library
-from autotune.gpu.compiler import Compiler, _nvrtc_compile
-from autotune.gpu.nvrtc_library import WHEEL_LIBRARIES, nvrtc_version, wheel_nvrtc_libraries
+from autotune.gpu.compiler import Compiler
+from autotune.gpu.nvrtc_library import (
+    WHEEL_LIBRARIES,
+    compile_program,
+    nvrtc_version,
+    wheel_nvrtc_libraries,
+)
 from autotune.gpu.ptxas import parse_resources
 from autotune.model.problem import ConvProblem
 from autotune.model.space import ARCH_LIMITS
@@ -35,7 +40,7 @@ def test_each_nvrtc_major_compiles_a_kernel_on_the_cpu(major):
     compiler = Compiler(arch="sm_90")
     text = plan.source.read_text()
     flags, headers = compiler._flags(plan.defines), compiler.headers(plan.source, text)
-    cubin, log = _nvrtc_compile(text, plan.source.name, flags, major, headers)
+    cubin, log, _ = compile_program(text, plan.source.name, flags, major, headers)
     assert cubin[:4] == b"\x7fELF"
     resources = parse_resources(log)
     assert set(plan.entries) <= set(resources)

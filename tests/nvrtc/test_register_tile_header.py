@@ -11,8 +11,8 @@ import pytest
 from autotune.families import get_family
 from autotune.families.base import INCLUDE_DIR
 from autotune.families.headers import option_dirs, quoted_headers
-from autotune.gpu.compiler import CompileError, Compiler, _nvrtc_compile
-from autotune.gpu.nvrtc_library import WHEEL_LIBRARIES, wheel_nvrtc_libraries
+from autotune.gpu.compiler import CompileError, Compiler
+from autotune.gpu.nvrtc_library import WHEEL_LIBRARIES, compile_program, wheel_nvrtc_libraries
 from autotune.model.problem import ConvProblem, GemmProblem
 from autotune.model.space import Config
 
@@ -108,7 +108,7 @@ def test_each_nvrtc_major_compiles_with_the_header(major) -> None:
     plan = _plan()
     compiler = Compiler()
     headers = compiler.headers(plan.source, plan.source.read_text())
-    cubin, _ = _nvrtc_compile(
+    cubin, _, _ = compile_program(
         plan.source.read_text(), plan.source.name, compiler._flags(plan.defines), major, headers
     )
     assert cubin[:4] == b"\x7fELF"

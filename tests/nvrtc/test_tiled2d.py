@@ -160,13 +160,13 @@ def test_nvrtc_compiles_within_the_assumed_resources(compiler, problem, values) 
 def test_kernel_tuner_spelling_compiles_the_same_source(compiler) -> None:
     """What Kernel Tuner hands NVRTC: '#define NAME value' lines before the source, N and K as
     one-value parameters, no B, C, F, STRIDE."""
-    from autotune.gpu.compiler import _nvrtc_compile
+    from autotune.gpu.nvrtc_library import compile_program
     from autotune.gpu.ptxas import parse_resources
 
     values = dict(COMPILE_SAMPLE[1][1])
     prefix = "".join(f"#define {k} {v}\n" for k, v in {**values, "N": 4096, "K": 5}.items())
     source = prefix + "#line 1\n" + FAMILY.source_path.read_text()
-    cubin, log = _nvrtc_compile(source, "tiled2d.cu", ["-arch=sm_90", "-Xptxas=-v"])
+    cubin, log, _ = compile_program(source, "tiled2d.cu", ["-arch=sm_90", "-Xptxas=-v"])
     ours = compiler.compile(FAMILY.plan(ConvProblem(N=4096, K=5, C=1, F=1), Config.of(values)))
     assert cubin and parse_resources(log)["tiled2d"].smem_bytes == (
         ours.resources["tiled2d"].smem_bytes
