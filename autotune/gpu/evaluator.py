@@ -1,20 +1,23 @@
-"""The evaluator: a supervised GPU worker process behind a narrow evaluate(job) interface."""
+"""The evaluators: a supervised GPU worker process (GpuEvaluator), or the GPU opened in the
+caller's process (InProcessEvaluator), behind one narrow evaluate(job) interface."""
 
 from __future__ import annotations
 
 import ctypes
 import os
 import threading
+import warnings
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
-from autotune.gpu.child import Child
-from autotune.gpu.jobs import Job, NoGpu
+from autotune.gpu.child import Child, resolve
+from autotune.gpu.jobs import Job, NoGpu, StickyCudaError
 from autotune.model.evaluator import Evaluator, Task
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
 
-__all__ = ["Evaluator", "GpuEvaluator", "Job", "NoGpu", "Task"]
+__all__ = ["Evaluator", "GpuEvaluator", "InProcessEvaluator", "Job", "NoGpu", "Task"]
 
 DEFAULT_SESSION = "autotune.gpu.session:GpuSession"
 
@@ -43,10 +46,6 @@ def _driver_present() -> bool:
 def worker_main(conn, device_index: int, session: str = DEFAULT_SESSION) -> None:
     """The GPU worker's loop (in a child of gpu/child.py): open the session, then run each
     task it is sent and answer with the result."""
-    # Imported here so the parent process never loads CuPy's runtime.
-    from autotune.gpu.child import resolve
-    from autotune.gpu.jobs import StickyCudaError
-
     try:
         opened = resolve(session)(device_index)
         conn.send(("ready", opened.info(), opened.limits()))
@@ -225,6 +224,106 @@ class GpuEvaluator(Evaluator):
             _EXITING.append(child)
 
     def __enter__(self) -> GpuEvaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class InProcessEvaluator(Evaluator):
+    """The GPU opened in the caller's process, as Kernel Tuner opens it: no worker to boot
+    (a fresh interpreter, its imports and a handshake: about 0.4 s more than the CUDA context
+    alone on the H200) and nothing pickled. The session opens on a thread, so the caller loads
+    its store meanwhile; the first use of `device`, `limits` or `call` waits for it.
+
+    What the worker process is for is given up: a task's timeout is not enforced (a kernel that
+    hangs, hangs the caller), and an error that poisons the CUDA context (an illegal address)
+    poisons the caller's. After one, this evaluator says so once and sends every later task to
+    a worker process of its own (GpuEvaluator), so the tuning goes on."""
+
+    protocol = TIMING_PROTOCOL
+
+    def __init__(
+        self, device_index: int = 0, session: str = DEFAULT_SESSION, wait: bool = True
+    ) -> None:
+        self.device_index = device_index
+        self.session = session
+        self.poisoned: str | None = None  # the error that poisoned this process's context
+        self._opened: tuple[Any, DeviceInfo, DeviceLimits] | None = None
+        self._failed: NoGpu | None = None
+        self._worker: GpuEvaluator | None = None  # after a poisoning
+        self._opening = threading.Thread(target=self._open, name="autotune-open-gpu", daemon=True)
+        self._opening.start()
+        if wait:
+            self._ready()
+
+    def _open(self) -> None:
+        try:
+            session = resolve(self.session)(self.device_index)
+            self._opened = (session, session.info(), session.limits())
+        except NoGpu as err:
+            self._failed = NoGpu(no_gpu_reason(str(err)))
+        except Exception as err:  # a worker would have died of it: the same as no GPU
+            self._failed = NoGpu(no_gpu_reason(f"{type(err).__name__}: {err}"))
+
+    def _ready(self) -> tuple[Any, DeviceInfo, DeviceLimits]:
+        self._opening.join()
+        if self._failed is not None:
+            raise NoGpu(str(self._failed)) from None
+        assert self._opened is not None
+        return self._opened
+
+    @property
+    def device(self) -> DeviceInfo:
+        return self._ready()[1]
+
+    @property
+    def limits(self) -> DeviceLimits:
+        return self._ready()[2]
+
+    def evaluate(self, job: Job, timeout_s: float) -> Measurement:
+        return self.call(job, timeout_s)
+
+    def call(self, task: Task, timeout_s: float) -> Any:
+        """Run a task here (`timeout_s` is not enforced in this process); a poisoned context
+        or any unforeseen error comes back as a CRASH Measurement, as from a worker."""
+        if self._worker is not None:
+            return self._worker.call(task, timeout_s)
+        session = self._ready()[0]
+        try:
+            # The session's device current on the caller's thread for the task, and the
+            # caller's own current device back after it.
+            with getattr(session, "current", nullcontext)():
+                return task.run(session)
+        except StickyCudaError as err:
+            self._poisoned(str(err))
+            return Measurement(Status.CRASH, error=str(err))
+        except Exception as err:
+            return Measurement(Status.CRASH, error=f"{type(err).__name__}: {err}")
+
+    def _poisoned(self, error: str) -> None:
+        self.poisoned = error
+        warnings.warn(
+            f"autotune: a kernel left this process's CUDA context unusable ({error}); the "
+            "remaining configurations run in a worker process. CUDA in this process fails "
+            "from now on: restart Python before using the GPU here again (tune_kernel's "
+            "isolate=True runs every configuration in a worker process).",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        self._worker = GpuEvaluator(self.device_index, session=self.session)
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+        self._opening.join()
+        if self._opened is not None and self.poisoned is None:
+            close = getattr(self._opened[0], "close", None)
+            if close is not None:
+                close()
+        self._opened = None
+
+    def __enter__(self) -> InProcessEvaluator:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,6 +1,7 @@
 """The GPU side: load cubins, fill buffers, launch, verify and time (the only CuPy importer).
 
-Runs inside the evaluator's worker process; nothing else in the package imports CuPy.
+Runs inside the evaluator's worker process, or in the caller's (InProcessEvaluator: tune_kernel's
+default); nothing else in the package imports CuPy.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def _kernel(name: str):
 
 
 class GpuSession:
-    """One CUDA device, held by one worker process."""
+    """One CUDA device, held by one worker process (or by the caller's own)."""
 
     def __init__(self, device_index: int = 0) -> None:
         if cp is None:
@@ -103,6 +104,23 @@ class GpuSession:
         self._tmp = tempfile.TemporaryDirectory(prefix="autotune-cubins-")
         self._flush_buffer = None  # allocated at the first timing, kept for the session
         self._events: list[tuple[object, object]] = []
+        self._loaded = None  # the module of the last load(), kept loaded until the next
+
+    def current(self):
+        """A context in which this session's device is the calling thread's current one, the
+        thread's own restored after it (the session may be used from a thread that did not
+        open it)."""
+        return self.device
+
+    def close(self) -> None:
+        """Release what the session holds: a worker's exit does it anyway; a session opened in
+        the caller's process leaves the caller's memory pool without its buffers."""
+        self._flush_buffer = None
+        self._events.clear()
+        self._reference_modules.clear()
+        self._loaded = None
+        cp.get_default_memory_pool().free_all_blocks()
+        self._tmp.cleanup()
 
     # -- description -----------------------------------------------------------------------
 

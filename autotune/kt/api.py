@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from autotune import __version__
 from autotune.gpu.child import start_ahead
 from autotune.gpu.compiler import NVRTC_IN_A_CHILD
-from autotune.gpu.evaluator import GpuEvaluator
+from autotune.gpu.evaluator import GpuEvaluator, InProcessEvaluator
 from autotune.gpu.given import GivenCheck, option_buffer, user_verify, write_arguments
 from autotune.kt.arguments import KernelRequest, TuneKernelError, check_request
 from autotune.kt.arrays import TunableArgument
@@ -85,27 +85,40 @@ def tune_kernel(
     seed=None,
     *,
     storage: str | None = None,
+    isolate: bool = False,
     evaluator: Evaluator | None = None,
     compiler_cache: Path | None = CACHE_ROOT / "cubins",
 ):
     """Tune a CUDA kernel as Kernel Tuner's tune_kernel does (same arguments, same meaning, same
     return value: results, env), through autotune's tuner. Beyond Kernel Tuner's: `storage` (the
     results database, resume comes from there; store/location.py's default when None),
-    `evaluator` (a stand-in for the GPU worker, for tests) and `compiler_cache` (the cubin cache
-    directory, None for none)."""
+    `isolate` (run the kernels in a GPU worker process of their own rather than in this
+    process, as Kernel Tuner runs them: a kernel that hangs is then stopped after the tuner's
+    time limit, and one that corrupts its CUDA context leaves this process's CUDA usable; the
+    worker's start costs about 0.4 s more), `evaluator` (a stand-in for the GPU, for tests) and
+    `compiler_cache` (the cubin cache directory, None for none). Without `isolate`, a kernel
+    that corrupts the CUDA context is recorded as a crash and the configurations after it run
+    in a worker process."""
     started = time.perf_counter()
     request = check_request(dict(locals()))  # every argument checked before the GPU starts
+    if not isinstance(isolate, bool):
+        raise TuneKernelError(f"tune_kernel: isolate must be True or False, not {isolate!r}")
     own_worker = evaluator is None
-    compile_processes = own_worker or isinstance(evaluator, GpuEvaluator)
+    compile_processes = own_worker or isinstance(evaluator, GpuEvaluator | InProcessEvaluator)
     if own_worker:
-        # Spawned now, it opens the GPU while this process loads the store (pandas and
-        # SQLAlchemy: 0.3 s of the caller's 0.5 s of imports) and opens the database. Its exit
-        # at the end is not waited for (0.3-0.4 s of a CUDA context's teardown on the H200).
-        evaluator = GpuEvaluator(request.device, wait=False, exit_in_background=True)
+        # Either opens the GPU (on a thread here, or in the spawned worker) while this process
+        # loads the store (pandas and SQLAlchemy: 0.3 s of the caller's 0.5 s of imports) and
+        # opens the database. A worker's exit at the end is not waited for (0.3-0.4 s of a CUDA
+        # context's teardown on the H200).
+        evaluator = (
+            GpuEvaluator(request.device, wait=False, exit_in_background=True)
+            if isolate
+            else InProcessEvaluator(request.device, wait=False)
+        )
     if compile_processes:
         # The compile pool's first children (as many as the tuner runs, no more than there are
-        # configurations) start while the worker boots (1.2-1.7 s on the H200): started with
-        # the first compile, each added 0.2-0.5 s before it.
+        # configurations) start while the GPU opens (a worker boots in 1.2-1.7 s on the H200):
+        # started with the first compile, each added 0.2-0.5 s before it.
         configurations = math.prod(len(values) for values in request.tune_params.values())
         start_ahead(NVRTC_IN_A_CHILD, min(configurations, compile_jobs()))
     try:

@@ -150,3 +150,59 @@ def test_a_script_without_a_main_guard_runs_on_the_gpu(tmp_path, how):
     else:
         proc = run_python(["-c", text], tmp_path)
     check_report(tmp_path, proc)
+
+
+def test_in_this_process_and_isolated_in_a_worker_both_check_and_time():
+    here, _ = vector_add(lambda a, b: a + b)
+    isolated, _ = vector_add(lambda a, b: a + b, isolate=True, storage="isolated.db")
+    for results in (here, isolated):
+        assert [r["status"] for r in results] == ["OK"] * 2
+        assert all(r["time"] > 0 for r in results)
+
+
+# A user's script: one tunable value (BAD, a define as every tunable is) makes the kernel write
+# to an illegal address, which loses the CUDA context of the process it runs in.
+POISON = """
+import json, warnings
+import numpy as np
+from autotune import tune_kernel
+SOURCE = '''
+__global__ void poke(float *y, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+    float *out = BAD ? (float *)0x40 : y;
+    if (i < n) out[i] = 1.0f;
+}
+'''
+n = 4096
+with warnings.catch_warnings(record=True) as said:
+    warnings.simplefilter("always")
+    results, env = tune_kernel(
+        "poke", SOURCE, n, [np.zeros(n, np.float32), np.int32(n)],
+        {"block_size_x": [64, 128, 256], "BAD": [0, 1]}, answer=[np.ones(n, np.float32), None],
+        quiet=True, storage="poison.db",
+    )
+print(json.dumps({
+    "statuses": [[r["BAD"], r["status"]] for r in results],
+    "warned": any("restart Python" in str(w.message) for w in said),
+}))
+"""
+
+
+def test_a_kernel_that_loses_this_processs_context_is_a_crash_and_the_rest_run_on(tmp_path):
+    """In a process of its own, as a user's script runs: each configuration that writes to an
+    illegal address is a crash, the first of them said once, and every configuration after it
+    is checked and timed in a worker process."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", POISON], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    statuses = report["statuses"]
+    assert len(statuses) == 6
+    assert {s for bad, s in statuses if bad == 1} == {"CRASH"}, statuses
+    assert {s for bad, s in statuses if bad == 0} == {"OK"}, statuses
+    assert report["warned"]

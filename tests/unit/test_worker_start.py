@@ -78,22 +78,28 @@ def test_importing_tune_kernel_loads_neither_cupy_nor_the_store():
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
-def test_tune_kernel_without_a_gpu_says_so_and_creates_no_database(tmp_path, monkeypatch):
-    """Its worker spawned first, tune_kernel still creates a new results file only once the
-    GPU is up: a machine without one is left without an empty database."""
+@pytest.mark.parametrize("isolate", [False, True])
+def test_tune_kernel_without_a_gpu_says_so_and_creates_no_database(tmp_path, monkeypatch, isolate):
+    """Its GPU opened first (here or in a worker), tune_kernel still creates a new results
+    file only once the GPU is up: a machine without one is left without an empty database."""
     import functools
 
     import numpy as np
 
     import autotune.kt.api as api
+    from autotune.gpu.evaluator import InProcessEvaluator
 
-    no_driver = functools.partial(GpuEvaluator, session=f"{__name__}:NoDriverSession")
-    monkeypatch.setattr(api, "GpuEvaluator", no_driver)
+    no_driver = f"{__name__}:NoDriverSession"
+    monkeypatch.setattr(api, "GpuEvaluator", functools.partial(GpuEvaluator, session=no_driver))
+    monkeypatch.setattr(
+        api, "InProcessEvaluator", functools.partial(InProcessEvaluator, session=no_driver)
+    )
     database = tmp_path / "results.db"
     with pytest.raises(NoGpu, match="no NVIDIA driver found"):
         api.tune_kernel(
             "scale", "__global__ void scale(float *a) { a[threadIdx.x] *= 2.0f; }", 32,
             [np.ones(32, np.float32)], {"block_size_x": [32]}, storage=str(database),
+            isolate=isolate,
         )  # fmt: skip
     assert not database.exists()
 
