@@ -144,7 +144,13 @@ def _first_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0] if text else ''}".strip()
 
 
-def run(script: Path, mode: str, max_fevals: int | None, kt_lang: str | None) -> dict:
+def run(
+    script: Path,
+    mode: str,
+    max_fevals: int | None,
+    kt_lang: str | None,
+    cubin_cache: Path | None = None,
+) -> dict:
     """Run the script here (the current directory is its scratch copy); the report's dict."""
     report: dict = {"example": script.name, "mode": mode, "calls": []}
     text = script.read_text()
@@ -166,7 +172,7 @@ def run(script: Path, mode: str, max_fevals: int | None, kt_lang: str | None) ->
         script = script.with_name(f"{script.stem}_autotune.py")
         script.write_text(text)
     calls = Calls(max_fevals)
-    _install(calls, mode, kt_lang)
+    _install(calls, mode, kt_lang, cubin_cache)
     sys.argv = [str(script)]
     sys.path.insert(0, str(script.parent))
     try:
@@ -239,7 +245,7 @@ def _kernel_tuner() -> bool:
 _OPEN: list = []
 
 
-def _install(calls: Calls, mode: str, kt_lang: str | None) -> None:
+def _install(calls: Calls, mode: str, kt_lang: str | None, cubin_cache: Path | None) -> None:
     if mode == "kt":
         import kernel_tuner
         import kernel_tuner.interface
@@ -261,7 +267,7 @@ def _install(calls: Calls, mode: str, kt_lang: str | None) -> None:
     scratch = Path.cwd() / ".autotune"
     api.CACHE_ROOT = scratch / "cache"  # the arguments' files stay in the scratch directory
     ours: dict = {"storage": str(scratch / "results.db")}
-    ours["compiler_cache"] = scratch / "cubins"
+    ours["compiler_cache"] = cubin_cache or scratch / "cubins"
     if mode == "synthetic":
         ours["evaluator"] = _synthetic_worker
     scratch.mkdir(exist_ok=True)
@@ -289,8 +295,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("report", type=Path)
     parser.add_argument("--max-fevals", type=int)
     parser.add_argument("--kt-lang")
+    parser.add_argument("--cubin-cache", type=Path, help="autotune's cubin cache (kept)")
     a = parser.parse_args(argv)
-    report = run(a.script.resolve(), a.mode, a.max_fevals, a.kt_lang)
+    report = run(a.script.resolve(), a.mode, a.max_fevals, a.kt_lang, a.cubin_cache)
     a.report.write_text(json.dumps(report, default=str))
     sys.stdout.flush()
     return 0

@@ -101,9 +101,13 @@ def run_example(
     max_fevals: int | None = None,
     kt_lang: str | None = None,
     log_dir: Path | None = None,
+    caches: Path | None = None,
 ) -> dict:
     """One example in a scratch copy of the examples directory, in a subprocess: its report.
-    Where the script itself needs the GPU (outside tune_kernel), the synthetic run skips it."""
+    Where the script itself needs the GPU (outside tune_kernel), the synthetic run skips it.
+    `caches` holds each tool's compile cache across the examples of a suite (autotune's cubins,
+    CuPy's kernel cache under Kernel Tuner), as a user's persists from one script to the next;
+    without it each example starts with an empty one of its own."""
     if mode == "synthetic" and "gpu" in example.needs:
         return {"status": "skipped", "error": f"needs a GPU: {example.reason}", "calls": []}
     with tempfile.TemporaryDirectory(prefix="autotune-kt-example-") as scratch:
@@ -120,6 +124,11 @@ def run_example(
             command += ["--max-fevals", str(max_fevals)]
         if kt_lang is not None and mode == "kt":
             command += ["--kt-lang", kt_lang]
+        env = _env()
+        if caches is not None and mode == "kt":
+            env["CUPY_CACHE_DIR"] = str(caches / "cupy")
+        elif caches is not None:
+            command += ["--cubin-cache", str(caches / "autotune")]
         log = (log_dir or work) / f"{Path(example.name).stem}.{mode}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
@@ -131,7 +140,7 @@ def run_example(
                     stdout=out,
                     stderr=subprocess.STDOUT,
                     timeout=timeout_s,
-                    env=_env(),
+                    env=env,
                     start_new_session=True,
                 )
             except subprocess.TimeoutExpired:
@@ -310,18 +319,23 @@ def kt_examples(examples, synthetic, with_kt, only, timeout_s, max_fevals, kt_la
     title = table_title(synthetic, with_kt, timeout_s, max_fevals, kt_lang)
     excluded = [e for e in every if not e.in_scope]
     rows = []
-    for example in chosen:
-        click.echo(f"{example.name}: ", nl=False)
-        ours = run_example(example, directory, mode, timeout_s, max_fevals, log_dir=output / "logs")
-        theirs = None
-        if with_kt:
-            theirs = run_example(
-                example, directory, "kt", timeout_s, max_fevals, kt_lang, log_dir=output / "logs"
+    logs = output / "logs"
+    with tempfile.TemporaryDirectory(prefix="autotune-kt-caches-") as scratch:
+        caches = Path(scratch)
+        for example in chosen:
+            click.echo(f"{example.name}: ", nl=False)
+            ours = run_example(
+                example, directory, mode, timeout_s, max_fevals, log_dir=logs, caches=caches
             )
-        rows.append(row(example, ours, theirs))
-        click.echo(f"{ours['status']} {ours.get('error', '')}".strip())
-        # Written after every example, so a run stopped part-way keeps what it measured.
-        write_table(rows, excluded, output / stem, title)
+            theirs = None
+            if with_kt:
+                theirs = run_example(
+                    example, directory, "kt", timeout_s, max_fevals, kt_lang, logs, caches
+                )
+            rows.append(row(example, ours, theirs))
+            click.echo(f"{ours['status']} {ours.get('error', '')}".strip())
+            # Written after every example, so a run stopped part-way keeps what it measured.
+            write_table(rows, excluded, output / stem, title)
     click.echo(f"wrote {output / stem}.md and .csv")
 
 
@@ -350,6 +364,8 @@ def table_title(synthetic: bool, with_kt: bool, timeout_s: float, max_fevals, kt
         "wall_s: the tune_kernel calls, start to return; tuning_s: of which the tuner ran "
         "(the rest: the GPU worker's start, the store, the arguments); compile_s: NVRTC's "
         "compiles, summed over the compile pool; script_s: the process that ran the script, start "
-        "to exit (every import included)."
+        "to exit (every import included). Each tool's compile cache starts empty and lasts the "
+        "suite's run (autotune's cubins; CuPy's kernel cache under Kernel Tuner), as a user's "
+        "lasts from one script to the next."
     )
     return title
