@@ -242,6 +242,7 @@ class InProcessEvaluator(Evaluator):
     a worker process of its own (GpuEvaluator), so the tuning goes on."""
 
     protocol = TIMING_PROTOCOL
+    in_process = True
 
     def __init__(
         self, device_index: int = 0, session: str = DEFAULT_SESSION, wait: bool = True

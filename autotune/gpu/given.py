@@ -1,11 +1,12 @@
 """The check of a kernel given through tune_kernel: its own arguments, checked against the
 answer given (Kernel Tuner's meaning), in place of fresh random inputs and a float64 reference.
 
-The arguments travel to the GPU worker once, as a directory of .npy files named in the check
-(read_arguments maps them), and stay on the device for the session; each configuration's run
-gets fresh device copies of them (Kernel Tuner copies the given contents back before its checked
-run), so that no candidate sees what another wrote. CuPy is imported inside the worker only, as
-in library_tasks.py.
+The arguments travel to a GPU worker once, as a directory of .npy files named in the check
+(read_arguments maps them); to a session in the caller's own process they are handed in memory
+(hold_arguments), neither written nor read back. On the device they stay for the session; each
+configuration's run gets fresh device copies of them (Kernel Tuner copies the given contents back
+before its checked run), so that no candidate sees what another wrote. CuPy is imported where the
+session runs only, as in library_tasks.py.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import inspect
 import shutil
 import tempfile
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +51,11 @@ def cmem_buffer(symbol: str) -> str:
     return f"cmem:{symbol}"
 
 
-# The worker's device copies of the arguments, by the data's digest (one set at a time).
+# The session's device copies of the arguments, by the data's digest (one set at a time).
 _ON_DEVICE: dict[str, dict[str, Any]] = {}
+# Arguments handed to a session in this process (InProcessEvaluator), by digest: the caller's
+# own arrays, not copies.
+_HELD: dict[str, dict[str, np.ndarray]] = {}
 _MISMATCHES = None
 
 
@@ -74,18 +79,11 @@ def _mismatches():
     return _MISMATCHES
 
 
-def write_arguments(
-    directory: Path,
-    arguments: Sequence[Any],
-    answer: Sequence[Any] | None,
-    cmem_args: dict[str, np.ndarray] | None,
-) -> tuple[Path, str]:
-    """Save arguments, answer and constant-memory arrays as a .npy file each in a new directory
-    under `directory`: (its path, a name unique to it, which keys the worker's copy on the
-    device). Written once per tune_kernel call, which removes it at its end; nothing else reads
-    it, so it is neither archived nor hashed: Kernel Tuner's accuracy.py passes about 5 GB,
-    which a zip archive checksums and a digest reads back from disk again. An argument given as
-    a tuple is a Tunable's options, saved each under its option_buffer name."""
+def argument_arrays(
+    arguments: Sequence[Any], answer: Sequence[Any] | None, cmem_args: dict[str, np.ndarray] | None
+) -> dict[str, np.ndarray]:
+    """Arguments, answer and constant-memory arrays by buffer name. An argument given as a
+    tuple is a Tunable's options, each under its option_buffer name."""
     content: dict[str, np.ndarray] = {}
     for i, (name, value) in enumerate(zip(argument_names(len(arguments)), arguments, strict=True)):
         if isinstance(value, tuple):
@@ -99,6 +97,15 @@ def write_arguments(
             content[f"answer{i}"] = np.asarray(expected)
     for symbol, value in (cmem_args or {}).items():
         content[cmem_buffer(symbol)] = np.asarray(value)
+    return content
+
+
+def write_arguments(directory: Path, content: dict[str, np.ndarray]) -> tuple[Path, str]:
+    """Save argument_arrays' content as a .npy file each in a new directory under `directory`,
+    for a worker process: (its path, a name unique to it, which keys the worker's copy on the
+    device). Written once per tune_kernel call, which removes it at its end; nothing else reads
+    it, so it is neither archived nor hashed: Kernel Tuner's accuracy.py passes about 5 GB,
+    which a zip archive checksums and a digest reads back from disk again."""
     directory.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix="arguments-", dir=directory))
     try:
@@ -108,6 +115,27 @@ def write_arguments(
         shutil.rmtree(path, ignore_errors=True)
         raise
     return path, path.name.removeprefix("arguments-")
+
+
+def hold_arguments(content: dict[str, np.ndarray]) -> str:
+    """Hand argument_arrays' content to a session in this process: the digest that keys it
+    (a check with no data directory reads it from here). Kernel Tuner's reduction.py passes
+    3.2 GB to each of its twelve calls, which a file would write and map again every time."""
+    digest = uuid.uuid4().hex
+    _HELD[digest] = content
+    return digest
+
+
+def release_arguments(digest: str) -> None:
+    """Forget arguments held for this process's session, and their device copies (a session in
+    the caller's process would otherwise keep them on the GPU after the call)."""
+    _HELD.pop(digest, None)
+    _ON_DEVICE.pop(digest, None)
+
+
+def given_arguments(check: GivenCheck) -> dict[str, np.ndarray]:
+    """A check's arguments: held in this process, or read from its directory."""
+    return _HELD[check.digest] if check.data is None else read_arguments(check.data)
 
 
 def read_arguments(path: Path) -> dict[str, np.ndarray]:
@@ -135,7 +163,7 @@ def takes_atol(verify: Callable) -> bool:
 class GivenCheck:
     """How a given kernel's run is checked (answer and atol, or the user's verify) and timed."""
 
-    data: Path  # the directory write_arguments made
+    data: Path | None  # the directory write_arguments made; None: held in this process
     digest: str
     count: int  # positional arguments
     answered: tuple[int, ...]  # arguments with an answer (None entries are not checked)
@@ -169,7 +197,7 @@ class GivenCheck:
         if self.digest not in _ON_DEVICE:
             _ON_DEVICE.clear()
             loaded = {}
-            for name, value in read_arguments(self.data).items():
+            for name, value in given_arguments(self).items():
                 # 0-d: a NumPy scalar, passed by value with its dtype (Kernel Tuner's args).
                 loaded[name] = value[()] if value.ndim == 0 else cp.asarray(value)
             _ON_DEVICE[self.digest] = loaded
@@ -225,10 +253,11 @@ class GivenCheck:
         return spill(out, self.outputs_directory)
 
     @property
-    def outputs_directory(self) -> Path:
+    def outputs_directory(self) -> Path | None:
         """Where outputs too large for the worker's pipe are left for the caller (in the
-        arguments' directory, which both processes read and the call removes)."""
-        return self.data / "outputs"
+        arguments' directory, which both processes read and the call removes); None for a
+        session in the caller's process, which hands them over in memory."""
+        return None if self.data is None else self.data / "outputs"
 
 
 def user_verify(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from autotune.gpu.given import argument_names, argument_of, read_arguments
+from autotune.gpu.given import argument_names, argument_of, given_arguments
 from autotune.model import observe as names
 from autotune.model.evaluator import WithOutputs, spill
 from autotune.model.observe import Observe
@@ -51,7 +51,7 @@ class SyntheticSession:
             argument_of(a): a for lc in job.plan.launches for a in lc.args if isinstance(a, str)
         }
         outputs: list = []
-        given = read_arguments(check.data)  # mapped: only headers are read until data is asked
+        given = given_arguments(check)  # mapped: only headers are read until data is asked
         for i, name in enumerate(argument_names(check.count)):
             value = given[launched.get(name, name)]
             if i in check.answered:

@@ -21,7 +21,15 @@ from autotune import __version__
 from autotune.gpu.child import start_ahead
 from autotune.gpu.compiler import NVRTC_IN_A_CHILD
 from autotune.gpu.evaluator import GpuEvaluator, InProcessEvaluator
-from autotune.gpu.given import GivenCheck, option_buffer, user_verify, write_arguments
+from autotune.gpu.given import (
+    GivenCheck,
+    argument_arrays,
+    hold_arguments,
+    option_buffer,
+    release_arguments,
+    user_verify,
+    write_arguments,
+)
 from autotune.kt.arguments import KernelRequest, TuneKernelError, check_request
 from autotune.kt.arrays import TunableArgument
 from autotune.kt.kernel import GivenKernelError
@@ -104,7 +112,6 @@ def tune_kernel(
     if not isinstance(isolate, bool):
         raise TuneKernelError(f"tune_kernel: isolate must be True or False, not {isolate!r}")
     own_worker = evaluator is None
-    compile_processes = own_worker or isinstance(evaluator, GpuEvaluator | InProcessEvaluator)
     if own_worker:
         # Either opens the GPU (on a thread here, or in the spawned worker) while this process
         # loads the store (pandas and SQLAlchemy: 0.3 s of the caller's 0.5 s of imports) and
@@ -115,6 +122,10 @@ def tune_kernel(
             if isolate
             else InProcessEvaluator(request.device, wait=False)
         )
+    # NVRTC in processes beside the GPU (its signal handlers would end the caller's process on
+    # a Ctrl-C); in threads beside a test's stand-in evaluator.
+    in_process = getattr(evaluator, "in_process", False)
+    compile_processes = own_worker or in_process or isinstance(evaluator, GpuEvaluator)
     if compile_processes:
         # The compile pool's first children (as many as the tuner runs, no more than there are
         # configurations) start while the GPU opens (a worker boots in 1.2-1.7 s on the H200):
@@ -132,7 +143,6 @@ def tune_kernel(
             cache_dir=compiler_cache,
             evaluator=evaluator,
             options=compile_options(request),
-            # NVRTC in processes beside a GPU worker process; threads for a stand-in here.
             compile_processes=compile_processes,
         )
     except BaseException:
@@ -140,7 +150,7 @@ def tune_kernel(
             evaluator.close()
         raise
     try:
-        return _tune(request, session, storage, started)
+        return _tune(request, session, storage, started, in_process)
     finally:
         if own_worker:
             session.close()
@@ -148,7 +158,7 @@ def tune_kernel(
             session.store.close()
 
 
-def _tune(request: KernelRequest, session: Session, storage: str, started: float):
+def _tune(request: KernelRequest, session: Session, storage: str, started: float, in_process: bool):
     from autotune.kt.cache_file import entry_key
 
     runner = session.runner
@@ -176,7 +186,12 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
         else a
         for i, a in enumerate(request.arguments)
     ]
-    data, digest = write_arguments(root, given, request.answer, request.cmem_args)
+    content = argument_arrays(given, request.answer, request.cmem_args)
+    if in_process:  # handed over in memory; a worker process maps them from files
+        data, digest = None, hold_arguments(content)
+    else:
+        data, digest = write_arguments(root, content)
+    del content
     try:
         count = len(request.arguments)
         check = GivenCheck(
@@ -241,8 +256,11 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
             print(f"best performing configuration: {_line(env['best_config'], request)}")
         return results, env
     finally:
-        # Only this call's worker reads the arguments; gigabytes of them must not pile up.
-        shutil.rmtree(data, ignore_errors=True)
+        # Only this call's session reads the arguments; gigabytes of them must not pile up.
+        if data is None:
+            release_arguments(digest)
+        else:
+            shutil.rmtree(data, ignore_errors=True)
 
 
 def _open_cache(request: KernelRequest, session, family, problem, space) -> CacheFile:

@@ -55,18 +55,20 @@ class SpilledArray:
             os.unlink(self.path)
 
 
-def spill(outputs: list, directory: Path) -> list:
+def spill(outputs: list, directory: Path | None) -> list:
     """The outputs with each array of at least SPILL_BYTES written into a file in `directory`
     and given as a SpilledArray (for the caller to load), the rest as they are. An array is a
     NumPy array or one with CuPy's get(out=): a device array is copied straight into the file's
     mapped pages, the one copy Kernel Tuner's in-process run makes into host memory too. Small
-    device arrays come back as NumPy arrays."""
+    device arrays come back as NumPy arrays; with no directory (the caller's own process),
+    every device array does."""
     import numpy as np
 
     spilled = []
     for value in outputs:
         on_device = not isinstance(value, np.ndarray) and hasattr(value, "get")
-        if (isinstance(value, np.ndarray) or on_device) and value.nbytes >= SPILL_BYTES:
+        large = (isinstance(value, np.ndarray) or on_device) and value.nbytes >= SPILL_BYTES
+        if large and directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
             fd, name = tempfile.mkstemp(dir=directory, suffix=".npy")
             os.close(fd)
@@ -98,6 +100,9 @@ class Evaluator(Protocol):
     limits: DeviceLimits
     # The timing protocol of the times it returns (DESIGN section 2).
     protocol: int = TIMING_PROTOCOL
+    # Whether its tasks run in the caller's process (the caller may then hand data over in
+    # memory rather than through files).
+    in_process: bool = False
 
     def evaluate(self, job: Job, timeout_s: float) -> Measurement | WithOutputs: ...
 

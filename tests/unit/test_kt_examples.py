@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from autotune.bench import kt_examples
 from autotune.bench.kt_example_run import rewrite
-from autotune.gpu.given import GivenCheck, write_arguments
+from autotune.gpu.given import GivenCheck, argument_arrays, write_arguments
 from autotune.gpu.synthetic import SyntheticSession
 from autotune.gpu.timing import TimingPolicy
 
@@ -83,7 +83,7 @@ def test_a_module_import_becomes_autotune_unless_more_of_kernel_tuner_is_used() 
 def _job(tmp_path: Path, answer, outputs_back: bool = True):
     x = np.arange(6, dtype=np.float32)
     arguments = [np.zeros(3, np.float32), x, np.int32(6)]
-    data, digest = write_arguments(tmp_path, arguments, answer, None)
+    data, digest = write_arguments(tmp_path, argument_arrays(arguments, answer, None))
     answered = tuple(i for i, a in enumerate(answer or ()) if a is not None)
     check = GivenCheck(data, digest, 3, answered, 1e-6, TimingPolicy(), outputs_back)
     plan = SimpleNamespace(defines=(("block_size_x", 128), ("tile", 2)), launches=())

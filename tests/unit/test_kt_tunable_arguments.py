@@ -12,7 +12,7 @@ import pytest
 
 from autotune.families.plan import Launch
 from autotune.gpu import given
-from autotune.gpu.given import GivenCheck, read_arguments, write_arguments
+from autotune.gpu.given import GivenCheck, argument_arrays, read_arguments, write_arguments
 from autotune.gpu.synthetic import SyntheticSession
 from autotune.gpu.timing import TimingPolicy
 from autotune.kt.api import tune_kernel
@@ -48,7 +48,9 @@ def test_a_tunable_is_checked_keyed_and_saved_option_by_option(tmp_path):
     assert first.index({"T": "double"}) == 1
     assert "tunable T{float:float32[100]|double:float64[100]}" in signature(request)
     options = [tuple(v for _, v in a.options) for a in request.arguments[:2]]
-    path, _ = write_arguments(tmp_path, [*options, np.int32(100)], request.answer, {})
+    path, _ = write_arguments(
+        tmp_path, argument_arrays([*options, np.int32(100)], request.answer, {})
+    )
     saved = read_arguments(path)
     assert set(saved) == {"arg0.0", "arg0.1", "arg1.0", "arg1.1", "arg2", "answer0"}
     assert saved["arg0.0"].dtype == np.float32 and saved["arg1.1"].dtype == np.float64
@@ -96,7 +98,9 @@ def test_the_worker_gives_the_selected_option_as_the_argument(monkeypatch):
 def test_the_synthetic_session_sends_the_answer_in_the_option_s_precision(tmp_path):
     x = np.linspace(0, 1, 7)
     options = (x.astype(np.float16), x.astype(np.float32))
-    data, digest = write_arguments(tmp_path, [options, np.int32(7)], [x / 3, None], None)
+    data, digest = write_arguments(
+        tmp_path, argument_arrays([options, np.int32(7)], [x / 3, None], None)
+    )
     check = GivenCheck(data, digest, 2, (0,), 1e-6, TimingPolicy(), outputs_back=True)
     for option, dtype in ((0, np.float16), (1, np.float32)):
         launch = Launch("k", (1, 1, 1), (1, 1, 1), (f"arg0.{option}", "arg1"))
