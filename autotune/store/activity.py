@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import sqlalchemy as sa
 
 from autotune.store.engine import StoreBase
 from autotune.store.schema import claims_table, devices_table, evaluations_table, runs_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Activity(StoreBase):
@@ -64,6 +67,8 @@ class Activity(StoreBase):
             .order_by(r.id)
         )
         frame = self._frame(query, "cannot read runs")
+        import pandas as pd
+
         now = time.time()
         frame["lease_left_s"] = [
             None if pd.isna(x) else float(x) - now for x in frame.pop("expires_at")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from autotune.store.engine import RACE_ATTEMPTS, StoreBase, StoreError
 from autotune.store.schema import claims_table, devices_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True, slots=True)

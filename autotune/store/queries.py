@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import sqlalchemy as sa
 
 from autotune.model.observe import THROTTLED
@@ -24,6 +24,9 @@ from autotune.store.schema import (
     evaluations_table,
     observations_table,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +233,8 @@ class Queries(StoreBase):
         frame = self._frame(query, "cannot read history")
         where_samples = frame.columns.get_loc("samples")
         samples = [unpack(s) for s in frame.pop("samples")]
+        import pandas as pd
+
         column = pd.Series(samples, index=frame.index, dtype=object)
         frame.insert(where_samples, "samples_ms", column)
         return frame

@@ -170,3 +170,56 @@ def test_isolate_must_be_a_flag(tmp_path):
             isolate="yes", storage=str(tmp_path / "r.db"),
         )  # fmt: skip
     assert not (tmp_path / "r.db").exists()
+
+
+def test_arguments_go_to_a_session_in_this_process_in_memory_and_are_let_go(tmp_path, monkeypatch):
+    """No file is written for a session here (Kernel Tuner's reduction.py passes 3.2 GB to each
+    of twelve calls), the outputs a verify needs come back as arrays, and nothing is held after
+    the call, on the host or the device."""
+    import autotune.gpu.given as given
+    import autotune.kt.api as api
+
+    def no_files(*args, **kwargs):
+        raise AssertionError("arguments written to files for a session in this process")
+
+    monkeypatch.setattr(api, "write_arguments", no_files)
+    seen = []
+
+    def verify(answer, result, atol=None):
+        seen.append(type(result[0]).__name__)
+        return bool(np.allclose(result[0], answer[0]))
+
+    n = 100
+    x = np.arange(n, dtype=np.float32)
+    with InProcessEvaluator(session=SYNTHETIC) as here:
+        results, _ = api.tune_kernel(
+            "scale", SOURCE, n, [np.zeros_like(x), x, np.int32(n)], {"block_size_x": [32, 64]},
+            answer=[2 * x, None, None], verify=verify, evaluator=here,
+            storage=str(tmp_path / "r.db"), compiler_cache=None, quiet=True,
+        )  # fmt: skip
+    assert [r["status"] for r in results] == ["OK", "OK"]
+    assert seen == ["ndarray", "ndarray"]
+    assert given._HELD == {} and given._ON_DEVICE == {}
+
+
+def test_a_tune_kernel_call_loads_no_pandas(tmp_path):
+    """The store's queries build pandas frames for reports; a call reads none, so it does
+    without pandas' import (0.3 s on the 2-core machine, in the call's wall time)."""
+    import subprocess
+    import sys
+
+    probe = f"""
+import sys
+import numpy as np
+from autotune import tune_kernel
+from autotune.gpu.evaluator import InProcessEvaluator
+x = np.arange(64, dtype=np.float32)
+with InProcessEvaluator(session={SYNTHETIC!r}) as here:
+    tune_kernel("scale", {SOURCE!r}, 64, [np.zeros_like(x), x, np.int32(64)],
+                {{"block_size_x": [32, 64]}}, answer=[2 * x, None, None], evaluator=here,
+                storage={str(tmp_path / "r.db")!r}, compiler_cache=None, quiet=True)
+print("pandas" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "False"
