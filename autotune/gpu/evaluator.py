@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import threading
 import warnings
 from collections.abc import Callable
 from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
 from autotune.gpu.child import Child, resolve
+from autotune.gpu.given import with_files
 from autotune.gpu.jobs import Job, NoGpu, StickyCudaError
 from autotune.model.evaluator import Evaluator, Task
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
@@ -253,6 +256,7 @@ class InProcessEvaluator(Evaluator):
         self._opened: tuple[Any, DeviceInfo, DeviceLimits] | None = None
         self._failed: NoGpu | None = None
         self._worker: GpuEvaluator | None = None  # after a poisoning
+        self._written: dict[str, Path] = {}  # arguments written for that worker, by digest
         self._opening = threading.Thread(target=self._open, name="autotune-open-gpu", daemon=True)
         self._opening.start()
         if wait:
@@ -289,7 +293,7 @@ class InProcessEvaluator(Evaluator):
         """Run a task here (`timeout_s` is not enforced in this process); a poisoned context
         or any unforeseen error comes back as a CRASH Measurement, as from a worker."""
         if self._worker is not None:
-            return self._worker.call(task, timeout_s)
+            return self._worker.call(with_files(task, self._written), timeout_s)
         session = self._ready()[0]
         try:
             # The session's device current on the caller's thread for the task, and the
@@ -317,6 +321,8 @@ class InProcessEvaluator(Evaluator):
     def close(self) -> None:
         if self._worker is not None:
             self._worker.close()
+        for path in self._written.values():
+            shutil.rmtree(path, ignore_errors=True)
         self._opening.join()
         if self._opened is not None and self.poisoned is None:
             close = getattr(self._opened[0], "close", None)

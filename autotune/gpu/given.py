@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +131,20 @@ def release_arguments(digest: str) -> None:
     the caller's process would otherwise keep them on the GPU after the call)."""
     _HELD.pop(digest, None)
     _ON_DEVICE.pop(digest, None)
+
+
+def with_files(task: Any, written: dict[str, Path]) -> Any:
+    """`task` as a worker process can run it: a job whose check holds its arguments in this
+    process (a session here lost its CUDA context and a worker took over) gets them as files,
+    written once per digest into a directory that `written` records for the caller to remove."""
+    check = getattr(task, "check", None)
+    if not isinstance(check, GivenCheck) or check.data is not None:
+        return task
+    path = written.get(check.digest)
+    if path is None:
+        path, _ = write_arguments(Path(tempfile.gettempdir()), _HELD[check.digest])
+        written[check.digest] = path
+    return replace(task, check=replace(check, data=path))
 
 
 def given_arguments(check: GivenCheck) -> dict[str, np.ndarray]:

@@ -56,7 +56,8 @@ class PoisonedHere(SyntheticSession):
     worker process's session answers normally)."""
 
     def evaluate(self, job):
-        return self.run_task()
+        self.run_task()
+        return super().evaluate(job)
 
     def run_task(self):
         if os.environ.get("POISON_PID") == str(os.getpid()):
@@ -223,3 +224,26 @@ print("pandas" in sys.modules)
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"
+
+
+def test_after_a_poisoned_context_the_worker_gets_the_arguments_in_files(tmp_path, monkeypatch):
+    """The arguments a session here held in memory reach the worker that takes over as files,
+    written once, checked and timed there, and removed when the evaluator closes."""
+    import autotune.gpu.given as given
+    import autotune.kt.api as api
+
+    monkeypatch.setenv("POISON_PID", str(os.getpid()))
+    n = 100
+    x = np.arange(n, dtype=np.float32)
+    with InProcessEvaluator(session=f"{__name__}:PoisonedHere") as here:
+        with pytest.warns(RuntimeWarning, match="restart Python"):
+            results, _ = api.tune_kernel(
+                "scale", SOURCE, n, [np.zeros_like(x), x, np.int32(n)],
+                {"block_size_x": [32, 64, 128]}, answer=[2 * x, None, None], evaluator=here,
+                storage=str(tmp_path / "r.db"), compiler_cache=None, quiet=True,
+                strategy="brute_force",
+            )  # fmt: skip
+        written = list(here._written.values())
+    assert sorted(r["status"] for r in results) == ["CRASH", "OK", "OK"]
+    assert len(written) == 1 and not written[0].exists()  # one directory, removed at close
+    assert given._HELD == {}
