@@ -86,6 +86,12 @@ def rewrite(text: str) -> Rewritten:
     )
 
 
+# The seed of the configurations a budget pins (pinned_sample): the same for both tools and
+# every run, so that a table's two best times are of the same configurations.
+PIN_SEED = 0
+RESTRICTIONS_AT = 3  # restrictions' place among tune_kernel's arguments after tune_params
+
+
 class Calls:
     """Every tune_kernel call of the script: what was asked, how long it took, what came back."""
 
@@ -96,12 +102,25 @@ class Calls:
     def wrap(self, tune_kernel, **ours):
         def call(kernel_name, kernel_source, problem_size, arguments, tune_params, *args, **kw):
             strategy = kw.get("strategy")
-            if self.max_fevals is not None:
+            pinned = None
+            if self.max_fevals is not None and strategy in (None, "brute_force"):
+                # A budget on a brute-force script: the same configurations for both tools,
+                # brute-forced, rather than a random sample of each tool's own drawing (two
+                # draws of 20 among 1,080 made best times differ by 1.5x either way).
+                args = list(args)
+                given = args[RESTRICTIONS_AT] if len(args) > RESTRICTIONS_AT else None
+                given = kw.pop("restrictions", given)
+                names = kw.get("block_size_names")
+                pinned = pinned_sample(tune_params, given, names, self.max_fevals, PIN_SEED)
+                if len(args) > RESTRICTIONS_AT:
+                    args[RESTRICTIONS_AT] = pinned
+                else:
+                    kw["restrictions"] = pinned
+                strategy = kw["strategy"] = "brute_force"
+            elif self.max_fevals is not None:
                 options = dict(kw.get("strategy_options") or {})
                 options.setdefault("max_fevals", self.max_fevals)
                 kw["strategy_options"] = options
-                if strategy in (None, "brute_force"):
-                    strategy = kw["strategy"] = "random_sample"  # a budget needs a sample
             for k, v in ours.items():
                 kw.setdefault(k, v() if callable(v) else v)
             name = getattr(strategy, "__name__", strategy) or "brute_force"
@@ -119,6 +138,7 @@ class Calls:
                     "kernel": kernel_name,
                     "strategy": str(name).rpartition(".")[2],
                     "max_fevals": (kw.get("strategy_options") or {}).get("max_fevals"),
+                    "pinned": len(pinned.configurations) if pinned is not None else None,
                     "evaluations": len(results),
                     "valid": len(times),
                     "best_ms": min(times) if times else math.nan,
@@ -133,6 +153,54 @@ class Calls:
             return results, env
 
         return call
+
+
+class Pinned:
+    """A restriction admitting only the configurations pinned_sample chose, in both of Kernel
+    Tuner's forms (and so autotune's): a function of the tunables' dict where it is the only
+    restriction, of the tunables by position where a tool adds one of its own beside it."""
+
+    def __init__(self, names: list[str], configurations: set[tuple]) -> None:
+        self.names = names
+        self.configurations = configurations
+
+    def __call__(self, *values) -> bool:
+        if len(values) == 1 and isinstance(values[0], dict):
+            values = tuple(values[0][n] for n in self.names)
+        return tuple(_plain(v) for v in values) in self.configurations
+
+
+def pinned_sample(tune_params, restrictions, block_size_names, count: int, seed: int) -> Pinned:
+    """`count` configurations of the call's space (its restrictions and at most 1,024 threads a
+    block, as both tools apply them), drawn with `seed` so that every run and both tools get
+    the same ones, as the restriction that admits only them."""
+    import random
+
+    from autotune.kt.arguments import check_request
+    from autotune.kt.space import bind_space
+    from autotune.model.space import DeviceLimits
+
+    request = check_request(
+        {
+            "kernel_name": "pinned",
+            "kernel_source": "",
+            "problem_size": 1,
+            "arguments": [],
+            "tune_params": tune_params,
+            "restrictions": restrictions,
+            "block_size_names": block_size_names,
+        }
+    )
+    names = list(request.tune_params)
+    space = bind_space(request, DeviceLimits())
+    every = [tuple(_plain(c.as_dict()[n]) for n in names) for c in space]
+    chosen = random.Random(seed).sample(every, min(count, len(every)))
+    return Pinned(names, set(chosen))
+
+
+def _plain(value):
+    """A tunable's value as a plain Python one (NumPy scalars hash and compare alike)."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def _seconds(ms) -> float | None:

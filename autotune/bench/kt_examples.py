@@ -192,6 +192,8 @@ def _script(report: dict, prefix: str) -> dict:
 
 
 def _strategy(call: dict) -> str:
+    if call.get("pinned") is not None:
+        return f"{call['strategy']} (pinned {call['pinned']})"
     budget = call.get("max_fevals")
     return call["strategy"] + (f" ({budget})" if budget else "")
 
@@ -275,7 +277,8 @@ def write_table(rows: list[dict], excluded: list[Example], path: Path, title: li
 @click.option(
     "--max-fevals",
     type=StrictIntRange(1, 1_000_000),
-    help="A budget for every call, for both tools: random_sample of N where a script brute-forces.",
+    help="A budget for every call, for both tools: where a script brute-forces, both brute-force "
+    "the same N configurations (drawn once, seeded); other strategies get max_fevals N.",
 )
 @click.option(
     "--kt-lang",
@@ -352,7 +355,13 @@ def table_title(synthetic: bool, with_kt: bool, timeout_s: float, max_fevals, kt
         title.append(
             f"On the GPU; Kernel Tuner {KT_VERSION} beside it: {'yes' if with_kt else 'no'}."
         )
-    budget = f"max_fevals {max_fevals} per call" if max_fevals else "each script's own"
+    budget = (
+        f"{max_fevals} configurations per call: where a script brute-forces, the same "
+        f"{max_fevals} for both tools (drawn once with seed 0 from the call's space, "
+        "brute-forced: 'pinned'), else max_fevals"
+        if max_fevals
+        else "each script's own"
+    )
     title.append(
         f"Budget: {budget}; time limit {timeout_s:g} s per run. Command: "
         f"`autotune bench kt-examples{' --synthetic' if synthetic else ''}"

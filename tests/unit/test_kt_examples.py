@@ -157,3 +157,53 @@ def test_a_package_of_the_script_s_own_that_is_missing_is_named_not_failed() -> 
     assert _missing_module(ModuleNotFoundError("x", name="kernel_tuner.util")) is None
     assert _missing_module(ModuleNotFoundError("x", name="autotune.kt")) is None
     assert _missing_module(ImportError("x")) is None
+
+
+def test_a_budget_on_a_brute_force_script_pins_the_same_configurations_for_both_tools() -> None:
+    """Both tools brute-force the same seeded draw of the call's space (its restrictions and
+    1,024 threads a block applied), so that two best times are of the same configurations."""
+    from autotune.bench.kt_example_run import PIN_SEED, Calls, pinned_sample
+
+    tune_params = {"block_size_x": [16, 32, 64, 128, 256, 512, 1024], "block_size_y": [1, 2, 4]}
+    asked = []
+
+    def fake_tune_kernel(name, source, size, args, params, *rest, **kw):
+        asked.append((rest, kw))
+        return [{"time": 1.0}], {}
+
+    wrapped = Calls(max_fevals=5).wrap(fake_tune_kernel)
+    wrapped("k", "s", 1, [], tune_params, restrictions=["block_size_x * block_size_y >= 64"])
+    wrapped("k", "s", 1, [], tune_params, None, None, None, ["block_size_x >= 64"])
+    wrapped("k", "s", 1, [], tune_params, strategy="random_sample")
+    (_, first), (positional, second), (_, third) = asked
+    pinned = first["restrictions"]
+    assert first["strategy"] == "brute_force" and len(pinned.configurations) == 5
+    # Every pinned configuration meets the script's restriction and the thread limit.
+    for x, y in pinned.configurations:
+        assert x * y >= 64 and x * y <= 1024
+        assert pinned({"block_size_x": x, "block_size_y": y}) and pinned(x, y)  # both forms
+    again = pinned_sample(tune_params, ["block_size_x * block_size_y >= 64"], None, 5, PIN_SEED)
+    assert again.configurations == pinned.configurations  # the same draw every run
+    assert {x for x, _ in positional[3].configurations} <= {64, 128, 256, 512, 1024}
+    assert second["strategy"] == "brute_force" and "restrictions" not in second
+    # A script's own strategy keeps its own draw, under the budget.
+    assert third["strategy_options"] == {"max_fevals": 5} and "restrictions" not in third
+
+
+def test_pinned_configurations_are_the_only_ones_autotune_tunes(tmp_path) -> None:
+    from autotune.bench.kt_example_run import pinned_sample
+    from autotune.kt.arguments import check_request
+    from autotune.kt.space import bind_space
+    from autotune.model.space import DeviceLimits
+
+    tune_params = {"block_size_x": [32, 64, 128, 256], "unroll": [1, 2, 4, 8]}
+    pinned = pinned_sample(tune_params, None, None, 6, 0)
+    request = check_request(
+        {"kernel_name": "k", "kernel_source": "", "problem_size": 1, "arguments": [],
+         "tune_params": tune_params, "restrictions": pinned}
+    )  # fmt: skip
+    kept = {
+        (c.as_dict()["block_size_x"], c.as_dict()["unroll"])
+        for c in bind_space(request, DeviceLimits())
+    }
+    assert kept == pinned.configurations
