@@ -371,7 +371,7 @@ def table_title(synthetic: bool, with_kt: bool, timeout_s: float, max_fevals, kt
     )
     title.append(
         "wall_s: the tune_kernel calls, start to return; tuning_s: of which the tuner ran "
-        "(the rest: the GPU worker's start, the store, the arguments); compile_s: NVRTC's "
+        "(the rest: the GPU's opening, the store, the arguments); compile_s: NVRTC's "
         "compiles, summed over the compile pool; script_s: the process that ran the script, start "
         "to exit (every import included). Each tool's compile cache starts empty and lasts the "
         "suite's run (autotune's cubins; CuPy's kernel cache under Kernel Tuner), as a user's "
