@@ -48,9 +48,9 @@ if TYPE_CHECKING:
 
 CACHE_ROOT = Path.home() / ".cache" / "autotune"  # the CLI's cubin cache is cubins/ under it
 
-# The store's modules (pandas, SQLAlchemy: kt.cache, kt.cache_file, store, tuning.session) are
-# imported inside the functions, after tune_kernel has spawned the GPU worker, so that it boots
-# while they load: `from autotune import tune_kernel` leaves them out.
+# The store's modules (SQLAlchemy: kt.cache, kt.cache_file, store, tuning.session) are imported
+# inside the functions, after tune_kernel has started opening the GPU, so that it opens while
+# they load: `from autotune import tune_kernel` leaves them out.
 
 
 def tune_kernel(
@@ -114,7 +114,7 @@ def tune_kernel(
     own_worker = evaluator is None
     if own_worker:
         # Either opens the GPU (on a thread here, or in the spawned worker) while this process
-        # loads the store (pandas and SQLAlchemy: 0.3 s of the caller's 0.5 s of imports) and
+        # loads the store (SQLAlchemy and the store's modules: 0.3 s on the 2-core machine) and
         # opens the database. A worker's exit at the end is not waited for (0.3-0.4 s of a CUDA
         # context's teardown on the H200).
         evaluator = (
