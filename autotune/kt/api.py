@@ -43,7 +43,6 @@ from autotune.tuning.pipeline import compile_jobs
 from autotune.tuning.studies import Study
 
 if TYPE_CHECKING:
-    from autotune.kt.cache_file import CacheFile
     from autotune.tuning.session import Session
 
 CACHE_ROOT = Path.home() / ".cache" / "autotune"  # the CLI's cubin cache is cubins/ under it
@@ -159,7 +158,7 @@ def tune_kernel(
 
 
 def _tune(request: KernelRequest, session: Session, storage: str, started: float, in_process: bool):
-    from autotune.kt.cache_file import entry_key
+    from autotune.kt.cache_file import entry_key, open_cache
 
     runner = session.runner
     info = runner.device
@@ -211,7 +210,7 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
         verify = output_check(request.output_observers, verify, request.answer)
         problem = study_problem(request)
         study = Study(family, problem, space, check=check, verify=verify, objective=_told(request))
-        cache = _open_cache(request, session, family, problem, space) if request.cache else None
+        cache = open_cache(request, session, family, problem, space) if request.cache else None
         new: dict[str, dict] = {}
 
         def progress(p) -> None:
@@ -261,56 +260,6 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
             release_arguments(digest)
         else:
             shutil.rmtree(data, ignore_errors=True)
-
-
-def _open_cache(request: KernelRequest, session, family, problem, space) -> CacheFile:
-    """The call's cache file, opened for appending; what autotune measured into it before (same
-    device, same timing protocol) and the database lacks joins the database, so the call goes on
-    from there."""
-    from autotune.kt.cache import KtCacheError
-    from autotune.kt.cache_file import CacheFile, cached_config, cached_measurement
-
-    size = request.problem_size
-    header = {
-        "device_name": session.device.name,
-        "kernel_name": request.kernel_name,
-        "problem_size": "callable" if callable(size) else list(size),
-        "tune_params_keys": list(request.tune_params),
-        "tune_params": {k: list(v) for k, v in request.tune_params.items()},
-        "objective": request.objective,
-    }
-    digest = session.runner.kernel_digest(family)
-    cache = CacheFile(request.cache, header, digest)
-    try:
-        entries = cache.open()
-    except (KtCacheError, OSError) as err:
-        raise TuneKernelError(f"tune_kernel: {err}") from None
-    if not cache.ours:
-        if entries and not request.quiet:
-            print(
-                f"tune_kernel: the {len(entries)} results in {request.cache} were measured by "
-                "Kernel Tuner, under another timing protocol or of other code: they stay in it "
-                "and are measured again"
-            )
-        return cache
-    store, protocol = session.store, session.runner.protocol
-    known = {
-        h.config
-        for h in store.evaluations(session.device_id, family.name, problem, protocol, digest)
-    }
-    imported = []
-    for entry in entries.values():
-        config = cached_config(entry, request.tune_params, space)
-        if config is not None and config not in known:
-            imported.append((config, cached_measurement(entry)))
-    if imported:
-        run = store.start_run(session.device_id, f"tune_kernel cache file {request.cache}", {})
-        for config, m in imported:
-            store.record(
-                run, session.device_id, family.name, problem, config, m, problem.flops, digest
-            )
-        store.finish_run(run)
-    return cache
 
 
 def _result(config, m, request: KernelRequest, stored: bool = False) -> dict[str, Any]:

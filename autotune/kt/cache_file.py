@@ -16,13 +16,17 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from autotune.kt.arguments import KernelRequest, TuneKernelError
 from autotune.kt.cache import KtCacheError, read_json
 from autotune.model.records import TIMING_PROTOCOL, Measurement, Status
 from autotune.model.space import Config
+
+if TYPE_CHECKING:
+    from autotune.tuning.session import Session
 
 # The header keys that say autotune wrote the file, under which timing protocol, of which code.
 MARKER = "autotune_timing_protocol"
@@ -134,4 +138,51 @@ class CacheFile:
         tmp.replace(self.path)
 
 
-__all__ = ["DIGEST", "MARKER", "CacheFile", "entry_key"]
+def open_cache(request: KernelRequest, session: Session, family, problem, space) -> CacheFile:
+    """The call's cache file, opened for appending; what autotune measured into it before (same
+    device, same timing protocol) and the database lacks joins the database, so the call goes on
+    from there."""
+    size = request.problem_size
+    header = {
+        "device_name": session.device.name,
+        "kernel_name": request.kernel_name,
+        "problem_size": "callable" if callable(size) else list(size),
+        "tune_params_keys": list(request.tune_params),
+        "tune_params": {k: list(v) for k, v in request.tune_params.items()},
+        "objective": request.objective,
+    }
+    digest = session.runner.kernel_digest(family)
+    cache = CacheFile(request.cache, header, digest)
+    try:
+        entries = cache.open()
+    except (KtCacheError, OSError) as err:
+        raise TuneKernelError(f"tune_kernel: {err}") from None
+    if not cache.ours:
+        if entries and not request.quiet:
+            print(
+                f"tune_kernel: the {len(entries)} results in {request.cache} were measured by "
+                "Kernel Tuner, under another timing protocol or of other code: they stay in it "
+                "and are measured again"
+            )
+        return cache
+    store, protocol = session.store, session.runner.protocol
+    known = {
+        h.config
+        for h in store.evaluations(session.device_id, family.name, problem, protocol, digest)
+    }
+    imported = []
+    for entry in entries.values():
+        config = cached_config(entry, request.tune_params, space)
+        if config is not None and config not in known:
+            imported.append((config, cached_measurement(entry)))
+    if imported:
+        run = store.start_run(session.device_id, f"tune_kernel cache file {request.cache}", {})
+        for config, m in imported:
+            store.record(
+                run, session.device_id, family.name, problem, config, m, problem.flops, digest
+            )
+        store.finish_run(run)
+    return cache
+
+
+__all__ = ["DIGEST", "MARKER", "CacheFile", "entry_key", "open_cache"]
