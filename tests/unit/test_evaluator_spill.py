@@ -11,7 +11,7 @@ import numpy as np
 
 import autotune.model.evaluator as evaluator
 from autotune.families.plan import Launch
-from autotune.gpu.given import GivenCheck, write_arguments
+from autotune.gpu.given import GivenCheck, argument_arrays, write_arguments
 from autotune.gpu.synthetic import SyntheticSession
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.evaluator import SpilledArray, WithOutputs, spill
@@ -34,7 +34,9 @@ def test_large_arrays_are_spilled_to_files_and_read_back_once(tmp_path, monkeypa
 def test_the_synthetic_worker_spills_what_a_real_one_would(tmp_path, monkeypatch):
     monkeypatch.setattr(evaluator, "SPILL_BYTES", 64)
     x = np.linspace(0, 1, 100)
-    data, digest = write_arguments(tmp_path, [x, np.int32(100)], [x / 3, None], None)
+    data, digest = write_arguments(
+        tmp_path, argument_arrays([x, np.int32(100)], [x / 3, None], None)
+    )
     check = GivenCheck(data, digest, 2, (0,), 1e-6, TimingPolicy(), outputs_back=True)
     assert check.outputs_directory == Path(data) / "outputs"  # removed with the arguments
     plan = SimpleNamespace(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from autotune.gpu.given import read_arguments, takes_atol, write_arguments
+from autotune.gpu.given import argument_arrays, read_arguments, takes_atol, write_arguments
 from autotune.kt.api import tune_kernel
 from autotune.kt.arguments import UNSUPPORTED, TuneKernelError, check_request
 from autotune.kt.kernel import GivenKernel, GivenKernelError
@@ -148,13 +148,13 @@ def test_arguments_answer_and_signature(tmp_path):
     # Another kernel text, or other compiler options, is another study.
     assert signature(check_request(args(kernel_source=SOURCE + "\n"))) != text
     assert signature(check_request(args(compiler_options=["-use_fast_math"]))) != text
-    path, name = write_arguments(tmp_path, request.arguments, request.answer, {})
+    path, name = write_arguments(tmp_path, argument_arrays(request.arguments, request.answer, {}))
     saved = read_arguments(path)
     assert set(saved) == {"arg0", "arg1", "arg2", "answer0"}
     assert saved["arg2"][()] == 100 and saved["arg2"].dtype == np.int32
     assert isinstance(saved["arg0"], np.memmap)  # mapped, not read
     # Each call its own directory (the call removes it at its end), named apart.
-    again, other = write_arguments(tmp_path, request.arguments, request.answer, {})
+    again, other = write_arguments(tmp_path, argument_arrays(request.arguments, request.answer, {}))
     assert again != path and other != name and path.name == f"arguments-{name}"
 
 
