@@ -155,25 +155,16 @@ class Calls:
         return call
 
 
-class Pinned:
-    """A restriction admitting only the configurations pinned_sample chose, in both of Kernel
-    Tuner's forms (and so autotune's): a function of the tunables' dict where it is the only
-    restriction, of the tunables by position where a tool adds one of its own beside it."""
-
-    def __init__(self, names: list[str], configurations: set[tuple]) -> None:
-        self.names = names
-        self.configurations = configurations
-
-    def __call__(self, *values) -> bool:
-        if len(values) == 1 and isinstance(values[0], dict):
-            values = tuple(values[0][n] for n in self.names)
-        return tuple(_plain(v) for v in values) in self.configurations
-
-
-def pinned_sample(tune_params, restrictions, block_size_names, count: int, seed: int) -> Pinned:
+def pinned_sample(tune_params, restrictions, block_size_names, count: int, seed: int):
     """`count` configurations of the call's space (its restrictions and at most 1,024 threads a
     block, as both tools apply them), drawn with `seed` so that every run and both tools get
-    the same ones, as the restriction that admits only them."""
+    the same ones, as the restriction that admits only them (its `configurations`: the tuples
+    of the tunables' values in tune_params' order).
+
+    The restriction is a plain function of `*values`, which both of Kernel Tuner's forms call:
+    with the tunables' dict where it is the only restriction, with the tunables by position
+    where a tool adds one of its own beside it. Kernel Tuner 1.5 reads a restriction's source
+    to turn lambdas into text, and refuses a callable object, so it is neither."""
     import random
 
     from autotune.kt.arguments import check_request
@@ -194,8 +185,15 @@ def pinned_sample(tune_params, restrictions, block_size_names, count: int, seed:
     names = list(request.tune_params)
     space = bind_space(request, DeviceLimits())
     every = [tuple(_plain(c.as_dict()[n]) for n in names) for c in space]
-    chosen = random.Random(seed).sample(every, min(count, len(every)))
-    return Pinned(names, set(chosen))
+    chosen = set(random.Random(seed).sample(every, min(count, len(every))))
+
+    def pinned(*values) -> bool:
+        if len(values) == 1 and isinstance(values[0], dict):
+            values = tuple(values[0][n] for n in names)
+        return tuple(_plain(v) for v in values) in chosen
+
+    pinned.configurations = chosen
+    return pinned
 
 
 def _plain(value):

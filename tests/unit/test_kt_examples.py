@@ -207,3 +207,18 @@ def test_pinned_configurations_are_the_only_ones_autotune_tunes(tmp_path) -> Non
         for c in bind_space(request, DeviceLimits())
     }
     assert kept == pinned.configurations
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_kernel_tuner_builds_the_pinned_configurations_alone(alone) -> None:
+    """Kernel Tuner 1.5 reads a restriction's source (to turn lambdas into text) and calls it
+    with the tunables' dict alone, or by position beside others: its space is the pinned one."""
+    pytest.importorskip("kernel_tuner", reason="Kernel Tuner is not installed (extra: bench)")
+    from kernel_tuner.searchspace import Searchspace
+
+    from autotune.bench.kt_example_run import pinned_sample
+
+    tune_params = {"block_size_x": [16, 64, 256, 1024], "block_size_y": [1, 2, 4], "tile": [1, 2]}
+    pinned = pinned_sample(tune_params, ["block_size_x * tile <= 512"], None, 6, 0)
+    space = Searchspace(tune_params, pinned if alone else [pinned], 1024)
+    assert {tuple(c) for c in space.list} == pinned.configurations
