@@ -184,21 +184,17 @@ def pinned_sample(tune_params, restrictions, block_size_names, count: int, seed:
     )
     names = list(request.tune_params)
     space = bind_space(request, DeviceLimits())
-    every = [tuple(_plain(c.as_dict()[n]) for n in names) for c in space]
+    every = [tuple(c.as_dict()[n] for n in names) for c in space]
     chosen = set(random.Random(seed).sample(every, min(count, len(every))))
 
     def pinned(*values) -> bool:
+        # NumPy scalars hash and compare as the Python values a Config holds.
         if len(values) == 1 and isinstance(values[0], dict):
             values = tuple(values[0][n] for n in names)
-        return tuple(_plain(v) for v in values) in chosen
+        return values in chosen
 
     pinned.configurations = chosen
     return pinned
-
-
-def _plain(value):
-    """A tunable's value as a plain Python one (NumPy scalars hash and compare alike)."""
-    return value.item() if hasattr(value, "item") else value
 
 
 def _seconds(ms) -> float | None:

@@ -70,11 +70,6 @@ class PoisonTask:
         return session.run_task()
 
 
-class NoDriverSession:
-    def __init__(self, device_index: int = 0) -> None:
-        raise NoGpu("no NVIDIA driver found (a stand-in)")
-
-
 class BrokenSession:
     def __init__(self, device_index: int = 0) -> None:
         raise RuntimeError("cudaErrorDevicesUnavailable: all CUDA-capable devices are busy")
@@ -96,10 +91,13 @@ def test_the_session_opens_on_a_thread_and_tasks_run_in_this_process_with_its_de
 
 @pytest.mark.parametrize(
     "session, said",
-    [("NoDriverSession", "no NVIDIA driver found"), ("BrokenSession", "devices are busy")],
+    [
+        ("tests.unit.test_worker_start:NoDriverSession", "no NVIDIA driver found"),
+        (f"{__name__}:BrokenSession", "devices are busy"),
+    ],
 )
 def test_no_gpu_is_said_on_first_use_and_again_when_asked_again(session, said):
-    evaluator = InProcessEvaluator(session=f"{__name__}:{session}", wait=False)
+    evaluator = InProcessEvaluator(session=session, wait=False)
     try:
         with pytest.raises(NoGpu, match=said):
             _ = evaluator.device
