@@ -4,8 +4,18 @@
 # these check what this session changed; 5-7 are queued for the next session (../queued/). Carried: `.whl` (../shared/device/wheels.sh
 # --kernel-tuner) and `.kt_examples/cuda` (Kernel Tuner's examples/cuda, its public snapshot).
 # Run as: LIMIT=580 OUT=$OUT bash results/h200/20261130c/calls.sh N
+# (Calls 1-4 ran with kt_suite's lines written out in each; call 4 also packed its test logs
+# into kt4.tgz.)
 set -u
 . "$(dirname "$0")/../calls_lib.sh"
+kt_suite() {  # NAME EXAMPLE...: Kernel Tuner's examples beside Kernel Tuner 1.5.0 on CuPy,
+    # max_fevals 20, 150 s a run, into $OUT/NAME, packed as NAME.tgz
+    local name=$1 e; shift; local args=()
+    for e in "$@"; do args+=(--only "$e"); done
+    timeout -k 5 $(( $(left) - 5 )) python3 -m autotune bench kt-examples --examples .kt_examples/cuda --kernel-tuner --kt-lang cupy --max-fevals 20 --timeout 150 "${args[@]}" --output "$OUT/$name" > "$OUT/$name.log" 2>&1
+    say "kt-examples $name: rc=$?"; cat "$OUT/$name"/*.md >> "$OUT/summary.txt" 2>/dev/null
+    (cd "$OUT" && tar -czf "$name.tgz" "$name" "$name.log" && rm -rf "$name" "$name.log")
+}
 case "${1:?1 to 7}" in
 1)  # tune_kernel's kernels in the caller's process (InProcessEvaluator, its new default; the
     # worker with isolate=True): the GPU tests (a kernel that loses the caller's context is a
@@ -20,18 +30,14 @@ case "${1:?1 to 7}" in
         AUTOTUNE_DB=/tmp/home/timeline_$n.db timeout -k 5 60 python3 results/h200/20261130c/kt_call_timeline.py $how > "$OUT/kt_call_timeline_${n}_$how.md" 2>&1
         say "timeline $n $how: rc=$? $(head -1 "$OUT/kt_call_timeline_${n}_$how.md")"
     done
-    args=(); for e in stencil.py vector_add.py vector_add_codegen.py vector_add_cupy.py vector_add_custom_strategy.py vector_add_jinja.py vector_add_jinja2.py vector_add_metric.py vector_add_nvcuda.py spmv.py; do args+=(--only "$e"); done
-    timeout -k 5 $(( $(left) - 5 )) python3 -m autotune bench kt-examples --examples .kt_examples/cuda --kernel-tuner --kt-lang cupy --max-fevals 20 --timeout 150 "${args[@]}" --output "$OUT/kt" > "$OUT/kt.log" 2>&1; say "kt-examples small: rc=$?"; cat "$OUT"/kt/*.md >> "$OUT/summary.txt" 2>/dev/null
-    (cd "$OUT" && tar -czf kt.tgz kt kt.log && rm -rf kt kt.log) ;;
+    kt_suite kt stencil.py vector_add.py vector_add_codegen.py vector_add_cupy.py vector_add_custom_strategy.py vector_add_jinja.py vector_add_jinja2.py vector_add_metric.py vector_add_nvcuda.py spmv.py ;;
 2|3)  # The rest of Kernel Tuner's in-scope suite, in two parts.
     install || exit 1
     case $1 in
     2) only="accuracy.py convolution.py convolution_correct.py reduction.py" ;;
     3) only="expdist.py matmul.py sepconv.py zeromeanfilter.py vector_add_observers.py" ;;
     esac
-    args=(); for e in $only; do args+=(--only "$e"); done
-    timeout -k 5 $(( $(left) - 5 )) python3 -m autotune bench kt-examples --examples .kt_examples/cuda --kernel-tuner --kt-lang cupy --max-fevals 20 --timeout 150 "${args[@]}" --output "$OUT/kt$1" > "$OUT/kt$1.log" 2>&1; say "kt-examples part $1: rc=$?"; cat "$OUT/kt$1"/*.md >> "$OUT/summary.txt" 2>/dev/null
-    (cd "$OUT" && tar -czf kt$1.tgz kt$1 kt$1.log && rm -rf kt$1 kt$1.log) ;;
+    kt_suite "kt$1" $only ;;
 4)  # The arguments handed over in memory to a session in the caller's process (no .npy
     # files) and pandas left out of a call: the GPU tests, the call's timeline both ways (new
     # stores), then the examples whose wall missed Kernel Tuner's in calls 1-3 (reduction.py:
@@ -48,9 +54,7 @@ case "${1:?1 to 7}" in
         say "timeline $n $how: rc=$? $(head -1 "$OUT/tl4_${n}_$how.md")"
     done
     (cd "$OUT" && tar -czf tl4.tgz tl4_*.md && rm tl4_*.md)
-    args=(); for e in reduction.py vector_add_custom_strategy.py vector_add_observers.py accuracy.py; do args+=(--only "$e"); done
-    timeout -k 5 $(( $(left) - 5 )) python3 -m autotune bench kt-examples --examples .kt_examples/cuda --kernel-tuner --kt-lang cupy --max-fevals 20 --timeout 150 "${args[@]}" --output "$OUT/kt4" > "$OUT/kt4.log" 2>&1; say "kt-examples call 4: rc=$?"; cat "$OUT/kt4"/*.md >> "$OUT/summary.txt" 2>/dev/null
-    (cd "$OUT" && tar -czf kt4.tgz kt4 kt4.log *.log 2>/dev/null; rm -rf kt4 *.log) ;;
+    kt_suite kt4 reduction.py vector_add_custom_strategy.py vector_add_observers.py accuracy.py ;;
 5)  # Queued. The worker that takes over after a kernel poisons the caller's context, given the
     # arguments as files (479bcc7: in call 4 it had none, LAUNCH_ERROR); accuracy.py's wall
     # both ways, to split the in-memory return of its 800 MB outputs (call 4: 58.7 s, where
@@ -71,8 +75,6 @@ case "${1:?1 to 7}" in
     6) only="accuracy.py convolution.py convolution_correct.py reduction.py expdist.py" ;;
     7) only="matmul.py sepconv.py spmv.py zeromeanfilter.py vector_add_observers.py stencil.py vector_add.py vector_add_codegen.py vector_add_cupy.py vector_add_custom_strategy.py vector_add_jinja.py vector_add_jinja2.py vector_add_metric.py vector_add_nvcuda.py" ;;
     esac
-    args=(); for e in $only; do args+=(--only "$e"); done
-    timeout -k 5 $(( $(left) - 5 )) python3 -m autotune bench kt-examples --examples .kt_examples/cuda --kernel-tuner --kt-lang cupy --max-fevals 20 --timeout 150 "${args[@]}" --output "$OUT/kt$1" > "$OUT/kt$1.log" 2>&1; say "kt-examples part $1: rc=$?"; cat "$OUT/kt$1"/*.md >> "$OUT/summary.txt" 2>/dev/null
-    (cd "$OUT" && tar -czf kt$1.tgz kt$1 kt$1.log && rm -rf kt$1 kt$1.log) ;;
+    kt_suite "kt$1" $only ;;
 esac
 say "call $1 done in $((SECONDS - T0)) s"
