@@ -3,7 +3,8 @@
 # GPU machine, with LIMIT and OUT set): the time left of the call's LIMIT seconds, the summary
 # line (`say`), the wheels installed into /tmp/site (`install`), GPU test files run under a cap
 # (`gpu_tests`, CAP seconds each), the store carried between calls (`restore_db`, `save_db`),
-# a model tuned and benched (`tune`, `bench_model`) and the logs packed (`pack`). The calls of
+# a model tuned and benched (`tune`, `bench_model`), Kernel Tuner's examples beside Kernel
+# Tuner (`kt_suite`) and the logs packed (`pack`). The calls of
 # earlier sessions (results/h200/2026*/calls.sh) keep their own copy, as they ran.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -45,3 +46,11 @@ bench_model() {  # model batch precision [more options]
     grep -h "^Our convolutions" "$OUT/model_${m}_$p"/layers_*.md >> "$OUT/summary.txt" 2>/dev/null
 }
 pack() { (cd "$OUT" && tar -czf logs_models.tgz *.log model_* 2>/dev/null && rm -rf *.log model_*); }
+kt_suite() {  # NAME EXAMPLE...: Kernel Tuner's examples beside Kernel Tuner 1.5.0 on CuPy,
+    # max_fevals 20, 150 s a run, into $OUT/NAME, packed as NAME.tgz
+    local name=$1 e; shift; local args=()
+    for e in "$@"; do args+=(--only "$e"); done
+    timeout -k 5 $(( $(left) - 5 )) python3 -m autotune bench kt-examples --examples .kt_examples/cuda --kernel-tuner --kt-lang cupy --max-fevals 20 --timeout 150 "${args[@]}" --output "$OUT/$name" > "$OUT/$name.log" 2>&1
+    say "kt-examples $name: rc=$?"; cat "$OUT/$name"/*.md >> "$OUT/summary.txt" 2>/dev/null
+    (cd "$OUT" && tar -czf "$name.tgz" "$name" "$name.log" && rm -rf "$name" "$name.log")
+}

@@ -8,14 +8,6 @@
 # into kt4.tgz.)
 set -u
 . "$(dirname "$0")/../calls_lib.sh"
-kt_suite() {  # NAME EXAMPLE...: Kernel Tuner's examples beside Kernel Tuner 1.5.0 on CuPy,
-    # max_fevals 20, 150 s a run, into $OUT/NAME, packed as NAME.tgz
-    local name=$1 e; shift; local args=()
-    for e in "$@"; do args+=(--only "$e"); done
-    timeout -k 5 $(( $(left) - 5 )) python3 -m autotune bench kt-examples --examples .kt_examples/cuda --kernel-tuner --kt-lang cupy --max-fevals 20 --timeout 150 "${args[@]}" --output "$OUT/$name" > "$OUT/$name.log" 2>&1
-    say "kt-examples $name: rc=$?"; cat "$OUT/$name"/*.md >> "$OUT/summary.txt" 2>/dev/null
-    (cd "$OUT" && tar -czf "$name.tgz" "$name" "$name.log" && rm -rf "$name" "$name.log")
-}
 case "${1:?1 to 7}" in
 1)  # tune_kernel's kernels in the caller's process (InProcessEvaluator, its new default; the
     # worker with isolate=True): the GPU tests (a kernel that loses the caller's context is a

@@ -16,11 +16,14 @@ case "${1:?1 to 4}" in
     LIMIT=$(left) bash results/h200/20261130c/calls.sh 5 ;;
 2)  LIMIT=$(left) bash results/h200/20261130c/calls.sh 6 ;;
 3)  LIMIT=$(left) bash results/h200/20261130c/calls.sh 7 ;;
-4)  # accuracy.py's calls step by step (example_timeline.py), in this process: call 1's cProfile
+4)  # reduction.py, which call 2 (../20261130c's 6) did not reach: Kernel Tuner's
+    # convolution.py and convolution_correct.py ran into the 150 s limit before it. Then
+    # accuracy.py's calls step by step (example_timeline.py), in this process: call 1's cProfile
     # could not split them (Python 3.12's profiler puts every thread's calls on one stack).
     # Predicted from host_copy.py: the observers 1.2-1.7 s a configuration, the output's return
     # about 0.3 s, the rest of an evaluation under 0.1 s.
     install || exit 1
+    kt_suite kt_reduction reduction.py
     (cd .kt_examples/cuda && AUTOTUNE_DB=/tmp/home/accuracy_tl.db timeout -k 5 $(( $(left) - 10 )) python3 "$OLDPWD/results/h200/20261130d/example_timeline.py" accuracy.py > "$OUT/accuracy_timeline.md" 2>&1)
     say "accuracy timeline: rc=$?"; cat "$OUT/accuracy_timeline.md" >> "$OUT/summary.txt" ;;
 esac
