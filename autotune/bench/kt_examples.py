@@ -57,8 +57,14 @@ COLUMNS = (
     "kt_best_ms",
     "kt_wall_s",
     "kt_script_s",
+    "best_vs_kt",
+    "wall_vs_kt",
     "lines_changed",
 )
+# Issue 33's targets beside Kernel Tuner on the same budget and strategy: each call's best time
+# at most 1.05x Kernel Tuner's, the calls' wall time at most Kernel Tuner's.
+BEST_TARGET = 1.05
+WALL_TARGET = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +186,29 @@ def row(example: Example, ours: dict, theirs: dict | None) -> dict:
             out["kt_status"] += f": {theirs['error']}"
         out.update(_totals(theirs, "kt_"))
         out.update(_script(theirs, "kt_"))
+        out.update(_against(ours, theirs))
     out["lines_changed"] = ours.get("lines_changed", "")
     return out
+
+
+def _against(ours: dict, theirs: dict) -> dict:
+    """Where both tools ran the same calls: the worst call's best time against Kernel Tuner's
+    (the calls in order, one kernel or size each) and the calls' wall time against its."""
+    if ours["status"] != "ran" or theirs["status"] != "ran":
+        return {}
+    mine, kts = ours["calls"], theirs["calls"]
+    out = {}
+    pairs = [(a.get("best_ms"), b.get("best_ms")) for a, b in zip(mine, kts, strict=False)]
+    if len(mine) == len(kts) and mine and all(_number(a) and _number(b) for a, b in pairs):
+        out["best_vs_kt"] = round(max(a / b for a, b in pairs), 3)
+    wall, kt_wall = sum(c["wall_s"] for c in mine), sum(c["wall_s"] for c in kts)
+    if kt_wall > 0:
+        out["wall_vs_kt"] = round(wall / kt_wall, 3)
+    return out
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
 
 
 def _script(report: dict, prefix: str) -> dict:
@@ -241,6 +268,7 @@ def write_table(rows: list[dict], excluded: list[Example], path: Path, title: li
     lines.append(
         f"In scope: {len(rows)}; ran: {ran} ({share:.0f}%){others}. Out of scope: {len(excluded)}."
     )
+    lines += _against_totals(rows)
     lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in rows:
         cells = [str(r.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in COLUMNS]
@@ -248,6 +276,21 @@ def write_table(rows: list[dict], excluded: list[Example], path: Path, title: li
     lines += ["", "## Out of scope", "", "| example | why |", "|---|---|"]
     lines += [f"| {e.name} | {e.reason} |" for e in excluded]
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
+def _against_totals(rows: list[dict]) -> list[str]:
+    """The targets' counts over the rows both tools ran (best_vs_kt, wall_vs_kt)."""
+    best = [float(r["best_vs_kt"]) for r in rows if r.get("best_vs_kt") not in (None, "")]
+    wall = [float(r["wall_vs_kt"]) for r in rows if r.get("wall_vs_kt") not in (None, "")]
+    if not best and not wall:
+        return []
+    return [
+        "",
+        f"Beside Kernel Tuner (best_vs_kt: the worst call's best time over Kernel Tuner's; "
+        f"wall_vs_kt: the calls' wall time over Kernel Tuner's): best at most {BEST_TARGET:g}x "
+        f"on {sum(b <= BEST_TARGET for b in best)} of {len(best)}, wall at most "
+        f"{WALL_TARGET:g}x on {sum(w <= WALL_TARGET for w in wall)} of {len(wall)}.",
+    ]
 
 
 @click.command("kt-examples")

@@ -149,6 +149,37 @@ def test_a_row_splits_ours_and_gives_each_script_s_whole_process() -> None:
     assert "kt_tuning_s" not in r and "kt_compile_s" not in r
 
 
+def test_a_row_compares_each_call_s_best_and_the_wall_with_kernel_tuner_s(tmp_path) -> None:
+    """best_vs_kt is the worst call's ratio (a second kernel's best may be the one that loses),
+    wall_vs_kt the calls' summed wall; none where Kernel Tuner did not run; the table counts
+    both against issue 33's targets."""
+    from autotune.bench.kt_examples import Example, row, write_table
+
+    def report(status, *calls):
+        keys = ("best_ms", "wall_s")
+        return {
+            "status": status,
+            "calls": [
+                dict(zip(keys, c, strict=True), evaluations=9, strategy="brute_force")
+                for c in calls
+            ],
+        }
+
+    ours = report("ran", (0.5, 2.0), (0.0105, 1.0))
+    r = row(Example("two.py", True), ours, report("ran", (0.6, 2.0), (0.01, 2.0)))
+    assert (r["best_vs_kt"], r["wall_vs_kt"]) == (1.05, 0.75)
+    late = row(Example("late.py", True), ours, report("timeout", (0.6, 150.0)))
+    assert "best_vs_kt" not in late and "wall_vs_kt" not in late
+    # Calls that do not pair up (Kernel Tuner stopped after the first) compare no best.
+    short = row(Example("short.py", True), ours, report("ran", (0.6, 1.0)))
+    assert "best_vs_kt" not in short and short["wall_vs_kt"] == 3.0
+    write_table([r, late, short], [], tmp_path / "gpu", ["# t"])
+    text = (tmp_path / "gpu.md").read_text()
+    assert "best at most 1.05x on 1 of 1, wall at most 1x on 1 of 2." in text
+    header = (tmp_path / "gpu.csv").read_text().splitlines()[0]
+    assert "best_vs_kt,wall_vs_kt" in header
+
+
 def test_a_package_of_the_script_s_own_that_is_missing_is_named_not_failed() -> None:
     from autotune.bench.kt_example_run import _missing_module
 
