@@ -152,6 +152,14 @@ def test_a_script_without_a_main_guard_runs_on_the_gpu(tmp_path, how):
     check_report(tmp_path, proc)
 
 
+def test_a_notebook_runs_on_the_gpu(tmp_path):
+    # The CPU suite's notebook (tests/nvrtc/test_user_code.py) with the real GPU worker: its
+    # verify, defined in a cell, called in the notebook's kernel, never pickled.
+    from tests.nvrtc.test_user_code import check_report, run_notebook
+
+    check_report(tmp_path, run_notebook(tmp_path, session="autotune.gpu.session:GpuSession"))
+
+
 def test_in_this_process_and_isolated_in_a_worker_both_check_and_time():
     here, _ = vector_add(lambda a, b: a + b)
     isolated, _ = vector_add(lambda a, b: a + b, isolate=True, storage="isolated.db")

@@ -143,11 +143,13 @@ def test_a_script_run_by_a_launcher_through_runpy(tmp_path) -> None:
     check_report(tmp_path, run_python(["-c", launcher], tmp_path))
 
 
-def test_a_notebook(tmp_path) -> None:
+def run_notebook(tmp_path: Path, session: str = SYNTHETIC) -> subprocess.CompletedProcess:
+    """The script as a notebook's three cells, executed by a Jupyter kernel (nbclient), its last
+    cell's output as a finished process's (skipped where nbclient or ipykernel is missing)."""
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed")
     nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed")
     pytest.importorskip("ipykernel", reason="ipykernel (the notebook's Python kernel) is missing")
-    code = script(tmp_path)
+    code = script(tmp_path, session)
     # Cells as a notebook's author writes them: the verify lives in a cell (module __main__).
     cells = code.split("# %%\n")
     assert len(cells) == 3
@@ -160,5 +162,8 @@ def test_a_notebook(tmp_path) -> None:
     outputs = notebook.cells[-1].outputs
     text = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
     stderr = "".join(o.get("text", "") for o in outputs if o.get("name") == "stderr")
-    proc = subprocess.CompletedProcess([], 0, stdout=text, stderr=stderr)
-    check_report(tmp_path, proc)
+    return subprocess.CompletedProcess([], 0, stdout=text, stderr=stderr)
+
+
+def test_a_notebook(tmp_path) -> None:
+    check_report(tmp_path, run_notebook(tmp_path))
