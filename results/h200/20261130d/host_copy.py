@@ -64,10 +64,13 @@ def touched_empty():
     return out
 
 
-for name, how in [("get() into a new array", fresh), ("get(out=) into a reused array", reused),
-                  ("get(out=) into a new mapped .npy file", mapped_file),
-                  ("get(out=) into reused pinned memory", pinned_copy),
-                  ("np.empty(N) filled (page faults alone)", touched_empty)]:
+for name, how in [
+    ("get() into a new array", fresh),
+    ("get(out=) into a reused array", reused),
+    ("get(out=) into a new mapped .npy file", mapped_file),
+    ("get(out=) into reused pinned memory", pinned_copy),
+    ("np.empty(N) filled (page faults alone)", touched_empty),
+]:
     copy, total = [], []
     for _ in range(5):
         t0 = time.perf_counter()
@@ -79,7 +82,10 @@ for name, how in [("get() into a new array", fresh), ("get(out=) into a reused a
         copy.append(t1 - t0)
         total.append(t2 - t0)
         del out
-    print(f"{name}: copy {statistics.median(copy):.3f} s, with observers {statistics.median(total):.3f} s")
+    print(
+        f"{name}: copy {statistics.median(copy):.3f} s, "
+        f"with observers {statistics.median(total):.3f} s"
+    )
 
 for what in ("/sys/kernel/mm/transparent_hugepage/enabled", "/proc/sys/vm/overcommit_memory"):
     print(what, open(what).read().strip())
