@@ -198,9 +198,10 @@ def _against(ours: dict, theirs: dict) -> dict:
         return {}
     mine, kts = ours["calls"], theirs["calls"]
     out = {}
-    pairs = [(a.get("best_ms"), b.get("best_ms")) for a, b in zip(mine, kts, strict=False)]
-    if len(mine) == len(kts) and mine and all(_number(a) and _number(b) for a, b in pairs):
-        out["best_vs_kt"] = round(max(a / b for a, b in pairs), 3)
+    if mine and len(mine) == len(kts):
+        pairs = [(a.get("best_ms"), b.get("best_ms")) for a, b in zip(mine, kts, strict=True)]
+        if all(_number(a) and _number(b) for a, b in pairs):
+            out["best_vs_kt"] = round(max(a / b for a, b in pairs), 3)
     wall, kt_wall = sum(c["wall_s"] for c in mine), sum(c["wall_s"] for c in kts)
     if kt_wall > 0:
         out["wall_vs_kt"] = round(wall / kt_wall, 3)
