@@ -115,3 +115,35 @@ def test_the_runtimes_driver_launch_encodes_a_map_once_per_address_it_sees(monke
     assert encoded.count(0x1000) == 2 and encoded.count(0x2000) == 1
     with pytest.raises(TensorMapError, match="not 16-byte aligned"):
         op({"x": 0x1008}, 0)
+
+
+def test_the_driver_launch_hands_cuLaunchKernel_c_values_made_once(monkeypatch) -> None:
+    """No argtypes convert the arguments per launch: the function, the geometry and the stream
+    come as the C types cuLaunchKernel takes, the geometry's made with the launch, the stream's
+    again only when the stream changes; buffer slots hold each call's addresses."""
+    from types import SimpleNamespace
+
+    import autotune.gpu.launch as launch
+
+    calls = []
+
+    def launch_kernel(*args):
+        calls.append(args)
+        return 0
+
+    monkeypatch.setattr(launch, "_driver", lambda: SimpleNamespace(cuLaunchKernel=launch_kernel))
+    plan = Launch("k", grid=(7, 2, 1), block=(128, 1, 1), args=("y", 5), smem_bytes=4096)
+    op = launch.DriverLaunch(SimpleNamespace(ptr=0x7F00DEAD0000), plan)
+    for stream, y in ((0x5000, 0x1000), (0x5000, 0x2000), (0x6000, 0x3000)):
+        op({"y": y}, stream)
+        fn, *dims, handle, params, extra = calls[-1]
+        assert isinstance(fn, ctypes.c_void_p) and fn.value == 0x7F00DEAD0000
+        assert all(type(d) is ctypes.c_uint for d in dims)
+        assert [d.value for d in dims] == [7, 2, 1, 128, 1, 1, 4096]
+        assert isinstance(handle, ctypes.c_void_p) and handle.value == stream
+        assert extra is None
+        slot = ctypes.c_uint64.from_address(params[0]).value
+        value = ctypes.c_int32.from_address(params[1]).value
+        assert (slot, value) == (y, 5)
+    # One stream's pointer made once; a new one for the next stream.
+    assert calls[0][8] is calls[1][8] and calls[2][8] is not calls[1][8]
