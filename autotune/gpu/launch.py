@@ -158,8 +158,8 @@ def _driver():
     if _DRIVER is None:
         lib = ctypes.CDLL("libcuda.so.1")
         # No argtypes: DriverLaunch passes ctypes values made once, which ctypes hands over as
-        # they are, where argtypes would convert all eleven arguments on every launch (1.9 us a
-        # launch against 0.9, timed on a stand-in of the same signature on the CPU).
+        # they are, where argtypes would convert all eleven arguments on every launch (0.85-1.75
+        # us a launch more on the CPU: results/bench/driver_launch_cpu.md).
         lib.cuLaunchKernel.restype = ctypes.c_int
         lib.cuMemcpyDtoDAsync_v2.argtypes = [
             ctypes.c_uint64,
