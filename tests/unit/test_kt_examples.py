@@ -130,7 +130,8 @@ def test_the_synthetic_session_makes_up_the_readings_asked_for() -> None:
 
 
 def test_a_row_splits_ours_and_gives_each_script_s_whole_process() -> None:
-    from autotune.bench.kt_examples import Example, row
+    from autotune.bench.kt_examples import Example
+    from autotune.bench.kt_table import row
 
     call = {"kernel": "k", "strategy": "brute_force", "evaluations": 15, "best_ms": 0.04}
     ours = {
@@ -153,7 +154,8 @@ def test_a_row_compares_each_call_s_best_and_the_wall_with_kernel_tuner_s(tmp_pa
     """best_vs_kt is the worst call's ratio (a second kernel's best may be the one that loses),
     wall_vs_kt the calls' summed wall; none where Kernel Tuner did not run; the table counts
     both against issue 33's targets."""
-    from autotune.bench.kt_examples import Example, row, write_table
+    from autotune.bench.kt_examples import Example
+    from autotune.bench.kt_table import row, write_table
 
     def report(status, *calls):
         keys = ("best_ms", "wall_s")

@@ -6,7 +6,8 @@ gpu.md and gpu.csv. From the checkout root:  python3 results/h200/20261130c/merg
 import csv
 from pathlib import Path
 
-from autotune.bench.kt_examples import classification, table_title, write_table
+from autotune.bench.kt_examples import classification
+from autotune.bench.kt_table import table_title, write_table
 
 HERE = Path(__file__).resolve().parent
 PARTS = [HERE / f"call{n}" / "kt" / "gpu.csv" for n in (1, 2, 3)]

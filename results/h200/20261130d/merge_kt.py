@@ -16,7 +16,8 @@ import csv
 import re
 from pathlib import Path
 
-from autotune.bench.kt_examples import classification, table_title, write_table
+from autotune.bench.kt_examples import classification
+from autotune.bench.kt_table import table_title, write_table
 
 HERE = Path(__file__).resolve().parent
 PARTS = ["call2/kt6", "call3/kt7", "call4/kt_reduction", "call5/kt_cc"]
