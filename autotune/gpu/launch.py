@@ -148,19 +148,20 @@ def run(calls: list[tuple], stream=None) -> None:
 # ---------------------------------------------------------------------------------------------
 # Launches through the driver, for the runtime's per-call path: CuPy's Function call converts
 # every argument on every call (6.4 us a launch with int pointers on the H100 host, 41 us with
-# CuPy arrays); here the argument storage is made once and a call writes the pointers into it.
+# CuPy arrays); here the argument storage is made once and a call writes the pointers into it,
+# then calls cuLaunchKernel through CuPy's compiled binding (cupy_backends), which takes plain
+# Python ints: a ctypes call builds its foreign-call description on every call
+# (results/h200/20261130e/README.md measures both on the H200's host).
 
 _DRIVER = None
 
 
 def _driver():
+    """libcuda through ctypes, for what CuPy's binding lacks: the copy into a __constant__
+    symbol and error names."""
     global _DRIVER
     if _DRIVER is None:
         lib = ctypes.CDLL("libcuda.so.1")
-        # No argtypes: DriverLaunch passes ctypes values made once, which ctypes hands over as
-        # they are, where argtypes would convert all eleven arguments on every launch (0.85-1.75
-        # us a launch more on the CPU: results/bench/driver_launch_cpu.md).
-        lib.cuLaunchKernel.restype = ctypes.c_int
         lib.cuMemcpyDtoDAsync_v2.argtypes = [
             ctypes.c_uint64,
             ctypes.c_uint64,
@@ -170,6 +171,15 @@ def _driver():
         lib.cuMemcpyDtoDAsync_v2.restype = ctypes.c_int
         _DRIVER = lib
     return _DRIVER
+
+
+def _launch_kernel():
+    """cuLaunchKernel as CuPy's binding has it, (function, grid x y z, block x y z, dynamic
+    shared memory, stream, kernel parameters, extra) all ints, and the error it raises (CuPy's
+    CUDADriverError, whose message names the driver's error)."""
+    from cupy_backends.cuda.api import driver
+
+    return driver.launchKernel, driver.CUDADriverError
 
 
 class DriverError(RuntimeError):
@@ -188,17 +198,23 @@ class DriverLaunch:
     32-bit values written once, tensor maps encoded once per buffer address (gpu/tensor_map.py's
     MapSlot) and the argument list pointed at the call's."""
 
-    __slots__ = ("fn", "_fn", "dims", "slots", "maps", "_values", "params", "_stream", "_launch")
+    __slots__ = (
+        "fn",
+        "dims",
+        "slots",
+        "maps",
+        "_values",
+        "params",
+        "_params",
+        "_launch",
+        "_failed",
+    )
 
     def __init__(self, function, launch: Launch) -> None:
         # The CUfunction: RawModule.get_function gives a RawKernel, whose `kernel` is the
         # cupy.cuda.function.Function that holds the handle.
         self.fn = getattr(function, "kernel", function).ptr
-        # cuLaunchKernel's arguments as the C types it takes, made once (_driver: no argtypes).
-        self._fn = ctypes.c_void_p(self.fn)
-        dims = (*launch.grid, *launch.block, launch.smem_bytes)
-        self.dims = tuple(ctypes.c_uint(int(d)) for d in dims)
-        self._stream = (None, None)  # the last stream's handle, and it as a pointer
+        self.dims = tuple(int(d) for d in (*launch.grid, *launch.block, launch.smem_bytes))
         values, slots, maps, pointers = [], [], [], []
         for arg in launch.args:
             if isinstance(arg, TensorMap):
@@ -217,18 +233,18 @@ class DriverLaunch:
         self.maps = tuple(maps)
         self._values = values  # the storage params points into
         self.params = (ctypes.c_void_p * len(pointers))(*pointers)
-        self._launch = _driver().cuLaunchKernel
+        self._params = ctypes.addressof(self.params)
+        self._launch, self._failed = _launch_kernel()
 
     def __call__(self, buffers: Mapping[str, int], stream: int) -> None:
         for name, slot in self.slots:
             slot.value = buffers[name]
         for name, slot, index in self.maps:
             self.params[index] = slot.bind(buffers[name])
-        if stream != self._stream[0]:  # a layer's calls come on one stream
-            self._stream = (stream, ctypes.c_void_p(stream))
-        code = self._launch(self._fn, *self.dims, self._stream[1], self.params, None)
-        if code:
-            _raise(code, f"launch of {self.fn:#x}")
+        try:
+            self._launch(self.fn, *self.dims, stream, self._params, 0)
+        except self._failed as err:
+            raise DriverError(f"launch of {self.fn:#x}: {err}") from None
 
 
 class DriverCopy:

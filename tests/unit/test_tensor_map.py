@@ -95,11 +95,10 @@ def test_the_runtimes_driver_launch_encodes_a_map_once_per_address_it_sees(monke
     )
 
     def launch_kernel(fn, *args):
-        params = args[-2]
+        params = (ctypes.c_void_p * 2).from_address(args[-2])
         launched.append(params[1])  # the map's address in the argument list
-        return 0
 
-    monkeypatch.setattr(launch, "_driver", lambda: SimpleNamespace(cuLaunchKernel=launch_kernel))
+    monkeypatch.setattr(launch, "_launch_kernel", lambda: (launch_kernel, RuntimeError))
     plan = Launch("k", grid=(1, 1, 1), block=(128, 1, 1), args=("x", INPUT))
     op = launch.DriverLaunch(SimpleNamespace(ptr=1), plan)
     for address in (0x1000, 0x1000, 0x2000, 0x1000, 0x2000):
@@ -117,33 +116,38 @@ def test_the_runtimes_driver_launch_encodes_a_map_once_per_address_it_sees(monke
         op({"x": 0x1008}, 0)
 
 
-def test_the_driver_launch_hands_cuLaunchKernel_c_values_made_once(monkeypatch) -> None:
-    """No argtypes convert the arguments per launch: the function, the geometry and the stream
-    come as the C types cuLaunchKernel takes, the geometry's made with the launch, the stream's
-    again only when the stream changes; buffer slots hold each call's addresses."""
+def test_the_driver_launch_hands_cuLaunchKernel_ints_and_argument_storage_made_once(
+    monkeypatch,
+) -> None:
+    """CuPy's compiled binding of cuLaunchKernel gets the function, the geometry, the call's
+    stream and the address of an argument list made once, whose buffer slots hold each call's
+    addresses; a failure is a DriverError naming the driver's error."""
     from types import SimpleNamespace
 
     import autotune.gpu.launch as launch
+
+    class Refused(Exception):
+        pass
 
     calls = []
 
     def launch_kernel(*args):
         calls.append(args)
-        return 0
+        if args[8] == 0xBAD:
+            raise Refused("CUDA_ERROR_INVALID_CONTEXT: invalid device context")
 
-    monkeypatch.setattr(launch, "_driver", lambda: SimpleNamespace(cuLaunchKernel=launch_kernel))
+    monkeypatch.setattr(launch, "_launch_kernel", lambda: (launch_kernel, Refused))
     plan = Launch("k", grid=(7, 2, 1), block=(128, 1, 1), args=("y", 5), smem_bytes=4096)
     op = launch.DriverLaunch(SimpleNamespace(ptr=0x7F00DEAD0000), plan)
     for stream, y in ((0x5000, 0x1000), (0x5000, 0x2000), (0x6000, 0x3000)):
         op({"y": y}, stream)
         fn, *dims, handle, params, extra = calls[-1]
-        assert isinstance(fn, ctypes.c_void_p) and fn.value == 0x7F00DEAD0000
-        assert all(type(d) is ctypes.c_uint for d in dims)
-        assert [d.value for d in dims] == [7, 2, 1, 128, 1, 1, 4096]
-        assert isinstance(handle, ctypes.c_void_p) and handle.value == stream
-        assert extra is None
-        slot = ctypes.c_uint64.from_address(params[0]).value
-        value = ctypes.c_int32.from_address(params[1]).value
+        assert all(type(a) is int for a in calls[-1])
+        assert (fn, dims, handle, extra) == (0x7F00DEAD0000, [7, 2, 1, 128, 1, 1, 4096], stream, 0)
+        pointers = (ctypes.c_void_p * 2).from_address(params)
+        slot = ctypes.c_uint64.from_address(pointers[0]).value
+        value = ctypes.c_int32.from_address(pointers[1]).value
         assert (slot, value) == (y, 5)
-    # One stream's pointer made once; a new one for the next stream.
-    assert calls[0][8] is calls[1][8] and calls[2][8] is not calls[1][8]
+    assert calls[0][9] == calls[1][9] == calls[2][9]  # one argument list, made once
+    with pytest.raises(launch.DriverError, match="INVALID_CONTEXT"):
+        op({"y": 0x4000}, 0xBAD)
