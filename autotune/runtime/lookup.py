@@ -187,19 +187,38 @@ class Catalogue:
 
     def table(self, problem: ConvProblem) -> Table:
         """What rule 2 ranks families from: per other stored shape of `problem`'s dtype and
-        layout, the stored bests there of the families that can also compute `problem`."""
+        layout, the stored bests there of the families that can also compute `problem`. A
+        family measured there only with another epilogue fused (as tune_model tunes a model's
+        layers) is represented by that measurement, the fastest of them: its epilogue's work
+        counts against it, and without it a store tuned by tune_model would hold no evidence
+        for the families that fuse, and no configuration of theirs to borrow, for any call
+        with another epilogue (a plain call among them)."""
         table: dict[str, tuple[ConvProblem, dict[str, Timed]]] = {}
         serve = {n for n, f in self.families.items() if callable_family(f, problem) is None}
         for key, shape in self.problems.items():
-            if key == problem.key or (shape.dtype, shape.layout) != (problem.dtype, problem.layout):
+            if (shape.dtype, shape.layout) != (problem.dtype, problem.layout):
                 continue  # a bf16 or NHWC plan never serves an fp32 NCHW call (nor the reverse)
-            if shape.epilogue != problem.epilogue:
-                continue  # a fused measurement stands in for its own plain shape only
-            stored = self.stored(shape)
-            times = {c.family: Timed(c.time_ms, c.untimed_ms) for c in stored if c.family in serve}
-            if times:
-                table[key] = (shape, times)
-        return table
+            if key == problem.key:
+                continue
+            here = replace(shape, epilogue=problem.epilogue)  # the call's own sizes too
+            times = table.setdefault(here.key, (here, {}))[1]
+            for c in self.stored(shape):
+                if c.family not in serve:
+                    continue
+                own, held = shape == here, times.get(c.family)
+                if (
+                    held is None
+                    or (own and held.measured_on)
+                    or (not own and held.measured_on and c.time_ms < held.time_ms)
+                ):
+                    times[c.family] = Timed(c.time_ms, c.untimed_ms, "" if own else key)
+        return {k: row for k, row in table.items() if row[1]}
+
+    def _measured(self, key: str, family: str, timed: Timed) -> tuple[Stored, ConvProblem]:
+        """The stored best a table's entry stands for, and the problem it was measured on."""
+        measured = timed.measured_on or key
+        stored = next(s for s in self.best[measured] if s.family == family)
+        return stored, self.problems[measured]
 
     def _untimed_here(self, problem: ConvProblem, table: Table) -> dict[str, float]:
         """Each family's per-call work outside the timed region on `problem`, with its best
@@ -209,8 +228,8 @@ class Catalogue:
         for _, key in nearest:
             for family, timed in table[key][1].items():
                 if family not in here:
-                    s = next(s for s in self.best[key] if s.family == family)
-                    made = self._offer(s, problem, self.problems[key])
+                    s, measured = self._measured(key, family, timed)
+                    made = self._offer(s, problem, measured)
                     here[family] = made.untimed_ms if isinstance(made, Choice) else timed.untimed_ms
         return here
 
@@ -228,8 +247,7 @@ class Catalogue:
             if family_name in times
         )  # fmt: skip
         for _, key in shapes:
-            neighbour = self.problems[key]
-            s = next(s for s in self.best[key] if s.family == family_name)
+            s, neighbour = self._measured(key, family_name, table[key][1][family_name])
             near = coords.nearest(family.complete(s.config))
             if near is None:
                 continue

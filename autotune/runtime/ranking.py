@@ -64,10 +64,12 @@ ONE_BY_ONE = 4.0
 @dataclass(frozen=True, slots=True)
 class Timed:
     """A family's stored best at one shape: its median, and its per-call work outside the timed
-    region there (both in ms)."""
+    region there (both in ms); `measured_on`, the key of the stored problem it was measured on
+    where that is not the table's shape itself (the same sizes with an epilogue fused)."""
 
     time_ms: float
     untimed_ms: float = 0.0
+    measured_on: str = ""
 
     @property
     def expected_ms(self) -> float:

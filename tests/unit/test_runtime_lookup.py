@@ -315,6 +315,48 @@ def test_a_best_measured_with_the_calls_epilogue_fused_stands_in_for_the_plain_o
     plain = Request("float32", "NHWC", allow_tf32=True)
     wgmma = next(c for c in catalogue.for_call(sizes, plain, limits) if c.family == "tc_wgmma")
     assert (wgmma.config, wgmma.time_ms) == (plain_cfg, 0.065)
-    # A fused shape is no neighbour of another shape's plain call (rule 2).
+    # For another shape's call (rule 2), a family measured both ways at a shape is compared
+    # by its plain measurement there.
     other = ConvProblem(N=28, K=1, C=64, F=256, B=32, dtype="tf32", layout="NHWC")
-    assert fused.key not in catalogue.table(other)
+    table = catalogue.table(other)
+    assert fused.key not in table
+    assert table[problem.key][1]["tc_wgmma"].time_ms == 0.065
+    assert not table[problem.key][1]["tc_wgmma"].measured_on
+
+
+def test_a_family_measured_only_fused_is_evidence_and_a_configuration_for_unseen_calls():
+    """A store that tune_model filled: tc_wgmma measured only with a model's epilogues fused,
+    tc_implicit_gemm (which fuses none) plain, on ResNet-50's 3x3 layers in bf16. An unseen
+    plain call of VGG-16's (H200, 2026-11-30: 1.75x the tuned best's time, the median over its
+    shapes, when the fused measurements were left out and only tc_implicit_gemm had evidence)
+    is served by tc_wgmma, its configuration borrowed from the nearest fused measurement."""
+    from autotune.runtime.calls import Request
+    from autotune.runtime.lookup import Stored
+
+    rows = []
+    for n, c in ((56, 64), (28, 128), (14, 256)):
+        plain = ConvProblem(N=n, K=3, C=c, F=c, B=32, dtype="bf16", layout="NHWC")
+        for epilogue, time_ms in (("bias_relu", 0.030), ("bias_add_relu", 0.031)):
+            fused = replace(plain, epilogue=epilogue)
+            rows.append((fused, Stored("tc_wgmma", config_of("tc_wgmma", fused), time_ms)))
+        implicit = config_of("tc_implicit_gemm", plain)
+        rows.append((plain, Stored("tc_implicit_gemm", implicit, 0.045)))
+    catalogue = Catalogue(rows, copy_gbps=4000.0)
+    unseen = ConvProblem(N=56, K=3, C=128, F=256, B=32, dtype="bf16", layout="NHWC")
+    table = catalogue.table(unseen)
+    assert len(table) == 3  # the three plain shapes, fused measurements in their rows
+    from autotune.strategies.transfer import shape_distance
+
+    nearest = min((shape for shape, _ in table.values()), key=lambda p: shape_distance(unseen, p))
+    wgmma = table[nearest.key][1]["tc_wgmma"]
+    # The fastest of its fused measurements stands for it.
+    assert (wgmma.time_ms, wgmma.measured_on) == (0.030, replace(nearest, epilogue="bias_relu").key)
+    choice = next(
+        catalogue.for_call(
+            replace(unseen, dtype="fp32", layout="NCHW"), Request("bfloat16", "NHWC"), LIMITS
+        )
+    )
+    assert choice.family == "tc_wgmma" and not choice.exact
+    assert choice.problem == unseen  # a plain plan: the call fuses nothing
+    assert choice.measured_on == replace(nearest, epilogue="bias_relu").key
+    assert space("tc_wgmma", unseen).is_valid(choice.config)
