@@ -6,16 +6,18 @@ store only, for one device and timing protocol:
 1. A stored shape: its stored bests (each family's fastest verified configuration), of the
    families that can compute the call (`callable_family`), ranked by their expected time per
    call, then by family name. For a call that fuses an epilogue, a family's best measured with
-   that epilogue fused (tune_model tunes so) stands in for its plain one.
+   that epilogue fused (tune_model tunes so) stands in for its plain one; a family measured on
+   the shape only with other epilogues fused (tune_model tunes a layer only as the model calls
+   it) is offered with the fastest of those, which counts that epilogue's work against it.
 2. A shape with nothing stored: the families that can compute it, in the order
    `ranking.by_evidence` gives from what the store says about each family on similar shapes
-   of the same dtype and layout (its measured time per call relative to the fastest family's
-   there, weighted by the shapes' nearness in the features that decide which family is fast:
-   filter size, 1x1-ness, stride, C, F, pixels); each family's best at the nearest stored shape
-   it was measured on (the transfer strategy's log-shape distance) made valid for this shape as
-   the transfer strategy makes its seeds valid (the nearest valid configuration in the space's
-   coordinates). First every family's nearest, in that order; then each family's farther
-   ones. The export serves stored shapes only and never takes this step.
+   of the same dtype and layout, as rule 1 has them (its measured time per call relative to
+   the fastest family's there, weighted by the shapes' nearness in the features that decide
+   which family is fast: filter size, 1x1-ness, stride, C, F, pixels); each family's best at
+   the nearest stored shape it was measured on (the transfer strategy's log-shape distance)
+   made valid for this shape as the transfer strategy makes its seeds valid (the nearest valid
+   configuration in the space's coordinates). First every family's nearest, in that order;
+   then each family's farther ones. The export serves stored shapes only and never takes this step.
 
 A call names its tensors' storage type and layout and whether TF32 is allowed (calls.Request):
 rules 1 and 2 then run over every problem that may serve it (each dtype the request allows, in
@@ -106,9 +108,14 @@ class Catalogue:
         self.ranking = ranking
         self.problems: dict[str, ConvProblem] = {}
         self.best: dict[str, list[Stored]] = {}
+        # Per plain problem's key, the keys of its sizes measured with an epilogue fused.
+        self.fused: dict[str, list[str]] = {}
         for problem, stored in rows:
             self.problems[problem.key] = problem
             self.best.setdefault(problem.key, []).append(stored)
+            plain = replace(problem, epilogue="").key
+            if problem.epilogue and problem.key not in self.fused.get(plain, ()):
+                self.fused.setdefault(plain, []).append(problem.key)
 
     @classmethod
     def from_store(
@@ -187,32 +194,26 @@ class Catalogue:
 
     def table(self, problem: ConvProblem) -> Table:
         """What rule 2 ranks families from: per other stored shape of `problem`'s dtype and
-        layout, the stored bests there of the families that can also compute `problem`. A
-        family measured there only with another epilogue fused (as tune_model tunes a model's
-        layers) is represented by that measurement, the fastest of them: its epilogue's work
-        counts against it, and without it a store tuned by tune_model would hold no evidence
-        for the families that fuse, and no configuration of theirs to borrow, for any call
-        with another epilogue (a plain call among them)."""
+        layout, the stored bests there (as rule 1 has them) of the families that can also
+        compute `problem`, with `problem`'s epilogue: for a plain call, a family measured at a
+        shape only with an epilogue fused is compared, and borrowed from, by that
+        measurement."""
         table: dict[str, tuple[ConvProblem, dict[str, Timed]]] = {}
         serve = {n for n, f in self.families.items() if callable_family(f, problem) is None}
-        for key, shape in self.problems.items():
+        for shape in self.problems.values():
             if (shape.dtype, shape.layout) != (problem.dtype, problem.layout):
                 continue  # a bf16 or NHWC plan never serves an fp32 NCHW call (nor the reverse)
-            if key == problem.key:
+            here = replace(shape, epilogue=problem.epilogue)
+            if here.key == problem.key or here.key in table:
                 continue
-            here = replace(shape, epilogue=problem.epilogue)  # the call's own sizes too
-            times = table.setdefault(here.key, (here, {}))[1]
-            for c in self.stored(shape):
-                if c.family not in serve:
-                    continue
-                own, held = shape == here, times.get(c.family)
-                if (
-                    held is None
-                    or (own and held.measured_on)
-                    or (not own and held.measured_on and c.time_ms < held.time_ms)
-                ):
-                    times[c.family] = Timed(c.time_ms, c.untimed_ms, "" if own else key)
-        return {k: row for k, row in table.items() if row[1]}
+            times = {
+                c.family: Timed(c.time_ms, c.untimed_ms, _elsewhere(c.measured_on, here))
+                for c in self.stored(here)
+                if c.family in serve
+            }
+            if times:
+                table[here.key] = (here, times)
+        return table
 
     def _measured(self, key: str, family: str, timed: Timed) -> tuple[Stored, ConvProblem]:
         """The stored best a table's entry stands for, and the problem it was measured on."""
@@ -323,11 +324,20 @@ class Catalogue:
 
     def _rows(self, problem: ConvProblem, epilogue: str = "") -> list[tuple[Stored, ConvProblem]]:
         """The stored bests of `problem` with the problem each was measured on: per family,
-        the one measured with `epilogue` fused where there is one, else the plain one."""
+        the one measured with `epilogue` fused where there is one, else the plain one, else
+        the fastest measured with another epilogue fused (tune_model tunes a model's layers
+        only as the model calls them; that measurement counts the other epilogue's work
+        against it)."""
         rows = {s.family: (s, problem) for s in self.best.get(problem.key, [])}
         if epilogue:
             fused = replace(problem, epilogue=epilogue)
             rows.update({s.family: (s, fused) for s in self.best.get(fused.key, [])})
+        for key in self.fused.get(problem.key, ()):  # a plain problem's fused measurements
+            for s in self.best[key]:
+                held = rows.get(s.family)
+                other = held is not None and held[1].epilogue not in ("", epilogue)
+                if held is None or (other and s.time_ms < held[0].time_ms):
+                    rows[s.family] = (s, self.problems[key])
         return sorted(rows.values(), key=lambda r: (r[0].time_ms, r[0].family))
 
     def _offer(self, s: Stored, problem: ConvProblem, measured: ConvProblem) -> Choice | Refusal:
@@ -371,6 +381,11 @@ def resolve(
             raise ValueError("on_miss='tune' needs a way to tune")
         catalogue = tune(list(request.problems(problem)))
     return catalogue, catalogue.for_call(problem, request, limits, on_miss == "nearest")
+
+
+def _elsewhere(measured_on: str, problem: ConvProblem) -> str:
+    """`measured_on` where it is not `problem` itself, else ""."""
+    return "" if measured_on == problem.key else measured_on
 
 
 def _coordinates(family: Family, problem: ConvProblem, limits: DeviceLimits) -> Coordinates | None:

@@ -324,6 +324,35 @@ def test_a_best_measured_with_the_calls_epilogue_fused_stands_in_for_the_plain_o
     assert not table[problem.key][1]["tc_wgmma"].measured_on
 
 
+def test_a_plain_call_of_a_shape_measured_only_fused_gets_the_fused_measurement():
+    """tune_model tunes tc_wgmma only with the model's epilogue fused: a plain call of the same
+    sizes is served by that configuration (rule 1, measured on this very shape), ranked by
+    its fused time, where before only tc_implicit_gemm's plain best could serve it (ResNet-50's
+    bf16 shapes through `bench dispatch`: 0.51-0.91x cuDNN's speed, session 50)."""
+    from autotune.runtime.calls import Request
+    from autotune.runtime.lookup import Stored
+
+    plain = ConvProblem(N=28, K=1, C=128, F=512, B=32, dtype="bf16", layout="NHWC")
+    fast = replace(plain, epilogue="bias_add_relu")
+    slow = replace(plain, epilogue="bias")
+    rows = [
+        (fast, Stored("tc_wgmma", config_of("tc_wgmma", fast), 0.016)),
+        (slow, Stored("tc_wgmma", config_of("tc_wgmma", slow, 1), 0.018)),
+        (plain, Stored("tc_implicit_gemm", config_of("tc_implicit_gemm", plain), 0.024)),
+    ]
+    catalogue = Catalogue(rows, copy_gbps=4000.0)
+    sizes = replace(plain, dtype="fp32", layout="NCHW")
+    first, second = list(catalogue.for_call(sizes, Request("bfloat16", "NHWC"), LIMITS))[:2]
+    assert (first.family, first.time_ms, first.measured_on) == ("tc_wgmma", 0.016, fast.key)
+    assert first.config == config_of("tc_wgmma", fast) and first.exact
+    assert first.problem == plain  # a plain plan: the call fuses nothing
+    assert second.family == "tc_implicit_gemm"
+    # A call with a bias takes the measurement with its own epilogue, not the faster other one.
+    biased = Request("bfloat16", "NHWC", epilogue="bias")
+    first = next(catalogue.for_call(sizes, biased, LIMITS))
+    assert (first.family, first.time_ms, first.measured_on) == ("tc_wgmma", 0.018, slow.key)
+
+
 def test_a_family_measured_only_fused_is_evidence_and_a_configuration_for_unseen_calls():
     """A store that tune_model filled: tc_wgmma measured only with a model's epilogues fused,
     tc_implicit_gemm (which fuses none) plain, on ResNet-50's 3x3 layers in bf16. An unseen
