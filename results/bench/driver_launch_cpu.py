@@ -4,7 +4,11 @@ once (compiled here with the system's C compiler), as it calls the driver now (C
 once) and as it did before 2026-11-30 (argtypes converting the eleven arguments every launch).
 The launch plan is a tc_wgmma launch's shape: four buffer slots and an int. Prints the median
 of seven timings of 200,000 launches each way, in microseconds. From the checkout root:
-    python3 results/bench/driver_launch_cpu.py"""
+    python3 results/bench/driver_launch_cpu.py
+
+It measures DriverLaunch as it was at 5f95238-8cd4645 (run it in a worktree of one of those):
+since 848255e a launch goes through CuPy's compiled binding of cuLaunchKernel, which needs the
+real driver, and the H200's figures replace these (../h200/20261130e/README.md)."""
 
 import ctypes
 import statistics
