@@ -45,7 +45,9 @@ bench_model() {  # model batch precision [more options]
     say "bench model $m $b $p $*: rc=$? $((SECONDS - s)) s"; cat "$OUT/model_${m}_$p/model.md" >> "$OUT/summary.txt" 2>/dev/null
     grep -h "^Our convolutions" "$OUT/model_${m}_$p"/layers_*.md >> "$OUT/summary.txt" 2>/dev/null
 }
-pack() { (cd "$OUT" && tar -czf logs_models.tgz *.log model_* 2>/dev/null && rm -rf *.log model_*); }
+pack() {  # the logs and bench folders there are (a call without a model bench has none)
+    (cd "$OUT" && set -- $(ls -d ./*.log ./model_* 2>/dev/null) && [ $# -gt 0 ] && tar -czf logs_models.tgz "$@" && rm -rf "$@")
+}
 kt_suite() {  # NAME EXAMPLE...: Kernel Tuner's examples beside Kernel Tuner 1.5.0 on CuPy,
     # max_fevals 20, 150 s a run, into $OUT/NAME, packed as NAME.tgz
     local name=$1 e; shift; local args=()
