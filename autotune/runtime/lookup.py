@@ -194,10 +194,8 @@ class Catalogue:
 
     def table(self, problem: ConvProblem) -> Table:
         """What rule 2 ranks families from: per other stored shape of `problem`'s dtype and
-        layout, the stored bests there (as rule 1 has them) of the families that can also
-        compute `problem`, with `problem`'s epilogue: for a plain call, a family measured at a
-        shape only with an epilogue fused is compared, and borrowed from, by that
-        measurement."""
+        layout, with `problem`'s epilogue, the stored bests there as rule 1 has them (fused
+        ones included) of the families that can also compute `problem`."""
         table: dict[str, tuple[ConvProblem, dict[str, Timed]]] = {}
         serve = {n for n, f in self.families.items() if callable_family(f, problem) is None}
         for shape in self.problems.values():
@@ -206,8 +204,10 @@ class Catalogue:
             here = replace(shape, epilogue=problem.epilogue)
             if here.key == problem.key or here.key in table:
                 continue
-            times = {
-                c.family: Timed(c.time_ms, c.untimed_ms, _elsewhere(c.measured_on, here))
+            times = {  # measured_on: "" for the shape itself, else the fused problem's key
+                c.family: Timed(
+                    c.time_ms, c.untimed_ms, "" if c.measured_on == here.key else c.measured_on
+                )
                 for c in self.stored(here)
                 if c.family in serve
             }
@@ -381,11 +381,6 @@ def resolve(
             raise ValueError("on_miss='tune' needs a way to tune")
         catalogue = tune(list(request.problems(problem)))
     return catalogue, catalogue.for_call(problem, request, limits, on_miss == "nearest")
-
-
-def _elsewhere(measured_on: str, problem: ConvProblem) -> str:
-    """`measured_on` where it is not `problem` itself, else ""."""
-    return "" if measured_on == problem.key else measured_on
 
 
 def _coordinates(family: Family, problem: ConvProblem, limits: DeviceLimits) -> Coordinates | None:
