@@ -34,8 +34,23 @@ def output_dims(x_shape, w_shape, stride: int, padding: int) -> tuple[int, int, 
     return (b, f, n, n)
 
 
-def empty_like_layout(x: torch.Tensor, dims, layout: str) -> torch.Tensor:
-    return torch.empty(dims, dtype=x.dtype, device=x.device, memory_format=FORMATS[layout])
+# The strides torch.empty gives (dims, layout), found once on the meta device: a call's output
+# then comes from new_empty_strided, which cost 1.9-2.2 us of host time on the H200's host where
+# torch.empty with a memory format cost 3.4-3.6 (results/h200/20261130e/call3/host_steps_*.md).
+_STRIDES: dict[tuple[tuple[int, ...], str], tuple[int, ...]] = {}
+
+
+def empty_like_layout(x: torch.Tensor, dims: tuple, layout: str) -> torch.Tensor:
+    """An uninitialised tensor of x's dtype and device, `dims` in memory format `layout`, with
+    the strides torch.empty would give it (the fake implementation's are the real call's)."""
+    try:
+        strides = _STRIDES.get((dims, layout))
+    except TypeError:  # symbolic sizes (a graph traced with dynamic shapes) do not hash
+        return torch.empty(dims, dtype=x.dtype, device=x.device, memory_format=FORMATS[layout])
+    if strides is None:
+        meta = torch.empty(dims, device="meta", memory_format=FORMATS[layout])
+        strides = _STRIDES.setdefault((dims, layout), meta.stride())
+    return x.new_empty_strided(dims, strides)
 
 
 def output_layout(x: torch.Tensor) -> str:

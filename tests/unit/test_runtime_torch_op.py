@@ -52,6 +52,28 @@ def test_the_fake_gives_the_real_outputs_shape_and_strides(database):
         assert (fake.shape, fake.stride()) == (real.shape, real.stride())
 
 
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("dims", [(3, 7, 5, 5), (2, 1, 4, 4), (1, 8, 1, 1), (1, 1, 1, 1)])
+def test_the_output_has_torch_emptys_strides_in_its_memory_format(dims, layout):
+    from autotune.runtime.torch_tensors import FORMATS, empty_like_layout
+
+    x = torch.zeros(1, dtype=torch.bfloat16)
+    for _ in range(2):  # the strides found, then reused
+        out = empty_like_layout(x, dims, layout)
+        wanted = torch.empty(dims, memory_format=FORMATS[layout])
+        assert (out.shape, out.stride()) == (wanted.shape, wanted.stride())
+        assert out.dtype is torch.bfloat16 and out.device == x.device
+
+
+def test_a_graph_traced_with_dynamic_shapes_gets_the_same_strides(database):
+    model = torch.nn.Sequential(Conv2d(4, 6, 3, padding=1, database=database), torch.nn.ReLU())
+    compiled = torch.compile(model, dynamic=True, fullgraph=True)
+    for batch in (2, 3):
+        xb = channels_last(torch.randn(batch, 4, 9, 9))
+        y = compiled(xb)
+        assert y.stride() == model(xb).stride() and torch.allclose(y, model(xb))
+
+
 def test_pytorchs_opcheck_passes(database):
     x = channels_last(torch.randn(2, 3, 8, 8))
     w = torch.randn(4, 3, 3, 3)
