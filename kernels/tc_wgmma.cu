@@ -58,9 +58,16 @@
 // 56x56 layer's consumers spent a fifth of their time on that wait (results/h200/20261130b/ncu).
 // Without a residual, a tile's output is staged while the last tile's stores still read theirs.
 //
+// PINGPONG = 1 (TMA, two consumer warpgroups, several tiles a block): the consumer warpgroups
+// take a block's tiles in turn, each computing a whole BM x BN tile (MI = BM / 64), so that one
+// warpgroup's epilogue and stores run while the other's main loop keeps the tensor cores busy.
+// The producer loads the tiles in order; a warpgroup starts a tile's main loop once the other
+// has waited for the last slot of its own (named barriers 3 and 4), which also keeps every
+// consumer within one phase of each slot's `full` barrier, as parity waits need.
+//
 // Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM
 // BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1
-// STAGING; with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
+// STAGING PINGPONG; with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
 // the output is stored (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then
 // takes the epilogue's inputs after y.
 
@@ -127,6 +134,12 @@ typedef u16 out_t;
 #if STAGING != 1 && !(STAGING == 2 && STORE_TMA)
 #error "STAGING: 1, or 2 staging tiles of STORE_TMA"
 #endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
+#if PINGPONG && !(TMA && WG == 2 && SPLIT_K == 1)
+#error "PINGPONG: two consumer warpgroups taking TMA-loaded tiles in turn, without a split"
+#endif
 // PAD zeros around the input (ConvProblem.padding), read by the im2col map, whose box starts PAD
 // before the image and whose copies fill zeros outside it; 0: a pre-padded input (S_IN).
 #ifndef PAD
@@ -150,7 +163,11 @@ typedef u16 out_t;
 #define PRODUCER_REGS 56
 #define CONSUMER_REGS 224
 #endif
-#define MI (BM / (64 * WG))
+// Consumer warpgroups sharing a tile's rows: all of them, or (PINGPONG) one a tile. Warpgroup
+// cwg's rows of the tile start at ROW_GROUP(cwg) * MI * 64.
+#define ROW_GROUPS (PINGPONG ? 1 : WG)
+#define ROW_GROUP(cwg) (PINGPONG ? 0 : (cwg))
+#define MI (BM / (64 * ROW_GROUPS))
 // Reduction steps: KG in BK pieces, or (C_OUTER) every filter tap of one BK-channel block after
 // another, so that consecutive steps gather overlapping input windows (L1 hits with L1_CACHE).
 #if C_OUTER
@@ -165,12 +182,13 @@ typedef u16 out_t;
 #define A_BYTES (BM * 128)
 #define STAGE_BYTES ((BM + BN) * 128)
 // STORE_TMA's staging tile, after the slots (1024-aligned: (BM + BN) * 128 is a multiple of 4096):
-// each consumer warpgroup's WG_ROWS rows in PANELS panels of WG_ROWS x 128 bytes.
+// each consumer warpgroup's WG_ROWS rows in PANELS panels of WG_ROWS x 128 bytes (with
+// PINGPONG, each warpgroup's a whole tile of its own).
 #define PANEL_COLS (128 / ELEM_BYTES)
 #define PANELS (BN / PANEL_COLS)
 #define WG_ROWS (MI * 64)
 #define PANEL_BYTES (WG_ROWS * 128)
-#define STAGING_BYTES (BM * BN * ELEM_BYTES)  // one staging tile
+#define STAGING_BYTES (WG * WG_ROWS * BN * ELEM_BYTES)  // one staging tile
 #define STORE_BYTES (STORE_TMA * STAGING * STAGING_BYTES)
 #define REDUCE_BLOCK 256
 
@@ -606,7 +624,7 @@ __device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot
         const u64 db = smem_desc(slot + A_BYTES + ks * 32);  // 32 bytes of K a wgmma
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
-            const u64 da = smem_desc(slot + (cwg * MI + mi) * 64 * 128 + ks * 32);
+            const u64 da = smem_desc(slot + (ROW_GROUP(cwg) * MI + mi) * 64 * 128 + ks * 32);
             wgmma_tile(acc[mi], da, db);
         }
     }
@@ -648,7 +666,7 @@ __device__ __forceinline__ void store_tile(
     for (int mi = 0; mi < MI; ++mi) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const int m = m0 + (cwg * MI + mi) * 64 + 16 * q + lane / 4 + 8 * h;
+            const int m = m0 + (ROW_GROUP(cwg) * MI + mi) * 64 + 16 * q + lane / 4 + 8 * h;
             if (m >= M_ALL) continue;
             const long long row = (long long)m * F;  // flat index of (m, 0), NHWF
 #pragma unroll
@@ -769,7 +787,7 @@ __device__ __forceinline__ void load_residual(
     mbar_arrive_expect_tx(bar, PANELS * PANEL_BYTES);
 #pragma unroll
     for (int p = 0; p < PANELS; ++p)
-        tma_tile2(stage + p * PANEL_BYTES, r_map, f0 + p * PANEL_COLS, m0 + cwg * WG_ROWS, bar);
+        tma_tile2(stage + p * PANEL_BYTES, r_map, f0 + p * PANEL_COLS, m0 + ROW_GROUP(cwg) * WG_ROWS, bar);
 }
 #endif
 
@@ -789,7 +807,7 @@ __device__ __forceinline__ void store_tile_tma(
     const int q = (ctid % 128) / 32;
     const bool leader = ctid % 128 == 0;
     const unsigned stage = staging + cwg * PANELS * PANEL_BYTES;
-    const int row0 = m0 + cwg * WG_ROWS;
+    const int row0 = m0 + ROW_GROUP(cwg) * WG_ROWS;
 #if RESIDUAL_TMA
 #if STAGING == 2
     // The other staging tile held the last tile's output: load_residual waits for its stores'
@@ -878,6 +896,20 @@ __device__ __forceinline__ void store_tile_tma(
 }
 #endif
 
+#if PINGPONG
+// Tile k's main loop (k >= 1) starts once tile k - 1's has waited for its last slot: named
+// barrier 3 + k % 2, which the other warpgroup's 128 threads arrive at and this one's wait on.
+__device__ __forceinline__ void turn_wait(int k)
+{
+    asm volatile("bar.sync %0, 256;\n" ::"r"(3 + k % 2) : "memory");
+}
+
+__device__ __forceinline__ void turn_pass(int k)
+{
+    asm volatile("bar.arrive %0, 256;\n" ::"r"(3 + k % 2) : "memory");
+}
+#endif
+
 __device__ __forceinline__ void zero(float (&acc)[MI][BN / 2])
 {
 #pragma unroll
@@ -936,7 +968,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full + 8 * s, TMA ? 1 : LOADERS);
-            mbar_init(empty + 8 * s, WG);
+            mbar_init(empty + 8 * s, ROW_GROUPS);  // the warpgroups that read the slot
         }
 #if RESIDUAL_TMA
         for (int i = 0; i < WG * STAGING; ++i) mbar_init(residual_bars + 8 * i, 1);
@@ -1008,15 +1040,23 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
 #if RESIDUAL_TMA
     if (leader) prefetch_map(&r_map);
 #endif
-    int g = 0;
-    int done = 0;  // tiles this block has finished: their staging tile and residual barrier's phase
-    for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x, ++done) {
+    // The block's tiles k = 0, 1, ... in the producer's order (tile blockIdx.x + k * gridDim.x):
+    // every one, or (PINGPONG) every WG-th from k = cwg, the slots of the others' steps skipped.
+    const int turns = PINGPONG ? WG : 1;
+    int k = PINGPONG ? cwg : 0;
+    int g = k * steps;
+    int done = 0;  // tiles this warpgroup has finished: their staging tile and residual's phase
+    for (int tile = blockIdx.x + k * gridDim.x; tile < TILES;
+         tile += turns * gridDim.x, k += turns, g += (turns - 1) * steps, ++done) {
         const int m0 = (tile / TILES_F) * BM, f0 = (tile % TILES_F) * BN;
 #if STORE_TMA
         const unsigned tile_staging = staging + (done % STAGING) * STAGING_BYTES;
         const unsigned residual_bar = residual_bars + 8 * (cwg * STAGING + done % STAGING);
 #endif
         zero(acc);
+#if PINGPONG
+        if (k > 0) turn_wait(k);
+#endif
         for (int t = 0; t < steps; ++t, ++g) {
             const int s = g % STAGES;
             mbar_wait(full + 8 * s, (g / STAGES) & 1);
@@ -1034,10 +1074,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
                 load_residual(tile_staging, &r_map, residual_bar, m0, f0, cwg);
 #endif
         }
+#if PINGPONG
+        if (tile + gridDim.x < TILES) turn_pass(k + 1);  // the next tile's main loop may start
+#endif
         wgmma_wait<0>();
         if (steps > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
 #if STORE_TMA
-        const int next = tile + gridDim.x;
+        const int next = tile + turns * gridDim.x;  // this warpgroup's next tile
 #if RESIDUAL_TMA
         const tensor_map_t* residual_map = &r_map;
 #else

@@ -19,8 +19,15 @@ SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots sta
 WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
-    "TMA", "STORE_TMA", "GEMM_1X1", "STAGING",
+    "TMA", "STORE_TMA", "GEMM_1X1", "STAGING", "PINGPONG",
 )  # fmt: skip
+
+
+def warpgroup_rows(config: Config) -> int:
+    """Output rows a consumer warpgroup computes of a tile: its share of BM, or (PINGPONG, the
+    warpgroups taking tiles in turn) all of them."""
+    bm = int(config["BM"])
+    return bm if int(config["PINGPONG"]) else bm // int(config["WG"])
 
 
 def reduction_step(problem: ConvProblem) -> int:
@@ -35,7 +42,7 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     stride 1, the input as a tiled (C, B*N*N) matrix, BK channels of BM pixels a copy), and
     the FKKC filters as a (C, K*K, F) tensor, BK channels x 1 tap x BN filters a copy; with
     STORE_TMA, the NHWF output as (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows
-    a store (BM / WG pixels), and a fused residual the same way (the kernel's RESIDUAL_TMA
+    a store (warpgroup_rows pixels), and a fused residual the same way (the kernel's RESIDUAL_TMA
     loads it into the staging tile)."""
     p = problem
     storage = p.precision.storage
@@ -81,7 +88,7 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
             storage,
             dims=(p.F, p.B * p.N * p.N),
             strides=(p.F * elem,),
-            box=(ROW_BYTES // elem, bm // int(config["WG"])),
+            box=(ROW_BYTES // elem, warpgroup_rows(config)),
             element_strides=(1, 1),
         )
         for buffer in (("y", "residual") if p.fused is not None and p.fused.residual else ("y",))
@@ -95,14 +102,15 @@ def threads(config: Config) -> int:
 
 def shared_bytes(config: Config, elem_bytes: int) -> int:
     """Dynamic shared memory: the slots, STORE_TMA's STAGING staging tiles (BM x BN outputs of
-    `elem_bytes` each), the alignment slack, the producer's mbarriers (a full and an empty one a
-    slot, and with STORE_TMA one a consumer warpgroup and staging tile for a residual loaded
-    into it)."""
+    `elem_bytes` each, one a consumer warpgroup with PINGPONG), the alignment slack, the
+    producer's mbarriers (a full and an empty one a slot, and with STORE_TMA one a consumer
+    warpgroup and staging tile for a residual loaded into it)."""
     stages, bm, bn = int(config["STAGES"]), int(config["BM"]), int(config["BN"])
     slots = stages * (bm + bn) * ROW_BYTES
     staged = int(config["STORE_TMA"]) * int(config["STAGING"])
     barriers = 16 * stages * int(config["PRODUCER"]) + 8 * int(config["WG"]) * staged
-    return slots + staged * bm * bn * elem_bytes + SWIZZLE_ALIGN + barriers
+    staging_tile = int(config["WG"]) * warpgroup_rows(config) * bn * elem_bytes
+    return slots + staged * staging_tile + SWIZZLE_ALIGN + barriers
 
 
 class TcWgmma(Family):
@@ -133,7 +141,19 @@ class TcWgmma(Family):
     )
     default_shape_set = "alexnet"
     # Configs stored before the TMA path loaded by cp.async.
-    later_tunables = MappingProxyType({"TMA": 0, "STORE_TMA": 0, "GEMM_1X1": 0, "STAGING": 1})
+    later_tunables = MappingProxyType(
+        {"TMA": 0, "STORE_TMA": 0, "GEMM_1X1": 0, "STAGING": 1, "PINGPONG": 0}
+    )
+    # The best of a 40-config subspace on VGG-16's 112x112 C = 128 F = 128, 56x56 C = 256 and
+    # 28x28 C = 512 layers in bf16 on the H200 (results/h200/20261130f, call 2): 0.905x, 0.985x
+    # and 0.946x cuDNN, where 60 evaluations of a cold search had found 0.587x on the first.
+    starting_configs = tuple(
+        dict(BM=bm, BN=bn, WG=2, STAGES=stages, SPLIT_K=1, PRODUCER=1, C_OUTER=1, L1_CACHE=0)
+        | dict(TILES_PER_BLOCK=tiles, TMA=1, STORE_TMA=1, GEMM_1X1=0, STAGING=staging, PINGPONG=0)
+        for bm, bn, stages, tiles, staging in (
+            (256, 128, 3, 4, 1), (128, 256, 3, 2, 1), (128, 128, 5, 2, 2),
+        )
+    )  # fmt: skip
     int32_offsets = True
     # A padded input through the im2col map only (the space keeps TMA = 1 for one).
     reads_padding = True

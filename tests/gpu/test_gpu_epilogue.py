@@ -128,13 +128,18 @@ def test_an_output_without_the_epilogue_fails_the_check(tuner, evaluator, name):
 # main loop and added there (RESIDUAL_TMA): odd sides, a stride of 2, a 1x1 layer, one and two
 # consumer warpgroups, one and two m64 tiles a warpgroup, and blocks of one tile and of
 # several, where each tile's load must wait for the last tile's stores and its barrier's phase
-# turns.
+# turns, the warpgroups sharing each tile or taking tiles in turn (PINGPONG).
 RESIDUAL_SHAPES = [
     ConvProblem(N=13, K=3, C=64, F=200, B=3, stride=2),
     ConvProblem(N=7, K=1, C=64, F=256, B=3),
     ConvProblem(N=56, K=1, C=64, F=256, B=3),  # enough tiles for blocks of two and four
     ConvProblem(N=37, K=1, C=32, F=64, B=1),
 ]
+
+
+def row_groups(config) -> int:
+    """Consumer warpgroups sharing a tile's rows: all, or one with PINGPONG."""
+    return 1 if int(config["PINGPONG"]) else int(config["WG"])
 
 
 @pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
@@ -154,12 +159,15 @@ def test_the_residual_staged_by_tma_is_added_right(tuner, evaluator, dtype):
         for c in staged:
             # MI, a warpgroup's m64 tiles, sets the epilogue's runs of column pairs (4 / MI);
             # with two staging tiles a tile's epilogue loads the next tile's residual.
-            mi = int(c["BM"]) // (64 * int(c["WG"]))
+            # With PINGPONG each warpgroup stages whole tiles of its own, in turn.
+            mi = int(c["BM"]) // (64 * row_groups(c))
             several = int(c["TILES_PER_BLOCK"]) > 1
-            groups.setdefault((int(c["WG"]), several, mi, int(c["STAGING"])), []).append(c)
+            key = (int(c["WG"]), several, mi, int(c["STAGING"]), int(c["PINGPONG"]))
+            groups.setdefault(key, []).append(c)
         picks += [(study, rng.choice(group)) for group in groups.values()]
     assert any(int(c["TILES_PER_BLOCK"]) > 1 and int(c["WG"]) == 2 for _, c in picks)
     assert any(int(c["STAGING"]) == 2 and int(c["WG"]) == 2 for _, c in picks)
-    assert {int(c["BM"]) // (64 * int(c["WG"])) for _, c in picks} == {1, 2}
+    assert any(int(c["PINGPONG"]) and int(c["STAGING"]) == 2 for _, c in picks)
+    assert {int(c["BM"]) // (64 * row_groups(c)) for _, c in picks} == {1, 2}
     failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)

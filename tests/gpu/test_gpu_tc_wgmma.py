@@ -165,3 +165,39 @@ def test_padded_inputs_correct_through_the_im2col_box(tuner, evaluator, dtype):
             picks += [(study, c) for c in rng.sample(tma_configs, min(2, len(tma_configs)))]
     failed = failures(tuner, picks, QUICK.min_repeats)
     assert not failed, "\n".join(failed)
+
+
+# The consumer warpgroups taking a block's tiles in turn (PINGPONG) need several tiles a block,
+# which only problems of more than a wave of tiles are offered: odd sides and channel counts,
+# F not a multiple of the tile (and of 8: direct stores only), strides 1 and 2, padding, a 1x1
+# layer read as a matrix, batches 3, 13 and 21; the blocks' last tiles fall to either
+# warpgroup.
+TURNS = [
+    ConvProblem(N=37, K=3, C=40, F=100, B=13),
+    ConvProblem(N=29, K=3, C=64, F=200, B=21, stride=2, padding=1),
+    ConvProblem(N=56, K=1, C=64, F=72, B=3),
+]
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_warpgroups_taking_tiles_in_turn_are_correct(tuner, evaluator, dtype):
+    problems = [dataclasses.replace(nhwc(p, dtype), padding=p.padding) for p in TURNS]
+    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
+    assert len(studies) == len(problems), skipped
+    rng = random.Random(f"pingpong-{dtype}")
+    picks = []
+    for study in studies:
+        groups = {}
+        for c in study.space.configs:
+            if int(c["PINGPONG"]):  # a warpgroup's m64 tiles, the stores, the tiles a block
+                key = (int(c["BM"]), int(c["STORE_TMA"]), int(c["STAGING"]), int(c["GEMM_1X1"]))
+                groups.setdefault(key + (int(c["TILES_PER_BLOCK"]),), []).append(c)
+        picks += [(study, rng.choice(group)) for group in groups.values()]
+    assert {int(c["BM"]) for _, c in picks} == {64, 128}
+    assert {int(c["TILES_PER_BLOCK"]) for _, c in picks} == {2, 4}
+    assert any(int(c["STORE_TMA"]) for _, c in picks)
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        compile_ = tuner.runner.compiler.compile
+        list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))
+    failed = failures(tuner, picks, QUICK.min_repeats)
+    assert not failed, "\n".join(failed)

@@ -59,22 +59,25 @@ def bound(problem: ConvProblem):
 
 def cfg(
     bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0, gemm_1x1=0,
-    staging=1,
+    staging=1, pingpong=0,
 ) -> Config:  # fmt: skip
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
         | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma, STORE_TMA=store)
-        | dict(GEMM_1X1=gemm_1x1, STAGING=staging)
+        | dict(GEMM_1X1=gemm_1x1, STAGING=staging, PINGPONG=pingpong)
     )
 
 
-def tma(bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0, staging=1) -> Config:
+def tma(
+    bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0, staging=1, pingpong=0
+) -> Config:  # fmt: skip
     """A configuration loading by TMA: from the producer warpgroup, in channel-block order;
     with `store`, storing its output by TMA too (through `staging` staging tiles); with
-    `gemm_1x1`, a 1x1 input as a matrix."""
+    `gemm_1x1`, a 1x1 input as a matrix; with `pingpong`, the two consumer warpgroups taking
+    tiles in turn."""
     return cfg(
         bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store,
-        gemm_1x1=gemm_1x1, staging=staging,
+        gemm_1x1=gemm_1x1, staging=staging, pingpong=pingpong,
     )  # fmt: skip
 
 
@@ -121,8 +124,9 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
     for config in space:
         bm, bn, wg = int(config["BM"]), int(config["BN"]), int(config["WG"])
         split, producer = int(config["SPLIT_K"]), int(config["PRODUCER"])
-        mi = bm // (64 * wg)
-        assert mi in (1, 2) and mi * 64 * wg == bm
+        sharing = 1 if config["PINGPONG"] else wg  # warpgroups that share a tile's rows
+        mi = bm // (64 * sharing)
+        assert mi in (1, 2) and mi * 64 * sharing == bm
         assert mi * bn // 2 <= 128  # accumulators a thread
         loaders = WARPGROUP * (1 if producer else wg)
         assert bm % (loaders // 8) == 0 and bn % (loaders // 8) == 0  # whole rows a thread
@@ -368,6 +372,20 @@ COMPILE_SAMPLE = [
         "tf32",
         tma(128, 128, 1, 2, tiles=2, store=1, staging=2),
     ),
+    # The warpgroups taking tiles in turn: a whole 128 x 128 or 64 x 256 tile each, stored
+    # directly, or by TMA through a staging tile each (two each where they fit).
+    (ConvProblem(N=112, K=3, C=128, F=128, B=32), "bf16", tma(128, 128, 2, 4, tiles=4, pingpong=1)),
+    (
+        ConvProblem(N=28, K=3, C=256, F=512, B=32),
+        "bf16",
+        tma(64, 256, 2, 4, tiles=2, store=1, pingpong=1),
+    ),
+    (
+        ConvProblem(N=56, K=1, C=64, F=256, B=32),
+        "fp16",
+        tma(128, 128, 2, 2, tiles=4, store=1, gemm_1x1=1, staging=2, pingpong=1),
+    ),
+    (ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32", tma(128, 128, 2, 3, tiles=2, pingpong=1)),
 ]
 
 
