@@ -61,6 +61,10 @@ class Family:
     # Tunables added after results were stored, each with the value that reproduces the kernel
     # those results measured: a stored config without one is read as the config with it.
     later_tunables: Mapping[str, Value] = MappingProxyType({})
+    # Configurations measured strong on large shapes, which a search asks first (each made valid
+    # for the shape as the nearest valid config) after any it transfers from other shapes: a
+    # large space searched cold can spend its whole budget far from them.
+    starting_configs: tuple[Mapping[str, Value], ...] = ()
     # The directory holding both <name>.cu and <name>.toml: None for the built-in families
     # (kernels/ and search_spaces/); a family from a user's kernel directory sets its own.
     directory: Path | None = None

@@ -12,6 +12,7 @@ from autotune.model.space import Config
 from autotune.store import Store
 from autotune.store.campaigns import shipped_bests
 from autotune.strategies.base import Strategy
+from autotune.strategies.local import Coordinates
 from autotune.strategies.transfer import PER_SHAPE, Transfer, transfer_seeds, warm_across_devices
 
 # Brute force walks the space in its own order on purpose (exhaustive recordings); seeding it
@@ -29,19 +30,24 @@ def warm_start(
     shipped_dir: Path | None = None,
 ) -> Strategy:
     """The strategy wrapped in Transfer when the store holds other shapes of the study's family
-    on this device measured under `protocol` (seeded with their best configs, made valid here),
-    or else this shape on other devices (their best configs, stored or shipped: `shipped_dir`,
-    the package's by default); else unchanged. With a kernel_digest, only measurements of that
-    code seed it (the store's current one else)."""
+    on this device measured under `protocol` (seeded with their best configs, made valid here,
+    then the family's starting configurations), or else this shape on other devices (their best
+    configs, stored or shipped: `shipped_dir`, the package's by default), or else where the
+    family has starting configurations (those); else unchanged. With a kernel_digest, only
+    measurements of that code seed it (the store's current one else)."""
     if strategy.name in NOT_SEEDED:
         return strategy
     kernels = {study.family.name: kernel_digest} if kernel_digest is not None else None
     history = store.history(
         device=device, family=study.family.name, protocol=protocol, kernels=kernels
     )
+    starting = starting_seeds(study)
     if not len(history):
         others = other_devices_times(store, device, study, kernels, protocol, shipped_dir)
-        return warm_across_devices(strategy, study.space, others)
+        warm = warm_across_devices(strategy, study.space, others)
+        if warm is strategy and starting:  # measured nowhere: the family's own start
+            return Transfer(strategy, starting)
+        return warm
     ok = history[(history["status"] == Status.OK.value) & (history["kind"] == study.problem.kind)]
     ok = ok[ok["problem_key"] != study.problem.key].sort_values(["time_ms", "id"])
     neighbours = []
@@ -59,7 +65,22 @@ def warm_start(
     # Only neighbours of the study's own dtype and layout seed it: shape_distance is infinite
     # across them (a bf16 tile made valid for fp32 would be a guess, however valid).
     seeds = transfer_seeds(study.problem, study.space, neighbours)
+    seeds += [c for c in starting if c not in seeds]
     return Transfer(strategy, seeds) if seeds else strategy
+
+
+def starting_seeds(study) -> list[Config]:
+    """The family's starting configurations (Family.starting_configs), each made valid for the
+    study's shape as the nearest valid config, without repeats (none for a recorded space's
+    stand-in family, which has no such attribute)."""
+    starting = getattr(study.family, "starting_configs", ())
+    coords = Coordinates(study.space) if starting else None
+    seeds: list[Config] = []
+    for values in starting:
+        near = coords.nearest(study.family.complete(Config.of(values)))
+        if near is not None and near not in seeds:
+            seeds.append(near)
+    return seeds
 
 
 def other_devices_times(

@@ -88,3 +88,41 @@ def test_a_new_gpu_starts_at_another_gpus_shipped_best(tmp_path) -> None:
     )
     assert isinstance(strategy, Transfer) and strategy.ask() == chosen
     store.close()
+
+
+def test_a_cold_search_asks_the_familys_starting_configs_first(tmp_path) -> None:
+    from autotune.model.space import Config
+
+    family = FAMILIES["tc_wgmma"]
+    vgg = ConvProblem(N=112, K=3, C=128, F=128, B=32, dtype="bf16", layout="NHWC")
+    first = ConvProblem(N=55, K=11, C=3, F=64, B=32, stride=4, dtype="bf16", layout="NHWC")
+    (study, cold_first), _ = plan_studies([(family, vgg), (family, first)], ARCH_LIMITS["sm_90"])
+    starting = [family.complete(Config.of(c)) for c in family.starting_configs]
+    none = tmp_path / "no-shipped-bests"
+    store = Store(str(tmp_path / "fresh.db"))
+    strategy = warm_start(
+        make_strategy(DEFAULT_STRATEGY, study.space, 0), store, "GPU A", study, shipped_dir=none
+    )
+    assert isinstance(strategy, Transfer)
+    assert [strategy.ask() for _ in starting] == starting  # valid as they are here
+    # C = 3 has no TMA: each is replaced by its nearest valid config, the repeats dropped.
+    strategy = warm_start(
+        make_strategy(DEFAULT_STRATEGY, cold_first.space, 0), store, "GPU A", cold_first,
+        shipped_dir=none,
+    )  # fmt: skip
+    asked = [strategy.ask() for _ in range(len(starting))]
+    assert all(cold_first.space.is_valid(c) and c["TMA"] == 0 for c in asked)
+    # After another shape's results on this device: its best first, then the starting ones.
+    device = store.register_device(DeviceInfo("GPU A", "9.0", 132))
+    run = store.start_run(device, "test", {})
+    best = cold_first.space.configs[0]
+    store.record(
+        run, device, family.name, first, best,
+        Measurement(Status.OK, time_ms=0.5, samples_ms=(0.5,)), first.flops,
+    )  # fmt: skip
+    strategy = warm_start(
+        make_strategy(DEFAULT_STRATEGY, study.space, 0), store, "GPU A", study, shipped_dir=none
+    )
+    asked = [strategy.ask() for _ in range(1 + len(starting))]
+    assert asked[1:] == starting and asked[0] not in starting and study.space.is_valid(asked[0])
+    store.close()
