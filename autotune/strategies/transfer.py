@@ -55,16 +55,8 @@ def transfer_seeds(
     others = sorted(
         (o for o in others if o[1] != problem.key and math.isfinite(o[0])), key=lambda o: o[:2]
     )
-    coords = Coordinates(space)
-    seeds: list[Config] = []
     ranked = [best[:per_shape] for _, _, best in others[:max_shapes]]
-    for rank in range(per_shape):
-        for best in ranked:
-            if rank < len(best):
-                near = coords.nearest(best[rank])
-                if near is not None and near not in seeds:
-                    seeds.append(near)
-    return seeds
+    return made_valid(space, (b[r] for r in range(per_shape) for b in ranked if r < len(b)))
 
 
 def device_seeds(
@@ -76,14 +68,19 @@ def device_seeds(
     """Transfer across GPUs: the best configs of the same space measured on other devices (each
     device's list fastest first), every device's best, then every device's second..., each made
     valid here as the nearest valid config, without repeats."""
+    ranked = others[:max_devices]
+    return made_valid(space, (b[r] for r in range(per_device) for b in ranked if r < len(b)))
+
+
+def made_valid(space: BoundSpace, configs: Iterable[Config]) -> list[Config]:
+    """Each config made valid for `space` as the nearest valid config (itself if valid), in
+    the order given, without repeats: how seeds from elsewhere become this space's."""
     coords = Coordinates(space)
     seeds: list[Config] = []
-    for rank in range(per_device):
-        for best in others[:max_devices]:
-            if rank < len(best):
-                near = coords.nearest(best[rank])
-                if near is not None and near not in seeds:
-                    seeds.append(near)
+    for config in configs:
+        near = coords.nearest(config)
+        if near is not None and near not in seeds:
+            seeds.append(near)
     return seeds
 
 
@@ -195,6 +192,7 @@ __all__ = [
     "Transfer",
     "device_prior",
     "device_seeds",
+    "made_valid",
     "shape_distance",
     "transfer_seeds",
     "warm_across_devices",

@@ -12,8 +12,13 @@ from autotune.model.space import Config
 from autotune.store import Store
 from autotune.store.campaigns import shipped_bests
 from autotune.strategies.base import Strategy
-from autotune.strategies.local import Coordinates
-from autotune.strategies.transfer import PER_SHAPE, Transfer, transfer_seeds, warm_across_devices
+from autotune.strategies.transfer import (
+    PER_SHAPE,
+    Transfer,
+    made_valid,
+    transfer_seeds,
+    warm_across_devices,
+)
 
 # Brute force walks the space in its own order on purpose (exhaustive recordings); seeding it
 # would only reorder that walk.
@@ -74,13 +79,9 @@ def starting_seeds(study) -> list[Config]:
     study's shape as the nearest valid config, without repeats (none for a recorded space's
     stand-in family, which has no such attribute)."""
     starting = getattr(study.family, "starting_configs", ())
-    coords = Coordinates(study.space) if starting else None
-    seeds: list[Config] = []
-    for values in starting:
-        near = coords.nearest(study.family.complete(Config.of(values)))
-        if near is not None and near not in seeds:
-            seeds.append(near)
-    return seeds
+    if not starting:
+        return []
+    return made_valid(study.space, (study.family.complete(Config.of(v)) for v in starting))
 
 
 def other_devices_times(
