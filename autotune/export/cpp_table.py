@@ -57,6 +57,7 @@ struct Step {
     int num_args;
     const char* symbol;
     int source_buffer;
+    unsigned blocks_per_sm;  // > 0: a persistent launch, grid[0] capped at this x the SMs
 };
 struct Plan {
     int B, C, N, K, F, stride;
@@ -102,7 +103,8 @@ def cpp_table(data: dict, modules: Sequence[Module]) -> str:
             if s["phase"] == "constant":
                 source = names.index(s["buffer"])
                 steps.append(
-                    f"    {{-1, {{0, 0, 0}}, {{0, 0, 0}}, 0u, 0, 0, {_c(s['symbol'])}, {source}}},"
+                    f"    {{-1, {{0, 0, 0}}, {{0, 0, 0}}, 0u, 0, 0, {_c(s['symbol'])}, "
+                    f"{source}, 0u}},"
                 )
                 continue
             first_arg = len(args)
@@ -119,7 +121,8 @@ def cpp_table(data: dict, modules: Sequence[Module]) -> str:
             block = ", ".join(f"{v}u" for v in s["block"])
             steps.append(
                 f"    {{{module.kernels.index(s['kernel'])}, {{{grid}}}, {{{block}}}, "
-                f"{s['smem_bytes']}u, {first_arg}, {len(s['args'])}, nullptr, -1}},"
+                f"{s['smem_bytes']}u, {first_arg}, {len(s['args'])}, nullptr, -1, "
+                f"{s['blocks_per_sm']}u}},"
                 f"  // {s['phase']}: {s['kernel']}"
             )
         shape = p["shape"]

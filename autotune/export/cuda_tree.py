@@ -115,6 +115,7 @@ def _launch(phase: str, launch: Launch) -> dict[str, object]:
         "grid": list(launch.grid),
         "block": list(launch.block),
         "smem_bytes": launch.smem_bytes,
+        "blocks_per_sm": launch.blocks_per_sm,
         "args": args,
     }
 

@@ -61,6 +61,9 @@ class Family:
     # Tunables added after results were stored, each with the value that reproduces the kernel
     # those results measured: a stored config without one is read as the config with it.
     later_tunables: Mapping[str, Value] = MappingProxyType({})
+    # Tunables that shape only the launch (a persistent grid, say): the kernel's code never sees
+    # them, so they are neither compiled in nor part of the kernel digest.
+    launch_tunables: tuple[str, ...] = ()
     # Configurations measured strong on large shapes, which a search asks first (each made valid
     # for the shape as the nearest valid config) after any it transfers from other shapes: a
     # large space searched cold can spend its whole budget far from them.

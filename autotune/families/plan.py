@@ -102,10 +102,22 @@ class Launch:
     block: tuple[int, int, int]
     args: tuple[Arg, ...]
     smem_bytes: int = 0  # dynamic shared memory
+    # A persistent launch (> 0): at most this many blocks a multiprocessor along x, each
+    # walking the work blockIdx.x, blockIdx.x + gridDim.x, ... of `grid`'s x extent. The
+    # launcher, which knows the device, caps it (grid_on); a launcher that does not stays
+    # correct, since the kernel strides by gridDim.x.
+    blocks_per_sm: int = 0
 
     @property
     def threads(self) -> int:
         return self.block[0] * self.block[1] * self.block[2]
+
+    def grid_on(self, sm_count: int) -> tuple[int, int, int]:
+        """The grid to launch on a device of `sm_count` multiprocessors."""
+        if not self.blocks_per_sm:
+            return self.grid
+        x, y, z = self.grid
+        return (min(x, self.blocks_per_sm * sm_count), y, z)
 
 
 Shape = tuple[int, ...]

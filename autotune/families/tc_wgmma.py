@@ -142,7 +142,7 @@ class TcWgmma(Family):
     default_shape_set = "alexnet"
     # Configs stored before the TMA path loaded by cp.async.
     later_tunables = MappingProxyType(
-        {"TMA": 0, "STORE_TMA": 0, "GEMM_1X1": 0, "STAGING": 1, "PINGPONG": 0}
+        {"TMA": 0, "STORE_TMA": 0, "GEMM_1X1": 0, "STAGING": 1, "PINGPONG": 0, "PERSISTENT": 0}
     )
     # The best of a 40-config subspace on VGG-16's 112x112 C = 128 F = 128, 56x56 C = 256 and
     # 28x28 C = 512 layers in bf16 on the H200 (results/h200/20261130f, call 2): 0.905x, 0.985x
@@ -150,10 +150,12 @@ class TcWgmma(Family):
     starting_configs = tuple(
         dict(BM=bm, BN=bn, WG=2, STAGES=stages, SPLIT_K=1, PRODUCER=1, C_OUTER=1, L1_CACHE=0)
         | dict(TILES_PER_BLOCK=tiles, TMA=1, STORE_TMA=1, GEMM_1X1=0, STAGING=staging, PINGPONG=0)
+        | dict(PERSISTENT=0)
         for bm, bn, stages, tiles, staging in (
             (256, 128, 3, 4, 1), (128, 256, 3, 2, 1), (128, 128, 5, 2, 2),
         )
     )  # fmt: skip
+    launch_tunables = ("PERSISTENT",)
     int32_offsets = True
     # A padded input through the im2col map only (the space keeps TMA = 1 for one).
     reads_padding = True
@@ -171,6 +173,9 @@ class TcWgmma(Family):
         gemm = Launch(
             "tc_wgmma",
             grid=(cdiv(tiles, values["TILES_PER_BLOCK"]), 1, split),
+            # One block a multiprocessor (PERSISTENT), each walking the tiles by gridDim.x, as
+            # the kernel always does.
+            blocks_per_sm=int(config["PERSISTENT"]),
             block=(threads(config), 1, 1),
             args=(
                 "x",

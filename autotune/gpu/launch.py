@@ -51,6 +51,21 @@ def attribute(device_index: int, name: str) -> int:
     return int(cp.cuda.runtime.deviceGetAttribute(CUDA_ATTR[name], device_index))
 
 
+_SM_COUNTS: dict[int, int] = {}
+
+
+def device_grid(launch: Launch) -> tuple[int, int, int]:
+    """The grid `launch` runs with on the current device: a persistent launch's x capped by the
+    device's multiprocessors (Launch.grid_on), counted once per device."""
+    if not launch.blocks_per_sm:
+        return launch.grid
+    device = cp.cuda.runtime.getDevice()
+    count = _SM_COUNTS.get(device)
+    if count is None:
+        count = _SM_COUNTS[device] = attribute(device, "MultiProcessorCount")
+    return launch.grid_on(count)
+
+
 def device_limits(device_index: int) -> DeviceLimits:
     """Asked attribute by attribute: the cudaDeviceProp struct changed in CUDA 13 (fields
     removed), the attribute enum values did not."""
@@ -102,7 +117,7 @@ def prepare(launches: tuple[Launch, ...], functions: Mapping[str, object]) -> tu
     return tuple(
         (
             functions[launch.kernel],
-            launch.grid,
+            device_grid(launch),
             launch.block,
             tuple(a if isinstance(a, (str, TensorMap)) else np.int32(a) for a in launch.args),
             launch.smem_bytes,
@@ -214,7 +229,8 @@ class DriverLaunch:
         # The CUfunction: RawModule.get_function gives a RawKernel, whose `kernel` is the
         # cupy.cuda.function.Function that holds the handle.
         self.fn = getattr(function, "kernel", function).ptr
-        self.dims = tuple(int(d) for d in (*launch.grid, *launch.block, launch.smem_bytes))
+        grid = device_grid(launch)
+        self.dims = tuple(int(d) for d in (*grid, *launch.block, launch.smem_bytes))
         values, slots, maps, pointers = [], [], [], []
         for arg in launch.args:
             if isinstance(arg, TensorMap):

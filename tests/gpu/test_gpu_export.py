@@ -35,6 +35,12 @@ def test_an_export_in_every_dtype_runs_and_matches_float64(evaluator, tmp_path: 
     cases = [
         ("tc_wgmma", nhwc(ConvProblem(N=14, K=3, C=64, F=128, B=2), "bf16"), tma(128, 128, 1, 4)),
         ("tc_wgmma", nhwc(ConvProblem(N=13, K=1, C=64, F=96, B=3), "fp16"), tma(64, 96, 1, 4)),
+        # A persistent grid: 140 tiles, so the C++ launch caps x at the multiprocessors.
+        (
+            "tc_wgmma",
+            nhwc(ConvProblem(N=37, K=3, C=40, F=104, B=13), "bf16"),
+            tma(128, 128, 2, 4, store=1, persistent=1),
+        ),
         ("tc_implicit_gemm", nhwc(ConvProblem(N=13, K=3, C=40, F=33, B=3, stride=2), "tf32"), None),
         ("implicit_gemm", ConvProblem(N=13, K=5, C=16, F=24, B=2), None),
     ]

@@ -14,6 +14,7 @@ import pytest
 
 from autotune.families import get_family
 from autotune.gpu.compiler import Compiler
+from autotune.gpu.launch import device_grid
 from autotune.gpu.session import GpuSession, TimingPolicy
 from autotune.model.problem import ConvProblem
 from autotune.model.records import Status
@@ -189,13 +190,43 @@ def test_warpgroups_taking_tiles_in_turn_are_correct(tuner, evaluator, dtype):
     for study in studies:
         groups = {}
         for c in study.space.configs:
-            if int(c["PINGPONG"]):  # a warpgroup's m64 tiles, the stores, the tiles a block
+            # A warpgroup's m64 tiles, the stores, the tiles a block (persistent grids below).
+            if int(c["PINGPONG"]) and not int(c["PERSISTENT"]):
                 key = (int(c["BM"]), int(c["STORE_TMA"]), int(c["STAGING"]), int(c["GEMM_1X1"]))
                 groups.setdefault(key + (int(c["TILES_PER_BLOCK"]),), []).append(c)
         picks += [(study, rng.choice(group)) for group in groups.values()]
     assert {int(c["BM"]) for _, c in picks} == {64, 128}
     assert {int(c["TILES_PER_BLOCK"]) for _, c in picks} == {2, 4}
     assert any(int(c["STORE_TMA"]) for _, c in picks)
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        compile_ = tuner.runner.compiler.compile
+        list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))
+    failed = failures(tuner, picks, QUICK.min_repeats)
+    assert not failed, "\n".join(failed)
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_persistent_grids_are_correct(tuner, evaluator, dtype):
+    """One block a multiprocessor walking the tiles (PERSISTENT), on TURNS' shapes (more tiles
+    than multiprocessors): by cp.async and by TMA, one and two consumer warpgroups, shared tiles
+    and tiles in turn, direct and TMA stores; the blocks get different numbers of tiles."""
+    problems = [dataclasses.replace(nhwc(p, dtype), padding=p.padding) for p in TURNS]
+    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
+    assert len(studies) == len(problems), skipped
+    sms = evaluator.limits.SM_COUNT
+    rng = random.Random(f"persistent-{dtype}")
+    picks = []
+    for study in studies:
+        groups = {}
+        for c in study.space.configs:
+            if int(c["PERSISTENT"]):
+                key = (int(c["TMA"]), int(c["WG"]), int(c["PINGPONG"]), int(c["STORE_TMA"]))
+                groups.setdefault(key, []).append(c)
+        picks += [(study, rng.choice(group)) for group in groups.values()]
+        (launch,) = FAMILY.plan(study.problem, picks[-1][1]).launches
+        # Launched as many blocks as multiprocessors, fewer than the tiles.
+        assert device_grid(launch)[0] == sms < launch.grid[0]
+    assert {(int(c["TMA"]), int(c["PINGPONG"])) for _, c in picks} == {(0, 0), (1, 0), (1, 1)}
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         compile_ = tuner.runner.compiler.compile
         list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))

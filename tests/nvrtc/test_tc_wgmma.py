@@ -59,25 +59,26 @@ def bound(problem: ConvProblem):
 
 def cfg(
     bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0, gemm_1x1=0,
-    staging=1, pingpong=0,
+    staging=1, pingpong=0, persistent=0,
 ) -> Config:  # fmt: skip
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
         | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma, STORE_TMA=store)
-        | dict(GEMM_1X1=gemm_1x1, STAGING=staging, PINGPONG=pingpong)
+        | dict(GEMM_1X1=gemm_1x1, STAGING=staging, PINGPONG=pingpong, PERSISTENT=persistent)
     )
 
 
 def tma(
-    bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0, staging=1, pingpong=0
+    bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0, staging=1, pingpong=0,
+    persistent=0,
 ) -> Config:  # fmt: skip
     """A configuration loading by TMA: from the producer warpgroup, in channel-block order;
     with `store`, storing its output by TMA too (through `staging` staging tiles); with
     `gemm_1x1`, a 1x1 input as a matrix; with `pingpong`, the two consumer warpgroups taking
-    tiles in turn."""
+    tiles in turn; with `persistent`, one block a multiprocessor."""
     return cfg(
         bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store,
-        gemm_1x1=gemm_1x1, staging=staging, pingpong=pingpong,
+        gemm_1x1=gemm_1x1, staging=staging, pingpong=pingpong, persistent=persistent,
     )  # fmt: skip
 
 
@@ -273,6 +274,29 @@ def test_two_staging_tiles_for_several_tiles_a_block_with_tma_stores() -> None:
     # A second BM x BN tile, and a residual's mbarrier a consumer warpgroup for it.
     assert shared_bytes(two, 2) - shared_bytes(one, 2) == 128 * 256 * 2 + 16
     assert dict(FAMILY.plan(conv3, two).defines)["STAGING"] == 2
+
+
+def test_a_persistent_grid_is_offered_past_a_wave_of_tiles_and_compiles_the_same_code() -> None:
+    # 37x37 pixels x batch 3 in 64-pixel tiles, two tiles of F: 130 tiles, fewer than the 132
+    # multiprocessors; at batch 13, 558 (F = 104: rows of whole 16 bytes, for TMA stores).
+    short = bound(nhwc(ConvProblem(N=37, K=3, C=40, F=100, B=3)))
+    assert {int(c["PERSISTENT"]) for c in short} == {0}
+    conv = nhwc(ConvProblem(N=37, K=3, C=40, F=104, B=13))
+    space = bound(conv)
+    persistent = tma(64, 64, 1, 4, store=0, persistent=1)
+    assert space.is_valid(persistent)
+    assert not space.is_valid(tma(64, 64, 1, 4, tiles=2, persistent=1))  # the grid is the SMs'
+    assert not space.is_valid(tma(64, 64, 1, 4, split=2, persistent=1))
+    # With it, the tiles a block vary, so the staging and taking-turns paths are offered too.
+    assert space.is_valid(tma(128, 64, 2, 4, store=1, staging=2, pingpong=1, persistent=1))
+    plan, plain = FAMILY.plan(conv, persistent), FAMILY.plan(conv, tma(64, 64, 1, 4))
+    (launch,), (plain_launch,) = plan.launches, plain.launches
+    # Every tile in the grid's x extent, one block a multiprocessor at most when launched.
+    assert launch.grid == plain_launch.grid == (558, 1, 1) and launch.blocks_per_sm == 1
+    assert launch.grid_on(LIMITS.SM_COUNT) == (LIMITS.SM_COUNT, 1, 1)
+    assert plain_launch.blocks_per_sm == 0 and plain_launch.grid_on(132) == (558, 1, 1)
+    # The same code: the launch is all that changes.
+    assert plan.defines == plain.defines and "PERSISTENT" not in dict(plan.defines)
 
 
 def test_tma_stores_are_offered_only_for_whole_panels_and_aligned_rows() -> None:

@@ -152,6 +152,7 @@ def test_a_layout_converting_plan_keeps_the_evaluators_order_and_its_scratch(sto
     ):
         assert step["kernel"] == launch.kernel and step["grid"] == list(launch.grid)
         assert step["smem_bytes"] == launch.smem_bytes
+        assert step["blocks_per_sm"] == launch.blocks_per_sm == 0
     assert timed_launches[-1].smem_bytes > 0
 
 
@@ -295,6 +296,11 @@ def test_the_cpp_table_and_makefile_follow_the_json(everything) -> None:
         assert row.strip().endswith(f"{plan['workspace_bytes']}ull}},")
     steps_block = header.split("kSteps[] = {", 1)[1].split("};", 1)[0]
     assert steps_block.count("\n    {") == sum(len(p["steps"]) for p in data["plans"])
+    # A launch step's last field: its blocks a multiprocessor (0: the grid as planned).
+    launch_rows = [line for line in steps_block.splitlines() if "nullptr, -1," in line]
+    launch_steps = [s for p in data["plans"] for s in p["steps"] if "grid" in s]
+    for row, step in zip(launch_rows, launch_steps, strict=True):
+        assert f"nullptr, -1, {step['blocks_per_sm']}u}}," in row
     make = makefile(modules, data["arch"])
     assert "ARCH ?= 90" in make
     for m in modules:

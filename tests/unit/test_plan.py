@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from autotune.families.plan import KernelPlan, Launch
@@ -35,3 +36,11 @@ def test_scratch_bytes_count_fp32_elements() -> None:
     )
     assert plan.scratch_bytes == 4 * (2 * 75 * 961 + 3)
     assert KernelPlan(Path("k.cu"), (), (_launch("main"),)).scratch_bytes == 0
+
+
+def test_a_persistent_launch_is_capped_at_its_blocks_a_multiprocessor() -> None:
+    launch = Launch("k", grid=(1000, 1, 4), block=(128, 1, 1), args=(), blocks_per_sm=1)
+    assert launch.grid_on(132) == (132, 1, 4)
+    assert launch.grid_on(2000) == (1000, 1, 4)  # fewer blocks than multiprocessors: as planned
+    assert dataclasses.replace(launch, blocks_per_sm=2).grid_on(132) == (264, 1, 4)
+    assert dataclasses.replace(launch, blocks_per_sm=0).grid_on(132) == (1000, 1, 4)

@@ -227,7 +227,19 @@ inline cudaError_t run_plan(const plans::Plan& p, const void* x, const void* w, 
                 values[a] = &ints[a];
             }
         }
-        const dim3 grid(step.grid[0], step.grid[1], step.grid[2]);
+        dim3 grid(step.grid[0], step.grid[1], step.grid[2]);
+        if (step.blocks_per_sm > 0) {
+            // A persistent kernel walks its x extent by gridDim.x: as many blocks as the
+            // device holds at once (the runtime caches the attribute).
+            int device = 0, sms = 0;
+            err = cudaGetDevice(&device);
+            if (err == cudaSuccess) {
+                err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+            }
+            if (err != cudaSuccess) return err;
+            const unsigned resident = step.blocks_per_sm * static_cast<unsigned>(sms);
+            if (grid.x > resident) grid.x = resident;
+        }
         const dim3 block(step.block[0], step.block[1], step.block[2]);
         err = cudaLaunchKernel(reinterpret_cast<const void*>(kernels[step.kernel]), grid, block,
                                values, step.smem_bytes, stream);
