@@ -37,7 +37,7 @@ ab() {  # the persistent grid A/B (persistent_ab.py), on GPU 0, into /tmp/home/a
     python3 "$HERE/persistent_ab.py" table /tmp/home/ab.db > "$OUT/persistent_ab.md" 2>&1
     cat "$OUT/persistent_ab.md" >> "$OUT/summary.txt"
 }
-case "${1:?1 to 4}" in
+case "${1:?1 to 5}" in
 1)  # GPU 1: the tf32 table starts. GPU 0: the GPU tests of PERSISTENT (test_gpu_tc_wgmma's
     # persistent grids at odd shapes in every dtype, test_gpu_export's persistent plan through
     # the C++ launch, test_runtime through the driver launcher), then the A/B.
@@ -76,6 +76,22 @@ case "${1:?1 to 4}" in
     AUTOTUNE_DB=/tmp/home/fp16.db python3 -m autotune merge /tmp/home/fp16b.db > "$OUT/merge.log" 2>&1; say "merge: rc=$? $(tail -1 "$OUT/merge.log")"
     targets fp16 4; save fp16
     (cd "$OUT" && tar -czf call4.tgz *.log *.md && rm -f *.log *.md) ;;
+5)  # Why the 56x56 1x1 layers gained 1-5% from PERSISTENT where about 20% was predicted:
+    # Nsight Compute on 56x56 C = 256 F = 128 bf16 (ab/ab_2.toml), session 54's best (4 tiles a
+    # block on 98 blocks) against its persistent variant (132 blocks, 3 turns). Predicted: DRAM
+    # throughput over half its peak in both, and about the same bytes moved.
+    install || exit 1
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    S=N=56,K=1,C=256,F=128,B=32,dtype=bf16,layout=NHWC
+    for v in stored persistent; do
+        if [ $v = stored ]; then tpb=4 p=0; else tpb=1 p=1; fi
+        sed -e "s/^TILES_PER_BLOCK = .*/TILES_PER_BLOCK = [$tpb]/" -e "s/^PERSISTENT = .*/PERSISTENT = [$p]/" "$HERE/ab/ab_2.toml" > "/tmp/ab_2_$v.toml"
+        timeout -k 5 $(( $(left) / 2 )) $NCU --target-processes all --kernel-name regex:^tc_wgmma\$ --launch-count 1 --set full ${NCU_OPTS:-} --export "$OUT/ncu_$v" --force-overwrite python3 -m autotune run --family tc_wgmma --shape "$S" --subspace "/tmp/ab_2_$v.toml" --strategy brute_force --exhaustive --no-baseline --storage "/tmp/ncu_${v}_$$.db" > "$OUT/ncu_$v.log" 2>&1
+        say "ncu $v: rc=$?"
+        $NCU --import "$OUT/ncu_$v.ncu-rep" --page details > "$OUT/ncu_${v}_details.txt" 2>&1; rm -f "$OUT/ncu_$v.ncu-rep"
+        grep -E "Duration|Grid Size|DRAM Throughput|Memory Throughput|L2 Cache Throughput|SM Busy|Compute \(SM\) Throughput|Issue Slots Busy" "$OUT/ncu_${v}_details.txt" | head -10 >> "$OUT/summary.txt"
+    done
+    (cd "$OUT" && tar -czf call5.tgz ncu_* && rm -rf ncu_*) ;;
 2)  # Both tables, each on its GPU, resumed where the last call stopped; then their targets.
     install || exit 1; restore tf32; restore fp16
     table 0 fp16 "$1" & table 1 tf32 "$1" & wait
