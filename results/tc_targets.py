@@ -66,6 +66,8 @@ def table(store: Store, device: str | None, dtype: str) -> list[str]:
     met = sum(s >= LAYER_TARGET for s in wide)
     stored = f"{len(wanted) - missing} of {len(wanted)} distinct layers stored in {dtype}"
     peak = f"best layer {100 * best_eff:.1f}% of the {dtype} peak (target {PEAK_TARGET:.0%})"
+    if best_eff > 1:
+        peak += ", past the stored peak (a cuBLAS GEMM's rate), so that target is not tested"
     if not speedups:
         out += ["", f"{stored}; none has cuDNN's time stored (`autotune baseline`); {peak}.\n"]
         return out

@@ -162,6 +162,9 @@ def _summary(rows: pd.DataFrame, label: str) -> str:
             top = group.loc[efficiency.idxmax()]
             text += f"; best {float(top['efficiency']) * 100:.1f}% of the {label} peak"
             text += f" ({top['shape']})"
+            if float(top["efficiency"]) > 1:
+                # The ceiling is a library GEMM's rate, a lower bound of what the units do.
+                text += ": past the stored peak, which is then not the units' peak"
         lines.append(text)
     return "\n".join(lines) + "\n"
 

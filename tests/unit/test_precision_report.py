@@ -163,3 +163,18 @@ def test_a_familys_roofline_shows_the_libraries_only_in_its_dtypes(store, tmp_pa
     assert "in BF16" in tc and "FMA peak" not in tc
     with pytest.raises(ReportError, match="family 'sgemm' and dtype bf16"):
         plot_roofline(store, tmp_path / "none", Scope(family="sgemm", dtype="bf16"))
+
+
+def test_a_result_past_the_stored_peak_says_that_peak_is_not_one(tmp_path) -> None:
+    s = Store(tmp_path / "low_peak.db")
+    fill(s, tc_peak=False)
+    device_id = s.register_device(H100)
+    # A tensor-core ceiling below what the BF16 layers reached (a throttled library GEMM).
+    s.record_ceiling(device_id, "tc_peak_bf16", 1_000.0, "GFlop/s", "BF16 GEMM")
+    bf16 = write_report(s, tmp_path / "out").read_text().partition("## BF16")[2]
+    assert "past the stored peak, which is then not the units' peak" in bf16
+    s.close()
+    normal = Store(tmp_path / "normal.db")
+    fill(normal)
+    assert "past the stored peak" not in write_report(normal, tmp_path / "n").read_text()
+    normal.close()
