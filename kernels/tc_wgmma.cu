@@ -615,12 +615,28 @@ __device__ __forceinline__ void row_bases(int (&a_base)[A_ROWS], int m0, int row
     }
 }
 
-// One BK-deep step of MMAs of consumer warpgroup cwg on the tiles in `slot`.
-__device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot, int cwg)
+// A step past C (C_OUTER: the last channel block of every tap) or past KG (the last step)
+// holds zeros beyond it, filled by the loads: its wgmmas along K stop at the last that reads
+// data. Only where C (or KG) is not a whole number of steps: OverFeat's C = 96 in 16-bit steps
+// of 64 spent a quarter of its wgmmas multiplying zeros. The short step is a code path of its
+// own: a branch between the wgmmas of one group makes ptxas fence them.
+#if C_OUTER
+#define PARTIAL_STEPS (C % BK != 0)
+#define LAST_SLICES ((C % BK + K_STEP - 1) / K_STEP)
+#define SHORT_STEP(kt) ((kt) / (K * K) == C / BK)
+#else
+#define PARTIAL_STEPS (KG % BK != 0)
+#define LAST_SLICES ((KG % BK + K_STEP - 1) / K_STEP)
+#define SHORT_STEP(kt) ((kt) == KG / BK)
+#endif
+
+// The first SLICES wgmmas along K of a step of consumer warpgroup cwg on the tiles in `slot`.
+template <int SLICES>
+__device__ __forceinline__ void mma_slices(float (&acc)[MI][BN / 2], unsigned slot, int cwg)
 {
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < BK / K_STEP; ++ks) {
+    for (int ks = 0; ks < SLICES; ++ks) {
         const u64 db = smem_desc(slot + A_BYTES + ks * 32);  // 32 bytes of K a wgmma
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
@@ -629,6 +645,18 @@ __device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot
         }
     }
     wgmma_commit();
+}
+
+// Reduction step kt's MMAs of consumer warpgroup cwg on the tiles in `slot`.
+__device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot, int cwg, int kt)
+{
+#if PARTIAL_STEPS
+    if (SHORT_STEP(kt)) {
+        mma_slices<LAST_SLICES>(acc, slot, cwg);
+        return;
+    }
+#endif
+    mma_slices<BK / K_STEP>(acc, slot, cwg);
 }
 
 // The accumulators are the asynchronous wgmma's until its wait: each is tied to the wait (a
@@ -1063,7 +1091,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
 #if !TMA
             fence_proxy_async();  // the loaders' generic-proxy writes, for the wgmma's async proxy
 #endif
-            mma_step(acc, base + s * STAGE_BYTES, cwg);
+            mma_step(acc, base + s * STAGE_BYTES, cwg, kt0 + t);
             wgmma_wait<1>();
             if (t > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
 #if RESIDUAL_TMA
@@ -1123,7 +1151,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
             cp_async::wait<STAGES - 2>();
             fence_proxy_async();
             __syncthreads();
-            mma_step(acc, base + (t % STAGES) * STAGE_BYTES, cwg);
+            mma_step(acc, base + (t % STAGES) * STAGE_BYTES, cwg, kt0 + t);
             wgmma_wait<1>();
 #if WG > 1
             __syncthreads();
