@@ -179,11 +179,14 @@ def remeasure(
     cache_dir,
     storage,
 ) -> None:
-    """Bring stored results to the current timing protocol without searching again: for each
-    study of this GPU measured under an older protocol, check and time its TOP fastest stored
-    configurations under the current one, and measure the studies' libraries and the device
-    ceilings likewise. Old measurements stay (they keep their protocol number); rerunning
-    resumes. Follow with `autotune run` where the best may have moved."""
+    """Bring stored results to the current timing protocol and the current kernels without
+    searching again: for each study of this GPU measured under an older protocol, or of a
+    family's previous code (its kernel source changed since), check and time its TOP fastest
+    stored configurations under the current protocol with the current code, and measure the
+    studies' libraries and the device ceilings likewise. Old measurements stay (they keep
+    their protocol and code); rerunning resumes. Follow with `autotune run` where the best may
+    have moved."""
+    from autotune.families import kernel_digests
     from autotune.reports import format_table
     from autotune.store import hide_passwords, masked_command
     from autotune.tuning.baselines import ceilings_and_baselines
@@ -192,6 +195,7 @@ def remeasure(
     for name in families:
         get_family(name)
     keys = {p.key for p in selection.problems()}
+    current = kernel_digests()
     session = start_gpu(gpu, storage, cache_dir)
     store, evaluator, compiler = session.store, session.runner.evaluator, session.runner.compiler
     device_id = session.device_id
@@ -206,16 +210,23 @@ def remeasure(
             keys,
             dtypes=selection.dtypes,
             layouts=selection.layouts,
+            kernels=current,
         )
         for line in unreadable:
             click.echo(f"autotune: skipping {line}", err=True)
         for s in skipped:
             click.echo(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}", err=True)
         if not studies:
-            fail(f"nothing to re-measure: no study of {info.name} from an older protocol", 1)
+            fail(
+                f"nothing to re-measure: no study of {info.name} from an older protocol or "
+                "of a kernel's previous code",
+                1,
+            )
+        previous = store.previous_kernels(info.name, current)
         click.echo(
             f"autotune: {info.name}; re-measuring the {top} fastest configurations of "
-            f"{len(studies)} studies under timing protocol {TIMING_PROTOCOL}; "
+            f"{len(studies)} studies under timing protocol {TIMING_PROTOCOL} with the current "
+            f"code of {', '.join(sorted({s.family.name for s in studies}))}; "
             f"storage {hide_passwords(storage)}",
             err=True,
         )
@@ -238,9 +249,23 @@ def remeasure(
         err=True,
     )
     for old in range(1, TIMING_PROTOCOL):
-        table = protocol_comparison(store, info.name, studies, old)
+        table = protocol_comparison(
+            store, info.name, studies, old, old_kernels=current, new_kernels=current
+        )
         if len(table):
             click.echo(f"Best GFlop/s under protocol {old} and {TIMING_PROTOCOL}:")
+            click.echo(format_table(table, "markdown"))
+    for name, digest in previous.items():
+        table = protocol_comparison(
+            store,
+            info.name,
+            [s for s in studies if s.family.name == name],
+            TIMING_PROTOCOL,
+            old_kernels={name: digest},
+            new_kernels=current,
+        )
+        if len(table):
+            click.echo(f"Best GFlop/s of {name}'s previous code ({digest}) and its current:")
             click.echo(format_table(table, "markdown"))
     if outcome.interrupted:
         sys.exit(exit_code(signals))

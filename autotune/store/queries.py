@@ -324,6 +324,24 @@ class Queries(StoreBase):
         )
         return _by_shape(self._frame(query, "cannot read baselines"), ["device", "library"])
 
+    def previous_kernels(self, device: str, kernels: Kernels) -> dict[str, str]:
+        """Per family of `kernels` (family -> its current digest) with evaluations of other code
+        on `device`: the digest of the latest of those, the code before the current one's
+        (rows stored before digests, "", are not a version)."""
+        e, d = evaluations_table.c, devices_table.c
+        other = [sa.and_(e.family == f, e.kernel_digest != k) for f, k in kernels.items()]
+        if not other:
+            return {}
+        query = (
+            sa.select(e.family, e.kernel_digest, sa.func.max(e.id).label("latest"))
+            .select_from(evaluations_table.join(devices_table))
+            .where(d.name == device, e.kernel_digest != "", sa.or_(*other))
+            .group_by(e.family, e.kernel_digest)
+        )
+        with self._errors("cannot read kernel versions"), self._engine.connect() as conn:
+            rows = sorted(conn.execute(query).all(), key=lambda r: r.latest)
+        return {r.family: r.kernel_digest for r in rows}  # the latest of each family last
+
     def devices(self) -> pd.DataFrame:
         query = sa.select(devices_table).order_by(devices_table.c.id)
         return self._frame(query, "cannot read devices")

@@ -1,5 +1,6 @@
 """Re-measurement: the fastest stored configurations of each study, measured under an older
-timing protocol, as studies that evaluate exactly those under the current one (no search)."""
+timing protocol or of the family's previous code, as studies that evaluate exactly those under
+the current protocol with the current code (no search)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import Config, DeviceLimits
 from autotune.store import Store
+from autotune.store.queries import Kernels
 from autotune.tuning.studies import Skipped, Study, plan_studies
 
 
@@ -28,16 +30,27 @@ def remeasure_studies(
     protocol: int = TIMING_PROTOCOL,
     dtypes: Iterable[str] = (),
     layouts: Iterable[str] = (),
+    kernels: Kernels | None = None,
 ) -> tuple[list[Study], list[Skipped], list[str]]:
     """Per stored study of `device` (filtered by family, problem key, dtype and layout when
-    given; a problem of a kind without a dtype counts as fp32 NCHW): the `top`
-    fastest OK configurations of every older protocol, fastest first, as a Study that evaluates
-    exactly those (made valid for the family's current space; the ones no longer in it are
-    left out). Returns the studies, the ones that cannot run here (Skipped) and a line for each
-    stored study this version cannot read (an unknown family or shape)."""
+    given; a problem of a kind without a dtype counts as fp32 NCHW): the `top` fastest OK
+    configurations of every older protocol, and, for a family of `kernels` (family -> its
+    current digest) whose code changed, of its previous code under this protocol, fastest
+    first, as a Study that evaluates exactly those (made valid for the family's current space;
+    the ones no longer in it are left out). Returns the studies, the ones that cannot run here
+    (Skipped) and a line for each stored study this version cannot read (an unknown family or
+    shape)."""
     families, problem_keys = set(families), set(problem_keys)
     dtypes, layouts = set(dtypes), set(layouts)
-    older = [store.best(device=device, protocol=p, top=top) for p in range(1, protocol)]
+    kernels = store.kernels if kernels is None else kernels
+    older = [
+        store.best(device=device, protocol=p, top=top, kernels=kernels) for p in range(1, protocol)
+    ]
+    for name, digest in store.previous_kernels(device, kernels).items():
+        older += [
+            store.best(device, name, protocol=p, top=top, kernels={name: digest})
+            for p in range(1, protocol + 1)
+        ]
     older = [frame for frame in older if len(frame)]
     if not older:
         return [], [], []
@@ -73,14 +86,21 @@ def remeasure_studies(
 
 
 def protocol_comparison(
-    store: Store, device: str, studies: list[Study], old: int, new: int = TIMING_PROTOCOL
+    store: Store,
+    device: str,
+    studies: list[Study],
+    old: int,
+    new: int = TIMING_PROTOCOL,
+    old_kernels: Kernels | None = None,
+    new_kernels: Kernels | None = None,
 ) -> pd.DataFrame:
-    """The best stored time of each study under two protocols, side by side: family, shape,
-    old_ms, new_ms, old_gflops, new_gflops, ratio (new GFlop/s over old)."""
+    """The best stored time of each study under two protocols, or of two versions of the code
+    (the store's current one unless given), side by side: family, shape, old_ms, new_ms,
+    old_gflops, new_gflops, ratio (new GFlop/s over old)."""
     wanted = {(s.family.name, s.problem.key) for s in studies}
     frames = []
-    for protocol, tag in ((old, "old"), (new, "new")):
-        best = store.best(device=device, protocol=protocol)
+    for protocol, kernels, tag in ((old, old_kernels, "old"), (new, new_kernels, "new")):
+        best = store.best(device=device, protocol=protocol, kernels=kernels)
         keys = zip(best["family"], best["problem_key"], strict=True)
         best = best[[key in wanted for key in keys]]
         frames.append(

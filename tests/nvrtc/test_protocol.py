@@ -204,6 +204,44 @@ def test_remeasure_times_exactly_the_top_configs_once_and_keeps_the_old_rows(
     assert [s.problem.key for s in only] == [OTHER.key] and len(only[0].configs) == 1
 
 
+def test_remeasure_times_the_previous_codes_top_configs_with_the_current_code(
+    compiler, store, synthetic_evaluator
+) -> None:
+    # A kernel whose source changed: its studies' stored bests are of the previous code
+    # (digest PREVIOUS, under today's protocol), and no search has run since.
+    previous, current = "0123456789abcdef", DirectNaive().kernel_digest()
+    run, dev = _device(store, synthetic_evaluator.device.name)
+    studies, _ = plan_studies([(DirectNaive(), PROBLEM)], DeviceLimits())
+    times = {}
+    for config in studies[0].space.configs[:12]:
+        result = synthetic_evaluator.cost(dict(DirectNaive().plan(PROBLEM, config).defines))
+        if isinstance(result, Status):
+            continue
+        m = Measurement.from_samples([result] * 3)
+        store.record(run, dev, "direct_naive", PROBLEM, config, m, PROBLEM.flops, previous)
+        times[config] = result
+    device = synthetic_evaluator.device.name
+    kernels = {"direct_naive": current}
+    assert store.previous_kernels(device, kernels) == {"direct_naive": previous}
+    assert store.previous_kernels(device, {"direct_naive": previous}) == {}
+    found, skipped, _ = remeasure_studies(store, device, DeviceLimits(), 3, kernels=kernels)
+    assert not skipped and [s.problem.key for s in found] == [PROBLEM.key]
+    assert list(found[0].configs) == sorted(times, key=times.get)[:3]
+    # With the previous code taken as current there is nothing older to bring over.
+    same = {"direct_naive": previous}
+    assert remeasure_studies(store, device, DeviceLimits(), 3, kernels=same)[0] == []
+    outcome = Tuner(GpuRunner(compiler, synthetic_evaluator), store).run(found, None)
+    assert outcome.evaluated == 3
+    history = store.history()
+    assert (history["kernel_digest"] == current).sum() == 3  # what ran was today's code
+    assert (history["kernel_digest"] == previous).sum() == len(times)  # nothing stored is lost
+    table = protocol_comparison(
+        store, device, found, TIMING_PROTOCOL, old_kernels=same, new_kernels=kernels
+    )
+    assert list(table["shape"]) == [PROBLEM.key]
+    assert table["old_ms"].iloc[0] == pytest.approx(min(times.values()), rel=1e-3)
+
+
 # ---------------------------------------------------------------------------------------------
 # Recordings and the CLI
 
