@@ -101,6 +101,8 @@ def protocol_comparison(
     frames = []
     for protocol, kernels, tag in ((old, old_kernels, "old"), (new, new_kernels, "new")):
         best = store.best(device=device, protocol=protocol, kernels=kernels)
+        if not len(best):  # nothing stored under that protocol of that code
+            return pd.DataFrame()
         keys = zip(best["family"], best["problem_key"], strict=True)
         best = best[[key in wanted for key in keys]]
         frames.append(
