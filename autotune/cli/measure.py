@@ -56,8 +56,10 @@ def start_gpu(gpu: int, storage: str, cache_dir: Path | None = DEFAULT_CACHE):
 @friendly_errors
 def device(gpu, remeasure, only, storage) -> None:
     """Measure (once) and print the device's ceilings: FP32 FMA peak, device-to-device copy
-    bandwidth (bytes read plus written), cuBLAS SGEMM at 8192^3 and, where PyTorch is installed,
-    the dense tensor-core GEMM peak of each tensor-core dtype (tc_peak_tf32/bf16/fp16)."""
+    bandwidth (bytes read plus written), cuBLAS SGEMM at 8192^3 and the dense tensor-core peak
+    of each tensor-core dtype (tc_peak_tf32/bf16/fp16): our own loop of wgmma on sm_90 (the
+    units' rate, as the FMA peak is), elsewhere cuBLAS's GEMM at 8192^3 where PyTorch is
+    installed."""
     from autotune.tuning.baselines import ensure_ceilings
 
     session = start_gpu(gpu, storage)

@@ -3,7 +3,8 @@ the GPU worker by the same protocol as the tuned kernels."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from autotune.gpu.session import Check, GpuSession, TimingPolicy
 from autotune.gpu.torch_conv import TORCH_DTYPES, cudnn_settings, operands, output_array
@@ -17,8 +18,33 @@ COPY_BYTES = 1 << 30
 SGEMM_SIZE = 8192
 TC_GEMM_SIZE = 8192
 # The tensor-core GEMMs run into the board's power limit, and their protocol-2 medians differ by
-# 10-14 % from one measurement to the next (2026-11-25): the peak is the best of a few.
+# 10-14 % from one measurement to the next (2026-11-25): the peak is the best of a few (the wgmma
+# loop's too, which draws as much power).
 TC_PEAK_MEASUREMENTS = 3
+# The tensor-core peak on compute capability 9.0: autotune/gpu/ceiling_wgmma.cu, compiled for
+# sm_90a per dtype (its STORAGE), one block per SM.
+WGMMA_CAPABILITY = "9.0"
+WGMMA_STORAGE = {"tf32": 0, "fp16": 1, "bf16": 2}
+WGMMA_WARPGROUPS, WGMMA_GROUP = 2, 4  # as in ceiling_wgmma.cu: warpgroups a block, wgmmas a group
+WGMMA_M, WGMMA_N = 64, 256
+WGMMA_K = {"tf32": 8, "fp16": 16, "bf16": 16}  # 32 bytes of K a wgmma
+# Groups each warpgroup issues: a group of four m64n256 wgmmas keeps an SM's tensor cores busy
+# 4 * 128 clocks in every dtype (4096 bf16 or 2048 tf32 FLOPs a clock), two warpgroups' 1,024
+# clocks an iteration, so 2048 iterations last about 1.1 ms at 1.83 GHz (H100/H200: ~990 TFLOP/s
+# dense bf16 on 132 SMs), whatever the SM count (a block an SM).
+WGMMA_ITERATIONS = 2048
+
+
+def wgmma_peak_flops(dtype: str, iterations: int, blocks: int) -> int:
+    """FLOPs of one launch of ceiling_wgmma.cu in a dtype: every warpgroup of every block issues
+    `iterations` groups of WGMMA_GROUP m64n256 wgmmas, 2 * 64 * 256 * k FLOPs each."""
+    per_wgmma = 2 * WGMMA_M * WGMMA_N * WGMMA_K[dtype]
+    return per_wgmma * WGMMA_GROUP * iterations * WGMMA_WARPGROUPS * blocks
+
+
+def wgmma_defines(dtype: str) -> tuple[tuple[str, int], ...]:
+    """ceiling_wgmma.cu's defines for a tensor-core dtype."""
+    return (("STORAGE", WGMMA_STORAGE[dtype]),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,13 +196,17 @@ class CublasGemm:
 @dataclass(frozen=True, slots=True)
 class MeasureCeilings:
     """The ceilings named (all by default), by the timing protocol: FP32 FMA peak, device-to-
-    device copy bandwidth, cuBLAS SGEMM, and the dense tensor-core peak of TF32, BF16 and FP16
-    (cuBLAS GEMM through PyTorch). Without PyTorch the tensor-core ones are left out of the
-    list (the caller says so); any other failure is the answer."""
+    device copy bandwidth, cuBLAS SGEMM, and the dense tensor-core peak of TF32, BF16 and FP16.
+    A tensor-core peak is our own wgmma loop's rate (ceiling_wgmma.cu, the units' rate as
+    fma_peak is the FMA units') on compute capability 9.0 where `wgmma_cubins` holds its dtype's
+    cubin, else cuBLAS's GEMM through PyTorch; a peak that needs PyTorch where it is not
+    importable is left out of the list (the caller says so); any other failure is the answer."""
 
     fma_cubin: bytes
     timing: TimingPolicy
     names: tuple[str, ...] = CEILING_NAMES
+    wgmma_cubins: Mapping[str, bytes] = field(default_factory=dict)  # by dtype; sm_90a
+    wgmma_iterations: int = WGMMA_ITERATIONS
 
     def run(self, session: GpuSession) -> list[Ceiling] | Measurement:
         import cupy as cp
@@ -254,15 +284,23 @@ class MeasureCeilings:
             return m
 
         measures = [("fma_peak", fma), ("copy_bandwidth", copy), ("sgemm", sgemm)]
-        try:
-            import torch
-        except ImportError:
-            torch = None
-        if torch is not None:
-            for name, dtype in TENSOR_CORE_CEILINGS.items():
-                measures.append(
-                    (name, _tensor_core_peak(torch, session, self.timing, dtype, name, ceilings))
-                )
+        own_loop = session.info().compute_capability == WGMMA_CAPABILITY
+        torch = None
+        for name, dtype in TENSOR_CORE_CEILINGS.items():
+            if name not in self.names:
+                continue
+            cubin = self.wgmma_cubins.get(dtype) if own_loop else None
+            if cubin is not None:
+                measures.append((name, self._wgmma_peak(session, cubin, dtype, name, ceilings)))
+                continue
+            if torch is None:
+                try:
+                    import torch
+                except ImportError:
+                    continue  # only this fallback needs PyTorch
+            measures.append(
+                (name, _tensor_core_peak(torch, session, self.timing, dtype, name, ceilings))
+            )
         for name, measure in measures:
             if name not in self.names:
                 continue
@@ -272,6 +310,46 @@ class MeasureCeilings:
             if m.status is not Status.OK:
                 return m
         return ceilings
+
+    def _wgmma_peak(self, session, cubin: bytes, dtype: str, name: str, ceilings: list[Ceiling]):
+        """A measurement of ceiling_wgmma.cu's loop in a dtype, one block per SM, the fastest of
+        TC_PEAK_MEASUREMENTS, appending its ceiling."""
+        import cupy as cp
+
+        def measure() -> Measurement:
+            kernel = session.load(cubin, ("wgmma_peak",))["wgmma_peak"]
+            blocks = session.limits().SM_COUNT
+            threads = 128 * WGMMA_WARPGROUPS
+            out = cp.zeros(blocks * threads, dtype=cp.float32)
+            args = (out, cp.int32(self.wgmma_iterations))
+
+            def run() -> None:
+                kernel((blocks,), (threads,), args)
+
+            run()
+            m = min(
+                (
+                    Measurement.from_samples(session.time_runs(run, self.timing))
+                    for _ in range(TC_PEAK_MEASUREMENTS)
+                ),
+                key=lambda measured: measured.time_ms,
+            )
+            flops = wgmma_peak_flops(dtype, self.wgmma_iterations, blocks)
+            shape = f"m{WGMMA_M}n{WGMMA_N}k{WGMMA_K[dtype]}"
+            ceilings.append(
+                Ceiling(
+                    name,
+                    flops / (m.time_ms * 1e-3) / 1e9,
+                    "GFlop/s",
+                    f"wgmma {shape} loop in {PRECISIONS[dtype].label}, operands in shared memory,"
+                    f" FP32 accumulation (dense), {WGMMA_WARPGROUPS} warpgroups x {blocks} blocks,"
+                    f" the best median of {TC_PEAK_MEASUREMENTS} measurements",
+                    m.samples_ms,
+                )
+            )
+            return m
+
+        return measure
 
 
 def _tensor_core_peak(torch, session, timing, dtype: str, name: str, ceilings: list[Ceiling]):

@@ -19,6 +19,7 @@ from autotune.gpu.library_tasks import (
     CublasGemm,
     CudnnConv,
     MeasureCeilings,
+    wgmma_defines,
 )
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.evaluator import Evaluator
@@ -29,6 +30,8 @@ from autotune.store import Store
 
 # Shipped beside this module: a ceiling is part of the package, not of a family.
 CEILING_FMA_SOURCE = package_path("autotune.gpu", "ceiling_fma.cu")
+CEILING_WGMMA_SOURCE = package_path("autotune.gpu", "ceiling_wgmma.cu")
+WGMMA_TARGET = "sm_90a"  # wgmma's only target: its cubin runs on compute capability 9.0 alone
 TASK_TIMEOUT_S = 300.0  # cuDNN's algorithm search at a large shape takes a while
 FP32_TOLERANCE = 1e-5  # a library without a dtype (cuBLAS SGEMM): FP32's
 
@@ -64,15 +67,18 @@ def ensure_ceilings(
     only: Iterable[str] = (),
 ) -> list[Ceiling] | Measurement | None:
     """Measure and store the ceilings this device lacks, or with `remeasure` all of them, either
-    restricted to `only` when it names some (None when there is nothing to measure). Tensor-core
-    peaks the worker could not measure for want of PyTorch are said (to stderr unless `say`
-    is given) and left missing, so a later run with PyTorch measures them."""
+    restricted to `only` when it names some (None when there is nothing to measure). The
+    tensor-core peaks are our own wgmma loop's on sm_90 (compiled here, one cubin per dtype
+    asked), cuBLAS's GEMM through PyTorch elsewhere; those the worker could not measure for want
+    of PyTorch are said (to stderr unless `say` is given) and left missing, so a later run with
+    PyTorch measures them."""
     stored = store.ceilings(device=evaluator.device.name)
     names = missing_ceilings(stored["name"], remeasure, only)
     if not names:
         return None
     fma = compiler.compile_source(CEILING_FMA_SOURCE, ())
-    result = evaluator.call(MeasureCeilings(fma.cubin, timing, names), TASK_TIMEOUT_S)
+    task = MeasureCeilings(fma.cubin, timing, names, wgmma_cubins(compiler, names))
+    result = evaluator.call(task, TASK_TIMEOUT_S)
     if isinstance(result, Measurement):
         return result
     for c in result:
@@ -80,11 +86,26 @@ def ensure_ceilings(
     skipped = [n for n in names if n in TENSOR_CORE_CEILINGS and n not in {c.name for c in result}]
     if skipped:
         text = (
-            f"autotune: tensor-core ceilings not measured ({', '.join(skipped)}): PyTorch is "
-            "not importable in the GPU worker; the FP32 ceilings are measured"
+            f"autotune: tensor-core ceilings not measured ({', '.join(skipped)}): off sm_90 they "
+            "are cuBLAS's GEMM through PyTorch, which is not importable in the GPU worker; the "
+            "other ceilings are measured"
         )
         (say or say_on_stderr)(text)
     return result
+
+
+def wgmma_cubins(compiler: Compiler, names: Iterable[str]) -> dict[str, bytes]:
+    """The wgmma loop's cubin for each tensor-core ceiling in `names`, by dtype, where the
+    compiler targets sm_90 (the loop's sm_90a); none elsewhere, where cuBLAS measures them."""
+    if compiler.target(arch_specific=True) != WGMMA_TARGET:
+        return {}
+    return {
+        dtype: compiler.compile_source(
+            CEILING_WGMMA_SOURCE, wgmma_defines(dtype), arch_specific=True
+        ).cubin
+        for name, dtype in TENSOR_CORE_CEILINGS.items()
+        if name in names
+    }
 
 
 def say_on_stderr(text: str) -> None:

@@ -19,7 +19,7 @@ import autotune
 from autotune.families import FAMILIES, conv2d, conv3d, gemm, smem_channels
 from autotune.model.shapes import SHAPE_SETS_FILE
 from autotune.replay.subspaces import SUBSPACE_DIR
-from autotune.tuning.baselines import CEILING_FMA_SOURCE
+from autotune.tuning.baselines import CEILING_FMA_SOURCE, CEILING_WGMMA_SOURCE
 
 pytestmark = pytest.mark.slow
 
@@ -77,6 +77,7 @@ def test_the_references_ceiling_and_data_files_ship_too(wheel_names):
         gemm.REFERENCE_SOURCE,
         smem_channels.REFERENCE_SOURCE,
         CEILING_FMA_SOURCE,
+        CEILING_WGMMA_SOURCE,
         SHAPE_SETS_FILE,
         *SUBSPACE_DIR.glob("*.toml"),
     ]

@@ -124,27 +124,49 @@ class _Store:
 
 
 class _Compiler:
-    def compile_source(self, path, defines):
+    """Compiles nothing: each cubin names its source and defines; the target is a real
+    Compiler's for the arch."""
+
+    def __init__(self, arch: str = "sm_90") -> None:
+        from autotune.gpu.compiler import Compiler
+
+        self.arch = arch
+        self.target = Compiler(arch=arch).target
+        self.compiled: list[tuple[str, tuple, bool]] = []
+
+    def compile_source(self, path, defines, arch_specific=False):
         from types import SimpleNamespace
 
-        return SimpleNamespace(cubin=b"fma")
+        self.compiled.append((path.name, tuple(defines), arch_specific))
+        return SimpleNamespace(cubin=f"{path.name} {dict(defines)}".encode())
 
 
-def _evaluator(with_torch: bool):
+def _evaluator(with_torch: bool, capability: str = "9.0"):
+    """Answers MeasureCeilings as the worker does: a tensor-core peak is measured where its
+    wgmma cubin came on a 9.0 device, or else through PyTorch where that is importable."""
     from types import SimpleNamespace
 
     from autotune.gpu.library_tasks import TENSOR_CORE_CEILINGS, Ceiling
 
     class Evaluator:
-        device = SimpleNamespace(name="Fake GPU")
-        asked: list[tuple[str, ...]] = []
+        device = SimpleNamespace(name="Fake GPU", compute_capability=capability)
+
+        def __init__(self) -> None:
+            self.tasks = []
+
+        @property
+        def asked(self) -> list[tuple[str, ...]]:
+            return [task.names for task in self.tasks]
 
         def call(self, task, timeout_s):
-            self.asked.append(task.names)
+            self.tasks.append(task)
+            own = task.wgmma_cubins if capability == "9.0" else {}
             return [
                 Ceiling(name, 1.0, "GFlop/s", "fake", (1.0,))
                 for name in task.names
-                if with_torch or name not in TENSOR_CORE_CEILINGS
+                if name not in TENSOR_CORE_CEILINGS
+                or TENSOR_CORE_CEILINGS[name] in own
+                or with_torch
             ]
 
     return Evaluator()
@@ -161,12 +183,45 @@ def test_ensure_ceilings_measures_only_what_the_device_lacks():
     assert ensure_ceilings(evaluator, _Compiler(), store, 1, None, say=said.append) is None
 
 
-def test_without_pytorch_the_tensor_core_ceilings_are_said_to_be_missing():
+def test_on_sm90_each_tensor_core_ceiling_asked_gets_its_wgmma_cubin():
+    from autotune.tuning.baselines import ensure_ceilings
+
+    store, evaluator, compiler = _Store([]), _evaluator(False), _Compiler("sm_90")
+    ensure_ceilings(evaluator, compiler, store, 1, None, only=("fma_peak", "tc_peak_bf16"))
+    (task,) = evaluator.tasks
+    assert task.fma_cubin == b"ceiling_fma.cu {}"
+    assert task.wgmma_cubins == {"bf16": b"ceiling_wgmma.cu {'STORAGE': 2}"}
+    assert ("ceiling_wgmma.cu", (("STORAGE", 2),), True) in compiler.compiled
+    ensure_ceilings(evaluator, compiler, store, 1, None, remeasure=True)
+    cubins = evaluator.tasks[-1].wgmma_cubins
+    assert {dtype: cubin.decode() for dtype, cubin in cubins.items()} == {
+        "tf32": "ceiling_wgmma.cu {'STORAGE': 0}",
+        "bf16": "ceiling_wgmma.cu {'STORAGE': 2}",
+        "fp16": "ceiling_wgmma.cu {'STORAGE': 1}",
+    }
+    # Nothing of wgmma's for the FP32 ceilings alone.
+    ensure_ceilings(evaluator, compiler, store, 1, None, remeasure=True, only=("sgemm",))
+    assert evaluator.tasks[-1].wgmma_cubins == {}
+
+
+def test_on_sm90_the_tensor_core_ceilings_need_no_pytorch():
     from autotune.tuning.baselines import ensure_ceilings
 
     store, evaluator = _Store([]), _evaluator(False)
     said = []
-    result = ensure_ceilings(evaluator, _Compiler(), store, 1, None, say=said.append)
+    result = ensure_ceilings(evaluator, _Compiler("sm_90"), store, 1, None, say=said.append)
+    assert [c.name for c in result] == list(CEILING_NAMES) and not said
+    assert set(store.rows) == set(CEILING_NAMES)
+
+
+def test_elsewhere_without_pytorch_the_tensor_core_ceilings_are_said_to_be_missing():
+    from autotune.tuning.baselines import ensure_ceilings
+
+    store, evaluator, compiler = _Store([]), _evaluator(False, "8.0"), _Compiler("sm_80")
+    said = []
+    result = ensure_ceilings(evaluator, compiler, store, 1, None, say=said.append)
+    assert evaluator.tasks[0].wgmma_cubins == {}  # no wgmma off sm_90: nothing compiled for it
+    assert [name for name, _, _ in compiler.compiled] == ["ceiling_fma.cu"]
     assert [c.name for c in result] == ["fma_peak", "copy_bandwidth", "sgemm"]
     assert len(said) == 1 and "PyTorch" in said[0] and "tc_peak_bf16" in said[0]
     assert set(store.rows) == {"fma_peak", "copy_bandwidth", "sgemm"}
