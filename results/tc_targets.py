@@ -67,6 +67,7 @@ def table(store: Store, device: str | None, dtype: str) -> list[str]:
     stored = f"{len(wanted) - missing} of {len(wanted)} distinct layers stored in {dtype}"
     peak = f"best layer {100 * best_eff:.1f}% of the {dtype} peak (target {PEAK_TARGET:.0%})"
     if best_eff > 1:
+        # Only cuBLAS's GEMM can be passed: the peak off sm_90, or stored before the wgmma loop.
         peak += ", past the stored peak (a cuBLAS GEMM's rate), so that target is not tested"
     if not speedups:
         out += ["", f"{stored}; none has cuDNN's time stored (`autotune baseline`); {peak}.\n"]

@@ -163,7 +163,8 @@ def _summary(rows: pd.DataFrame, label: str) -> str:
             text += f"; best {float(top['efficiency']) * 100:.1f}% of the {label} peak"
             text += f" ({top['shape']})"
             if float(top["efficiency"]) > 1:
-                # The ceiling is a library GEMM's rate, a lower bound of what the units do.
+                # Then the ceiling is a library GEMM's rate (cuBLAS's, off sm_90 or stored
+                # before our wgmma loop measured it), a lower bound of what the units do.
                 text += ": past the stored peak, which is then not the units' peak"
         lines.append(text)
     return "\n".join(lines) + "\n"
