@@ -35,7 +35,7 @@ def remeasure_studies(
     """Per stored study of `device` (filtered by family, problem key, dtype and layout when
     given; a problem of a kind without a dtype counts as fp32 NCHW): the `top` fastest OK
     configurations of every older protocol, and, for a family of `kernels` (family -> its
-    current digest) whose code changed, of its previous code under this protocol, fastest
+    current digest) whose code changed, of its previous code under any protocol, fastest
     first, as a Study that evaluates exactly those (made valid for the family's current space;
     the ones no longer in it are left out). Returns the studies, the ones that cannot run here
     (Skipped) and a line for each stored study this version cannot read (an unknown family or
