@@ -244,6 +244,15 @@ def run(
         + ("; interrupted: run the same command to resume" if outcome.interrupted else ""),
         err=True,
     )
+    unsearched = [s for s in outcome.studies if s.predates and not s.evaluated]
+    if unsearched:
+        names = sorted({name for s in unsearched for name in s.predates})
+        click.echo(
+            f"autotune: {len(unsearched)} studies were searched before {', '.join(names)} "
+            "became tunable (their evaluations ran at the old value) and have spent their "
+            f"budget: raise --budget to search {'it' if len(names) == 1 else 'them'}",
+            err=True,
+        )
     if result.cache_error:
         click.echo(
             f"autotune: cubins not cached ({result.cache_error}); compiled each time", err=True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -105,6 +105,14 @@ class Family:
         stored = config.as_dict()
         missing = {k: v for k, v in self.later_tunables.items() if k not in stored}
         return Config.of({**stored, **missing}) if missing else config
+
+    def predated(self, stored: Iterable[Config]) -> tuple[str, ...]:
+        """The later tunables that none of these stored configs names: every one was measured
+        before they existed, at their old value, so the study has not searched them."""
+        configs = [c.as_dict() for c in stored]
+        if not configs:
+            return ()
+        return tuple(k for k in self.later_tunables if not any(k in c for c in configs))
 
     def check(self, problem: ConvProblem) -> None:
         """Raise UnsupportedProblem when this family cannot compute `problem`: its kind, dtype,

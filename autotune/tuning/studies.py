@@ -110,6 +110,8 @@ class StudyOutcome:
     failures: int = 0
     best: tuple[Config, Measurement] | None = None
     stopped: str = ""  # why it ended early, if it did
+    # Later tunables its stored evaluations all predate (Family.predated): not searched yet.
+    predates: tuple[str, ...] = ()
 
 
 @dataclass

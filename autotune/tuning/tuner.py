@@ -90,7 +90,7 @@ class Tuner:
         --gpus` workers and the `run --ray` driver."""
         planned = []
         for study in studies:
-            history = self._history(study)
+            history, _ = self._history(study)
             target = study_target(budget, study, history)
             remaining = max(0, target - valid_count(history, study.space))
             cost = estimated_cost_s(study.problem.flops, remaining, self.timing)
@@ -140,7 +140,7 @@ class Tuner:
                 result = StudyOutcome(study)
                 outcome.studies.append(result)
                 # Read again now that it is ours: another run may have tuned it since the start.
-                history = self._history(study)
+                history, result.predates = self._history(study)
                 self._tune(study, history, targets[id(study)], deadline, result, counters)
                 if result.stopped == "time limit":
                     break
@@ -165,9 +165,10 @@ class Tuner:
             self._digests[family.name] = self.runner.kernel_digest(family)
         return self._digests[family.name]
 
-    def _history(self, study: Study) -> list:
+    def _history(self, study: Study) -> tuple[list, tuple[str, ...]]:
         """The study's stored evaluations of the current code (those of other code are measured
-        again), configs stored before a later tunable completed."""
+        again), configs stored before a later tunable completed; and the later tunables they
+        all predate."""
         stored = self.store.evaluations(
             self.device_id,
             study.family.name,
@@ -175,7 +176,9 @@ class Tuner:
             self.runner.protocol,
             kernel_digest=self._digest(study.family),
         )
-        return [dataclasses.replace(h, config=study.family.complete(h.config)) for h in stored]
+        family = study.family
+        completed = [dataclasses.replace(h, config=family.complete(h.config)) for h in stored]
+        return completed, family.predated(h.config for h in stored)
 
     def _tune(self, study, history, target, deadline, result: StudyOutcome, counters) -> None:
         if study.configs is not None:

@@ -428,3 +428,38 @@ def test_help_loads_neither_pandas_nor_sqlalchemy() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_run_says_when_studies_were_searched_before_a_tunable_existed(
+    runner, tmp_path, fake_gpu, monkeypatch
+):
+    from types import MappingProxyType
+
+    from autotune.families import FAMILIES
+    from autotune.gpu.compiler import Compiler
+    from autotune.model.problem import ConvProblem
+    from autotune.model.records import Measurement
+    from autotune.model.space import Config
+    from autotune.store import Store
+
+    family = FAMILIES["direct_naive"]  # as if FILTER_IN_CONST had come after this was stored
+    monkeypatch.setattr(type(family), "later_tunables", MappingProxyType({"FILTER_IN_CONST": 0}))
+    db = str(tmp_path / "r.db")
+    store = Store(db)
+    device_id = store.register_device(SyntheticEvaluator(None).device)
+    run_id = store.start_run(device_id, "before FILTER_IN_CONST", {})
+    problem = ConvProblem(N=29, K=5, C=7, F=9)
+    old = Config.of({"BLOCK_X": 32, "BLOCK_Y": 4})
+    digest = Compiler().kernel_digest(family)
+    m = Measurement.from_samples([1.0])
+    store.record(run_id, device_id, "direct_naive", problem, old, m, problem.flops, digest)
+    store.close()
+    shape = ["--family", "direct_naive", "--shape", "N=29,K=5,C=7,F=9", "--no-baseline"]
+    spent = runner.invoke(main, ["run", *shape, "--budget", "1", "--storage", db])
+    assert spent.exit_code == 0, spent.output
+    assert "1 studies were searched before FILTER_IN_CONST became tunable" in spent.output
+    assert "raise --budget to search it" in spent.output
+    # A budget past what is stored searches on, the tunable with it: nothing to say.
+    more = runner.invoke(main, ["run", *shape, "--budget", "3", "--storage", db])
+    assert more.exit_code == 0, more.output
+    assert "became tunable" not in more.output

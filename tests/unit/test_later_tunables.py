@@ -57,6 +57,31 @@ def test_a_stored_config_predating_a_tunable_counts_and_is_not_evaluated_again(
     )
 
 
+def test_a_study_searched_before_a_tunable_says_so_until_one_evaluation_names_it(
+    tmp_path, compiler, synthetic_evaluator
+) -> None:
+    family = NaiveWithLaterConst()
+    old = Config.of({"BLOCK_X": 32, "BLOCK_Y": 4})
+    assert family.predated([old]) == ("FILTER_IN_CONST",)
+    assert family.predated([old, family.complete(old)]) == () and family.predated([]) == ()
+    store = Store(str(tmp_path / "t.db"))
+    device_id = store.register_device(synthetic_evaluator.device)
+    run_id = store.start_run(device_id, "old", {})
+    digest = compiler.kernel_digest(family)
+    store.record(
+        run_id, device_id, "direct_naive", PROBLEM, old, Measurement.from_samples([1.0]), 1,
+        kernel_digest=digest,
+    )  # fmt: skip
+    studies, _ = plan_studies([(family, PROBLEM)], DeviceLimits())
+    tuner = Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="brute_force")
+    (spent,) = tuner.run(studies, 1).studies  # the stored evaluation spends a budget of 1
+    assert spent.evaluated == 0 and spent.predates == ("FILTER_IN_CONST",)
+    (more,) = tuner.run(studies, 2).studies
+    assert more.evaluated == 1 and more.predates == ("FILTER_IN_CONST",)  # as it started
+    (done,) = tuner.run(studies, 2).studies
+    assert done.evaluated == 0 and done.predates == ()  # one evaluation named it since
+
+
 def test_a_recording_predating_a_tunable_is_pinned_to_its_old_value(tmp_path) -> None:
     problem = ConvProblem(N=28, K=3, C=16, F=16)
     config = {"BK": 16, "BM": 64, "BN": 64, "TM": 8, "TN": 8, "VEC": 2}
