@@ -50,6 +50,9 @@ class RecordedFamily:
     def complete(self, config: Config) -> Config:
         return config
 
+    def predated(self, stored: Iterable[Config]) -> tuple[str, ...]:
+        return ()
+
     def plan(self, problem, config):  # pragma: no cover - a replay never plans
         raise NotImplementedError(f"{self.name} is a recorded space: there is no kernel to run")
 
