@@ -121,6 +121,7 @@ class Launch:
 
 
 Shape = tuple[int, ...]
+COUNTER_BYTES = 4  # a plan's counters are uint32
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +138,13 @@ class KernelPlan:
     sm_90 compiler), which instructions such as wgmma and setmaxnreg need; the cubin then runs
     on that architecture only. `ptxas_options` are passed to the PTX assembler for this plan
     (-Xptxas=<option> each; keyed in the cubin cache, written into an export's build rule).
+
+    `counters` are buffers of uint32 counters (a stream-K fix-up's arrivals), named by launch
+    arguments as any buffer: they are zero before the plan's first run and every run leaves
+    them zero (the last to arrive at a counter resets it). So a caller zeroes them once, when
+    it allocates them, keeps them apart from scratch (which any plan may write), and may share
+    one counters region between plans run in order on one stream, each plan's counters
+    starting at offset 0 of it.
     """
 
     source: Path
@@ -148,6 +156,7 @@ class KernelPlan:
     finish: tuple[Launch, ...] = ()
     arch_specific: bool = False
     ptxas_options: tuple[str, ...] = ()
+    counters: tuple[tuple[str, int], ...] = ()  # (buffer name, number of uint32 counters)
 
     @property
     def entries(self) -> tuple[str, ...]:
@@ -161,6 +170,15 @@ class KernelPlan:
     @property
     def scratch_bytes(self) -> int:
         return sum(4 * _elements(shape) for _, shape in self.scratch)
+
+    @property
+    def counter_bytes(self) -> int:
+        return sum(COUNTER_BYTES * count for _, count in self.counters)
+
+    @property
+    def extra_bytes(self) -> int:
+        """Device memory the plan needs beyond its problem's buffers: scratch and counters."""
+        return self.scratch_bytes + self.counter_bytes
 
 
 def _elements(shape: Shape) -> int:

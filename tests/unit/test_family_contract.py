@@ -161,7 +161,7 @@ def test_every_shape_of_its_own_set_binds_and_every_config_launches(name: str) -
                 assert 0 <= launch.smem_bytes <= LIMITS.SMEM_PER_BLOCK_OPTIN, where
             buffers = family.buffers(problem)
             names = {n for n, _ in (*buffers.inputs, *buffers.outputs)} | {
-                n for n, _ in plan.scratch
+                n for n, _ in (*plan.scratch, *plan.counters)
             }
             for launch in _launches(plan):
                 unknown = [a for a in launch.args if isinstance(a, str) and a not in names]
@@ -201,7 +201,7 @@ def test_a_fused_epilogue_is_applied_or_refused_in_one_line(name: str) -> None:
     space = family.load_space().bind(fused.fields(), LIMITS)
     for config in random.Random(name).sample(space.configs, min(50, len(space.configs))):
         plan = family.plan(fused, config)
-        names_here = names | {n for n, _ in plan.scratch}
+        names_here = names | {n for n, _ in (*plan.scratch, *plan.counters)}
         args = {a for launch in _launches(plan) for a in launch.args if isinstance(a, str)}
         assert {"scale", "bias", "residual"} <= args <= names_here
     assert family.reference_plan(fused).source in set(family.kernel_sources())

@@ -1,4 +1,4 @@
-"""Launch plans: entries in launch order, untimed setup/finish, scratch memory."""
+"""Launch plans: entries in launch order, untimed setup/finish, scratch memory, counters."""
 
 from __future__ import annotations
 
@@ -36,6 +36,16 @@ def test_scratch_bytes_count_fp32_elements() -> None:
     )
     assert plan.scratch_bytes == 4 * (2 * 75 * 961 + 3)
     assert KernelPlan(Path("k.cu"), (), (_launch("main"),)).scratch_bytes == 0
+
+
+def test_counters_are_uint32_counted_apart_from_scratch_and_both_are_extra_memory() -> None:
+    plain = KernelPlan(Path("k.cu"), (), (_launch("main"),), scratch=(("part", (2, 8)),))
+    assert plain.counters == () and plain.counter_bytes == 0
+    assert plain.extra_bytes == plain.scratch_bytes == 4 * 16
+    plan = dataclasses.replace(plain, counters=(("sk_counters", 132), ("flags", 3)))
+    assert plan.counter_bytes == 4 * (132 + 3)
+    assert plan.scratch_bytes == 4 * 16  # scratch is scratch: the counters are not in it
+    assert plan.extra_bytes == 4 * 16 + 4 * 135
 
 
 def test_a_persistent_launch_is_capped_at_its_blocks_a_multiprocessor() -> None:
