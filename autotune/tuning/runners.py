@@ -64,7 +64,7 @@ class GpuRunner:
             compiled = self.compiler.compile(plan)
         except CompileError as err:
             failed = Measurement(
-                Status.COMPILE_ERROR, error=str(err)[-4000:], scratch_bytes=plan.scratch_bytes
+                Status.COMPILE_ERROR, error=str(err)[-4000:], scratch_bytes=plan.extra_bytes
             )
             return Prepared(failed)
         plan = lowered_plan(plan, compiled)  # a templated kernel's entry, as the cubin names it
@@ -80,7 +80,7 @@ class GpuRunner:
                 default=None,
             ),
             "spills": compiled.spills,
-            "scratch_bytes": plan.scratch_bytes,
+            "scratch_bytes": plan.extra_bytes,  # scratch and counters
         }
         why = resource_problem(compiled, plan.all_launches, self.limits)
         if why:

@@ -227,6 +227,30 @@ def test_gemm_studies_run_and_record_their_scratch_bytes(compiler, store):
     assert all(j.check.reference_plan.entries == ("reference_gemm",) for j in evaluator.jobs)
 
 
+def test_a_plans_counters_reach_the_worker_and_count_in_its_extra_memory(compiler, store):
+    import dataclasses
+
+    from autotune.families.sgemm import Sgemm
+    from autotune.model.problem import GemmProblem
+    from tests.conftest import SyntheticEvaluator
+
+    class Counted(Sgemm):
+        def plan(self, problem, config):
+            plain = super().plan(problem, config)
+            return dataclasses.replace(plain, counters=(("tile_flags", 37),))
+
+    problem = GemmProblem(M=1, N=1000, K=4096)
+    evaluator = SyntheticEvaluator(lambda d: 1.0 + d["SPLIT_K"] / 16)
+    studies, _ = plan_studies([(Counted(), problem)], DeviceLimits())
+    Tuner(GpuRunner(compiler, evaluator), store, strategy="random", seed=3).run(studies, budget=4)
+    assert [j.plan.counters for j in evaluator.jobs] == [(("tile_flags", 37),)] * 4
+    history = store.history(kind="gemm")
+    for config, extra in zip(history["config"], history["scratch_bytes"], strict=True):
+        split = Config.from_json(config)["SPLIT_K"]
+        scratch = 0 if split == 1 else 4 * split * problem.M * problem.N
+        assert extra == scratch + 4 * 37  # the column's meaning: extra device memory
+
+
 def test_job_timeout_grows_with_work_and_the_best_time_within_floor_and_ceiling():
     from autotune.gpu.session import TimingPolicy
     from autotune.tuning.studies import JOB_TIMEOUT_CEILING_S, JOB_TIMEOUT_FLOOR_S, job_timeout_s
