@@ -85,6 +85,18 @@ class Check:
         )
 
 
+def counters_left(names: tuple[str, ...], rel_error: float | None, after: str) -> Measurement:
+    """WRONG_RESULT of a plan whose runs left counters non-zero (KernelPlan.counters), named
+    `names`, as found after the `after` run(s): whatever its outputs, the next run, which
+    starts from what it left, would count wrong."""
+    return Measurement(
+        Status.WRONG_RESULT,
+        rel_error=rel_error,
+        error=f"left its counters non-zero after the {after} ({', '.join(names)}): a run must "
+        "reset what it counts",
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """Everything the worker needs to check and time one configuration."""

@@ -14,8 +14,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from autotune.families.plan import Buffers, Launch
-from autotune.gpu.jobs import STICKY_ERRORS, Check, Job, NoGpu, StickyCudaError
+from autotune.families.plan import Buffers, KernelPlan, Launch
+from autotune.gpu.jobs import STICKY_ERRORS, Check, Job, NoGpu, StickyCudaError, counters_left
 from autotune.gpu.launch import (
     CUDA_ATTR,
     bind,
@@ -183,6 +183,8 @@ class GpuSession:
 
         check = job.check  # a Check, or a tune_kernel's GivenCheck (gpu/given.py)
         arrays = check.arrays(self, plan)
+        # Whatever the check: counters start at zero, and every run must leave them so.
+        arrays.update(self.zeroed_counters(plan))
         # Untimed, declared: layout conversion, tables; then constants, which may copy a table
         # that setup computed into a scratch buffer (same stream, so in order).
         self.runner(plan.setup, functions, arrays)()
@@ -197,6 +199,8 @@ class GpuSession:
         self.sync()
 
         wrong, rel_error = check.verdict(self, arrays)
+        if wrong is None:
+            wrong = self.counters_kept(plan, arrays, rel_error, "checked run")
         if wrong is not None:
             return wrong
         # Before the timed runs, which may change them: the checked run's outputs.
@@ -209,6 +213,9 @@ class GpuSession:
             slow = stop is not None and stop.stops(samples, job.best_ms)
             if not slow:
                 watch.window(run, self.sync, statistics.median(samples))
+        wrong = self.counters_kept(plan, arrays, rel_error, "timed runs")
+        if wrong is not None:
+            return wrong
         m = Measurement.from_samples(samples, rel_error=rel_error, **watch.readings())
         if slow:
             m = replace(m, status=Status.SLOW, error=stop.reason(samples, job.best_ms))
@@ -242,6 +249,17 @@ class GpuSession:
     def poisoned(self, shape: tuple[int, ...], dtype: str):
         """A device array of a dtype's storage type filled with its NaN."""
         return cp.full(shape, nan_fill(dtype), dtype=array_dtype(dtype))
+
+    def zeroed_counters(self, plan: KernelPlan) -> dict[str, object]:
+        """The plan's counters (uint32), zeroed once, as a caller of the plan must."""
+        return {name: cp.zeros(count, dtype=cp.uint32) for name, count in plan.counters}
+
+    def counters_kept(
+        self, plan: KernelPlan, arrays: dict[str, object], rel_error: float | None, after: str
+    ) -> Measurement | None:
+        """WRONG_RESULT where the runs so far left a counter of the plan non-zero, else None."""
+        left = tuple(n for n, _ in plan.counters if int(cp.count_nonzero(arrays[n])))
+        return counters_left(left, rel_error, after) if left else None
 
     def runner(self, launches: tuple[Launch, ...], functions, arrays):
         calls = bind(prepare(launches, functions), arrays)
