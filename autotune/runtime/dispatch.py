@@ -3,8 +3,9 @@
 Per shape, once per process: the lookup (lookup.py) picks a configuration, the compiler gives
 its cubin (from the disk cache when it holds it), the module is loaded and the launches are
 prepared. Per call: the arguments are checked, the output allocated by the caller's framework,
-scratch taken from a per-stream workspace, and the prepared launches queued on the caller's
-current stream. Nothing waits for the GPU.
+scratch taken from a per-stream workspace and counters from a per-stream zeroed region
+(stream_memory.py), and the prepared launches queued on the caller's current stream. Nothing
+waits for the GPU.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from autotune.runtime.calls import DEFAULT_LAUNCHER, Call, CallError, Request
 from autotune.runtime.choice import Choice
 from autotune.runtime.lookup import MISS_POLICIES, Catalogue, LookupMiss, resolve
 from autotune.runtime.plans import Entry, NoFit, build_entry, served_problem
+from autotune.runtime.stream_memory import StreamMemory
 from autotune.store import default_storage
 
 # Evaluations per family when a shape is tuned on a miss: local search with transfer reaches
@@ -44,7 +46,8 @@ DEFAULT_TUNE_BUDGET = 10
 
 class Runtime:
     """Dispatch state of one process for one results database: the device's catalogue of
-    stored bests, compiled modules and prepared plans per shape, workspaces per stream."""
+    stored bests, compiled modules and prepared plans per shape, workspaces and counters per
+    stream."""
 
     def __init__(
         self,
@@ -81,7 +84,7 @@ class Runtime:
         self._limits: dict[int, DeviceLimits] = {}
         self._compilers: dict[str, Compiler] = {}
         self.entries: dict[tuple, Entry] = {}  # by the call's shape, as Call's fields
-        self._workspaces: dict[tuple[int, int], object] = {}
+        self._memory = StreamMemory()  # per (device, stream): workspace, counters
         self._lock = threading.RLock()
         self._tmp = tempfile.TemporaryDirectory(prefix="autotune-runtime-")
 
@@ -133,12 +136,15 @@ class Runtime:
         workspace: int | None = None,
         bias: int | None = None,
         residual: int | None = None,
+        counters: int | None = None,
     ) -> None:
         """Queue the entry's operations for these buffers (`bias`, `residual`: what its fused
-        epilogue reads, when it has one) on `stream`."""
+        epilogue reads, when it has one) on `stream`. `workspace` (None: the stream's own)
+        holds the entry's scratch; `counters` (None: the stream's own region) its zeroed
+        counters, which its run leaves zero."""
         if entry.device != cp.cuda.runtime.getDevice():
             with cp.cuda.Device(entry.device):
-                return self.launch(entry, x, w, y, stream, workspace, bias, residual)
+                return self.launch(entry, x, w, y, stream, workspace, bias, residual, counters)
         ptrs = {"x": x, "w": w, "y": y}
         if entry.fixed:
             ptrs.update(entry.fixed)
@@ -149,12 +155,17 @@ class Runtime:
         if entry.workspace_bytes:
             base = workspace
             if base is None:
-                base = self._workspace(entry.device, stream, entry.workspace_bytes)
+                base = self._memory.workspace(entry.device, stream, entry.workspace_bytes)
             for name, offset in entry.scratch:
                 ptrs[name] = base + offset
             if entry.pad is not None:
                 ptrs["x_caller"] = x
                 ptrs["x"] = base  # the padded input is the workspace's first region
+        if entry.counters:
+            if counters is None:
+                counters = self._memory.counters(entry.device, stream, entry.counter_bytes)
+            for name, offset in entry.counters:
+                ptrs[name] = counters + offset
         with entry.lock:
             try:
                 for op in entry.ops:
@@ -168,18 +179,6 @@ class Runtime:
                 for op in entry.ops:
                     op(ptrs, stream)
         return None
-
-    def _workspace(self, device: int, stream: int, nbytes: int) -> int:
-        """A buffer of at least nbytes kept per (device, stream): calls on one stream run in
-        order, so they share it. A larger one replaces it once the stream has finished with
-        the old one (a wait only when a call needs more than any before it on that stream)."""
-        held = self._workspaces.get((device, stream))
-        if held is None or held.mem.size < nbytes:
-            if held is not None:
-                cp.cuda.runtime.streamSynchronize(stream)
-            held = cp.cuda.alloc(nbytes)
-            self._workspaces[(device, stream)] = held
-        return held.ptr
 
     # -- preparing a shape ---------------------------------------------------------------------
 

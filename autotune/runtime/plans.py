@@ -3,8 +3,10 @@
 The plan reads the problem over a pre-padded square input in the problem's layout and storage
 type. A call whose input is that input (padding 0, side (N - 1) * stride + K) passes it in
 place; any other gets one padding launch (of that layout and element size) into the workspace
-first. Scratch buffers live in the same per-stream workspace, at offsets
-fixed here; a family's own extra input (smem_channels' bias) is a zero buffer of the plan's.
+first. Scratch buffers live in the same per-stream workspace, at offsets fixed here; counters
+in a per-stream region of their own, zeroed once (each plan's run leaves them zero), at offsets
+from 0 fixed here; a family's own extra input (smem_channels' bias) is a zero buffer of the
+plan's.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import cupy as cp
 
 from autotune import package_path
 from autotune.families import Family
-from autotune.families.plan import Launch, cdiv
+from autotune.families.plan import COUNTER_BYTES, KernelPlan, Launch, cdiv
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.launch import LAUNCHERS, load_module, opt_in_shared_memory
 from autotune.model.problem import ConvProblem
@@ -61,6 +63,8 @@ class Entry:
     scratch: tuple[tuple[str, int], ...]  # (buffer, offset in the workspace)
     workspace_bytes: int
     fixed: dict[str, int]  # pointers of the plan's own inputs (a zero bias)
+    counters: tuple[tuple[str, int], ...] = ()  # (buffer, offset in the counters region)
+    counter_bytes: int = 0  # of the counters region, from its start
     lock: threading.Lock = field(default_factory=threading.Lock)
     keep: list = field(default_factory=list)  # what must outlive the entry's pointers
 
@@ -129,6 +133,7 @@ def build_entry(
     def launches(part):
         return [launch_op(functions[launch.kernel], launch) for launch in part]
 
+    counters, counter_bytes = counter_offsets(plan)
     copies = [
         copy_op(module.get_global(symbol).ptr, buffer, sizes[buffer])
         for symbol, buffer in plan.constants
@@ -150,8 +155,21 @@ def build_entry(
         scratch=tuple(scratch),
         workspace_bytes=offset,
         fixed=fixed,
+        counters=counters,
+        counter_bytes=counter_bytes,
         keep=keep,
     )
+
+
+def counter_offsets(plan: KernelPlan) -> tuple[tuple[tuple[str, int], ...], int]:
+    """Each counters buffer's offset in a counters region (the first at 0, each aligned as
+    workspace buffers are), and the bytes of the region the plan uses."""
+    offsets, end = [], 0
+    for name, count in plan.counters:
+        offset = _aligned(end)
+        offsets.append((name, offset))
+        end = offset + COUNTER_BYTES * count
+    return tuple(offsets), end
 
 
 def served_problem(choice: Choice, family: Family, epilogue: str) -> ConvProblem:
@@ -216,4 +234,13 @@ def _aligned(nbytes: int) -> int:
     return cdiv(nbytes, ALIGN_BYTES) * ALIGN_BYTES
 
 
-__all__ = ["Call", "CallError", "Entry", "NoFit", "build_entry", "pad_launch", "served_problem"]
+__all__ = [
+    "Call",
+    "CallError",
+    "Entry",
+    "NoFit",
+    "build_entry",
+    "counter_offsets",
+    "pad_launch",
+    "served_problem",
+]

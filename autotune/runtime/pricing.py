@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from autotune.families import Family
-from autotune.families.plan import KernelPlan
+from autotune.families.plan import COUNTER_BYTES, KernelPlan
 from autotune.model.epilogue import epilogue_of
 from autotune.model.problem import ConvProblem
 from autotune.runtime.calls import (
@@ -32,6 +32,7 @@ def untimed_bytes(family: Family, problem: ConvProblem, plan: KernelPlan) -> int
     sizes = {name: element * _elements(shape) for name, shape in buffers.inputs}
     sizes.update({name: element * _elements(shape) for name, shape in buffers.outputs})
     sizes.update({name: SCRATCH_BYTES * _elements(shape) for name, shape in plan.scratch})
+    sizes.update({name: COUNTER_BYTES * count for name, count in plan.counters})
     total = 0
     for launch in (*plan.setup, *plan.finish):
         total += sum(sizes.get(a, 0) for a in dict.fromkeys(launch.args) if isinstance(a, str))

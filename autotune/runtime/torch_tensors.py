@@ -76,8 +76,13 @@ def call(
     applied; in the plan's store where its family fuses that epilogue (model/epilogue.py; a
     bias is needed for any), else by PyTorch after it. The output, the workspace and any layout
     copies come from PyTorch's allocator on the current stream, so that a call of a prepared
-    shape can be captured in a CUDA graph: it allocates nothing else, waits for nothing and
-    decides nothing beyond a dictionary lookup."""
+    shape can be captured in a CUDA graph: it waits for nothing and decides nothing beyond a
+    dictionary lookup. A plan's counters (zero before a run, left zero by it) are the one
+    exception to the allocator: outside a capture they lie in the runtime's zeroed region of
+    the stream, which it allocates (after a wait for the stream, when it grows) at the first
+    call there that needs more; while capturing they are a zeroed tensor of PyTorch's, whose
+    memset the graph records, so that every replay starts from zero (the stream's region
+    would be shared with the calls made outside the graph)."""
     storage = STORAGES.get(x.dtype)
     if storage is None or w.dtype is not x.dtype:
         raise CallError(
@@ -135,9 +140,21 @@ def call(
                 raise CallError(f"residual must be {tuple(entry.out_dims)} {x.dtype}")
             residual = residual.contiguous(memory_format=FORMATS[mine])
             residual_ptr = residual.data_ptr()
+    counters_ptr = None
+    if entry.counters and torch.cuda.is_current_stream_capturing():
+        counters = torch.zeros(entry.counter_bytes, dtype=torch.uint8, device=x.device)
+        counters_ptr = counters.data_ptr()
     stream = current_stream(device)
     rt.launch(
-        entry, xin.data_ptr(), w.data_ptr(), y.data_ptr(), stream, base, bias_ptr, residual_ptr
+        entry,
+        xin.data_ptr(),
+        w.data_ptr(),
+        y.data_ptr(),
+        stream,
+        base,
+        bias_ptr,
+        residual_ptr,
+        counters_ptr,
     )
     if y is not out:
         out.copy_(y)

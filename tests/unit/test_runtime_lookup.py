@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from autotune.families import FAMILIES
+from autotune.families.plan import Launch
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
 from autotune.model.space import ARCH_LIMITS, Config
@@ -109,6 +110,15 @@ def test_a_family_that_converts_layouts_pays_for_it_at_the_copy_bandwidth(synthe
     synthetic.record("chen_general", LAYER, config_of("chen_general", LAYER), 0.50 + 2 * cost)
     synthetic.store.forget("implicit_gemm")
     assert synthetic.catalogue().stored(LAYER)[0].family == "maxdnn"
+
+
+def test_counters_an_untimed_launch_touches_are_priced_as_any_buffer():
+    family = FAMILIES["implicit_gemm"]
+    plan = family.plan(A, config_of("implicit_gemm", A))
+    assert untimed_bytes(family, A, plan) == 0
+    clear = Launch("clear_flags", (1, 1, 1), (32, 1, 1), ("flags",))
+    counted = replace(plan, counters=(("flags", 100),), finish=(clear,))
+    assert untimed_bytes(family, A, counted) == 4 * 100
 
 
 def test_without_a_copy_bandwidth_a_converting_family_ranks_last(tmp_path):
