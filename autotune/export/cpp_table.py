@@ -13,6 +13,7 @@ DTYPE_CODES = {"fp32": 0, "tf32": 1, "bf16": 2, "fp16": 3}
 LAYOUT_CODES = {"NCHW": 0, "NHWC": 1}
 
 _TYPES = """\
+// kZeroInput: zeroed by every call (an input the call has no argument for, a plan's counters).
 enum Role : int { kInputX, kInputW, kOutputY, kScratch, kZeroInput };
 struct Kernel { const char* name; unsigned max_smem_bytes; };
 struct Module {
@@ -301,7 +302,8 @@ def readme(data: dict) -> str:
             "- `kernels/`: the kernel sources used, once each",
             "- `plans.json`: per shape, the source, defines, entry points, each launch in order "
             "(grid, block, dynamic shared memory, arguments), constant-memory copies and the "
-            "workspace's buffers",
+            "workspace's buffers (role `zeros`: zeroed by every call, an input the call has no "
+            "argument for or a plan's counters)",
             "- `include/autotune_conv2d.h`: `autotune::conv2d(shape, x, w, y, workspace, "
             "workspace_bytes, stream)` runs a shape's plan on a stream; "
             "`include/autotune_plans.h` is the same table as C++ data",

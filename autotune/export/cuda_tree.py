@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from autotune.export.plans import ExportedPlan, Selection, described
-from autotune.families.plan import TMA_DATA_TYPES, TMA_SWIZZLES, Launch, TensorMap
+from autotune.families.plan import COUNTER_BYTES, TMA_DATA_TYPES, TMA_SWIZZLES, Launch, TensorMap
 from autotune.model.space import Value
 
 # 2: every dtype and layout (a plan's dtype, layout and tolerance; tensor-map arguments).
@@ -51,7 +51,7 @@ class Module:
 @dataclass(frozen=True, slots=True)
 class Buffer:
     name: str
-    role: str  # x, w, y, scratch, zeros
+    role: str  # x, w, y, scratch, zeros (zeroed by every call: extra inputs, counters)
     bytes: int
     offset: int  # in the workspace (scratch and zeros only)
 
@@ -68,8 +68,10 @@ def nvcc_source(text: str, family: str) -> str:
 
 
 def plan_buffers(exported: ExportedPlan) -> tuple[list[Buffer], int]:
-    """x, w, y (in the problem's storage type), then the workspace's scratch (FP32) and zeroed
-    inputs; and the workspace's bytes."""
+    """x, w, y (in the problem's storage type), then the workspace's scratch (FP32), zeroed
+    inputs and counters (uint32); and the workspace's bytes. The C++ call zeroes the "zeros"
+    on every call: a counter needs zero only before the plan's first run (KernelPlan.counters),
+    but a workspace is the caller's, shared with whatever else it holds."""
     p = exported.problem
     element = p.precision.bytes
     buffers = [
@@ -80,6 +82,7 @@ def plan_buffers(exported: ExportedPlan) -> tuple[list[Buffer], int]:
     offset = 0
     extra = [(n, s, "scratch", 4) for n, s in exported.plan.scratch]
     extra += [(n, s, "zeros", element) for n, s in exported.extra_inputs]
+    extra += [(n, (count,), "zeros", COUNTER_BYTES) for n, count in exported.plan.counters]
     for name, shape, role, size_of in extra:
         size = size_of * _count(shape)
         buffers.append(Buffer(name, role, size, offset))

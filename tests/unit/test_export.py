@@ -251,6 +251,55 @@ def test_families_the_tree_cannot_launch_are_excluded_with_their_reason(tmp_path
     assert only.excluded == ()
 
 
+def test_a_plans_counters_are_workspace_buffers_every_call_zeroes(tmp_path) -> None:
+    from autotune.families.maxdnn import MaxDnn
+
+    class Counted(MaxDnn):
+        """maxdnn (scratch of four buffers) with counters its last timed kernel takes."""
+
+        name = "counted"
+
+        def plan(self, problem, config):
+            plain = super().plan(problem, config)
+            last = plain.launches[-1]
+            counting = dataclasses.replace(last, args=(*last.args, "sk_counters"))
+            return dataclasses.replace(
+                plain,
+                launches=(*plain.launches[:-1], counting),
+                counters=(("sk_counters", 132), ("flags", 3)),
+            )
+
+    synthetic = Synthetic(tmp_path / "counted.db")
+    config = FAMILIES["maxdnn"].load_space().bind(LAYER.fields(), ARCH_LIMITS["sm_90"]).configs[0]
+    synthetic.record("counted", LAYER, 0.1, config)
+    chosen = select(synthetic.store, registry={**FAMILIES, "counted": Counted()})
+    (e,) = chosen.plans
+    buffers, workspace = plan_buffers(e)
+    uncounted, plain_workspace = plan_buffers(
+        dataclasses.replace(e, plan=dataclasses.replace(e.plan, counters=()))
+    )
+    # After the scratch, as zeroed buffers of 4 bytes a counter, each aligned.
+    assert buffers[: len(uncounted)] == uncounted
+    sk, flags = buffers[len(uncounted) :]
+    assert (sk.name, sk.role, sk.bytes, sk.offset) == ("sk_counters", "zeros", 528, plain_workspace)
+    assert (flags.name, flags.role, flags.bytes) == ("flags", "zeros", 12)
+    assert flags.offset == plain_workspace + 3 * WORKSPACE_ALIGN  # 528 bytes rounded up
+    assert workspace == flags.offset + WORKSPACE_ALIGN
+    # The table and the C++ data say the same; the kernel's argument is that buffer.
+    data = table(chosen, "counted.db")
+    (plan,) = data["plans"]
+    assert plan["workspace_bytes"] == workspace
+    sk_row = {"name": "sk_counters", "role": "zeros", "bytes": 528, "workspace_offset": sk.offset}
+    assert sk_row in plan["buffers"]
+    assert plan["steps"][-2]["args"][-1] == {"buffer": "sk_counters"}  # before finish's
+    header = cpp_table(data, modules_of(chosen)[0])
+    rows = header.split("kBuffers[] = {", 1)[1].split("};", 1)[0].splitlines()[1:]
+    index = [b.name for b in buffers].index("sk_counters")
+    assert rows[index] == f'    {{"sk_counters", kZeroInput, 528ull, {sk.offset}ull}},'
+    arg_rows = header.split("kArgs[] = {", 1)[1].split("};", 1)[0]
+    assert f"    {{{index}, 0, -1}}," in arg_rows.splitlines()
+
+
 def test_unroll_counts_named_by_a_macro_go_through_pragma_and_nothing_else_changes() -> None:
     text = (
         "#pragma unroll\nfor (;;) {}\n    #pragma unroll 4\n"

@@ -62,7 +62,8 @@ inline const plans::Plan* find_plan(const Conv2dShape& s) {
     return nullptr;
 }
 
-// Device memory the plan needs besides x, w and y (layout copies, partial sums); 0 for none.
+// Device memory the plan needs besides x, w and y (layout copies, partial sums, zeroed
+// counters); 0 for none.
 inline size_t conv2d_workspace_bytes(const Conv2dShape& s) {
     const plans::Plan* p = find_plan(s);
     return p ? static_cast<size_t>(p->workspace_bytes) : 0;
@@ -188,6 +189,8 @@ inline cudaError_t run_plan(const plans::Plan& p, const void* x, const void* w, 
             case plans::kOutputY: pointers[b] = y; break;
             default: pointers[b] = workspace + buffer.workspace_offset; break;
         }
+        // Zeroed on every call: an input the call has no argument for (a bias), or counters
+        // that the plan's run must find zero (and leaves so) in a workspace that is the caller's.
         if (buffer.role == plans::kZeroInput) {
             err = cudaMemsetAsync(pointers[b], 0, sizes[b], stream);
             if (err != cudaSuccess) return err;
