@@ -65,9 +65,19 @@
 // has waited for the last slot of its own (named barriers 3 and 4), which also keeps every
 // consumer within one phase of each slot's `full` barrier, as parity waits need.
 //
+// STREAM_K = 1 (TMA, no split, no PINGPONG; a grid of one block a multiprocessor): the tiles of
+// whole waves are the blocks' in turn as above; the rest, fewer tiles than blocks, are shared out
+// by their reduction steps, each of the first SK blocks taking an even run of the rest's steps
+// in order (tile-major), so that no multiprocessor idles through the last wave. A block whose
+// run covers only part of a tile adds it into FP32 partial sums (sk_partials, two slots a
+// block: the tile its run starts in, the tile it ends in); each consumer warpgroup then counts
+// itself in on the tile's counter (sk_counters, one a tile and warpgroup), and the last to
+// arrive adds up the others' partial sums, applies the epilogue, stores the tile and sets the
+// counter back to zero for the next launch. No block waits for another.
+//
 // Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM
 // BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1
-// STAGING PINGPONG; with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
+// STAGING PINGPONG STREAM_K (and STREAM_K_BLOCKS, the partial sums' blocks); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
 // the output is stored (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then
 // takes the epilogue's inputs after y.
 
@@ -140,6 +150,19 @@ typedef u16 out_t;
 #if PINGPONG && !(TMA && WG == 2 && SPLIT_K == 1)
 #error "PINGPONG: two consumer warpgroups taking TMA-loaded tiles in turn, without a split"
 #endif
+#ifndef STREAM_K
+#define STREAM_K 0
+#endif
+#if STREAM_K && !(TMA && SPLIT_K == 1 && !PINGPONG)
+#error "STREAM_K shares TMA-loaded tiles' steps between blocks: no split, no ping-pong"
+#endif
+// The most blocks sharing the stream-K tiles (the plan's partial-sum slots: two a block); a
+// larger grid leaves the others out of them.
+#ifndef STREAM_K_BLOCKS
+#define STREAM_K_BLOCKS 132
+#endif
+// The shortest run of steps a stream-K block takes, unless that leaves a tile without a block.
+#define SK_MIN_STEPS 4
 // PAD zeros around the input (ConvProblem.padding), read by the im2col map, whose box starts PAD
 // before the image and whose copies fill zeros outside it; 0: a pre-padded input (S_IN).
 #ifndef PAD
@@ -736,15 +759,16 @@ __device__ __forceinline__ void store_tile(
     }
 }
 
+__device__ __forceinline__ void warpgroup_sync(int cwg)
+{
+    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cwg) : "memory");  // barrier 0 is the block's
+}
+
 #if STORE_TMA
 // store_tile_tma applies the epilogue (STORE_TMA has no split-K) in runs of column pairs, each
 // with every row a thread stores: a pair's scale and bias are loaded once for its 2 MI rows (an
 // output at a time, they were loaded again each row: Nsight Compute found the fused layers'
 // warps stalled on those loads), a run's residual pairs read from the staging tile together.
-__device__ __forceinline__ void warpgroup_sync(int cwg)
-{
-    asm volatile("bar.sync %0, 128;\n" ::"r"(1 + cwg) : "memory");  // barrier 0 is the block's
-}
 
 // One panel of the staging tile to the output: PANEL_COLS filters from f, WG_ROWS pixels from m.
 __device__ __forceinline__ void tma_store2(const tensor_map_t* map, unsigned src, int f, int m)
@@ -949,12 +973,181 @@ __device__ __forceinline__ void zero(float (&acc)[MI][BN / 2])
 #define TILES_F ((F + BN - 1) / BN)
 #define TILES (TILES_F * ((M_ALL + BM - 1) / BM))
 
+#if PRODUCER && TMA
+// The producer's copies of a tile's reduction steps [kt_begin, kt_end) into the slots, its
+// step count g over all the block's tiles naming slot and phase.
+__device__ __forceinline__ void produce_steps(
+    int tile, int kt_begin, int kt_end, int& g, unsigned base, unsigned full, unsigned empty,
+    const tensor_map_t* x_map, const tensor_map_t* w_map)
+{
+    const int f0 = (tile % TILES_F) * BN;
+    const int m0 = (tile / TILES_F) * BM;  // the first output pixel (b, oy, ox)
+    const int b = m0 / (N * N);
+    const int oy = (m0 - b * (N * N)) / N;
+    const int ox = m0 - b * (N * N) - oy * N;
+    for (int kt = kt_begin; kt < kt_end; ++kt, ++g) {
+        const int s = g % STAGES;
+        if (g >= STAGES) mbar_wait(empty + 8 * s, ((g / STAGES) + 1) & 1);
+        const int tap = kt % (K * K);
+        const int c = (kt / (K * K)) * BK;
+        const unsigned slot = base + s * STAGE_BYTES;
+        mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
+#if GEMM_1X1
+        tma_tile2(slot, x_map, c, m0, full + 8 * s);
+#else
+        const u16 kx = (u16)(tap % K), ky = (u16)(tap / K);
+        tma_im2col(slot, x_map, c, ox * STRIDE - PAD, oy * STRIDE - PAD, b, kx, ky, full + 8 * s);
+#endif
+        tma_tile3(slot + A_BYTES, w_map, c, tap, f0, full + 8 * s);
+    }
+}
+#endif
+
+// The stream-K schedule (the same in every thread of the grid): tiles [0, dp_end) in whole waves
+// of the grid, and the `total` steps of the rest shared by the first `blocks` blocks, block j
+// taking steps [j * total / blocks, (j + 1) * total / blocks) of them (tile dp_end + i / KTILES,
+// step i % KTILES).
+struct StreamK {
+    int dp_end;
+    int total;
+    int blocks;
+};
+
+__device__ __forceinline__ StreamK stream_k_schedule()
+{
+    StreamK sk;
+#if STREAM_K
+    const int rest = TILES % gridDim.x;  // every tile where there are fewer than blocks
+    sk.dp_end = TILES - rest;
+    sk.total = rest * KTILES;
+    sk.blocks = min(min(max(rest, sk.total / SK_MIN_STEPS), (int)gridDim.x), STREAM_K_BLOCKS);
+#else
+    sk.dp_end = TILES;
+    sk.total = 0;
+    sk.blocks = 0;
+#endif
+    return sk;
+}
+
+#if STREAM_K
+__device__ __forceinline__ int sk_begin(const StreamK& sk, int block)
+{
+    return (int)((long long)block * sk.total / sk.blocks);
+}
+
+// The block whose run holds stream-K step i.
+__device__ __forceinline__ int sk_block_of(const StreamK& sk, int i)
+{
+    return (int)(((long long)(i + 1) * sk.blocks - 1) / sk.total);
+}
+
+// Consumer warpgroup cwg's partial sums of stream-K tile r from `block`: slot 0 holds the tile
+// its run starts in, slot 1 the one it ends in; MI x BN / 2 accumulators a thread, as float4s,
+// each a 128-thread run (coalesced).
+__device__ __forceinline__ float4* sk_slot(float* partials, const StreamK& sk, int block, int r, int cwg)
+{
+    const int which = sk_begin(sk, block) >= r * KTILES ? 0 : 1;
+    return (float4*)(partials + ((long long)(2 * block + which) * WG + cwg) * (MI * 64 * BN));
+}
+
+__device__ __forceinline__ void sk_store(const float (&acc)[MI][BN / 2], float4* slot, int lane)
+{
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i) {
+            const float* a = &acc[mi][4 * i];
+            asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(slot + (mi * (BN / 8) + i) * 128 + lane),
+                         "f"(a[0]), "f"(a[1]), "f"(a[2]), "f"(a[3])
+                         : "memory");
+        }
+}
+
+// Another block's partial sums added in, read from L2 (cg: this multiprocessor's L1 may hold
+// the slot's lines from an earlier read).
+__device__ __forceinline__ void sk_add(float (&acc)[MI][BN / 2], const float4* slot, int lane)
+{
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+        for (int i = 0; i < BN / 8; ++i) {
+            float v0, v1, v2, v3;
+            asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                         : "l"(slot + (mi * (BN / 8) + i) * 128 + lane)
+                         : "memory");
+            acc[mi][4 * i] += v0;
+            acc[mi][4 * i + 1] += v1;
+            acc[mi][4 * i + 2] += v2;
+            acc[mi][4 * i + 3] += v3;
+        }
+}
+
+// Whether `v` holds in any thread of consumer warpgroup cwg (a barrier of its 128 threads).
+__device__ __forceinline__ bool warpgroup_any(int cwg, bool v)
+{
+    unsigned any;
+    asm volatile(
+        "{\n.reg .pred p, q;\n"
+        "setp.ne.u32 p, %1, 0;\n"
+        "bar.red.or.pred q, %2, 128, p;\n"
+        "selp.u32 %0, 1, 0, q;\n}\n"
+        : "=r"(any)
+        : "r"((unsigned)v), "r"(1 + cwg)
+        : "memory");
+    return any != 0;
+}
+
+__device__ __forceinline__ unsigned load_acquire(const unsigned* p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// Stream-K tile r's share of this block, in consumer warpgroup cwg's accumulators: stored where
+// the block has the whole tile; else counted in on the tile's counter, and by the last share to
+// arrive added up with the others, stored, and the counter set back to zero. A share that finds
+// every other already in adds theirs without storing its own.
+__device__ __forceinline__ void sk_finish(
+    float (&acc)[MI][BN / 2], const StreamK& sk, int r, float* partials, unsigned* counters,
+    out_t* __restrict__ y, int ctid, int cwg GEMM_EPI_PARAMS)
+{
+    const int tile = sk.dp_end + r;
+    const int first = sk_block_of(sk, r * KTILES);
+    const int last = sk_block_of(sk, (r + 1) * KTILES - 1);
+    if (first != last) {
+        after_wgmma_wait(acc);
+        const int lane = ctid % 128;
+        const bool leader = lane == 0;
+        unsigned* counter = counters + r * WG + cwg;
+        const unsigned others = (unsigned)(last - first);
+        bool finishes = warpgroup_any(cwg, leader && load_acquire(counter) == others);
+        if (!finishes) {
+            sk_store(acc, sk_slot(partials, sk, blockIdx.x, r, cwg), lane);
+            __threadfence();  // the partial sums before the count, for the share that adds them up
+            warpgroup_sync(cwg);
+            finishes = warpgroup_any(cwg, leader && atomicAdd(counter, 1u) == others);
+            if (!finishes) return;
+        }
+        if (leader) atomicExch(counter, 0u);  // every share of this launch is in
+        __threadfence();
+        for (int block = first; block <= last; ++block)
+            if (block != (int)blockIdx.x) sk_add(acc, sk_slot(partials, sk, block, r, cwg), lane);
+    }
+    store_tile(acc, y, (tile / TILES_F) * BM, (tile % TILES_F) * BN, ctid, cwg GEMM_EPI_ARGS);
+}
+#define SK_PARAMS , float* __restrict__ sk_partials, unsigned* __restrict__ sk_counters
+#else
+#define SK_PARAMS
+#endif
+
 // A block computes the output tiles blockIdx.x, blockIdx.x + gridDim.x, ... (TILES_PER_BLOCK of
 // them at most; filter tiles fastest, so that neighbouring blocks share their gathered rows), each
 // over its split's share of the reduction.
 extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     const elem_t* __restrict__ x, const elem_t* __restrict__ w, gemm_out_t* __restrict__ y
-    GEMM_EPI_PARAMS
+    GEMM_EPI_PARAMS SK_PARAMS
 #if TMA
     ,
     const __grid_constant__ tensor_map_t x_map, const __grid_constant__ tensor_map_t w_map
@@ -978,6 +1171,9 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     const int per_split = (KTILES + SPLIT_K - 1) / SPLIT_K;
     const int kt0 = blockIdx.z * per_split;
     const int steps = max(0, min(KTILES - kt0, per_split));
+    // Tiles [0, dp_end) a block's in turn; with STREAM_K the rest's steps shared after them.
+    const StreamK sk = stream_k_schedule();
+    const int dp_end = sk.dp_end;
 
     float acc[MI][BN / 2];
 
@@ -1012,29 +1208,18 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
         prefetch_map(&x_map);
         prefetch_map(&w_map);
         int g = 0;
-        for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
-            const int f0 = (tile % TILES_F) * BN;
-            const int m0 = (tile / TILES_F) * BM;  // the first output pixel (b, oy, ox)
-            const int b = m0 / (N * N);
-            const int oy = (m0 - b * (N * N)) / N;
-            const int ox = m0 - b * (N * N) - oy * N;
-            for (int t = 0; t < steps; ++t, ++g) {
-                const int s = g % STAGES;
-                if (g >= STAGES) mbar_wait(empty + 8 * s, ((g / STAGES) + 1) & 1);
-                const int kt = kt0 + t;
-                const int tap = kt % (K * K);
-                const int c = (kt / (K * K)) * BK;
-                const unsigned slot = base + s * STAGE_BYTES;
-                mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
-#if GEMM_1X1
-                tma_tile2(slot, &x_map, c, m0, full + 8 * s);
-#else
-                const u16 kx = (u16)(tap % K), ky = (u16)(tap / K);
-                tma_im2col(slot, &x_map, c, ox * STRIDE - PAD, oy * STRIDE - PAD, b, kx, ky, full + 8 * s);
-#endif
-                tma_tile3(slot + A_BYTES, &w_map, c, tap, f0, full + 8 * s);
+        for (int tile = blockIdx.x; tile < dp_end; tile += gridDim.x)
+            produce_steps(tile, kt0, kt0 + steps, g, base, full, empty, &x_map, &w_map);
+#if STREAM_K
+        if ((int)blockIdx.x < sk.blocks) {
+            const int end = sk_begin(sk, blockIdx.x + 1);
+            for (int i = sk_begin(sk, blockIdx.x); i < end;) {
+                const int r = i / KTILES, k0 = i - r * KTILES, k1 = min(KTILES, k0 + end - i);
+                produce_steps(dp_end + r, k0, k1, g, base, full, empty, &x_map, &w_map);
+                i += k1 - k0;
             }
         }
+#endif
         return;
 #else
         const int row0 = tid / CHUNK_COLS;
@@ -1074,7 +1259,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     int k = PINGPONG ? cwg : 0;
     int g = k * steps;
     int done = 0;  // tiles this warpgroup has finished: their staging tile and residual's phase
-    for (int tile = blockIdx.x + k * gridDim.x; tile < TILES;
+    for (int tile = blockIdx.x + k * gridDim.x; tile < dp_end;
          tile += turns * gridDim.x, k += turns, g += (turns - 1) * steps, ++done) {
         const int m0 = (tile / TILES_F) * BM, f0 = (tile % TILES_F) * BN;
 #if STORE_TMA
@@ -1103,7 +1288,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
 #endif
         }
 #if PINGPONG
-        if (tile + gridDim.x < TILES) turn_pass(k + 1);  // the next tile's main loop may start
+        if (tile + gridDim.x < dp_end) turn_pass(k + 1);  // the next tile's main loop may start
 #endif
         wgmma_wait<0>();
         if (steps > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
@@ -1117,11 +1302,32 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
         store_tile_tma(acc, tile_staging, &y_map, m0, f0, ctid, cwg, residual_bar, (done / STAGING) & 1,
                        staging + ((done + 1) % STAGING) * STAGING_BYTES, residual_map,
                        residual_bars + 8 * (cwg * STAGING + (done + 1) % STAGING),
-                       next < TILES ? (next / TILES_F) * BM : -1, (next % TILES_F) * BN GEMM_EPI_ARGS);
+                       next < dp_end ? (next / TILES_F) * BM : -1, (next % TILES_F) * BN GEMM_EPI_ARGS);
 #else
         store_tile(acc, y, m0, f0, ctid, cwg GEMM_EPI_ARGS);
 #endif
     }
+#if STREAM_K
+    // The stream-K steps, in the producer's order; each tile's share finished by sk_finish.
+    if ((int)blockIdx.x < sk.blocks) {
+        const int end = sk_begin(sk, blockIdx.x + 1);
+        for (int i = sk_begin(sk, blockIdx.x); i < end;) {
+            const int r = i / KTILES, k0 = i - r * KTILES, k1 = min(KTILES, k0 + end - i);
+            zero(acc);
+            for (int kt = k0; kt < k1; ++kt, ++g) {
+                const int s = g % STAGES;
+                mbar_wait(full + 8 * s, (g / STAGES) & 1);
+                mma_step(acc, base + s * STAGE_BYTES, cwg, kt);
+                wgmma_wait<1>();
+                if (kt > k0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+            }
+            wgmma_wait<0>();
+            if (leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+            sk_finish(acc, sk, r, sk_partials, sk_counters, y, ctid, cwg GEMM_EPI_ARGS);
+            i += k1 - k0;
+        }
+    }
+#endif
 #if STORE_TMA
     // The block's shared memory must outlive the last stores' reads of it, not their writes:
     // waiting for the writes as well held each multiprocessor from its next block (Nsight

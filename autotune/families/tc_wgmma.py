@@ -19,8 +19,11 @@ SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots sta
 WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
-    "TMA", "STORE_TMA", "GEMM_1X1", "STAGING", "PINGPONG",
+    "TMA", "STORE_TMA", "GEMM_1X1", "STAGING", "PINGPONG", "STREAM_K",
 )  # fmt: skip
+# The most blocks sharing a stream-K grid's last tiles (STREAM_K_BLOCKS in the kernel): Hopper's
+# largest parts have 132 multiprocessors; a grid of more leaves the others out of the sharing.
+STREAM_K_BLOCKS = 132
 
 
 def warpgroup_rows(config: Config) -> int:
@@ -121,7 +124,8 @@ class TcWgmma(Family):
         "128-byte-swizzled shared memory (matrix descriptors) and FP32 accumulators; a "
         "multi-stage cp.async pipeline (16-byte chunks where C fills whole ones, an element "
         "gather otherwise), one or two consumer warpgroups, an optional producer warpgroup on "
-        "mbarriers, optional split-K, or (TMA) tensor-memory copies of both tiles through an "
+        "mbarriers, optional split-K or (TMA) stream-K sharing of the last wave's reduction "
+        "steps, or (TMA) tensor-memory copies of both tiles through an "
         "im2col-mode (or, for a 1x1 filter at stride 1, a plain tiled) and a tiled tensor "
         "map; output in the storage type (BF16/FP16 rounded, FP32 rounded to TF32), after the "
         "problem's fused epilogue if it has one (scale, bias, residual, activation)"
@@ -142,7 +146,15 @@ class TcWgmma(Family):
     default_shape_set = "alexnet"
     # Configs stored before the TMA path loaded by cp.async.
     later_tunables = MappingProxyType(
-        {"TMA": 0, "STORE_TMA": 0, "GEMM_1X1": 0, "STAGING": 1, "PINGPONG": 0, "PERSISTENT": 0}
+        {
+            "TMA": 0,
+            "STORE_TMA": 0,
+            "GEMM_1X1": 0,
+            "STAGING": 1,
+            "PINGPONG": 0,
+            "PERSISTENT": 0,
+            "STREAM_K": 0,
+        }
     )
     # The best of a 40-config subspace on VGG-16's 112x112 C = 128 F = 128, 56x56 C = 256 and
     # 28x28 C = 512 layers in bf16 on the H200 (results/h200/20261130f, call 2): 0.905x, 0.985x
@@ -153,7 +165,7 @@ class TcWgmma(Family):
     starting_configs = tuple(
         dict(BM=bm, BN=bn, WG=2, STAGES=stages, SPLIT_K=1, PRODUCER=1, C_OUTER=1, L1_CACHE=0)
         | dict(TILES_PER_BLOCK=1, TMA=1, STORE_TMA=1, GEMM_1X1=0, STAGING=staging, PINGPONG=0)
-        | dict(PERSISTENT=1)
+        | dict(PERSISTENT=1, STREAM_K=0)
         for bm, bn, stages, staging in ((256, 128, 3, 1), (128, 256, 3, 1), (128, 128, 5, 2))
     )  # fmt: skip
     launch_tunables = ("PERSISTENT",)
@@ -171,21 +183,39 @@ class TcWgmma(Family):
         pixels = p.B * p.N * p.N
         split = values["SPLIT_K"]
         tiles = cdiv(p.F, values["BN"]) * cdiv(pixels, values["BM"])
+        stream_k = values["STREAM_K"]
         gemm = Launch(
             "tc_wgmma",
-            grid=(cdiv(tiles, values["TILES_PER_BLOCK"]), 1, split),
             # One block a multiprocessor (PERSISTENT), each walking the tiles by gridDim.x, as
-            # the kernel always does.
-            blocks_per_sm=int(config["PERSISTENT"]),
+            # the kernel always does; with STREAM_K every multiprocessor, whatever the tiles.
+            grid=(
+                STREAM_K_BLOCKS if stream_k else cdiv(tiles, values["TILES_PER_BLOCK"]),
+                1,
+                split,
+            ),
+            blocks_per_sm=1 if stream_k else int(config["PERSISTENT"]),
             block=(threads(config), 1, 1),
             args=(
                 "x",
                 "w",
                 *(("y", *fused) if split == 1 else ("y_split",)),
+                *(("sk_partials", "sk_counters") if stream_k else ()),
                 *(tensor_maps(p, config) if values["TMA"] else ()),
             ),
             smem_bytes=shared_bytes(config, p.precision.bytes),
         )
+        if stream_k:
+            # Two slots of a tile's FP32 partial sums a sharing block; a counter a tile and
+            # consumer warpgroup, which the kernel leaves at zero.
+            slots = 2 * STREAM_K_BLOCKS
+            return KernelPlan(
+                self.source_path,
+                (*defines, ("STREAM_K_BLOCKS", STREAM_K_BLOCKS)),
+                (gemm,),
+                scratch=(("sk_partials", (slots, values["BM"] * values["BN"])),),
+                counters=(("sk_counters", tiles * values["WG"]),),
+                arch_specific=True,
+            )
         # Split-K: FP32 partial sums, added up and stored into y by tc_wgmma_reduce.
         return split_k_plan(
             self.source_path,

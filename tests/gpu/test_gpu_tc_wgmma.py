@@ -232,3 +232,47 @@ def test_persistent_grids_are_correct(tuner, evaluator, dtype):
         list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))
     failed = failures(tuner, picks, QUICK.min_repeats)
     assert not failed, "\n".join(failed)
+
+
+# Stream-K (STREAM_K): the last wave's tiles shared out by their reduction steps. Fewer tiles than
+# multiprocessors (every tile shared: 1x1 layers as matrices and gathered, odd sides and F, the
+# short step of a part-full channel block, batch 1 and 3), and more tiles with a remainder (whole
+# waves first, then the shared rest), plain and with a fused residual (the whole waves' staged by
+# TMA, the shared tiles' read by the last share); every configuration run over and again by the
+# timing, whose counters the evaluator finds back at zero.
+SHARED = [
+    ConvProblem(N=14, K=1, C=1024, F=256, B=32),
+    ConvProblem(N=13, K=3, C=40, F=100, B=3),
+    ConvProblem(N=7, K=5, C=96, F=72, B=1, padding=2),
+    ConvProblem(N=28, K=1, C=256, F=512, B=8),
+    ConvProblem(N=37, K=3, C=40, F=104, B=13, padding=1),
+]
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_stream_k_grids_are_correct(tuner, evaluator, dtype):
+    problems = [dataclasses.replace(nhwc(p, dtype), padding=p.padding) for p in SHARED]
+    problems += [dataclasses.replace(problems[3], epilogue="bias_add_relu")]
+    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
+    assert len(studies) == len(problems), skipped
+    sms = evaluator.limits.SM_COUNT
+    rng = random.Random(f"stream-k-{dtype}")
+    picks = []
+    for study in studies:
+        groups = {}
+        for c in study.space.configs:
+            if int(c["STREAM_K"]):
+                key = (int(c["WG"]), int(c["BM"]) // 64, int(c["STORE_TMA"]), int(c["STAGING"]))
+                groups.setdefault(key + (int(c["GEMM_1X1"]),), []).append(c)
+        assert groups, study.label
+        chosen = [rng.choice(group) for group in groups.values()]
+        picks += [(study, c) for c in rng.sample(chosen, min(4, len(chosen)))]
+        (launch,) = FAMILY.plan(study.problem, picks[-1][1]).launches
+        assert device_grid(launch)[0] == sms  # a block a multiprocessor, whatever the tiles
+    assert {int(c["WG"]) for _, c in picks} == {1, 2}
+    assert {int(c["STORE_TMA"]) for _, c in picks} == {0, 1}
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        compile_ = tuner.runner.compiler.compile
+        list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))
+    failed = failures(tuner, picks, QUICK.min_repeats)
+    assert not failed, "\n".join(failed)

@@ -1,7 +1,7 @@
 """Fused epilogues without a GPU: the float64 reference compiles with each epilogue in every
 storage type and layout, and tc_wgmma compiles for sm_90a with each at sampled configurations
-(both store paths, split-K's reduction, TMA, odd F) without spills; a plain problem's plan is
-the one it always was."""
+(both store paths, split-K's reduction, TMA, stream-K, odd F) without spills; a plain problem's
+plan is the one it always was."""
 
 from __future__ import annotations
 
@@ -57,6 +57,9 @@ CASES = [
     # TMA stores: the epilogue applied before the staging tile.
     (CONV3, "bf16", tma(256, 128, 2, 3, tiles=2, store=1)),
     (CONV3, "tf32", tma(128, 96, 1, 4, store=1)),
+    # Stream-K: the last share of a tile to arrive applies it in the direct store.
+    (ConvProblem(N=14, K=1, C=1024, F=256, B=32), "bf16", tma(128, 128, 2, 4, store=1, stream_k=1)),
+    (ConvProblem(N=14, K=1, C=1024, F=256, B=32), "tf32", tma(128, 128, 2, 4, stream_k=1)),
 ]
 
 

@@ -13,6 +13,7 @@ from autotune.families import UnsupportedProblem, get_family
 from autotune.families.plan import REDUCE_BLOCK, TensorMap
 from autotune.families.tc_wgmma import (
     ROW_BYTES,
+    STREAM_K_BLOCKS,
     WARPGROUP,
     reduction_step,
     shared_bytes,
@@ -59,26 +60,29 @@ def bound(problem: ConvProblem):
 
 def cfg(
     bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0, gemm_1x1=0,
-    staging=1, pingpong=0, persistent=0,
+    staging=1, pingpong=0, persistent=0, stream_k=0,
 ) -> Config:  # fmt: skip
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
         | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma, STORE_TMA=store)
         | dict(GEMM_1X1=gemm_1x1, STAGING=staging, PINGPONG=pingpong, PERSISTENT=persistent)
+        | dict(STREAM_K=stream_k)
     )
 
 
 def tma(
     bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0, staging=1, pingpong=0,
-    persistent=0,
+    persistent=0, stream_k=0,
 ) -> Config:  # fmt: skip
     """A configuration loading by TMA: from the producer warpgroup, in channel-block order;
     with `store`, storing its output by TMA too (through `staging` staging tiles); with
     `gemm_1x1`, a 1x1 input as a matrix; with `pingpong`, the two consumer warpgroups taking
-    tiles in turn; with `persistent`, one block a multiprocessor."""
+    tiles in turn; with `persistent`, one block a multiprocessor; with `stream_k`, the last
+    wave's reduction steps shared."""
     return cfg(
         bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store,
         gemm_1x1=gemm_1x1, staging=staging, pingpong=pingpong, persistent=persistent,
+        stream_k=stream_k,
     )  # fmt: skip
 
 
@@ -145,17 +149,22 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         assert launch.block == (threads(config), 1, 1) and launch.threads <= LIMITS.MAX_THREADS
         smem = shared_bytes(config, problem.precision.bytes)
         assert launch.smem_bytes == smem <= LIMITS.SMEM_PER_BLOCK_OPTIN
-        # Every output tile once: the block count covers them at TILES_PER_BLOCK a block.
+        # Every output tile once: the block count covers them at TILES_PER_BLOCK a block (or,
+        # stream-K, a block a multiprocessor).
         tiles = -(-problem.F // bn) * -(-pixels // bm)
         per_block = int(config["TILES_PER_BLOCK"])
         gx, gy, gz = launch.grid
-        assert (gx - 1) * per_block < tiles <= gx * per_block
+        if config["STREAM_K"]:
+            assert (gx, launch.blocks_per_sm) == (STREAM_K_BLOCKS, 1)
+        else:
+            assert (gx - 1) * per_block < tiles <= gx * per_block
         assert gy == 1 and gz == split
         defines = dict(plan.defines)
         assert defines["STORAGE"] == {"tf32": 0, "fp16": 1, "bf16": 2}[problem.dtype]
         output = "y" if split == 1 else "y_split"
         maps = tensor_maps(problem, config) if config["TMA"] else ()
-        assert launch.args == ("x", "w", output, *maps)
+        shared = ("sk_partials", "sk_counters") if config["STREAM_K"] else ()
+        assert launch.args == ("x", "w", output, *shared, *maps)
         if split == 1:
             assert len(plan.launches) == 1
         else:
@@ -299,6 +308,35 @@ def test_a_persistent_grid_is_offered_past_a_wave_of_tiles_and_compiles_the_same
     assert plan.defines == plain.defines and "PERSISTENT" not in dict(plan.defines)
 
 
+def test_stream_k_is_offered_where_a_wave_is_part_full_and_declares_its_partial_sums() -> None:
+    # ResNet-50's 14x14 C = 1024 F = 256 layer: 98 tiles of 128 x 128 for 132 multiprocessors.
+    conv = nhwc(ConvProblem(N=14, K=1, C=1024, F=256, B=32))
+    space = bound(conv)
+    shared = tma(128, 128, 2, 4, store=1, stream_k=1)
+    assert space.is_valid(shared)
+    assert space.is_valid(tma(128, 128, 2, 4, store=1, staging=2, stream_k=1))
+    assert not space.is_valid(tma(128, 128, 2, 4, persistent=1, stream_k=1))  # one grid or other
+    assert not space.is_valid(tma(128, 128, 2, 4, pingpong=1, tiles=2, stream_k=1))
+    assert not space.is_valid(tma(128, 128, 2, 4, split=2, stream_k=1))
+    assert not space.is_valid(cfg(128, 128, 2, 4, producer=1, c_outer=1, stream_k=1))  # cp.async
+    plan = FAMILY.plan(conv, shared)
+    (launch,) = plan.launches
+    assert launch.grid_on(LIMITS.SM_COUNT) == (LIMITS.SM_COUNT, 1, 1)
+    assert ("STREAM_K", 1) in plan.defines and ("STREAM_K_BLOCKS", STREAM_K_BLOCKS) in plan.defines
+    # Two slots of a tile's FP32 partial sums a block; a counter a tile and consumer warpgroup.
+    assert plan.scratch == (("sk_partials", (2 * STREAM_K_BLOCKS, 128 * 128)),)
+    assert plan.counters == (("sk_counters", 98 * 2),)
+    # Whole waves of tiles (264 of 64 x 128 for 132), or a one-step reduction: nothing to share.
+    assert not bound(nhwc(ConvProblem(N=33, K=1, C=64, F=128, B=8))).is_valid(
+        tma(64, 128, 1, 4, stream_k=1)
+    )
+    one_step = bound(nhwc(ConvProblem(N=14, K=1, C=64, F=256, B=32)))
+    assert {int(c["STREAM_K"]) for c in one_step} == {0}
+    assert {
+        int(c["STREAM_K"]) for c in bound(nhwc(ConvProblem(N=14, K=1, C=64, F=256, B=32), "tf32"))
+    } == {0, 1}
+
+
 def test_tma_stores_are_offered_only_for_whole_panels_and_aligned_rows() -> None:
     conv3 = bound(nhwc(ConvProblem(N=13, K=3, C=192, F=384, B=128)))
     assert conv3.is_valid(tma(128, 128, 1, 4, store=1))
@@ -418,6 +456,21 @@ COMPILE_SAMPLE = [
         tma(128, 128, 2, 2, tiles=4, store=1, gemm_1x1=1, staging=2, pingpong=1),
     ),
     (ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32", tma(128, 128, 2, 3, tiles=2, pingpong=1)),
+    # Stream-K: both operand types, one and two consumer warpgroups, stored directly or by TMA
+    # (two staging tiles), a fused residual, the short step of a half-full channel block.
+    (ConvProblem(N=14, K=1, C=1024, F=256, B=32), "bf16", tma(128, 128, 2, 6, store=1, stream_k=1)),
+    (ConvProblem(N=14, K=1, C=1024, F=256, B=32), "tf32", tma(128, 128, 2, 4, stream_k=1)),
+    (ConvProblem(N=7, K=3, C=512, F=512, B=32), "fp16", tma(128, 64, 1, 6, stream_k=1)),
+    (
+        ConvProblem(N=20, K=5, C=96, F=256, B=128),
+        "bf16",
+        tma(128, 256, 2, 3, store=1, staging=1, stream_k=1),
+    ),
+    (
+        ConvProblem(N=14, K=1, C=1024, F=512, B=32),
+        "bf16",
+        tma(128, 256, 2, 2, store=1, gemm_1x1=1, staging=2, stream_k=1),
+    ),
 ]
 
 
