@@ -1105,38 +1105,43 @@ __device__ __forceinline__ unsigned load_acquire(const unsigned* p)
     return v;
 }
 
-// Stream-K tile r's share of this block, in consumer warpgroup cwg's accumulators: stored where
-// the block has the whole tile; else counted in on the tile's counter, and by the last share to
-// arrive added up with the others, stored, and the counter set back to zero. A share that finds
-// every other already in adds theirs without storing its own.
-__device__ __forceinline__ void sk_finish(
-    float (&acc)[MI][BN / 2], const StreamK& sk, int r, float* partials, unsigned* counters,
-    out_t* __restrict__ y, int ctid, int cwg GEMM_EPI_PARAMS)
+// Stream-K tile r's share of this block (from step k0), in consumer warpgroup cwg's
+// accumulators: true where this share stores the tile, with every other share's partial sums
+// added in. A share that is the whole tile stores it. Else it counts itself in on the tile's
+// counter, after storing its partial sums; the last to arrive adds the others' and sets the
+// counter back to zero. The share of the tile's first steps comes at the end of its block's run,
+// after the others' (at the start of theirs): it looks at the counter first, and where every
+// other share is in, adds theirs without storing its own.
+__device__ __forceinline__ bool sk_gather(
+    float (&acc)[MI][BN / 2], const StreamK& sk, int r, int k0, float* partials, unsigned* counters,
+    int ctid, int cwg)
 {
-    const int tile = sk.dp_end + r;
     const int first = sk_block_of(sk, r * KTILES);
     const int last = sk_block_of(sk, (r + 1) * KTILES - 1);
-    if (first != last) {
-        after_wgmma_wait(acc);
-        const int lane = ctid % 128;
-        const bool leader = lane == 0;
-        unsigned* counter = counters + r * WG + cwg;
-        const unsigned others = (unsigned)(last - first);
-        bool finishes = warpgroup_any(cwg, leader && load_acquire(counter) == others);
-        if (!finishes) {
-            sk_store(acc, sk_slot(partials, sk, blockIdx.x, r, cwg), lane);
-            __threadfence();  // the partial sums before the count, for the share that adds them up
-            warpgroup_sync(cwg);
-            finishes = warpgroup_any(cwg, leader && atomicAdd(counter, 1u) == others);
-            if (!finishes) return;
-        }
-        if (leader) atomicExch(counter, 0u);  // every share of this launch is in
-        __threadfence();
-        for (int block = first; block <= last; ++block)
-            if (block != (int)blockIdx.x) sk_add(acc, sk_slot(partials, sk, block, r, cwg), lane);
+    if (first == last) return true;
+    after_wgmma_wait(acc);
+    const int lane = ctid % 128;
+    const bool leader = lane == 0;
+    unsigned* counter = counters + r * WG + cwg;
+    const unsigned others = (unsigned)(last - first);
+    bool finishes = k0 == 0 && warpgroup_any(cwg, leader && load_acquire(counter) == others);
+    if (!finishes) {
+        sk_store(acc, sk_slot(partials, sk, blockIdx.x, r, cwg), lane);
+        __threadfence();  // the partial sums before the count, for the share that adds them up
+        warpgroup_sync(cwg);
+        finishes = warpgroup_any(cwg, leader && atomicAdd(counter, 1u) == others);
+        if (!finishes) return false;
     }
-    store_tile(acc, y, (tile / TILES_F) * BM, (tile % TILES_F) * BN, ctid, cwg GEMM_EPI_ARGS);
+    if (leader) atomicExch(counter, 0u);  // every share of this launch is in
+    __threadfence();
+    for (int block = first; block <= last; ++block)
+        if (block != (int)blockIdx.x) sk_add(acc, sk_slot(partials, sk, block, r, cwg), lane);
+    return true;
 }
+// A stream-K tile's last share stores it through the staging tile by TMA where a second copy of
+// that path fits the registers beside the partial sums' loads (64 accumulators a thread; at 128,
+// ptxas spilled), and no residual would have to be staged first; else directly.
+#define SK_STORE_TMA (STORE_TMA && !RESIDUAL_TMA && MI * BN / 2 <= 64)
 #define SK_PARAMS , float* __restrict__ sk_partials, unsigned* __restrict__ sk_counters
 #else
 #define SK_PARAMS
@@ -1308,11 +1313,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
 #endif
     }
 #if STREAM_K
-    // The stream-K steps, in the producer's order; each tile's share finished by sk_finish.
+    // The stream-K steps, in the producer's order; the share that stores a tile (sk_gather)
+    // stores it (SK_STORE_TMA: through the staging tile, as the whole waves' tiles are).
     if ((int)blockIdx.x < sk.blocks) {
         const int end = sk_begin(sk, blockIdx.x + 1);
         for (int i = sk_begin(sk, blockIdx.x); i < end;) {
             const int r = i / KTILES, k0 = i - r * KTILES, k1 = min(KTILES, k0 + end - i);
+            i += k1 - k0;
             zero(acc);
             for (int kt = k0; kt < k1; ++kt, ++g) {
                 const int s = g % STAGES;
@@ -1323,8 +1330,15 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
             }
             wgmma_wait<0>();
             if (leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
-            sk_finish(acc, sk, r, sk_partials, sk_counters, y, ctid, cwg GEMM_EPI_ARGS);
-            i += k1 - k0;
+            if (!sk_gather(acc, sk, r, k0, sk_partials, sk_counters, ctid, cwg)) continue;
+            const int tile = dp_end + r, m0 = (tile / TILES_F) * BM, f0 = (tile % TILES_F) * BN;
+#if SK_STORE_TMA
+            store_tile_tma(acc, staging + (done % STAGING) * STAGING_BYTES, &y_map, m0, f0, ctid, cwg, 0, 0, 0,
+                           nullptr, 0, -1, 0 GEMM_EPI_ARGS);
+            ++done;
+#else
+            store_tile(acc, y, m0, f0, ctid, cwg GEMM_EPI_ARGS);
+#endif
         }
     }
 #endif
