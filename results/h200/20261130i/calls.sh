@@ -88,4 +88,10 @@ case "${1:?1 to 3}" in
     ( export CUDA_VISIBLE_DEVICES=1; tune resnet50 bf16; bench_model resnet50 32 bf16 --layers --cuda-graphs ) &
     ( export CUDA_VISIBLE_DEVICES=0; CAP=330 gpu_tests test_gpu )
     wait; save_db; pack ;;
+4)  # Call 3's bench ran beside test_gpu, whose compiles held the host: eager PyTorch and
+    # torch.compile without graphs, which wait on the host, came out 1.5-2x slower than in
+    # session 56. The bench alone, on one H200, over call 3's store (its older tc_wgmma code's
+    # evaluations dropped: the runtime reads the current code's, and the store must travel).
+    install || exit 1; restore_db
+    bench_model resnet50 32 bf16 --layers --cuda-graphs; pack ;;
 esac
