@@ -94,4 +94,19 @@ case "${1:?1 to 3}" in
     # evaluations dropped: the runtime reads the current code's, and the store must travel).
     install || exit 1; restore_db
     bench_model resnet50 32 bf16 --layers --cuda-graphs; pack ;;
+5)  # What bounds stream-K on the short layers (calls 1 and 2: 5-6 us more than the whole
+    # tiles' 9 us): the 14x14 C = 1024 F = 256 layer's whole-tile best and the same with
+    # STREAM_K = 1 under Nsight Compute (its own clocks), their details and the stall samples
+    # by SASS instruction.
+    install || exit 1
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    for v in 0 1; do
+        timeout -k 5 100 $NCU --target-processes all --kernel-name regex:^tc_wgmma\$ --launch-count 1 --set full --import-source no --clock-control none --export "$OUT/ncu_sk$v" --force-overwrite python3 -m autotune run --family tc_wgmma --shape N=14,K=1,C=1024,F=256,B=32 --layout NHWC --dtype bf16 --subspace "$HERE/sk_profile_$v.toml" --exhaustive --no-baseline --storage "/tmp/ncu_$v.db" > "$OUT/ncu_sk$v.log" 2>&1
+        say "ncu STREAM_K=$v: rc=$?"
+        $NCU --import "$OUT/ncu_sk$v.ncu-rep" --page details > "$OUT/ncu_sk${v}_details.txt" 2>&1
+        $NCU --import "$OUT/ncu_sk$v.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_sk${v}_sass.csv" 2>&1
+        rm -f "$OUT/ncu_sk$v.ncu-rep"
+        grep -E "Duration|Compute \(SM\) Throughput|L2 Cache Throughput|DRAM Throughput|No Eligible|Issued Warp" "$OUT/ncu_sk${v}_details.txt" | head -8 >> "$OUT/summary.txt"
+    done
+    (cd "$OUT" && tar -czf call5.tgz ncu_* && rm -f ncu_*) ;;
 esac
