@@ -1,8 +1,9 @@
-"""Stream-K beside the whole tiles, per weak layer: the fastest STREAM_K = 1 configuration of
-each kernel version (call 1's code, call 2's), the fastest of the rest with call 2's code (its
+"""Stream-K beside the whole tiles, per layer: the fastest STREAM_K = 1 configuration of two
+kernel versions (OLD, NEW: kernel digests), the fastest of the rest with the NEW code (its
 stored bests re-timed and the searches'), and their ratio. Run as:
-    python3 results/h200/20261130i/stream_k.py STORE CALL1_DIGEST CALL2_DIGEST
-over the merged store of the session's calls (sqlite3, protocol 2, NHWC)."""
+    python3 results/h200/20261130i/stream_k.py STORE OLD_DIGEST NEW_DIGEST
+over a store of the session's calls (sqlite3, protocol 2, NHWC): calls 1-3 merged with call 1's
+and call 2's digests gives stream_k.md; call 6's store with call 2's and call 6's, stream_k_6.md."""
 
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ def main() -> None:
     best: dict[str, dict[tuple[str, int], float]] = {}
     for key, digest, sk, ms in rows:
         best.setdefault(key, {})[(digest, int(sk))] = ms
-    print("| layer | stream-K, call 1's code (us) | stream-K, call 2's code (us) | whole tiles, call 2's code (us) | stream-K / whole tiles |")
+    print(
+        f"| layer | stream-K, code {old[:7]} (us) | stream-K, code {new[:7]} (us) "
+        f"| whole tiles, code {new[:7]} (us) | stream-K / whole tiles |"
+    )
     print("|---|--:|--:|--:|--:|")
     ratios = []
     for key in sorted(best, key=lambda k: (k.split("dtype=")[1], k)):
@@ -37,7 +41,9 @@ def main() -> None:
         ratio = b[(new, 1)] / b[(new, 0)]
         ratios.append(ratio)
         old_us = f"{1e3 * b[(old, 1)]:.2f}" if (old, 1) in b else ""
-        print(f"| {key.replace(',layout=NHWC', '')} | {old_us} | {1e3 * b[(new, 1)]:.2f} | {1e3 * b[(new, 0)]:.2f} | {ratio:.3f} |")
+        layer = key.replace(",layout=NHWC", "")
+        times = f"{1e3 * b[(new, 1)]:.2f} | {1e3 * b[(new, 0)]:.2f}"
+        print(f"| {layer} | {old_us} | {times} | {ratio:.3f} |")
     wins = sum(r < 1.0 for r in ratios)
     print(f"\n{len(ratios)} layers; stream-K faster on {wins}.")
 
