@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from autotune.store.activity import Activity
 from autotune.store.claims import Claims
+from autotune.store.measured import MeasuredReads
 from autotune.store.merge import Merges
 from autotune.store.queries import Queries
 from autotune.store.writes import Writes
@@ -12,7 +13,7 @@ from autotune.store.writes import Writes
 __all__ = ["Store"]
 
 
-class Store(Writes, Claims, Queries, Activity, Merges):
+class Store(Writes, Claims, Queries, MeasuredReads, Activity, Merges):
     """The results database behind a SQLAlchemy URL (or a SQLite file path).
 
     Opened by engine.StoreBase (the URL, our schema or a refusal, upgrades of older schemas);

@@ -1,4 +1,5 @@
-"""Queries: a study's evaluations to resume it, and the tables reports and commands read."""
+"""Queries: a study's evaluations to resume it, and the tables of evaluations that reports and
+commands read (the devices, ceilings and baselines: measured.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,6 @@ from autotune.store.engine import StoreBase
 from autotune.store.samples import unpack
 from autotune.store.schema import (
     SHAPE_COLUMNS,
-    baselines_table,
-    ceilings_table,
     devices_table,
     evaluations_table,
     observations_table,
@@ -204,7 +203,7 @@ class Queries(StoreBase):
             .order_by(r.device, r.family, r.place)
         )
         frame = self._frame(query, "cannot read best configurations")
-        return _by_shape(frame, ["device", "family"])
+        return by_shape(frame, ["device", "family"])
 
     def history(
         self,
@@ -239,91 +238,6 @@ class Queries(StoreBase):
         frame.insert(where_samples, "samples_ms", column)
         return frame
 
-    def ceilings(self, device: str | None = None, protocol: int | None = None) -> pd.DataFrame:
-        """The newest measurement of each ceiling per device under one timing protocol: device,
-        name, value, unit, detail, created_at, spread, protocol. Newest by when it was measured,
-        not by id: a merged database's older ceilings arrive with higher ids."""
-        c, d = ceilings_table.c, devices_table.c
-        latest = (
-            sa.select(c.device_id, c.name, sa.func.max(c.created_at).label("at"))
-            .where(c.protocol == self._protocol(protocol))
-            .group_by(c.device_id, c.name)
-            .subquery()
-        )
-        newest = (
-            sa.select(sa.func.max(c.id))
-            .select_from(
-                ceilings_table.join(
-                    latest,
-                    sa.and_(
-                        c.device_id == latest.c.device_id,
-                        c.name == latest.c.name,
-                        c.created_at == latest.c.at,
-                    ),
-                )
-            )
-            .where(c.protocol == self._protocol(protocol))
-            .group_by(c.device_id, c.name)
-            .scalar_subquery()
-        )
-        query = (
-            sa.select(
-                d.name.label("device"),
-                c.name,
-                c.value,
-                c.unit,
-                c.detail,
-                c.created_at,
-                c.spread,
-                c.protocol,
-            )
-            .select_from(ceilings_table.join(devices_table))
-            .where(c.id.in_(newest), *([d.name == device] if device is not None else []))
-            .order_by(d.name, c.name)
-        )
-        return self._frame(query, "cannot read ceilings")
-
-    def baselines(
-        self,
-        device: str | None = None,
-        library: str | None = None,
-        kind: str | None = None,
-        protocol: int | None = None,
-    ) -> pd.DataFrame:
-        """Library measurements under one timing protocol: device, library, kind, the conv2d
-        columns, problem_key, shape, algorithm, version, status, error, time_ms, gflops, spread,
-        protocol; by device, library and shape."""
-        b, d = baselines_table.c, devices_table.c
-        where = [b.protocol == self._protocol(protocol)]
-        if device is not None:
-            where.append(d.name == device)
-        if library is not None:
-            where.append(b.library == library)
-        if kind is not None:
-            where.append(b.kind == kind)
-        query = (
-            sa.select(
-                d.name.label("device"),
-                b.library,
-                b.kind,
-                *(b[n] for n in SHAPE_COLUMNS),
-                b.problem_key,
-                b.shape,
-                b.algorithm,
-                b.version,
-                b.status,
-                b.error,
-                b.time_ms,
-                b.gflops,
-                b.spread,
-                b.protocol,
-            )
-            .select_from(baselines_table.join(devices_table))
-            .where(*where)
-            .order_by(d.name, b.library, b.id)
-        )
-        return _by_shape(self._frame(query, "cannot read baselines"), ["device", "library"])
-
     def previous_kernels(self, device: str, kernels: Kernels) -> dict[str, str]:
         """Per family of `kernels` (family -> its current digest) with evaluations of other code
         on `device`: the digest of the latest of those, the code before the current one's
@@ -341,10 +255,6 @@ class Queries(StoreBase):
         with self._errors("cannot read kernel versions"), self._engine.connect() as conn:
             rows = sorted(conn.execute(query).all(), key=lambda r: r.latest)
         return {r.family: r.kernel_digest for r in rows}  # the latest of each family last
-
-    def devices(self) -> pd.DataFrame:
-        query = sa.select(devices_table).order_by(devices_table.c.id)
-        return self._frame(query, "cannot read devices")
 
     def summary(self, protocol: int | None = None) -> pd.DataFrame:
         """Per device and family, under one timing protocol: studies, evaluations, OK ones and
@@ -393,7 +303,7 @@ class Queries(StoreBase):
         return where
 
 
-def _by_shape(frame: pd.DataFrame, leading: list[str]) -> pd.DataFrame:
+def by_shape(frame: pd.DataFrame, leading: list[str]) -> pd.DataFrame:
     """Rows ordered by the leading columns, then kind, then the shape's fields in their order
     (N, K, C, F, B, stride for conv2d; M, N, K; D, R, Cc, Kd, Kr, Kc): numbers, not keys; then
     its dtype and layout in the model's order (fp32 NCHW, the default, first), then its epilogue."""
