@@ -6,7 +6,14 @@ import re
 from dataclasses import dataclass
 
 from autotune.export.plans import ExportedPlan, Selection, described
-from autotune.families.plan import COUNTER_BYTES, TMA_DATA_TYPES, TMA_SWIZZLES, Launch, TensorMap
+from autotune.families.plan import (
+    COUNTER_BYTES,
+    SCRATCH_BYTES,
+    TMA_DATA_TYPES,
+    TMA_SWIZZLES,
+    Launch,
+    TensorMap,
+)
 from autotune.model.space import Value
 
 # 2: every dtype and layout (a plan's dtype, layout and tolerance; tensor-map arguments).
@@ -80,7 +87,7 @@ def plan_buffers(exported: ExportedPlan) -> tuple[list[Buffer], int]:
         Buffer("y", "y", element * _count(p.output_shape), 0),
     ]
     offset = 0
-    extra = [(n, s, "scratch", 4) for n, s in exported.plan.scratch]
+    extra = [(n, s, "scratch", SCRATCH_BYTES) for n, s in exported.plan.scratch]
     extra += [(n, s, "zeros", element) for n, s in exported.extra_inputs]
     extra += [(n, (count,), "zeros", COUNTER_BYTES) for n, count in exported.plan.counters]
     for name, shape, role, size_of in extra:

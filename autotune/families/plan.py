@@ -121,6 +121,7 @@ class Launch:
 
 
 Shape = tuple[int, ...]
+SCRATCH_BYTES = 4  # a plan's scratch buffers are FP32
 COUNTER_BYTES = 4  # a plan's counters are uint32
 
 
@@ -169,7 +170,7 @@ class KernelPlan:
 
     @property
     def scratch_bytes(self) -> int:
-        return sum(4 * _elements(shape) for _, shape in self.scratch)
+        return sum(SCRATCH_BYTES * _elements(shape) for _, shape in self.scratch)
 
     @property
     def counter_bytes(self) -> int:

@@ -18,7 +18,7 @@ import cupy as cp
 
 from autotune import package_path
 from autotune.families import Family
-from autotune.families.plan import COUNTER_BYTES, KernelPlan, Launch, cdiv
+from autotune.families.plan import COUNTER_BYTES, SCRATCH_BYTES, KernelPlan, Launch, cdiv
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.launch import LAUNCHERS, load_module, opt_in_shared_memory
 from autotune.model.problem import ConvProblem
@@ -30,7 +30,6 @@ from autotune.tuning.studies import resource_problem
 PAD_SOURCE = package_path("autotune.runtime", "pad.cu")
 PAD_BLOCK = 256
 ALIGN_BYTES = 256
-SCRATCH_BYTES = 4  # scratch buffers are FP32 (families/plan.py)
 # The padding kernel's entry per (layout, element bytes).
 PAD_ENTRIES = {
     ("NCHW", 4): "pad_nchw",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from autotune.families import Family
-from autotune.families.plan import COUNTER_BYTES, KernelPlan
+from autotune.families.plan import COUNTER_BYTES, SCRATCH_BYTES, KernelPlan
 from autotune.model.epilogue import epilogue_of
 from autotune.model.problem import ConvProblem
 from autotune.runtime.calls import (
@@ -21,7 +21,6 @@ from autotune.runtime.calls import (
 # What one extra operation on the stream costs at least, besides its bytes (a launch or a copy
 # queued behind the previous one).
 OPERATION_MS = 0.002
-SCRATCH_BYTES = 4  # scratch buffers are FP32 (families/plan.py)
 
 
 def untimed_bytes(family: Family, problem: ConvProblem, plan: KernelPlan) -> int:
