@@ -94,9 +94,12 @@ def test_a_cold_search_asks_the_familys_starting_configs_first(tmp_path) -> None
     from autotune.model.space import Config
 
     family = FAMILIES["tc_wgmma"]
-    vgg = ConvProblem(N=112, K=3, C=128, F=128, B=32, dtype="bf16", layout="NHWC")
+    # A 1x1 layer at stride 1 of 1,568 tiles: its input is a matrix, and a wave is full.
+    pointwise = ConvProblem(N=56, K=1, C=64, F=256, B=32, dtype="bf16", layout="NHWC")
     first = ConvProblem(N=55, K=11, C=3, F=64, B=32, stride=4, dtype="bf16", layout="NHWC")
-    (study, cold_first), _ = plan_studies([(family, vgg), (family, first)], ARCH_LIMITS["sm_90"])
+    (study, cold_first), _ = plan_studies(
+        [(family, pointwise), (family, first)], ARCH_LIMITS["sm_90"]
+    )
     starting = [family.complete(Config.of(c)) for c in family.starting_configs]
     none = tmp_path / "no-shipped-bests"
     store = Store(str(tmp_path / "fresh.db"))
@@ -105,6 +108,15 @@ def test_a_cold_search_asks_the_familys_starting_configs_first(tmp_path) -> None
     )
     assert isinstance(strategy, Transfer)
     assert [strategy.ask() for _ in starting] == starting  # valid as they are here
+    # A 3x3 layer reads through the im2col map: those reading a matrix ask their nearest.
+    vgg = ConvProblem(N=112, K=3, C=128, F=128, B=32, dtype="bf16", layout="NHWC")
+    ((conv3,), _) = plan_studies([(family, vgg)], ARCH_LIMITS["sm_90"])
+    strategy = warm_start(
+        make_strategy(DEFAULT_STRATEGY, conv3.space, 0), store, "GPU A", conv3, shipped_dir=none
+    )
+    asked = [strategy.ask() for _ in starting]
+    assert all(conv3.space.is_valid(c) and c["GEMM_1X1"] == 0 for c in asked)
+    assert [c for c in asked if c in starting] == [c for c in starting if not c["GEMM_1X1"]]
     # C = 3 has no TMA: each is replaced by its nearest valid config, the repeats dropped.
     strategy = warm_start(
         make_strategy(DEFAULT_STRATEGY, cold_first.space, 0), store, "GPU A", cold_first,
