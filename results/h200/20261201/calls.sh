@@ -18,20 +18,6 @@ trace() {  # NAME SHAPE DTYPE [--sk-blocks N]... CONFIG...: sk_trace.py's timeli
     timeout -k 5 $(( $(left) - 10 )) python3 "$HERE/sk_trace.py" --shape "$shape" --dtype "$d" "${a[@]}" --output "$OUT/$name.json" > "$OUT/$name.md" 2> "$OUT/$name.log"
     say "trace $name: rc=$?"; cat "$OUT/$name.md" >> "$OUT/summary.txt"; tail -3 "$OUT/$name.log" >> "$OUT/summary.txt"
 }
-weak() {  # DTYPE: the layers with C > 3 below 1.0x cuDNN in session 57's table, as --shape args
-    python3 - "$1" <<'PY'
-import re, sys
-cur = None
-for line in open("results/h200/20261130i/call2/tc_targets_2.md"):
-    m = re.match(r"## (\w+)", line)
-    if m:
-        cur = m.group(1)
-    elif cur == sys.argv[1] and line.startswith("| ") and "tc_" in line:
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if int(re.search(r"C=(\d+)", cells[1]).group(1)) > 3 and float(cells[5]) < 1.0:
-            print("--shape", cells[1])
-PY
-}
 layers() {  # DTYPE WHICH: session 57's table's layers of the dtype, as --shape args: weak (C > 3,
     # below 1.0x cuDNN), rest (C > 3, at or above) or first (C = 3)
     python3 - "$1" "$2" <<'PY'

@@ -15,6 +15,7 @@ import dataclasses
 import statistics
 
 import cupy as cp
+from sk_trace import plan_arrays, timed_run  # beside this script
 
 from autotune.families import get_family
 from autotune.gpu.compiler import Compiler
@@ -53,22 +54,9 @@ def main() -> None:
     for pad_mib in args.pad_mib or [0.0]:
         cp.get_default_memory_pool().free_all_blocks()
         pad = cp.empty(int(pad_mib * 2**20) + 1, dtype=cp.uint8)
-        arrays = session.fresh_inputs(buffers, seed=1)
-        for name, shape in buffers.outputs:
-            arrays[name] = session.poisoned(shape, buffers.dtype)
-        for name, shape in plan.scratch:
-            arrays[name] = cp.zeros(shape, dtype=cp.float32)
-        arrays.update(session.zeroed_counters(plan))
+        arrays = plan_arrays(session, buffers, plan)
         calls = bind(prepare(launches, functions), arrays)
-        times = []
-        for _ in range(args.repeats):
-            flush()
-            start.record()
-            for fn, grid, block, a, smem in calls:
-                fn(grid, block, a, shared_mem=smem)
-            stop.record()
-            stop.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, stop))
+        times = [timed_run(calls, flush, start, stop) for _ in range(args.repeats)]
         x = arrays["x"].data.ptr
         print(
             f"| {pad_mib:g} | {x % 2**21:#x} | {statistics.median(times):.4f} | "

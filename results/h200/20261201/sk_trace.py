@@ -192,6 +192,30 @@ def traced_source(original: Path) -> str:
     return text
 
 
+def plan_arrays(session, buffers, plan) -> dict[str, object]:
+    """A run's device arrays, as the evaluator makes them: fresh inputs, NaN outputs, zeroed
+    scratch (the partial sums) and counters."""
+    arrays = session.fresh_inputs(buffers, seed=1)
+    for name, shape in buffers.outputs:
+        arrays[name] = session.poisoned(shape, buffers.dtype)
+    for name, shape in plan.scratch:
+        arrays[name] = cp.zeros(shape, dtype=cp.float32)
+    arrays.update(session.zeroed_counters(plan))
+    return arrays
+
+
+def timed_run(calls, flush, start, stop) -> float:
+    """One run of the bound launches in ms, as protocol 2 times it: the L2 flushed first, CUDA
+    events around the launches alone."""
+    flush()
+    start.record()
+    for fn, grid, block, args, smem in calls:
+        fn(grid, block, args, shared_mem=smem)
+    stop.record()
+    stop.synchronize()
+    return cp.cuda.get_elapsed_time(start, stop)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shape", required=True)
@@ -233,13 +257,7 @@ def main() -> None:
                 compiled = compiler.compile(plan)
                 module, functions = load_module(compiled.cubin, plan.entries, tmp, keep=True)
                 opt_in_shared_memory(functions, plan.all_launches)
-                buffers = family.buffers(problem)
-                arrays = session.fresh_inputs(buffers, seed=1)
-                for name, shape in buffers.outputs:
-                    arrays[name] = session.poisoned(shape, buffers.dtype)
-                for name, shape in plan.scratch:
-                    arrays[name] = cp.zeros(shape, dtype=cp.float32)
-                arrays.update(session.zeroed_counters(plan))
+                arrays = plan_arrays(session, family.buffers(problem), plan)
                 launches = tuple(
                     dataclasses.replace(lc, grid=lc.grid_on(sm_count)) for lc in plan.launches
                 )
@@ -251,13 +269,7 @@ def main() -> None:
                 start, stop = cp.cuda.Event(), cp.cuda.Event()
                 for _ in range(args.launches):
                     stamps.fill(0)
-                    flush()
-                    start.record()
-                    for fn, grid, block, a, smem in calls:
-                        fn(grid, block, a, shared_mem=smem)
-                    stop.record()
-                    stop.synchronize()
-                    ms = cp.cuda.get_elapsed_time(start, stop)
+                    ms = timed_run(calls, flush, start, stop)
                     runs.append((ms, cp.asnumpy(stamps).tolist()))
                 left = [n for n, _ in plan.counters if int(cp.count_nonzero(arrays[n]))]
                 runs.sort(key=lambda run: run[0])
