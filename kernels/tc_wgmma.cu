@@ -75,9 +75,21 @@
 // arrive adds up the others' partial sums, applies the epilogue, stores the tile and sets the
 // counter back to zero for the next launch. No block waits for another.
 //
+// MULTICAST = 1 or 2 (TMA, no stream-K): the grid runs in clusters of two blocks on tiles that
+// share one operand, each block copying half of the shared tile into both blocks' slots by a
+// multicast tensor-memory copy, so that L2 serves that tile once a step for the pair. With 1 the
+// pair's tiles are neighbouring filter tiles of the same pixels (the input tile is shared); with
+// 2, neighbouring pixel tiles of the same filters (the filter tile is shared). A slot may be
+// filled again once both blocks' consumers freed it: each consumer warpgroup arrives on the
+// slot's `empty` barrier in both blocks. The tiles are numbered so that a cluster's blocks take
+// the two tiles of a pair at each turn, the count rounded up to whole pairs (a pair's tile past
+// the output computes zeros that no store writes). The blocks start together (a cluster barrier
+// after the barriers' set-up) and each producer waits for its last slots' release before it
+// exits, so that no arrival or copy reaches a block that has left.
+//
 // Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM
 // BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1
-// STAGING PINGPONG STREAM_K (and STREAM_K_BLOCKS, the partial sums' blocks); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
+// STAGING PINGPONG STREAM_K MULTICAST (and STREAM_K_BLOCKS, the partial sums' blocks); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
 // the output is stored (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then
 // takes the epilogue's inputs after y.
 
@@ -156,6 +168,13 @@ typedef u16 out_t;
 #if STREAM_K && !(TMA && SPLIT_K == 1 && !PINGPONG)
 #error "STREAM_K shares TMA-loaded tiles' steps between blocks: no split, no ping-pong"
 #endif
+#ifndef MULTICAST
+#define MULTICAST 0
+#endif
+#if MULTICAST && !(TMA && !STREAM_K && MULTICAST <= 2)
+#error "MULTICAST 1 (a shared input tile) or 2 (a shared filter tile): TMA-loaded tiles, no stream-K"
+#endif
+#define CLUSTER (MULTICAST ? 2 : 1)  // blocks a cluster
 // The most blocks sharing the stream-K tiles (the plan's partial-sum slots: two a block); a
 // larger grid leaves the others out of them.
 #ifndef STREAM_K_BLOCKS
@@ -561,6 +580,48 @@ __device__ __forceinline__ void mbar_arrive(unsigned bar)
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+// This block's rank in its cluster (0 without clusters).
+__device__ __forceinline__ unsigned cluster_rank()
+{
+    unsigned rank;
+    asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    return rank;
+}
+
+// An arrive on the barrier at `bar` in the cluster's block `rank`. At the default (CTA) scope:
+// the slot's readers are this thread's wgmmas, retired by their wait, and the copies that
+// overwrite it are ordered by the barrier itself. A release at cluster scope made ptxas fence
+// every arrive with MEMBAR.ALL.GPU (and the producer's acquire invalidate L1): 1.3-3.4x the
+// time of the same configuration without clusters on the H200 (results/h200/20261201b, call 1).
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank)
+{
+    asm volatile(
+        "{\n.reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+        "r"(rank)
+        : "memory");
+}
+
+// A consumer warpgroup frees a slot: in its block, and with MULTICAST in both blocks of the
+// pair, whose producers both copy into it.
+__device__ __forceinline__ void release_slot(unsigned bar)
+{
+#if MULTICAST
+    mbar_arrive_cluster(bar, 0);
+    mbar_arrive_cluster(bar, 1);
+#else
+    mbar_arrive(bar);
+#endif
+}
+
+// Every thread of the cluster's blocks waits for all of them: the barriers' set-up, released to
+// the cluster by its own fence (fence.mbarrier_init), is seen by the other block after.
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
+
 // A CUtensorMap, opaque: 128 bytes the driver encoded, 64-byte aligned.
 struct __align__(64) tensor_map_t {
     unsigned long long bits[16];
@@ -580,37 +641,62 @@ __device__ __forceinline__ void prefetch_map(const tensor_map_t* map)
 
 // BM pixels x BK channels of the input: the filter-window origins from (w, h, n) on, each at
 // tap (dw, dh), channels from c.
+// With `multicast`, into the same place of both blocks of the cluster, completing on each one's
+// barrier at `bar` (the cluster's every block: mask 0b11).
 __device__ __forceinline__ void tma_im2col(
-    unsigned dst, const tensor_map_t* map, int c, int w, int h, int n, u16 dw, u16 dh, unsigned bar)
+    unsigned dst, const tensor_map_t* map, int c, int w, int h, int n, u16 dw, u16 dh, unsigned bar,
+    bool multicast = false)
 {
-    asm volatile(
-        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(dst),
-        "l"((u64)map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(dw), "h"(dh)
-        : "memory");
+    if (multicast)
+        asm volatile(
+            "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+            ".multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;\n" ::"r"(dst),
+            "l"((u64)map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(dw), "h"(dh), "h"((u16)3)
+            : "memory");
+    else
+        asm volatile(
+            "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+            " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};\n" ::"r"(dst),
+            "l"((u64)map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(dw), "h"(dh)
+            : "memory");
 }
 
 // A box of the filters viewed as (C, K*K, F): BK channels of one tap, BN filters from f.
 __device__ __forceinline__ void tma_tile3(
-    unsigned dst, const tensor_map_t* map, int c, int tap, int f, unsigned bar)
+    unsigned dst, const tensor_map_t* map, int c, int tap, int f, unsigned bar, bool multicast = false)
 {
-    asm volatile(
-        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
-        "l"((u64)map), "r"(c), "r"(tap), "r"(f), "r"(bar)
-        : "memory");
+    if (multicast)
+        asm volatile(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+            "l"((u64)map), "r"(c), "r"(tap), "r"(f), "r"(bar), "h"((u16)3)
+            : "memory");
+    else
+        asm volatile(
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+            "l"((u64)map), "r"(c), "r"(tap), "r"(f), "r"(bar)
+            : "memory");
 }
 
 // A box of a 2D tensor through a tiled map, from column x of row y, completing on `bar`: a
 // GEMM_1X1 input's BK channels of BM pixels, or a residual's panel (PANEL_COLS filters of
 // WG_ROWS pixels).
-__device__ __forceinline__ void tma_tile2(unsigned dst, const tensor_map_t* map, int x, int y, unsigned bar)
+__device__ __forceinline__ void tma_tile2(
+    unsigned dst, const tensor_map_t* map, int x, int y, unsigned bar, bool multicast = false)
 {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-        "l"((u64)map), "r"(x), "r"(y), "r"(bar)
-        : "memory");
+    if (multicast)
+        asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
+            "l"((u64)map), "r"(x), "r"(y), "r"(bar), "h"((u16)3)
+            : "memory");
+    else
+        asm volatile(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+            "l"((u64)map), "r"(x), "r"(y), "r"(bar)
+            : "memory");
 }
 
 // The barrier completes once every earlier cp.async of this thread has landed (counted in its
@@ -971,7 +1057,24 @@ __device__ __forceinline__ void zero(float (&acc)[MI][BN / 2])
 }
 
 #define TILES_F ((F + BN - 1) / BN)
-#define TILES (TILES_F * ((M_ALL + BM - 1) / BM))
+#define TILES_M ((M_ALL + BM - 1) / BM)
+// Tile t's first output pixel and filter: filter tiles fastest, so that neighbouring blocks
+// share their input rows in L2; with MULTICAST, tiles 2q and 2q + 1 (a cluster's at one turn)
+// are a pair, neighbouring filter tiles (1) or pixel tiles (2), the pairs in that order.
+#if MULTICAST == 1
+#define PAIRS_F ((TILES_F + 1) / 2)
+#define TILES (2 * PAIRS_F * TILES_M)
+__device__ __forceinline__ int tile_m0(int t) { return (t / 2 / PAIRS_F) * BM; }
+__device__ __forceinline__ int tile_f0(int t) { return (t / 2 % PAIRS_F * 2 + t % 2) * BN; }
+#elif MULTICAST == 2
+#define TILES (TILES_F * 2 * ((TILES_M + 1) / 2))
+__device__ __forceinline__ int tile_m0(int t) { return (t / 2 / TILES_F * 2 + t % 2) * BM; }
+__device__ __forceinline__ int tile_f0(int t) { return (t / 2 % TILES_F) * BN; }
+#else
+#define TILES (TILES_F * TILES_M)
+__device__ __forceinline__ int tile_m0(int t) { return (t / TILES_F) * BM; }
+__device__ __forceinline__ int tile_f0(int t) { return (t % TILES_F) * BN; }
+#endif
 
 #if PRODUCER && TMA
 // The producer's copies of a tile's reduction steps [kt_begin, kt_end) into the slots, its
@@ -980,8 +1083,10 @@ __device__ __forceinline__ void produce_steps(
     int tile, int kt_begin, int kt_end, int& g, unsigned base, unsigned full, unsigned empty,
     const tensor_map_t* x_map, const tensor_map_t* w_map)
 {
-    const int f0 = (tile % TILES_F) * BN;
-    const int m0 = (tile / TILES_F) * BM;  // the first output pixel (b, oy, ox)
+    const int f0 = tile_f0(tile);
+    // The first output pixel (b, oy, ox) of this block's copy: the tile's, or with MULTICAST = 1
+    // that of its half of the shared input tile.
+    const int m0 = tile_m0(tile) + (MULTICAST == 1 ? cluster_rank() * (BM / 2) : 0);
     const int b = m0 / (N * N);
     const int oy = (m0 - b * (N * N)) / N;
     const int ox = m0 - b * (N * N) - oy * N;
@@ -991,14 +1096,26 @@ __device__ __forceinline__ void produce_steps(
         const int tap = kt % (K * K);
         const int c = (kt / (K * K)) * BK;
         const unsigned slot = base + s * STAGE_BYTES;
-        mbar_arrive_expect_tx(full + 8 * s, STAGE_BYTES);
+        const unsigned bar = full + 8 * s;
+        // Both tiles land in every block: half of the shared one from each block of the pair.
+        mbar_arrive_expect_tx(bar, STAGE_BYTES);
+#if MULTICAST == 1
+        const unsigned a_dst = slot + cluster_rank() * (A_BYTES / 2);
+#else
+        const unsigned a_dst = slot;
+#endif
 #if GEMM_1X1
-        tma_tile2(slot, x_map, c, m0, full + 8 * s);
+        tma_tile2(a_dst, x_map, c, m0, bar, MULTICAST == 1);
 #else
         const u16 kx = (u16)(tap % K), ky = (u16)(tap / K);
-        tma_im2col(slot, x_map, c, ox * STRIDE - PAD, oy * STRIDE - PAD, b, kx, ky, full + 8 * s);
+        tma_im2col(a_dst, x_map, c, ox * STRIDE - PAD, oy * STRIDE - PAD, b, kx, ky, bar, MULTICAST == 1);
 #endif
-        tma_tile3(slot + A_BYTES, w_map, c, tap, f0, full + 8 * s);
+#if MULTICAST == 2
+        const unsigned half = cluster_rank() * (BN / 2);
+        tma_tile3(slot + A_BYTES + half * 128, w_map, c, tap, f0 + half, bar, true);
+#else
+        tma_tile3(slot + A_BYTES, w_map, c, tap, f0, bar, false);
+#endif
     }
 }
 #endif
@@ -1159,10 +1276,16 @@ __device__ __forceinline__ bool sk_gather(
 #define SK_PARAMS
 #endif
 
+#if MULTICAST
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define CLUSTER_DIMS
+#endif
+
 // A block computes the output tiles blockIdx.x, blockIdx.x + gridDim.x, ... (TILES_PER_BLOCK of
 // them at most; filter tiles fastest, so that neighbouring blocks share their gathered rows), each
 // over its split's share of the reduction.
-extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
+extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
     const elem_t* __restrict__ x, const elem_t* __restrict__ w, gemm_out_t* __restrict__ y
     GEMM_EPI_PARAMS SK_PARAMS
 #if TMA
@@ -1209,13 +1332,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full + 8 * s, TMA ? 1 : LOADERS);
-            mbar_init(empty + 8 * s, ROW_GROUPS);  // the warpgroups that read the slot
+            mbar_init(empty + 8 * s, ROW_GROUPS * CLUSTER);  // the warpgroups that read the slot
         }
 #if RESIDUAL_TMA
         for (int i = 0; i < WG * STAGING; ++i) mbar_init(residual_bars + 8 * i, 1);
 #endif
+#if MULTICAST
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#endif
     }
+#if MULTICAST
+    cluster_sync();  // the other block's copies and arrivals may now reach this one's barriers
+#else
     __syncthreads();
+#endif
     if (tid < LOADERS) {
 #if WG > 1
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(PRODUCER_REGS));
@@ -1237,15 +1367,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
             }
         }
 #endif
+#if MULTICAST
+        // The block stays until both blocks' consumers have freed its last slots: their
+        // arrivals on this block's barriers are the last that reach it.
+        for (int last = max(0, g - STAGES); last < g; ++last) mbar_wait(empty + 8 * (last % STAGES), (last / STAGES) & 1);
+#endif
         return;
 #else
         const int row0 = tid / CHUNK_COLS;
         const int j = tid % CHUNK_COLS;
         int g = 0;
         for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
-            const int f0 = (tile % TILES_F) * BN;
+            const int f0 = tile_f0(tile);
             int a_base[A_ROWS];
-            row_bases(a_base, (tile / TILES_F) * BM, row0);
+            row_bases(a_base, tile_m0(tile), row0);
             for (int t = 0; t < steps; ++t, ++g) {
                 const int s = g % STAGES;
                 if (g >= STAGES) mbar_wait(empty + 8 * s, ((g / STAGES) + 1) & 1);
@@ -1278,7 +1413,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     int done = 0;  // tiles this warpgroup has finished: their staging tile and residual's phase
     for (int tile = blockIdx.x + k * gridDim.x; tile < dp_end;
          tile += turns * gridDim.x, k += turns, g += (turns - 1) * steps, ++done) {
-        const int m0 = (tile / TILES_F) * BM, f0 = (tile % TILES_F) * BN;
+        const int m0 = tile_m0(tile), f0 = tile_f0(tile);
 #if STORE_TMA
         const unsigned tile_staging = staging + (done % STAGING) * STAGING_BYTES;
         const unsigned residual_bar = residual_bars + 8 * (cwg * STAGING + done % STAGING);
@@ -1295,7 +1430,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
 #endif
             mma_step(acc, base + s * STAGE_BYTES, cwg, kt0 + t);
             wgmma_wait<1>();
-            if (t > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+            if (t > 0 && leader) release_slot(empty + 8 * ((g - 1) % STAGES));
 #if RESIDUAL_TMA
             // Halfway: the last tile's stores have had half a main loop to drain, and the
             // residual has the other half to land (STORE_TMA has no split: steps >= 1). With two
@@ -1308,7 +1443,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
         if (tile + gridDim.x < dp_end) turn_pass(k + 1);  // the next tile's main loop may start
 #endif
         wgmma_wait<0>();
-        if (steps > 0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+        if (steps > 0 && leader) release_slot(empty + 8 * ((g - 1) % STAGES));
 #if STORE_TMA
         const int next = tile + turns * gridDim.x;  // this warpgroup's next tile
 #if RESIDUAL_TMA
@@ -1319,7 +1454,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
         store_tile_tma(acc, tile_staging, &y_map, m0, f0, ctid, cwg, residual_bar, (done / STAGING) & 1,
                        staging + ((done + 1) % STAGING) * STAGING_BYTES, residual_map,
                        residual_bars + 8 * (cwg * STAGING + (done + 1) % STAGING),
-                       next < dp_end ? (next / TILES_F) * BM : -1, (next % TILES_F) * BN GEMM_EPI_ARGS);
+                       next < dp_end ? tile_m0(next) : -1, tile_f0(next) GEMM_EPI_ARGS);
 #else
         store_tile(acc, y, m0, f0, ctid, cwg GEMM_EPI_ARGS);
 #endif
@@ -1338,12 +1473,12 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
                 mbar_wait(full + 8 * s, (g / STAGES) & 1);
                 mma_step(acc, base + s * STAGE_BYTES, cwg, kt);
                 wgmma_wait<1>();
-                if (kt > k0 && leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+                if (kt > k0 && leader) release_slot(empty + 8 * ((g - 1) % STAGES));
             }
             wgmma_wait<0>();
-            if (leader) mbar_arrive(empty + 8 * ((g - 1) % STAGES));
+            if (leader) release_slot(empty + 8 * ((g - 1) % STAGES));
             if (!sk_gather(acc, sk, r, k0, sk_partials, sk_counters, ctid, cwg)) continue;
-            const int tile = dp_end + r, m0 = (tile / TILES_F) * BM, f0 = (tile % TILES_F) * BN;
+            const int tile = dp_end + r, m0 = tile_m0(tile), f0 = tile_f0(tile);
 #if SK_STORE_TMA
             store_tile_tma(acc, staging + (done % STAGING) * STAGING_BYTES, &y_map, m0, f0, ctid, cwg, 0, 0, 0,
                            nullptr, 0, -1, 0 GEMM_EPI_ARGS);
@@ -1368,8 +1503,8 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) tc_wgmma(
     const int j = tid % CHUNK_COLS;
     const int cwg = tid / 128;
     for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
-        const int f0 = (tile % TILES_F) * BN;
-        const int m0 = (tile / TILES_F) * BM;
+        const int f0 = tile_f0(tile);
+        const int m0 = tile_m0(tile);
         int a_base[A_ROWS];
         row_bases(a_base, m0, row0);
         zero(acc);

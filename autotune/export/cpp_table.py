@@ -59,6 +59,7 @@ struct Step {
     const char* symbol;
     int source_buffer;
     unsigned blocks_per_sm;  // > 0: a persistent launch, grid[0] capped at this x the SMs
+    unsigned cluster;        // blocks a cluster along x (the kernel's __cluster_dims__)
 };
 struct Plan {
     int B, C, N, K, F, stride;
@@ -105,7 +106,7 @@ def cpp_table(data: dict, modules: Sequence[Module]) -> str:
                 source = names.index(s["buffer"])
                 steps.append(
                     f"    {{-1, {{0, 0, 0}}, {{0, 0, 0}}, 0u, 0, 0, {_c(s['symbol'])}, "
-                    f"{source}, 0u}},"
+                    f"{source}, 0u, 1u}},"
                 )
                 continue
             first_arg = len(args)
@@ -123,7 +124,7 @@ def cpp_table(data: dict, modules: Sequence[Module]) -> str:
             steps.append(
                 f"    {{{module.kernels.index(s['kernel'])}, {{{grid}}}, {{{block}}}, "
                 f"{s['smem_bytes']}u, {first_arg}, {len(s['args'])}, nullptr, -1, "
-                f"{s['blocks_per_sm']}u}},"
+                f"{s['blocks_per_sm']}u, {s['cluster']}u}},"
                 f"  // {s['phase']}: {s['kernel']}"
             )
         shape = p["shape"]

@@ -16,9 +16,11 @@ from autotune.families.plan import (
 )
 from autotune.model.space import Value
 
-# 2: every dtype and layout (a plan's dtype, layout and tolerance; tensor-map arguments).
-SCHEMA = "autotune-export/2"
-EARLIER_SCHEMAS = ("autotune-export/1", SCHEMA)  # exports an export may replace
+# 2: every dtype and layout (a plan's dtype, layout and tolerance; tensor-map arguments); 3: a
+# launch's cluster size (a persistent grid's cap is whole clusters).
+SCHEMA = "autotune-export/3"
+# Exports an export may replace.
+EARLIER_SCHEMAS = ("autotune-export/1", "autotune-export/2", SCHEMA)
 # The tuner's NVRTC options (autotune.gpu.compiler.DEFAULT_OPTIONS) that shape the code; its
 # -Xptxas=-v only prints the resource report.
 NVCC_FLAGS = ("-std=c++17", "--fmad=true")
@@ -126,6 +128,7 @@ def _launch(phase: str, launch: Launch) -> dict[str, object]:
         "block": list(launch.block),
         "smem_bytes": launch.smem_bytes,
         "blocks_per_sm": launch.blocks_per_sm,
+        "cluster": launch.cluster,
         "args": args,
     }
 

@@ -107,6 +107,15 @@ class Launch:
     # launcher, which knows the device, caps it (grid_on); a launcher that does not stays
     # correct, since the kernel strides by gridDim.x.
     blocks_per_sm: int = 0
+    # Blocks a thread-block cluster along x, fixed by the kernel (__cluster_dims__): `grid`'s x
+    # extent is a multiple of it, and so is a persistent launch's cap.
+    cluster: int = 1
+
+    def __post_init__(self) -> None:
+        if self.cluster < 1 or self.grid[0] % self.cluster:
+            raise ValueError(
+                f"{self.kernel}: grid {self.grid} is not whole clusters of {self.cluster}"
+            )
 
     @property
     def threads(self) -> int:
@@ -117,7 +126,8 @@ class Launch:
         if not self.blocks_per_sm:
             return self.grid
         x, y, z = self.grid
-        return (min(x, self.blocks_per_sm * sm_count), y, z)
+        resident = self.blocks_per_sm * sm_count
+        return (min(x, resident - resident % self.cluster), y, z)
 
 
 Shape = tuple[int, ...]

@@ -19,8 +19,10 @@ SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots sta
 WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
-    "TMA", "STORE_TMA", "GEMM_1X1", "STAGING", "PINGPONG", "STREAM_K",
+    "TMA", "STORE_TMA", "GEMM_1X1", "STAGING", "PINGPONG", "STREAM_K", "MULTICAST",
 )  # fmt: skip
+# MULTICAST's clusters: two blocks on tiles that share the input (1) or the filter tile (2).
+CLUSTER = 2
 # The most blocks sharing a stream-K grid's last tiles (STREAM_K_BLOCKS in the kernel): Hopper's
 # largest parts have 132 multiprocessors; a grid of more leaves the others out of the sharing.
 STREAM_K_BLOCKS = 132
@@ -33,6 +35,24 @@ def warpgroup_rows(config: Config) -> int:
     return bm if int(config["PINGPONG"]) else bm // int(config["WG"])
 
 
+def cluster(config: Config) -> int:
+    """Blocks a cluster: two with MULTICAST, else one."""
+    return CLUSTER if int(config["MULTICAST"]) else 1
+
+
+def tile_count(problem: ConvProblem, config: Config) -> int:
+    """Output tiles the grid walks: filter tiles x pixel tiles, with MULTICAST the shared
+    dimension's tiles rounded up to whole pairs (as the kernel's TILES)."""
+    tiles_f = cdiv(problem.F, int(config["BN"]))
+    tiles_m = cdiv(problem.B * problem.N * problem.N, int(config["BM"]))
+    multicast = int(config["MULTICAST"])
+    if multicast == 1:
+        tiles_f = CLUSTER * cdiv(tiles_f, CLUSTER)
+    elif multicast == 2:
+        tiles_m = CLUSTER * cdiv(tiles_m, CLUSTER)
+    return tiles_f * tiles_m
+
+
 def reduction_step(problem: ConvProblem) -> int:
     """Reduction elements a step (BK): 64 16-bit or 32 FP32 values."""
     return ROW_BYTES // problem.precision.bytes
@@ -42,11 +62,13 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     """TMA's maps (TMA = 1): the NHWC input in im2col mode, BM filter-window origins of BK
     channels a copy (from `padding` before the image to the window's far corner K - 1 - padding
     short of its edge, less the tail, origins STRIDE apart; with GEMM_1X1, a 1x1 filter at
-    stride 1, the input as a tiled (C, B*N*N) matrix, BK channels of BM pixels a copy), and
-    the FKKC filters as a (C, K*K, F) tensor, BK channels x 1 tap x BN filters a copy; with
-    STORE_TMA, the NHWF output as (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows
-    a store (warpgroup_rows pixels), and a fused residual the same way (the kernel's RESIDUAL_TMA
-    loads it into the staging tile)."""
+    stride 1, the input as a tiled (C, B*N*N) matrix, BK channels of BM pixels a copy; half of
+    the pixels, BM / 2, with MULTICAST = 1: each block of a pair copies half of the shared
+    input tile into both), and the FKKC filters as a (C, K*K, F) tensor, BK channels x 1 tap x
+    BN filters a copy (BN / 2 with MULTICAST = 2); with STORE_TMA, the NHWF output as
+    (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows a store (warpgroup_rows pixels),
+    and a fused residual the same way (the kernel's RESIDUAL_TMA loads it into the staging
+    tile)."""
     p = problem
     storage = p.precision.storage
     elem = p.precision.bytes
@@ -55,14 +77,20 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     # window ends `padding` past it (the tail's rows after it); the copies fill zeros for what
     # lies outside the image.
     lower, upper = -p.padding, p.padding + 1 - p.K - p.tail
-    step, bm, bn = reduction_step(p), int(config["BM"]), int(config["BN"])
+    # A copy's pixels and filters: the tile's, or a half of the tile a pair shares.
+    step, pixels, filters = reduction_step(p), int(config["BM"]), int(config["BN"])
+    multicast = int(config["MULTICAST"])
+    if multicast == 1:
+        pixels //= CLUSTER
+    elif multicast == 2:
+        filters //= CLUSTER
     if int(config["GEMM_1X1"]):
         x_map = TensorMap(
             "x",
             storage,
             dims=(p.C, p.B * side * side),
             strides=(p.C * elem,),
-            box=(step, bm),
+            box=(step, pixels),
             element_strides=(1, 1),
         )
     else:
@@ -71,7 +99,7 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
             storage,
             dims=(p.C, side, side, p.B),
             strides=(p.C * elem, side * p.C * elem, side * side * p.C * elem),
-            box=(step, bm),
+            box=(step, pixels),
             element_strides=(1, p.stride, p.stride, 1),
             corners=((lower, lower), (upper, upper)),
         )
@@ -80,7 +108,7 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
         storage,
         dims=(p.C, p.K * p.K, p.F),
         strides=(p.C * elem, p.K * p.K * p.C * elem),
-        box=(step, 1, bn),
+        box=(step, 1, filters),
         element_strides=(1, 1, 1),
     )
     if not int(config["STORE_TMA"]):
@@ -127,7 +155,8 @@ class TcWgmma(Family):
         "mbarriers, optional split-K or (TMA) stream-K sharing of the last wave's reduction "
         "steps, or (TMA) tensor-memory copies of both tiles through an "
         "im2col-mode (or, for a 1x1 filter at stride 1, a plain tiled) and a tiled tensor "
-        "map; output in the storage type (BF16/FP16 rounded, FP32 rounded to TF32), after the "
+        "map, optionally in clusters of two blocks sharing one operand's tile by multicast "
+        "copies; output in the storage type (BF16/FP16 rounded, FP32 rounded to TF32), after the "
         "problem's fused epilogue if it has one (scale, bias, residual, activation)"
     )
     paper = "issue 20 (tensor cores), Hopper's wgmma path"
@@ -154,6 +183,7 @@ class TcWgmma(Family):
             "PINGPONG": 0,
             "PERSISTENT": 0,
             "STREAM_K": 0,
+            "MULTICAST": 0,
         }
     )
     # Asked first by a cold search (made valid for the shape: GEMM_1X1 only where the input is a
@@ -167,7 +197,7 @@ class TcWgmma(Family):
     starting_configs = tuple(
         dict(BM=bm, BN=bn, WG=2, STAGES=stages, SPLIT_K=1, PRODUCER=1, C_OUTER=1, L1_CACHE=0)
         | dict(TILES_PER_BLOCK=1, TMA=1, STORE_TMA=1, GEMM_1X1=gemm, STAGING=staging, PINGPONG=0)
-        | dict(PERSISTENT=persistent, STREAM_K=0)
+        | dict(PERSISTENT=persistent, STREAM_K=0, MULTICAST=0)
         for bm, bn, stages, gemm, persistent, staging in (
             (128, 128, 4, 1, 1, 1),
             (128, 64, 6, 1, 1, 1),
@@ -190,18 +220,23 @@ class TcWgmma(Family):
         fused = p.fused.inputs if p.fused else ()
         pixels = p.B * p.N * p.N
         split = values["SPLIT_K"]
-        tiles = cdiv(p.F, values["BN"]) * cdiv(pixels, values["BM"])
+        tiles = tile_count(p, config)
         stream_k = values["STREAM_K"]
+        # With MULTICAST, whole clusters: a pair's two blocks take the pair's tiles in turn.
+        blocks = cluster(config)
         gemm = Launch(
             "tc_wgmma",
             # One block a multiprocessor (PERSISTENT), each walking the tiles by gridDim.x, as
             # the kernel always does; with STREAM_K every multiprocessor, whatever the tiles.
             grid=(
-                STREAM_K_BLOCKS if stream_k else cdiv(tiles, values["TILES_PER_BLOCK"]),
+                STREAM_K_BLOCKS
+                if stream_k
+                else blocks * cdiv(tiles // blocks, values["TILES_PER_BLOCK"]),
                 1,
                 split,
             ),
             blocks_per_sm=1 if stream_k else int(config["PERSISTENT"]),
+            cluster=blocks,
             block=(threads(config), 1, 1),
             args=(
                 "x",

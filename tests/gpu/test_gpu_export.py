@@ -1,7 +1,7 @@
 """On a CUDA device (Hopper) with nvcc: an export of plans in every dtype and layout builds and its
 example matches the float64 reference on the GPU: tc_wgmma in bf16 and fp16 with TMA tensor maps
-(which the C++ call encodes), tc_implicit_gemm in tf32, and the FP32 NCHW path of before
-(implicit_gemm), each measured here and stored, then exported."""
+(which the C++ call encodes; one in clusters of two), tc_implicit_gemm in tf32, and the FP32 NCHW
+path of before (implicit_gemm), each measured here and stored, then exported."""
 
 from __future__ import annotations
 
@@ -40,6 +40,13 @@ def test_an_export_in_every_dtype_runs_and_matches_float64(evaluator, tmp_path: 
             "tc_wgmma",
             nhwc(ConvProblem(N=37, K=3, C=40, F=104, B=13), "bf16"),
             tma(128, 128, 2, 4, store=1, persistent=1),
+        ),
+        # Clusters of two sharing the input by multicast copies, persistent: the cap is whole
+        # clusters (160 tiles).
+        (
+            "tc_wgmma",
+            nhwc(ConvProblem(N=28, K=3, C=64, F=256, B=13), "fp16"),
+            tma(128, 128, 2, 4, store=1, persistent=1, multicast=1),
         ),
         ("tc_implicit_gemm", nhwc(ConvProblem(N=13, K=3, C=40, F=33, B=3, stride=2), "tf32"), None),
         ("implicit_gemm", ConvProblem(N=13, K=5, C=16, F=24, B=2), None),

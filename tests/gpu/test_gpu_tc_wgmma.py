@@ -276,3 +276,51 @@ def test_stream_k_grids_are_correct(tuner, evaluator, dtype):
         list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))
     failed = failures(tuner, picks, QUICK.min_repeats)
     assert not failed, "\n".join(failed)
+
+
+# Clusters of two blocks sharing one operand's tile by multicast copies (MULTICAST): the input
+# (1, pairs of filter tiles) or the filters (2, pairs of pixel tiles), each block copying half.
+# Odd counts of the paired tiles (the last pair's second tile past the output: F = 192 in 64-wide
+# tiles, 845 pixels in 128-pixel ones), a single tile of the other kind, partial tiles in C, M
+# and F, batch 1 and 3, strides 2 and 4, padding, 1x1 layers as matrices, a fused residual; grids
+# of tiles, several tiles a block, persistent grids (the blocks' last slots waited for before
+# they exit), tiles in turn, split-K.
+CLUSTERED = [
+    ConvProblem(N=13, K=3, C=64, F=192, B=5),
+    ConvProblem(N=13, K=3, C=40, F=100, B=3),
+    ConvProblem(N=7, K=5, C=96, F=72, B=1, padding=2),
+    ConvProblem(N=13, K=5, C=64, F=104, B=3, stride=2, padding=1),
+    ConvProblem(N=13, K=11, C=16, F=64, B=3, stride=4),
+    ConvProblem(N=14, K=1, C=1024, F=256, B=32),
+    ConvProblem(N=37, K=3, C=40, F=104, B=13, padding=1),
+]
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_clusters_sharing_a_tile_by_multicast_are_correct(tuner, evaluator, dtype):
+    problems = [dataclasses.replace(nhwc(p, dtype), padding=p.padding) for p in CLUSTERED]
+    problems += [dataclasses.replace(problems[-1], epilogue="bias_add_relu")]
+    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
+    assert len(studies) == len(problems), skipped
+    rng = random.Random(f"multicast-{dtype}")
+    picks = []
+    for study in studies:
+        groups = {}
+        for c in study.space.configs:
+            if int(c["MULTICAST"]):
+                key = (int(c["MULTICAST"]), int(c["PERSISTENT"]), int(c["STORE_TMA"]))
+                key += (int(c["PINGPONG"]), int(c["SPLIT_K"]) > 1, int(c["TILES_PER_BLOCK"]) > 1)
+                groups.setdefault(key, []).append(c)
+        assert groups, study.label
+        chosen = [rng.choice(group) for group in groups.values()]
+        picks += [(study, c) for c in rng.sample(chosen, min(5, len(chosen)))]
+    assert {int(c["MULTICAST"]) for _, c in picks} == {1, 2}
+    assert any(int(c["PERSISTENT"]) for _, c in picks)
+    for study, config in picks:
+        (launch, *_) = FAMILY.plan(study.problem, config).launches
+        assert launch.cluster == 2 and device_grid(launch)[0] % 2 == 0
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        compile_ = tuner.runner.compiler.compile
+        list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))
+    failed = failures(tuner, picks, QUICK.min_repeats)
+    assert not failed, "\n".join(failed)

@@ -15,10 +15,12 @@ from autotune.families.tc_wgmma import (
     ROW_BYTES,
     STREAM_K_BLOCKS,
     WARPGROUP,
+    cluster,
     reduction_step,
     shared_bytes,
     tensor_maps,
     threads,
+    tile_count,
 )
 from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.problem import ConvProblem
@@ -60,29 +62,30 @@ def bound(problem: ConvProblem):
 
 def cfg(
     bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0, gemm_1x1=0,
-    staging=1, pingpong=0, persistent=0, stream_k=0,
+    staging=1, pingpong=0, persistent=0, stream_k=0, multicast=0,
 ) -> Config:  # fmt: skip
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
         | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma, STORE_TMA=store)
         | dict(GEMM_1X1=gemm_1x1, STAGING=staging, PINGPONG=pingpong, PERSISTENT=persistent)
-        | dict(STREAM_K=stream_k)
+        | dict(STREAM_K=stream_k, MULTICAST=multicast)
     )
 
 
 def tma(
     bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0, staging=1, pingpong=0,
-    persistent=0, stream_k=0,
+    persistent=0, stream_k=0, multicast=0,
 ) -> Config:  # fmt: skip
     """A configuration loading by TMA: from the producer warpgroup, in channel-block order;
     with `store`, storing its output by TMA too (through `staging` staging tiles); with
     `gemm_1x1`, a 1x1 input as a matrix; with `pingpong`, the two consumer warpgroups taking
     tiles in turn; with `persistent`, one block a multiprocessor; with `stream_k`, the last
-    wave's reduction steps shared."""
+    wave's reduction steps shared; with `multicast`, clusters of two blocks sharing the input
+    (1) or the filter tile (2)."""
     return cfg(
         bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store,
         gemm_1x1=gemm_1x1, staging=staging, pingpong=pingpong, persistent=persistent,
-        stream_k=stream_k,
+        stream_k=stream_k, multicast=multicast,
     )  # fmt: skip
 
 
@@ -150,14 +153,17 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         smem = shared_bytes(config, problem.precision.bytes)
         assert launch.smem_bytes == smem <= LIMITS.SMEM_PER_BLOCK_OPTIN
         # Every output tile once: the block count covers them at TILES_PER_BLOCK a block (or,
-        # stream-K, a block a multiprocessor).
+        # stream-K, a block a multiprocessor); with MULTICAST, whole clusters on whole pairs.
         tiles = -(-problem.F // bn) * -(-pixels // bm)
         per_block = int(config["TILES_PER_BLOCK"])
         gx, gy, gz = launch.grid
         if config["STREAM_K"]:
             assert (gx, launch.blocks_per_sm) == (STREAM_K_BLOCKS, 1)
         else:
-            assert (gx - 1) * per_block < tiles <= gx * per_block
+            blocks = cluster(config)
+            pairs, clusters = tile_count(problem, config) // blocks, gx // blocks
+            assert launch.cluster == blocks and gx % blocks == 0 and pairs * blocks >= tiles
+            assert (clusters - 1) * per_block < pairs <= clusters * per_block
         assert gy == 1 and gz == split
         defines = dict(plan.defines)
         assert defines["STORAGE"] == {"tf32": 0, "fp16": 1, "bf16": 2}[problem.dtype]
@@ -471,6 +477,25 @@ COMPILE_SAMPLE = [
         "bf16",
         tma(128, 256, 2, 2, store=1, gemm_1x1=1, staging=2, stream_k=1),
     ),
+    # Clusters sharing a tile by multicast copies: the input (a 1x1 one as a matrix, gathered
+    # by im2col) and the filters, every operand type, persistent, tiles in turn, split-K.
+    (
+        ConvProblem(N=14, K=1, C=1024, F=512, B=32),
+        "bf16",
+        tma(128, 128, 2, 4, store=1, gemm_1x1=1, persistent=1, multicast=1),
+    ),
+    (
+        ConvProblem(N=13, K=3, C=192, F=384, B=128),
+        "tf32",
+        tma(128, 128, 2, 4, store=1, multicast=1),
+    ),
+    (ConvProblem(N=27, K=5, C=64, F=192, B=128), "fp16", tma(128, 64, 1, 6, multicast=2)),
+    (
+        ConvProblem(N=28, K=3, C=256, F=512, B=32),
+        "bf16",
+        tma(64, 256, 2, 4, tiles=2, store=1, pingpong=1, multicast=2),
+    ),
+    (ConvProblem(N=7, K=3, C=256, F=64, B=8), "tf32", tma(64, 64, 1, 6, split=4, multicast=2)),
 ]
 
 
@@ -568,3 +593,34 @@ def test_an_input_with_a_tail_is_read_in_place(compiler, dtype):
     # Other families read inputs that end with their last window.
     with pytest.raises(UnsupportedProblem, match="tail=1"):
         get_family("implicit_gemm").check(dataclasses.replace(down, dtype="fp32", layout="NCHW"))
+
+
+def test_clusters_pair_tiles_that_share_a_copy_and_halve_its_box() -> None:
+    # ResNet-50's 14x14 C = 1024 F = 512 layer: 4 filter tiles of 128 x 49 pixel tiles.
+    conv = nhwc(ConvProblem(N=14, K=1, C=1024, F=512, B=32))
+    space = bound(conv)
+    for multicast in (1, 2):
+        assert space.is_valid(tma(128, 128, 2, 4, store=1, multicast=multicast))
+        assert space.is_valid(tma(128, 128, 2, 4, store=1, persistent=1, multicast=multicast))
+        assert not space.is_valid(tma(128, 128, 2, 4, store=1, stream_k=1, multicast=multicast))
+        assert not space.is_valid(cfg(128, 128, 2, 4, producer=1, c_outer=1, multicast=multicast))
+    plain = tensor_maps(conv, tma(128, 128, 2, 4, gemm_1x1=1))
+    # Each block of a pair copies half of the shared tile (into both blocks' slots).
+    shared_input = tensor_maps(conv, tma(128, 128, 2, 4, gemm_1x1=1, multicast=1))
+    assert shared_input[0].box == (64, 64) and shared_input[1] == plain[1]
+    shared_filters = tensor_maps(conv, tma(128, 128, 2, 4, gemm_1x1=1, multicast=2))
+    assert shared_filters[0] == plain[0] and shared_filters[1].box == (64, 1, 64)
+    # Pairs of tiles in whole clusters: 4 x 49 tiles, padded to 50 pixel tiles for pairs of them.
+    assert tile_count(conv, tma(128, 128, 2, 4, multicast=1)) == 4 * 49
+    assert tile_count(conv, tma(128, 128, 2, 4, multicast=2)) == 4 * 50
+    (launch,) = FAMILY.plan(conv, tma(128, 128, 2, 4, tiles=4, multicast=2)).launches
+    assert launch.cluster == 2 and launch.grid == (2 * 25, 1, 1)
+    # A persistent grid's cap is whole clusters: 131 multiprocessors hold 65 pairs.
+    (persistent,) = FAMILY.plan(conv, tma(128, 128, 2, 4, persistent=1, multicast=1)).launches
+    assert persistent.grid_on(132) == (132, 1, 1) and persistent.grid_on(131) == (130, 1, 1)
+    assert dict(FAMILY.plan(conv, tma(128, 128, 2, 4, multicast=1)).defines)["MULTICAST"] == 1
+    # Only where the shared operand has two neighbours: one filter tile has no pair (F = 64).
+    narrow = bound(nhwc(ConvProblem(N=14, K=1, C=1024, F=64, B=32)))
+    assert {int(c["MULTICAST"]) for c in narrow} == {0, 2}
+    one_tile = bound(nhwc(ConvProblem(N=7, K=5, C=96, F=72, B=1)))
+    assert {int(c["MULTICAST"]) for c in one_tile} == {0, 1}

@@ -153,6 +153,7 @@ def test_a_layout_converting_plan_keeps_the_evaluators_order_and_its_scratch(sto
         assert step["kernel"] == launch.kernel and step["grid"] == list(launch.grid)
         assert step["smem_bytes"] == launch.smem_bytes
         assert step["blocks_per_sm"] == launch.blocks_per_sm == 0
+        assert step["cluster"] == launch.cluster == 1
     assert timed_launches[-1].smem_bytes > 0
 
 
@@ -345,11 +346,12 @@ def test_the_cpp_table_and_makefile_follow_the_json(everything) -> None:
         assert row.strip().endswith(f"{plan['workspace_bytes']}ull}},")
     steps_block = header.split("kSteps[] = {", 1)[1].split("};", 1)[0]
     assert steps_block.count("\n    {") == sum(len(p["steps"]) for p in data["plans"])
-    # A launch step's last field: its blocks a multiprocessor (0: the grid as planned).
+    # A launch step's last fields: its blocks a multiprocessor (0: the grid as planned) and a
+    # cluster.
     launch_rows = [line for line in steps_block.splitlines() if "nullptr, -1," in line]
     launch_steps = [s for p in data["plans"] for s in p["steps"] if "grid" in s]
     for row, step in zip(launch_rows, launch_steps, strict=True):
-        assert f"nullptr, -1, {step['blocks_per_sm']}u}}," in row
+        assert f"nullptr, -1, {step['blocks_per_sm']}u, {step['cluster']}u}}," in row
     make = makefile(modules, data["arch"])
     assert "ARCH ?= 90" in make
     for m in modules:
@@ -371,7 +373,7 @@ def test_the_tree_holds_each_source_once_and_says_how_it_is_built(store, tmp_pat
         assert "AUTOTUNE_PRAGMA" in text
     written = json.loads((tmp_path / "plans.json").read_text())
     assert written == json.loads(json.dumps(data))
-    assert written["schema"] == "autotune-export/2"
+    assert written["schema"] == "autotune-export/3"
     assert set(written["kernels"]) == {f"kernels/{n}" for n in names}
     # The kernels include shared headers (maxdnn's: the register-tiled loop, the vector and
     # cp.async helpers, its tile words): they lie under include/, which the kernels' build
@@ -449,7 +451,7 @@ def test_an_export_replaces_an_earlier_one_and_nothing_else(store, tmp_path) -> 
     written = json.loads((tree / "plans.json").read_text())
     (tree / "plans.json").write_text(json.dumps(written | {"schema": "autotune-export/1"}))
     write_tree(select(store, families=["maxdnn"]), tree, "db")
-    assert json.loads((tree / "plans.json").read_text())["schema"] == "autotune-export/2"
+    assert json.loads((tree / "plans.json").read_text())["schema"] == "autotune-export/3"
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")

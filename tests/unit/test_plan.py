@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from autotune.families.plan import KernelPlan, Launch
 
 
@@ -54,3 +56,12 @@ def test_a_persistent_launch_is_capped_at_its_blocks_a_multiprocessor() -> None:
     assert launch.grid_on(2000) == (1000, 1, 4)  # fewer blocks than multiprocessors: as planned
     assert dataclasses.replace(launch, blocks_per_sm=2).grid_on(132) == (264, 1, 4)
     assert dataclasses.replace(launch, blocks_per_sm=0).grid_on(132) == (1000, 1, 4)
+
+
+def test_a_cluster_launch_is_whole_clusters_and_so_is_its_persistent_cap() -> None:
+    launch = Launch("k", grid=(1000, 1, 1), block=(384, 1, 1), args=(), blocks_per_sm=1, cluster=2)
+    assert launch.grid_on(132) == (132, 1, 1)
+    assert launch.grid_on(131) == (130, 1, 1)  # 65 pairs fit, not 65 and a half
+    assert dataclasses.replace(launch, blocks_per_sm=0).grid_on(131) == (1000, 1, 1)
+    with pytest.raises(ValueError, match="not whole clusters of 2"):
+        Launch("k", grid=(999, 1, 1), block=(384, 1, 1), args=(), cluster=2)

@@ -240,7 +240,9 @@ inline cudaError_t run_plan(const plans::Plan& p, const void* x, const void* w, 
                 err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
             }
             if (err != cudaSuccess) return err;
-            const unsigned resident = step.blocks_per_sm * static_cast<unsigned>(sms);
+            // Whole clusters: a cluster kernel's grid is a multiple of its cluster.
+            unsigned resident = step.blocks_per_sm * static_cast<unsigned>(sms);
+            resident -= resident % step.cluster;
             if (grid.x > resident) grid.x = resident;
         }
         const dim3 block(step.block[0], step.block[1], step.block[2]);
