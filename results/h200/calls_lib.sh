@@ -4,8 +4,9 @@
 # line (`say`), the wheels installed into /tmp/site (`install`), GPU test files run under a cap
 # (`gpu_tests`, CAP seconds each), the store carried between calls (`restore_db`, `save_db`),
 # a model tuned and benched (`tune`, `bench_model`), Kernel Tuner's examples beside Kernel
-# Tuner (`kt_suite`) and the logs packed (`pack`). The calls of
-# earlier sessions (results/h200/2026*/calls.sh) keep their own copy, as they ran.
+# Tuner (`kt_suite`), a table's layers as shape options (`table_layers`) and the logs packed
+# (`pack`). The calls of earlier sessions (results/h200/2026*/calls.sh) keep their own copy,
+# as they ran.
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 T0=$SECONDS
@@ -44,6 +45,25 @@ bench_model() {  # model batch precision [more options]
     s=$SECONDS; timeout -k 5 $(( $(left) - 10 )) python3 -m autotune bench model --model "$m" --batch "$b" --precision "$p" --output "$OUT/model_${m}_$p" "$@" > "$OUT/bench_${m}_$p.log" 2>&1
     say "bench model $m $b $p $*: rc=$? $((SECONDS - s)) s"; cat "$OUT/model_${m}_$p/model.md" >> "$OUT/summary.txt" 2>/dev/null
     grep -h "^Our convolutions" "$OUT/model_${m}_$p"/layers_*.md >> "$OUT/summary.txt" 2>/dev/null
+}
+table_layers() {  # TABLE DTYPE WHICH: the layers of a tc_targets.py table's dtype, as --shape
+    # args: weak (C > 3, below 1.0x cuDNN), rest (C > 3, at or above), all (C > 3) or first
+    # (C = 3)
+    python3 - "$@" <<'PY'
+import re, sys
+table, dtype, which = sys.argv[1:4]
+cur = None
+for line in open(table):
+    m = re.match(r"## (\w+)", line)
+    if m:
+        cur = m.group(1)
+    elif cur == dtype and line.startswith("| ") and "tc_" in line:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        c, speedup = int(re.search(r"C=(\d+)", cells[1]).group(1)), float(cells[5])
+        kind = "first" if c <= 3 else "weak" if speedup < 1.0 else "rest"
+        if kind == which or (which == "all" and kind != "first"):
+            print("--shape", cells[1])
+PY
 }
 pack() {  # the logs and bench folders there are (a call without a model bench has none)
     (cd "$OUT" && set -- $(ls -d ./*.log ./model_* 2>/dev/null) && [ $# -gt 0 ] && tar -czf logs_models.tgz "$@" && rm -rf "$@")

@@ -86,6 +86,24 @@ def tuner(evaluator, tmp_path_factory):
     compiler.stop_pool()
 
 
+def one_of_each(configs, kind, rng: random.Random) -> list:
+    """One configuration of each kind (`kind(config)`; None: none of these), drawn by `rng`."""
+    groups = {}
+    for c in configs:
+        key = kind(c)
+        if key is not None:
+            groups.setdefault(key, []).append(c)
+    return [rng.choice(group) for group in groups.values()]
+
+
+def compiled_failures(tuner, picks) -> list[str]:
+    """The picks (study, config) compiled side by side, then each checked and timed in turn."""
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        compile_ = tuner.runner.compiler.compile
+        list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))
+    return failures(tuner, picks, QUICK.min_repeats)
+
+
 @pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
 def test_odd_shapes_correct_in_every_pipeline_case(tuner, evaluator, dtype):
     problems = [nhwc(p, dtype) for p in SHAPES]
@@ -188,20 +206,24 @@ def test_warpgroups_taking_tiles_in_turn_are_correct(tuner, evaluator, dtype):
     rng = random.Random(f"pingpong-{dtype}")
     picks = []
     for study in studies:
-        groups = {}
-        for c in study.space.configs:
-            # A warpgroup's m64 tiles, the stores, the tiles a block (persistent grids below).
-            if int(c["PINGPONG"]) and not int(c["PERSISTENT"]):
-                key = (int(c["BM"]), int(c["STORE_TMA"]), int(c["STAGING"]), int(c["GEMM_1X1"]))
-                groups.setdefault(key + (int(c["TILES_PER_BLOCK"]),), []).append(c)
-        picks += [(study, rng.choice(group)) for group in groups.values()]
+        # A warpgroup's m64 tiles, the stores, the tiles a block (persistent grids below).
+        picks += [
+            (study, c)
+            for c in one_of_each(
+                study.space.configs,
+                lambda c: (
+                    (int(c["BM"]), int(c["STORE_TMA"]), int(c["STAGING"]), int(c["GEMM_1X1"]))
+                    + (int(c["TILES_PER_BLOCK"]),)
+                    if int(c["PINGPONG"]) and not int(c["PERSISTENT"])
+                    else None
+                ),
+                rng,
+            )
+        ]
     assert {int(c["BM"]) for _, c in picks} == {64, 128}
     assert {int(c["TILES_PER_BLOCK"]) for _, c in picks} == {2, 4}
     assert any(int(c["STORE_TMA"]) for _, c in picks)
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        compile_ = tuner.runner.compiler.compile
-        list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))
-    failed = failures(tuner, picks, QUICK.min_repeats)
+    failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)
 
 
@@ -217,20 +239,23 @@ def test_persistent_grids_are_correct(tuner, evaluator, dtype):
     rng = random.Random(f"persistent-{dtype}")
     picks = []
     for study in studies:
-        groups = {}
-        for c in study.space.configs:
-            if int(c["PERSISTENT"]):
-                key = (int(c["TMA"]), int(c["WG"]), int(c["PINGPONG"]), int(c["STORE_TMA"]))
-                groups.setdefault(key, []).append(c)
-        picks += [(study, rng.choice(group)) for group in groups.values()]
+        picks += [
+            (study, c)
+            for c in one_of_each(
+                study.space.configs,
+                lambda c: (
+                    (int(c["TMA"]), int(c["WG"]), int(c["PINGPONG"]), int(c["STORE_TMA"]))
+                    if int(c["PERSISTENT"])
+                    else None
+                ),
+                rng,
+            )
+        ]
         (launch,) = FAMILY.plan(study.problem, picks[-1][1]).launches
         # Launched as many blocks as multiprocessors, fewer than the tiles.
         assert device_grid(launch)[0] == sms < launch.grid[0]
     assert {(int(c["TMA"]), int(c["PINGPONG"])) for _, c in picks} == {(0, 0), (1, 0), (1, 1)}
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        compile_ = tuner.runner.compiler.compile
-        list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))
-    failed = failures(tuner, picks, QUICK.min_repeats)
+    failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)
 
 
@@ -259,22 +284,23 @@ def test_stream_k_grids_are_correct(tuner, evaluator, dtype):
     rng = random.Random(f"stream-k-{dtype}")
     picks = []
     for study in studies:
-        groups = {}
-        for c in study.space.configs:
-            if int(c["STREAM_K"]):
-                key = (int(c["WG"]), int(c["BM"]) // 64, int(c["STORE_TMA"]), int(c["STAGING"]))
-                groups.setdefault(key + (int(c["GEMM_1X1"]),), []).append(c)
-        assert groups, study.label
-        chosen = [rng.choice(group) for group in groups.values()]
+        chosen = one_of_each(
+            study.space.configs,
+            lambda c: (
+                (int(c["WG"]), int(c["BM"]) // 64, int(c["STORE_TMA"]), int(c["STAGING"]))
+                + (int(c["GEMM_1X1"]),)
+                if int(c["STREAM_K"])
+                else None
+            ),
+            rng,
+        )
+        assert chosen, study.label
         picks += [(study, c) for c in rng.sample(chosen, min(4, len(chosen)))]
         (launch,) = FAMILY.plan(study.problem, picks[-1][1]).launches
         assert device_grid(launch)[0] == sms  # a block a multiprocessor, whatever the tiles
     assert {int(c["WG"]) for _, c in picks} == {1, 2}
     assert {int(c["STORE_TMA"]) for _, c in picks} == {0, 1}
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        compile_ = tuner.runner.compiler.compile
-        list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))
-    failed = failures(tuner, picks, QUICK.min_repeats)
+    failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)
 
 
@@ -305,22 +331,22 @@ def test_clusters_sharing_a_tile_by_multicast_are_correct(tuner, evaluator, dtyp
     rng = random.Random(f"multicast-{dtype}")
     picks = []
     for study in studies:
-        groups = {}
-        for c in study.space.configs:
-            if int(c["MULTICAST"]):
-                key = (int(c["MULTICAST"]), int(c["PERSISTENT"]), int(c["STORE_TMA"]))
-                key += (int(c["PINGPONG"]), int(c["SPLIT_K"]) > 1, int(c["TILES_PER_BLOCK"]) > 1)
-                groups.setdefault(key, []).append(c)
-        assert groups, study.label
-        chosen = [rng.choice(group) for group in groups.values()]
+        chosen = one_of_each(
+            study.space.configs,
+            lambda c: (
+                (int(c["MULTICAST"]), int(c["PERSISTENT"]), int(c["STORE_TMA"]))
+                + (int(c["PINGPONG"]), int(c["SPLIT_K"]) > 1, int(c["TILES_PER_BLOCK"]) > 1)
+                if int(c["MULTICAST"])
+                else None
+            ),
+            rng,
+        )
+        assert chosen, study.label
         picks += [(study, c) for c in rng.sample(chosen, min(5, len(chosen)))]
     assert {int(c["MULTICAST"]) for _, c in picks} == {1, 2}
     assert any(int(c["PERSISTENT"]) for _, c in picks)
     for study, config in picks:
         (launch, *_) = FAMILY.plan(study.problem, config).launches
         assert launch.cluster == 2 and device_grid(launch)[0] % 2 == 0
-    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
-        compile_ = tuner.runner.compiler.compile
-        list(pool.map(lambda p: compile_(FAMILY.plan(p[0].problem, p[1])), picks))
-    failed = failures(tuner, picks, QUICK.min_repeats)
+    failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)

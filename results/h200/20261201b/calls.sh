@@ -5,23 +5,9 @@
 set -u
 . "$(dirname "$0")/../calls_lib.sh"
 HERE=results/h200/20261201b
-layers() {  # DTYPE WHICH: session 58's table's layers of the dtype (../20261201/call9), as
-    # --shape args: weak (C > 3, below 1.0x cuDNN), rest (C > 3, at or above), all (C > 3) or
-    # first (C = 3)
-    python3 - "$1" "$2" <<'PY'
-import re, sys
-cur = None
-for line in open("results/h200/20261201/call9/tc_targets_9.md"):
-    m = re.match(r"## (\w+)", line)
-    if m:
-        cur = m.group(1)
-    elif cur == sys.argv[1] and line.startswith("| ") and "tc_" in line:
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        c, speedup = int(re.search(r"C=(\d+)", cells[1]).group(1)), float(cells[5])
-        which = "first" if c <= 3 else "weak" if speedup < 1.0 else "rest"
-        if which == sys.argv[2] or (sys.argv[2] == "all" and which != "first"):
-            print("--shape", cells[1])
-PY
+# The calls ran with a copy of session 58's layers() here, which printed what table_layers does.
+layers() {  # DTYPE WHICH: session 58's table's layers (../20261201/call9), table_layers' WHICH
+    table_layers results/h200/20261201/call9/tc_targets_9.md "$@"
 }
 sweep() {  # DTYPE WHICH SUBSPACE: the subspace exhaustively on the dtype's layers, cuDNN measured
     # in this run
