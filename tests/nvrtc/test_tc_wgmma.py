@@ -196,6 +196,20 @@ def test_the_space_holds_the_fast_tiles_and_refuses_what_cannot_launch() -> None
     assert {int(c["C_OUTER"]) for c in first} == {0}
 
 
+def test_deep_pipelines_fit_where_no_staging_tile_takes_the_shared_memory() -> None:
+    # cuDNN's TF32 kernels take tiles in turn with 7 slots of 32 KB and no staging tile
+    # (results/h200/20261201c, call 1); PINGPONG without a staging tile at 7 or 8 stages was the
+    # fastest on 14 of TF32's 38 layers with C > 3 there (calls 4-5).
+    space = bound(nhwc(ConvProblem(N=28, K=3, C=512, F=512, B=32), "tf32"))
+    assert space.is_valid(tma(128, 128, 2, 7, pingpong=1, persistent=1))  # 225 KB
+    assert space.is_valid(tma(64, 128, 2, 8, pingpong=1, persistent=1))  # 193 KB
+    assert not space.is_valid(tma(128, 128, 2, 8, pingpong=1, persistent=1))  # 257 KB
+    # Two staging tiles of 128 x 128 FP32 outputs (PINGPONG's, one a warpgroup) leave 3 slots.
+    assert not space.is_valid(tma(128, 128, 2, 4, store=1, pingpong=1, persistent=1))
+    assert space.is_valid(tma(128, 128, 2, 3, store=1, pingpong=1, persistent=1))
+    assert {int(c["STAGES"]) for c in space} >= {7, 8}
+
+
 def test_tma_maps_describe_the_tiles_the_kernel_multiplies() -> None:
     """The input map walks BM output pixels (origins STRIDE apart, the window's far corner K - 1
     short of the edge) a tap's BK channels at a time; the filter map reads BK channels of one
@@ -496,6 +510,17 @@ COMPILE_SAMPLE = [
         tma(64, 256, 2, 4, tiles=2, store=1, pingpong=1, multicast=2),
     ),
     (ConvProblem(N=7, K=3, C=256, F=64, B=8), "tf32", tma(64, 64, 1, 6, split=4, multicast=2)),
+    # Deep pipelines taking tiles in turn, the output stored from registers (7 and 8 stages).
+    (
+        ConvProblem(N=28, K=3, C=512, F=512, B=32),
+        "tf32",
+        tma(128, 128, 2, 7, pingpong=1, persistent=1, multicast=1),
+    ),
+    (
+        ConvProblem(N=14, K=3, C=512, F=512, B=32),
+        "bf16",
+        tma(64, 128, 2, 8, pingpong=1, persistent=1),
+    ),
 ]
 
 
