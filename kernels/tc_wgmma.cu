@@ -591,7 +591,7 @@ __device__ __forceinline__ unsigned cluster_rank()
 // An arrive on the barrier at `bar` in the cluster's block `rank`. At the default (CTA) scope:
 // the slot's readers are this thread's wgmmas, retired by their wait, and the copies that
 // overwrite it are ordered by the barrier itself. A release at cluster scope made ptxas fence
-// every arrive with MEMBAR.ALL.GPU (and the producer's acquire invalidate L1): 1.3-3.4x the
+// every arrive with MEMBAR.ALL.GPU (and the producer's acquire invalidate L1): 1.25-3.56x the
 // time of the same configuration without clusters on the H200 (results/h200/20261201b, call 1).
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank)
 {
