@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The GPU calls of 2026-12-01's fourth session (session 61), on one H200, from the checkout root
-# with `.whl` (../shared/device/wheels.sh --kernel-tuner) and the trees each call names carried:
+# The GPU calls of 2026-12-01's fourth session (session 61), on H200s (a fresh machine for
+# calls 1, 2, 3 and 6; calls 4 and 5 on one), from the checkout root with `.whl`
+# (../shared/device/wheels.sh --kernel-tuner) and the trees each call names carried:
 # - `.head_c9696cb`: `git archive c9696cb kernels`, the kernel before this session;
-# - `.head_<variant>` (call 2): that tree with one of the kernel's texts tried in between, as
-#   the call's comment says (each made from .head_c9696cb by the edits it names);
-# - `.head` (call 3): `git archive` of autotune, kernels and search_spaces at this session's
+# - `.head_<variant>` (calls 2 and 3): a copy of that tree with the kernel's text as the call's
+#   comment says (`.head_same`: unchanged; the others: the edits each names);
+# - `.head` (call 4): `git archive` of autotune, kernels and search_spaces with this session's
 #   kernel, before the starting configuration that takes tiles in turn;
-# - `.dbcarry/autotune.db.gz` (call 3): a store to start from, as call 3 says.
+# - `.dbcarry/autotune.db.gz` (call 4): a store to start from, as call 4 says.
 # Run as:
 #   LIMIT=575 OUT=$OUT bash results/h200/20261201d/calls.sh N
 # As they ran: LIMIT=575 for calls 1, 2 and 4, 400 for call 3, 500 for call 5, 520 for call 6.
