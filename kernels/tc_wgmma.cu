@@ -58,6 +58,11 @@
 // 56x56 layer's consumers spent a fifth of their time on that wait (results/h200/20261130b/ncu).
 // Without a residual, a tile's output is staged while the last tile's stores still read theirs.
 //
+// WG = 3 (TMA): three consumer warpgroups of 64 rows each, a tile of 192 pixels, for grids that
+// tiles of 128 or 256 leave a part-full wave: ResNet-50's 14x14 layers' 6,272 pixels are 33
+// tiles of 192, and with 4 or 2 filter tiles (F / BN) the grid is 132 tiles, one wave of an
+// H100 or H200 (cuBLAS runs those layers' GEMMs that way: 128 x 192 tiles, 132 blocks).
+//
 // PINGPONG = 1 (TMA, two consumer warpgroups, several tiles a block): the consumer warpgroups
 // take a block's tiles in turn, each computing a whole BM x BN tile (MI = BM / 64), so that one
 // warpgroup's epilogue and stores run while the other's main loop keeps the tensor cores busy.
@@ -144,6 +149,9 @@ typedef u16 out_t;
 #if TMA && !(PRODUCER && C_OUTER)
 #error "TMA copies are issued by the producer warpgroup, a tap of a channel block each (C_OUTER)"
 #endif
+#if WG == 3 && !TMA
+#error "three consumer warpgroups (WG = 3) take TMA-loaded tiles: the gathers' producer needs more registers"
+#endif
 #ifndef STORE_TMA
 #define STORE_TMA 0
 #endif
@@ -197,8 +205,13 @@ typedef u16 out_t;
 // Registers after setmaxnreg with two consumer warpgroups (168 a thread at launch, 384 threads:
 // 128 x PRODUCER_REGS + 256 x CONSUMER_REGS <= 168 x 384); the 16-bit element gather's producer
 // keeps its 8 offsets a chunk in fewer registers than ptxas wants at 72 (FP32 with its 4 spills
-// at 56 on several tiles, not at 72).
-#if CHUNKED || ELEM_BYTES == 4
+// at 56 on several tiles, not at 72). With three (128 a thread at launch, 512 threads), the TMA
+// producer's one thread needs few, and a consumer's 64 rows hold at most 64 accumulators (96
+// spilled with TMA stores).
+#if WG == 3
+#define PRODUCER_REGS 40
+#define CONSUMER_REGS 152
+#elif CHUNKED || ELEM_BYTES == 4
 #define PRODUCER_REGS 72
 #define CONSUMER_REGS 216
 #else

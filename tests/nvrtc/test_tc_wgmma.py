@@ -21,6 +21,7 @@ from autotune.families.tc_wgmma import (
     tensor_maps,
     threads,
     tile_count,
+    warpgroup_rows,
 )
 from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.problem import ConvProblem
@@ -208,6 +209,27 @@ def test_deep_pipelines_fit_where_no_staging_tile_takes_the_shared_memory() -> N
     assert not space.is_valid(tma(128, 128, 2, 4, store=1, pingpong=1, persistent=1))
     assert space.is_valid(tma(128, 128, 2, 3, store=1, pingpong=1, persistent=1))
     assert {int(c["STAGES"]) for c in space} >= {7, 8}
+
+
+def test_three_consumer_warpgroups_make_192_pixel_tiles_that_fill_whole_waves() -> None:
+    # ResNet-50's 14x14 layers: 6,272 pixels are 33 tiles of 192; with 4 filter tiles of 128
+    # (F = 512) or 4 of 64 (F = 256) the grid is 132 tiles, one wave of the H100 and the H200,
+    # where tiles of 128 pixels make 196 (1.48 waves).
+    for f, bn, stages in ((512, 128, 4), (256, 64, 6)):
+        problem = nhwc(ConvProblem(N=14, K=1, C=1024, F=f, B=32))
+        config = tma(192, bn, 3, stages, store=1, gemm_1x1=1)
+        assert bound(problem).is_valid(config)
+        assert tile_count(problem, config) == 132
+        assert threads(config) == 512 and warpgroup_rows(config) == 64
+        (launch,) = FAMILY.plan(problem, config).launches
+        assert launch.grid == (132, 1, 1) and launch.block == (512, 1, 1)
+    space = bound(nhwc(ConvProblem(N=14, K=1, C=1024, F=512, B=32)))
+    three = [c for c in space if int(c["WG"]) == 3]
+    assert {int(c["BM"]) for c in three} == {192} and {int(c["TMA"]) for c in three} == {1}
+    assert {int(c["BN"]) for c in three} == {64, 96, 128}  # 96 accumulators spilled
+    assert not space.is_valid(cfg(192, 128, 3, 4, producer=1))  # the gathers' producer
+    assert not space.is_valid(tma(192, 128, 2, 4))  # 1.5 m64 tiles a warpgroup
+    assert not space.is_valid(tma(192, 128, 3, 4, pingpong=1, persistent=1))
 
 
 def test_tma_maps_describe_the_tiles_the_kernel_multiplies() -> None:
@@ -510,6 +532,20 @@ COMPILE_SAMPLE = [
         tma(64, 256, 2, 4, tiles=2, store=1, pingpong=1, multicast=2),
     ),
     (ConvProblem(N=7, K=3, C=256, F=64, B=8), "tf32", tma(64, 64, 1, 6, split=4, multicast=2)),
+    # Three consumer warpgroups (192-pixel tiles): TMA stores with a fused residual, two
+    # staging tiles, a persistent grid, stream-K, clusters, every operand type.
+    (
+        ConvProblem(N=28, K=1, C=256, F=512, B=32, epilogue="bias_add_relu"),
+        "bf16",
+        tma(192, 128, 3, 3, store=1, gemm_1x1=1, staging=2, persistent=1),
+    ),
+    (ConvProblem(N=14, K=3, C=256, F=256, B=32), "tf32", tma(192, 64, 3, 5, store=1)),
+    (ConvProblem(N=28, K=1, C=256, F=512, B=32), "fp16", tma(192, 96, 3, 5, stream_k=1)),
+    (
+        ConvProblem(N=28, K=3, C=256, F=512, B=32),
+        "tf32",
+        tma(192, 128, 3, 3, store=1, persistent=1, multicast=1),
+    ),
     # Deep pipelines taking tiles in turn, the output stored from registers (7 and 8 stages).
     (
         ConvProblem(N=28, K=3, C=512, F=512, B=32),
@@ -531,7 +567,7 @@ def compiler():
 
 @pytest.mark.parametrize(("problem", "dtype", "config"), COMPILE_SAMPLE, ids=str)
 def test_sampled_configs_compile_for_sm90a_without_spills(compiler, problem, dtype, config):
-    problem = nhwc(problem, dtype)
+    problem = dataclasses.replace(nhwc(problem, dtype), epilogue=problem.epilogue)
     assert bound(problem).is_valid(config), config
     compiled = compiler.compile(FAMILY.plan(problem, config))
     assert compiled.cubin.startswith(b"\x7fELF")
