@@ -96,6 +96,17 @@ def one_of_each(configs, kind, rng: random.Random) -> list:
     return [rng.choice(group) for group in groups.values()]
 
 
+def some_of_each(studies, kind, rng: random.Random, most: int) -> list:
+    """Per study, `most` of one_of_each's configurations at most (none of the kinds is a
+    failure), drawn by `rng`: (study, config) pairs."""
+    picks = []
+    for study in studies:
+        chosen = one_of_each(study.space.configs, kind, rng)
+        assert chosen, study.label
+        picks += [(study, c) for c in rng.sample(chosen, min(most, len(chosen)))]
+    return picks
+
+
 def compiled_failures(tuner, picks) -> list[str]:
     """The picks (study, config) compiled side by side, then each checked and timed in turn."""
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
@@ -281,22 +292,19 @@ def test_stream_k_grids_are_correct(tuner, evaluator, dtype):
     studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
     assert len(studies) == len(problems), skipped
     sms = evaluator.limits.SM_COUNT
-    rng = random.Random(f"stream-k-{dtype}")
-    picks = []
-    for study in studies:
-        chosen = one_of_each(
-            study.space.configs,
-            lambda c: (
-                (int(c["WG"]), int(c["BM"]) // 64, int(c["STORE_TMA"]), int(c["STAGING"]))
-                + (int(c["GEMM_1X1"]),)
-                if int(c["STREAM_K"])
-                else None
-            ),
-            rng,
-        )
-        assert chosen, study.label
-        picks += [(study, c) for c in rng.sample(chosen, min(4, len(chosen)))]
-        (launch,) = FAMILY.plan(study.problem, picks[-1][1]).launches
+    picks = some_of_each(
+        studies,
+        lambda c: (
+            (int(c["WG"]), int(c["BM"]) // 64, int(c["STORE_TMA"]), int(c["STAGING"]))
+            + (int(c["GEMM_1X1"]),)
+            if int(c["STREAM_K"])
+            else None
+        ),
+        random.Random(f"stream-k-{dtype}"),
+        4,
+    )
+    for study, config in picks:
+        (launch,) = FAMILY.plan(study.problem, config).launches
         assert device_grid(launch)[0] == sms  # a block a multiprocessor, whatever the tiles
     assert {int(c["WG"]) for _, c in picks} >= {1, 2}
     assert {int(c["STORE_TMA"]) for _, c in picks} == {0, 1}
@@ -328,21 +336,17 @@ def test_clusters_sharing_a_tile_by_multicast_are_correct(tuner, evaluator, dtyp
     problems += [dataclasses.replace(problems[-1], epilogue="bias_add_relu")]
     studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
     assert len(studies) == len(problems), skipped
-    rng = random.Random(f"multicast-{dtype}")
-    picks = []
-    for study in studies:
-        chosen = one_of_each(
-            study.space.configs,
-            lambda c: (
-                (int(c["MULTICAST"]), int(c["PERSISTENT"]), int(c["STORE_TMA"]))
-                + (int(c["PINGPONG"]), int(c["SPLIT_K"]) > 1, int(c["TILES_PER_BLOCK"]) > 1)
-                if int(c["MULTICAST"])
-                else None
-            ),
-            rng,
-        )
-        assert chosen, study.label
-        picks += [(study, c) for c in rng.sample(chosen, min(5, len(chosen)))]
+    picks = some_of_each(
+        studies,
+        lambda c: (
+            (int(c["MULTICAST"]), int(c["PERSISTENT"]), int(c["STORE_TMA"]))
+            + (int(c["PINGPONG"]), int(c["SPLIT_K"]) > 1, int(c["TILES_PER_BLOCK"]) > 1)
+            if int(c["MULTICAST"])
+            else None
+        ),
+        random.Random(f"multicast-{dtype}"),
+        5,
+    )
     assert {int(c["MULTICAST"]) for _, c in picks} == {1, 2}
     assert any(int(c["PERSISTENT"]) for _, c in picks)
     for study, config in picks:
@@ -371,22 +375,18 @@ def test_three_consumer_warpgroups_are_correct(tuner, evaluator, dtype):
     problems += [dataclasses.replace(problems[2], epilogue="bias_add_relu")]
     studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
     assert len(studies) == len(problems), skipped
-    rng = random.Random(f"three-{dtype}")
-    picks = []
-    for study in studies:
-        chosen = one_of_each(
-            study.space.configs,
-            lambda c: (
-                (int(c["BN"]), int(c["STORE_TMA"]), int(c["STAGING"]), int(c["PERSISTENT"]))
-                + (int(c["STREAM_K"]), int(c["MULTICAST"]), int(c["SPLIT_K"]) > 1)
-                + (int(c["GEMM_1X1"]),)
-                if int(c["WG"]) == 3
-                else None
-            ),
-            rng,
-        )
-        assert chosen, study.label
-        picks += [(study, c) for c in rng.sample(chosen, min(6, len(chosen)))]
+    picks = some_of_each(
+        studies,
+        lambda c: (
+            (int(c["BN"]), int(c["STORE_TMA"]), int(c["STAGING"]), int(c["PERSISTENT"]))
+            + (int(c["STREAM_K"]), int(c["MULTICAST"]), int(c["SPLIT_K"]) > 1)
+            + (int(c["GEMM_1X1"]),)
+            if int(c["WG"]) == 3
+            else None
+        ),
+        random.Random(f"three-{dtype}"),
+        6,
+    )
     assert {int(c["BM"]) for _, c in picks} == {192}
     assert {int(c["STORE_TMA"]) for _, c in picks} == {0, 1}
     for name in ("PERSISTENT", "STREAM_K", "MULTICAST"):
