@@ -6,7 +6,7 @@
 # code; call 5: call 4's with session 61's call 6 merged in, ../20261201d/call6/store.db.gz, the
 # same pruning; call 6: call 5's) and, for call 7, `.head`: HEAD's autotune (the five starting
 # configurations) with this session's kernels and search_spaces. Call 2 ran its commands inline
-# (the same lines, sourcing ../calls_lib.sh), before case 2 was written here. Run as:
+# (the same lines, sourcing ../calls_lib.sh), before case 2 was written here; call 8 too. Run as:
 #   LIMIT=575 OUT=$OUT bash results/h200/20261201e/calls.sh N
 set -u
 . "$(dirname "$0")/../calls_lib.sh"
@@ -174,4 +174,8 @@ PY
     done
     clocks
     pack ;;
+8)  # The GPU tests whose picks now come from one helper (some_of_each): the same
+    # configurations as before, drawn on the CPU; run again on the GPU at e06e000.
+    install || exit 1
+    timeout 200 python3 -m pytest -q -m gpu -p no:cacheprovider -k "stream_k or clusters or three" tests/gpu/test_gpu_tc_wgmma.py ;;
 esac
