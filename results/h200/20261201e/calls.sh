@@ -4,7 +4,8 @@
 # `.dbcarry/autotune.db.gz`: a store to start from (call 1: session 61's, ../20261201d/store.db.gz;
 # call 3: call 1's; call 4: call 3's, each pruned to each study's 10 fastest evaluations of each
 # code; call 5: call 4's with session 61's call 6 merged in, ../20261201d/call6/store.db.gz, the
-# same pruning; call 6: call 5's) and, for call 7, `.head`: HEAD's autotune (the five starting
+# same pruning; call 6: call 5's, though the warm machine kept call 4's store, which call 6
+# used) and, for call 7, `.head`: HEAD's autotune (the five starting
 # configurations) with this session's kernels and search_spaces. Call 2 ran its commands inline
 # (the same lines, sourcing ../calls_lib.sh), before case 2 was written here; call 8 too. Run as:
 #   LIMIT=575 OUT=$OUT bash results/h200/20261201e/calls.sh N
