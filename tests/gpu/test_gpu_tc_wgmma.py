@@ -96,6 +96,17 @@ def one_of_each(configs, kind, rng: random.Random) -> list:
     return [rng.choice(group) for group in groups.values()]
 
 
+def planned(shapes, dtype: str, limits, fused: int | None = None) -> list:
+    """Every shape's study in `dtype` (NHWC, its padding kept), and with `fused` the shape of
+    that index once more with a fused residual epilogue; each must be planned."""
+    problems = [dataclasses.replace(nhwc(p, dtype), padding=p.padding) for p in shapes]
+    if fused is not None:
+        problems += [dataclasses.replace(problems[fused], epilogue="bias_add_relu")]
+    studies, skipped = plan_studies([(FAMILY, p) for p in problems], limits)
+    assert len(studies) == len(problems), skipped
+    return studies
+
+
 def some_of_each(studies, kind, rng: random.Random, most: int) -> list:
     """Per study, `most` of one_of_each's configurations at most (none of the kinds is a
     failure), drawn by `rng`: (study, config) pairs."""
@@ -211,9 +222,7 @@ TURNS = [
 
 @pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
 def test_warpgroups_taking_tiles_in_turn_are_correct(tuner, evaluator, dtype):
-    problems = [dataclasses.replace(nhwc(p, dtype), padding=p.padding) for p in TURNS]
-    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
-    assert len(studies) == len(problems), skipped
+    studies = planned(TURNS, dtype, evaluator.limits)
     rng = random.Random(f"pingpong-{dtype}")
     picks = []
     for study in studies:
@@ -243,9 +252,7 @@ def test_persistent_grids_are_correct(tuner, evaluator, dtype):
     """One block a multiprocessor walking the tiles (PERSISTENT), on TURNS' shapes (more tiles
     than multiprocessors): by cp.async and by TMA, one and two consumer warpgroups, shared tiles
     and tiles in turn, direct and TMA stores; the blocks get different numbers of tiles."""
-    problems = [dataclasses.replace(nhwc(p, dtype), padding=p.padding) for p in TURNS]
-    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
-    assert len(studies) == len(problems), skipped
+    studies = planned(TURNS, dtype, evaluator.limits)
     sms = evaluator.limits.SM_COUNT
     rng = random.Random(f"persistent-{dtype}")
     picks = []
@@ -287,10 +294,7 @@ SHARED = [
 
 @pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
 def test_stream_k_grids_are_correct(tuner, evaluator, dtype):
-    problems = [dataclasses.replace(nhwc(p, dtype), padding=p.padding) for p in SHARED]
-    problems += [dataclasses.replace(problems[3], epilogue="bias_add_relu")]
-    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
-    assert len(studies) == len(problems), skipped
+    studies = planned(SHARED, dtype, evaluator.limits, fused=3)
     sms = evaluator.limits.SM_COUNT
     picks = some_of_each(
         studies,
@@ -332,10 +336,7 @@ CLUSTERED = [
 
 @pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
 def test_clusters_sharing_a_tile_by_multicast_are_correct(tuner, evaluator, dtype):
-    problems = [dataclasses.replace(nhwc(p, dtype), padding=p.padding) for p in CLUSTERED]
-    problems += [dataclasses.replace(problems[-1], epilogue="bias_add_relu")]
-    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
-    assert len(studies) == len(problems), skipped
+    studies = planned(CLUSTERED, dtype, evaluator.limits, fused=-1)
     picks = some_of_each(
         studies,
         lambda c: (
@@ -371,10 +372,7 @@ THREE = [
 
 @pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
 def test_three_consumer_warpgroups_are_correct(tuner, evaluator, dtype):
-    problems = [dataclasses.replace(nhwc(p, dtype), padding=p.padding) for p in THREE]
-    problems += [dataclasses.replace(problems[2], epilogue="bias_add_relu")]
-    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
-    assert len(studies) == len(problems), skipped
+    studies = planned(THREE, dtype, evaluator.limits, fused=2)
     picks = some_of_each(
         studies,
         lambda c: (
