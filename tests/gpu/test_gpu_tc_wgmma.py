@@ -389,5 +389,21 @@ def test_three_consumer_warpgroups_are_correct(tuner, evaluator, dtype):
     assert {int(c["STORE_TMA"]) for _, c in picks} == {0, 1}
     for name in ("PERSISTENT", "STREAM_K", "MULTICAST"):
         assert any(int(c[name]) for _, c in picks), name
+
+    # 192 x 192 tiles (96 accumulators a consumer thread), stored from registers: two a study
+    # where F allows them.
+    def wide_kind(c):
+        if int(c["WG"]) == 3 and int(c["BN"]) == 192:
+            return tuple(int(c[n]) for n in ("PERSISTENT", "STREAM_K", "MULTICAST", "SPLIT_K"))
+        return None
+
+    wide = some_of_each(
+        [s for s in studies if any(wide_kind(c) for c in s.space.configs)],
+        wide_kind,
+        random.Random(f"three-wide-{dtype}"),
+        2,
+    )
+    assert len(wide) >= 8 and {int(c["STORE_TMA"]) for _, c in wide} == {0}
+    picks += wide
     failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)

@@ -226,7 +226,9 @@ def test_three_consumer_warpgroups_make_192_pixel_tiles_that_fill_whole_waves() 
     space = bound(nhwc(ConvProblem(N=14, K=1, C=1024, F=512, B=32)))
     three = [c for c in space if int(c["WG"]) == 3]
     assert {int(c["BM"]) for c in three} == {192} and {int(c["TMA"]) for c in three} == {1}
-    assert {int(c["BN"]) for c in three} == {64, 96, 128}  # 96 accumulators spilled
+    assert {int(c["BN"]) for c in three} == {64, 96, 128, 192}
+    # 96 accumulators a thread spilled in the TMA stores' epilogue: 192 x 192 stores from registers.
+    assert {int(c["STORE_TMA"]) for c in three if int(c["BN"]) == 192} == {0}
     assert not space.is_valid(cfg(192, 128, 3, 4, producer=1))  # the gathers' producer
     assert not space.is_valid(tma(192, 128, 2, 4))  # 1.5 m64 tiles a warpgroup
     assert not space.is_valid(tma(192, 128, 3, 4, pingpong=1, persistent=1))
@@ -546,6 +548,14 @@ COMPILE_SAMPLE = [
         "tf32",
         tma(192, 128, 3, 3, store=1, persistent=1, multicast=1),
     ),
+    # 192 x 192 tiles (96 accumulators a consumer thread), stored from registers: AlexNet's
+    # F = 192 with a fused GELU, and FP32's 4 slots of 48 KB.
+    (
+        ConvProblem(N=27, K=5, C=64, F=192, B=128, epilogue="scale_bias_add_gelu"),
+        "bf16",
+        tma(192, 192, 3, 4, persistent=1),
+    ),
+    (ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32", tma(192, 192, 3, 4, multicast=1)),
     # Deep pipelines taking tiles in turn, the output stored from registers (7 and 8 stages).
     (
         ConvProblem(N=28, K=3, C=512, F=512, B=32),
