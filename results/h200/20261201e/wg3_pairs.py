@@ -1,9 +1,10 @@
 """Three consumer warpgroups (WG = 3, 192-pixel tiles) against the rest, from one store: per
 layer and dtype, the best evaluation of the checkout's tc_wgmma code with WG = 3, the best with
 WG = 1 or 2, and cuDNN's time in the store; per dtype, the geometric mean of WG = 3's best over
-the others' and the layers at least 1.0x cuDNN before and after (the best of either).
+the others' and the layers at least 1.0x cuDNN before and after (the best of either). With
+`--bn 192`, WG = 3 at that tile width against every other configuration (session 63's 192 x 192).
 
-    python3 wg3_pairs.py STORE.db
+    python3 wg3_pairs.py STORE.db [--bn 192]
 """
 
 import argparse
@@ -18,6 +19,7 @@ ap.add_argument("store")
 ap.add_argument(
     "--digest", help="the kernel digest whose evaluations count (default: the checkout's)"
 )
+ap.add_argument("--bn", type=int, help="only WG = 3 tiles this wide count as new")
 args = ap.parse_args()
 digest = args.digest or kernel_digests()["tc_wgmma"]
 
@@ -29,7 +31,7 @@ for key, config, time_ms in db.execute(
     (digest,),
 ):
     c = json.loads(config)
-    kind = (key, int(c["WG"]) == 3)
+    kind = (key, int(c["WG"]) == 3 and args.bn in (None, int(c["BN"])))
     if kind not in best or time_ms < best[kind][0]:
         best[kind] = (time_ms, c)
 cudnn = dict(
