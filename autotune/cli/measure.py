@@ -22,6 +22,7 @@ from autotune.cli.options import (
     time_limit_option,
 )
 from autotune.cli.progress import ProgressPrinter, format_duration
+from autotune.cli.values import observe_option
 from autotune.families import get_family
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.gpu.timing import TimingPolicy
@@ -85,10 +86,20 @@ def device(gpu, remeasure, only, storage) -> None:
 @click.command()
 @shape_options()
 @click.option("--remeasure", is_flag=True, help="Measure again shapes that are stored.")
+@click.option(
+    "--observe",
+    default=None,
+    callback=observe_option,
+    metavar="power,energy,clocks,temperature",
+    help="Record these of the GPU with every library measurement, as `autotune run --observe` "
+    "does with ours (NVML, the nvidia-ml-py package): power and energy per run from a 1 s "
+    "window of back-to-back runs after the timed ones, SM clocks and temperature during them. "
+    "Stored with the baseline, shown by `autotune best` beside ours.",
+)
 @gpu_option
 @storage_option
 @friendly_errors
-def baseline(selection, remeasure, gpu, storage) -> None:
+def baseline(selection, remeasure, observe, gpu, storage) -> None:
     """Measure the libraries on shapes: cuDNN for convolutions in the shape's dtype and layout
     (through PyTorch, TF32 allowed for tf32 only, algorithm from cuDNN's own search), cuBLAS
     SGEMM for GEMMs (through CuPy, TF32 off), under the same timing protocol and check as the
@@ -99,6 +110,7 @@ def baseline(selection, remeasure, gpu, storage) -> None:
         ensure_ceilings,
         library_name,
         measure_baselines,
+        readings_text,
     )
 
     problems = selection.problems()
@@ -124,7 +136,7 @@ def baseline(selection, remeasure, gpu, storage) -> None:
                 measured[library_name(problem)] += 1
                 m = result.measurement
                 text = (
-                    f"{m.time_ms:.4g} ms, {m.gflops(problem.flops):,.1f} GFlop/s"
+                    f"{m.time_ms:.4g} ms, {m.gflops(problem.flops):,.1f} GFlop/s" + readings_text(m)
                     if m.status.ok
                     else f"{m.status.value}: {m.error[:200]}"
                 )
@@ -137,7 +149,7 @@ def baseline(selection, remeasure, gpu, storage) -> None:
             store,
             device_id,
             problems,
-            TimingPolicy(),
+            TimingPolicy(observe=observe),
             remeasure,
             on_result=report,
         )

@@ -134,7 +134,8 @@ class RunResult:
     help="Record these of the GPU with every evaluation, through NVML (the nvidia-ml-py "
     "package): power and energy per run from a 1 s window of back-to-back runs after the timed "
     "ones, SM and memory clocks (a clock that drops while measuring is flagged as throttled in "
-    "`autotune best`) and temperature during them.",
+    "`autotune best`) and temperature during them. The libraries' baselines this run measures "
+    "are observed the same way; `autotune best` puts both energies side by side.",
 )
 @click.option(
     "--replay",

@@ -109,8 +109,7 @@ class CudnnConv:
                 return wrong
             note = " [NCHW output for an NHWC problem]" if copied else ""
             found["algorithm"] = _launched_kernels(torch, run) + note
-            samples = session.time_runs(run, self.check.timing)
-            return Measurement.from_samples(samples, rel_error=rel_error)
+            return session.timed(run, self.check.timing, rel_error)
 
         try:
             m = session.guarded(measure)
@@ -187,8 +186,7 @@ class CublasGemm:
             wrong = self.check.wrong(rel_error)
             if wrong is not None:
                 return wrong
-            samples = session.time_runs(run, self.check.timing)
-            return Measurement.from_samples(samples, rel_error=rel_error)
+            return session.timed(run, self.check.timing, rel_error)
 
         return BaselineResult(session.guarded(measure), algorithm, version)
 

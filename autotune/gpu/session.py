@@ -205,21 +205,34 @@ class GpuSession:
             return wrong
         # Before the timed runs, which may change them: the checked run's outputs.
         outputs = check.host_outputs(arrays) if check.outputs_back else None
-        stop = check.timing.early_stop
-        # Observers (NVML power, energy, clocks, temperature: gpu/observe.py) around the timed
-        # runs; the energy window runs unless timing stopped early.
-        with Watch(check.timing.observe, self.device) as watch:
-            samples = self.time_runs(run, check.timing, job.best_ms)
-            slow = stop is not None and stop.stops(samples, job.best_ms)
-            if not slow:
-                watch.window(run, self.sync, statistics.median(samples))
+        m = self.timed(run, check.timing, rel_error, job.best_ms)
         wrong = self.counters_kept(plan, arrays, rel_error, "timed runs")
         if wrong is not None:
             return wrong
+        return m if outputs is None else WithOutputs(m, outputs)
+
+    def timed(
+        self,
+        run: Callable[[], None],
+        policy: TimingPolicy,
+        rel_error: float | None = None,
+        best_ms: float | None = None,
+    ) -> Measurement:
+        """A checked run's Measurement: its samples by protocol 2 (time_runs), SLOW where the
+        policy stops it early, and the device's readings where the policy observes (NVML power,
+        energy, clocks, temperature: gpu/observe.py) around the timed runs, with the energy
+        window after them unless timing stopped early. Our kernels and the libraries' are
+        measured by this one path."""
+        stop = policy.early_stop
+        with Watch(policy.observe, self.device) as watch:
+            samples = self.time_runs(run, policy, best_ms)
+            slow = stop is not None and stop.stops(samples, best_ms)
+            if not slow:
+                watch.window(run, self.sync, statistics.median(samples))
         m = Measurement.from_samples(samples, rel_error=rel_error, **watch.readings())
         if slow:
-            m = replace(m, status=Status.SLOW, error=stop.reason(samples, job.best_ms))
-        return m if outputs is None else WithOutputs(m, outputs)
+            m = replace(m, status=Status.SLOW, error=stop.reason(samples, best_ms))
+        return m
 
     def load(self, cubin: bytes, entries: tuple[str, ...]) -> dict[str, object]:
         """Entry functions of a cubin (kept loaded until the next load)."""

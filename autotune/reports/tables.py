@@ -62,6 +62,10 @@ BEST_COLUMNS = (
     "bandwidth_gbs",  # problem min_bytes / time
     "bandwidth_fraction",  # fraction 0..1 of the measured copy bandwidth
     "bound",  # "memory" or "compute" by the roofline ridge point; empty without ceilings
+    # Joules a run (NVML, back to back after the timed runs), ours and the library's: empty
+    # where energy was not observed (`autotune run --observe energy`, `autotune baseline ...`).
+    "energy_j",
+    "baseline_energy_j",
 )
 CHEN_COLUMNS = ("device", "family", "K", "config", "wins", "shapes", "won_shapes", "mean_gflops")
 MAXDNN_SETS = ("alexnet", "overfeat")
@@ -123,7 +127,7 @@ def best_table(
         df[name] = pd.array(values, dtype="Int64")
     df["baseline_library"] = df["kind"].map(KIND_LIBRARIES)
     base = library_baselines(store, device)[
-        ["device", "library", "problem_key", "time_ms", "gflops", "algorithm"]
+        ["device", "library", "problem_key", "time_ms", "gflops", "algorithm", "energy_j"]
     ]
     df = df.merge(
         base.rename(
@@ -133,6 +137,7 @@ def best_table(
                 "time_ms": "baseline_time_ms",
                 "gflops": "baseline_gflops",
                 "algorithm": "baseline_algorithm",
+                "energy_j": "baseline_energy_j",
             }
         ),
         on=["device", "baseline_library", "shape"],
@@ -162,6 +167,8 @@ def best_table(
     df["time_ms"] = df["time_ms"].map(_significant)
     df["spread"] = df["spread"].astype(float).round(FRACTION_DECIMALS)
     df["throttled"] = [throttle_mark(v) for v in df["throttled"]]
+    for name in ("energy_j", "baseline_energy_j"):
+        df[name] = df[name].map(_significant)
     done = [arithmetic_flops(r.family, r.problem, r.config) for r in df.itertuples()]
     df["arithmetic_gflops"] = (pd.Series(done, index=df.index, dtype=float) / time_ms / 1e6).round(
         GFLOPS_DECIMALS

@@ -7,9 +7,19 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from autotune.model.observe import ENERGY_J, POWER_W, SM_CLOCK_MHZ, THROTTLED
 from autotune.store.engine import StoreBase
 from autotune.store.queries import by_shape
-from autotune.store.schema import SHAPE_COLUMNS, baselines_table, ceilings_table, devices_table
+from autotune.store.schema import (
+    SHAPE_COLUMNS,
+    baseline_observations_table,
+    baselines_table,
+    ceilings_table,
+    devices_table,
+)
+
+# A baseline's readings that its reads carry as columns (empty where it was not observed).
+BASELINE_READINGS = (POWER_W, ENERGY_J, SM_CLOCK_MHZ, THROTTLED)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -75,8 +85,16 @@ class MeasuredReads(StoreBase):
     ) -> pd.DataFrame:
         """Library measurements under one timing protocol: device, library, kind, the conv2d
         columns, problem_key, shape, algorithm, version, status, error, time_ms, gflops, spread,
-        protocol; by device, library and shape."""
-        b, d = baselines_table.c, devices_table.c
+        protocol, and the device's readings (power_w, energy_j a run, sm_clock_mhz, throttled;
+        empty where it was not observed); by device, library and shape."""
+        b, d, o = baselines_table.c, devices_table.c, baseline_observations_table.c
+        readings = [
+            sa.select(o.value)
+            .where(o.baseline_id == b.id, o.name == name)
+            .scalar_subquery()
+            .label(name)
+            for name in BASELINE_READINGS
+        ]
         where = [b.protocol == self._protocol(protocol)]
         if device is not None:
             where.append(d.name == device)
@@ -100,6 +118,7 @@ class MeasuredReads(StoreBase):
                 b.gflops,
                 b.spread,
                 b.protocol,
+                *readings,
             )
             .select_from(baselines_table.join(devices_table))
             .where(*where)

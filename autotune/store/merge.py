@@ -24,6 +24,7 @@ from autotune.store.migrations import UPGRADABLE_FROM, immediate_transaction
 from autotune.store.schema import (
     EVALUATION_IDENTITY,
     SCHEMA_VERSION,
+    baseline_observations_table,
     baselines_table,
     ceilings_table,
     devices_table,
@@ -46,6 +47,11 @@ IDENTITY = {
     baselines_table: ("device_id", "library", "problem_key", "protocol"),
     ceilings_table: ("device_id", "name", "protocol", "created_at"),
 }
+# The readings beside two of them: (the table they belong to, theirs, the column naming the row).
+OBSERVED = (
+    (evaluations_table, observations_table, "evaluation_id"),
+    (baselines_table, baseline_observations_table, "baseline_id"),
+)
 # The tables whose ids later rows refer to, and the column naming them; claims are leases of
 # running processes, meaningless in another database, and are not copied.
 REFERRED = {devices_table: "device_id", runs_table: "run_id"}
@@ -78,10 +84,17 @@ class Merges(StoreBase):
             _reading(source._engine) as src,
             immediate_transaction(self._engine) as dst,
         ):
+            # The target's own rows before the merge: a source row it skips is its own
+            # measurement, whose readings are its own too.
+            own = {
+                owner: {r[0] for r in dst.execute(sa.select(owner.c.id))} for owner, *_ in OBSERVED
+            }
             for table in IDENTITY:
                 added[table.name], skipped[table.name] = _merge_table(src, dst, table, ids)
-            name = observations_table.name
-            added[name], skipped[name] = _merge_observations(src, dst, ids["device_id"])
+            for owner, readings, column in OBSERVED:
+                added[readings.name], skipped[readings.name] = _merge_observations(
+                    src, dst, ids["device_id"], (owner, readings, column), own[owner]
+                )
         return MergeCounts(added, skipped)
 
 
@@ -127,12 +140,19 @@ def _merge_table(
 
 
 def _merge_observations(
-    src: sa.Connection, dst: sa.Connection, devices: dict[int, int]
+    src: sa.Connection,
+    dst: sa.Connection,
+    devices: dict[int, int],
+    observed: tuple[sa.Table, sa.Table, str],
+    own: set[int],
 ) -> tuple[int, int]:
-    """The source's observations under the ids its evaluations have in the target (matched by
-    their identity, as _merge_table matched them); readings the target has are skipped."""
-    identity, e, o = IDENTITY[evaluations_table], evaluations_table.c, observations_table.c
-    observed = sa.select(o.evaluation_id).distinct().scalar_subquery()
+    """The source's readings of one table's rows (OBSERVED: evaluations or baselines, and the
+    readings' column naming the row) under the ids those rows have in the target (matched by
+    their identity, as _merge_table matched them). Readings of the target's `own` rows, those it
+    had before this merge, are skipped: they belong to its measurement, not the source's."""
+    owner, readings, column = observed
+    identity, e, o = IDENTITY[owner], owner.c, readings.c
+    observed = sa.select(o[column]).distinct().scalar_subquery()
     keys = {}
     for row in src.execute(sa.select(e.id, *(e[n] for n in identity)).where(e.id.in_(observed))):
         values = dict(row._mapping)
@@ -144,19 +164,19 @@ def _merge_observations(
         e.device_id.in_(sorted(set(devices.values())))
     )
     target = {_key(row._mapping, identity): row.id for row in dst.execute(known)}
-    have = {(r[0], r[1]) for r in dst.execute(sa.select(o.evaluation_id, o.name))}
+    have = {(r[0], r[1]) for r in dst.execute(sa.select(o[column], o.name))}
     rows = src.execution_options(yield_per=CHUNK_ROWS).execute(
-        sa.select(observations_table).order_by(o.evaluation_id, o.name)
+        sa.select(readings).order_by(o[column], o.name)
     )
     pending, skipped = [], 0
     for row in rows.mappings():
-        evaluation = target[keys[row["evaluation_id"]]] if row["evaluation_id"] in keys else None
-        if evaluation is None or (evaluation, row["name"]) in have:
-            skipped += 1  # a reading of the target's own (or of no evaluation of the source)
+        mine = target.get(keys[row[column]]) if row[column] in keys else None
+        if mine is None or mine in own or (mine, row["name"]) in have:
+            skipped += 1  # a reading of the target's own row (or of no row of the source)
             continue
-        pending.append({"evaluation_id": evaluation, "name": row["name"], "value": row["value"]})
+        pending.append({column: mine, "name": row["name"], "value": row["value"]})
     for start in range(0, len(pending), CHUNK_ROWS):
-        dst.execute(observations_table.insert(), pending[start : start + CHUNK_ROWS])
+        dst.execute(readings.insert(), pending[start : start + CHUNK_ROWS])
     return len(pending), skipped
 
 

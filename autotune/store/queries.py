@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from autotune.model.observe import THROTTLED
+from autotune.model.observe import ENERGY_J, THROTTLED
 from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT, DTYPES, LAYOUTS
 from autotune.model.problem import KIND_FIELDS, Problem
 from autotune.model.records import Status
@@ -116,8 +116,9 @@ class Queries(StoreBase):
         Columns: device, family, kind, the conv2d columns (empty for other kinds), config,
         time_ms, spread, gflops, registers, smem_bytes, scratch_bytes, evaluations, failures
         (both of that protocol), protocol, problem_key, shape (the problem's fields as a dict,
-        every kind), kernel_digest and throttled (1.0 where the SM clock dropped while it was
-        measured, 0.0 where it held, empty where clocks were not observed). Rows are ordered by
+        every kind), kernel_digest, throttled (1.0 where the SM clock dropped while it was
+        measured, 0.0 where it held, empty where clocks were not observed) and energy_j (joules a
+        run, empty where energy was not observed). Rows are ordered by
         device, family and the shape's fields. Only the current code's evaluations count (the
         store's `kernels` unless given): a family whose kernel changed has no best until it is
         measured again.
@@ -125,6 +126,7 @@ class Queries(StoreBase):
         e, d, o = evaluations_table.c, devices_table.c, observations_table.c
         study = (d.name, e.family, e.problem_key)
         throttle = sa.select(o.value).where(o.evaluation_id == e.id, o.name == THROTTLED)
+        energy = sa.select(o.value).where(o.evaluation_id == e.id, o.name == ENERGY_J)
         where = [
             *self._filters(device, family, kind),
             e.protocol == self._protocol(protocol),
@@ -153,6 +155,7 @@ class Queries(StoreBase):
                 e.time_ms,
                 e.spread,
                 throttle.scalar_subquery().label("throttled"),
+                energy.scalar_subquery().label("energy_j"),
                 e.gflops,
                 e.registers,
                 e.smem_bytes,
@@ -188,6 +191,7 @@ class Queries(StoreBase):
                 r.shape,
                 r.kernel_digest,
                 r.throttled,
+                r.energy_j,
             )
             .select_from(
                 ranked.join(

@@ -220,3 +220,14 @@ observations_table = sa.Table(
     sa.Column("name", sa.String(64), primary_key=True),
     sa.Column("value", sa.Float, nullable=False),
 )
+
+# The same readings of a library's baseline (`autotune baseline --observe`), so that a table can
+# put cuDNN's power and energy beside ours. No foreign key, for the same reason; writes.py
+# replaces a baseline's readings with the baseline.
+baseline_observations_table = sa.Table(
+    "baseline_observations",
+    METADATA,
+    sa.Column("baseline_id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Float, nullable=False),
+)

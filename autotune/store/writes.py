@@ -17,6 +17,7 @@ from autotune.store.engine import StoreBase, StoreError, one_line
 from autotune.store.samples import pack
 from autotune.store.schema import (
     DIGESTED_IDENTITY,
+    baseline_observations_table,
     baselines_table,
     ceilings_table,
     devices_table,
@@ -181,7 +182,8 @@ class Writes(StoreBase):
         flops: int,
     ) -> None:
         """Store (or replace) a library's measurement of one shape on one device under the
-        measurement's timing protocol (those of other protocols stay)."""
+        measurement's timing protocol (those of other protocols stay), with the device's readings
+        where it was observed."""
         row = {
             "device_id": device_id,
             "library": library,
@@ -198,17 +200,25 @@ class Writes(StoreBase):
             "protocol": m.protocol,
             "spread": _float(m.spread),
         }
-        b = baselines_table.c
+        b, o = baselines_table.c, baseline_observations_table.c
+        same = (
+            b.device_id == device_id,
+            b.library == library,
+            b.problem_key == problem.key,
+            b.protocol == m.protocol,
+        )
         with self._errors("cannot record baseline"), self._engine.begin() as conn:
-            conn.execute(
-                baselines_table.delete().where(
-                    b.device_id == device_id,
-                    b.library == library,
-                    b.problem_key == problem.key,
-                    b.protocol == m.protocol,
-                )
-            )
-            conn.execute(baselines_table.insert().values(**row))
+            replaced = sa.select(b.id).where(*same).scalar_subquery()
+            conn.execute(baseline_observations_table.delete().where(o.baseline_id.in_(replaced)))
+            conn.execute(baselines_table.delete().where(*same))
+            added = conn.execute(baselines_table.insert().values(**row))
+            if m.observations:
+                key = int(added.inserted_primary_key[0])
+                readings = [
+                    {"baseline_id": key, "name": name, "value": float(value)}
+                    for name, value in m.observations
+                ]
+                conn.execute(baseline_observations_table.insert(), readings)
 
     def has_baseline(
         self, device_id: int, library: str, problem: Problem, protocol: int | None = None

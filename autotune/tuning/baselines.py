@@ -24,6 +24,7 @@ from autotune.gpu.library_tasks import (
 from autotune.gpu.timing import TimingPolicy
 from autotune.model.evaluator import Evaluator
 from autotune.model.kinds import library_of
+from autotune.model.observe import ENERGY_J, POWER_W, SM_CLOCK_MHZ, Observe
 from autotune.model.problem import Problem
 from autotune.model.records import Measurement
 from autotune.store import Store
@@ -198,6 +199,15 @@ def ceiling_text(ceilings) -> str:
     return ", ".join(f"{c.name} {c.value:,.0f} {c.unit}" for c in ceilings)
 
 
+def readings_text(m: Measurement) -> str:
+    """A measurement's power, energy a run and mean SM clock as a message's tail ("" where the
+    device was not observed)."""
+    seen = m.observed
+    shown = ((POWER_W, ".0f", "W"), (ENERGY_J, ".4g", "J a run"), (SM_CLOCK_MHZ, ".0f", "MHz"))
+    parts = [f"{seen[name]:{spec}} {unit}" for name, spec, unit in shown if name in seen]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
 def measure_ceilings(
     evaluator: Evaluator,
     compiler: Compiler,
@@ -221,9 +231,11 @@ def ceilings_and_baselines(
     device_id: int,
     problems: Iterable[Problem],
     say: Callable[[str], None] | None = None,
+    observe: Observe | None = None,
 ) -> None:
     """Measure what this device lacks: its ceilings once, each shape's library once (cuDNN for a
-    convolution, cuBLAS for a GEMM), saying each result (to stderr unless `say` is given)."""
+    convolution, cuBLAS for a GEMM), saying each result (to stderr unless `say` is given); the
+    libraries observed as `observe` asks (`autotune run --observe`)."""
     say = say or say_on_stderr
     measure_ceilings(evaluator, compiler, store, device_id, say)
 
@@ -232,13 +244,14 @@ def ceilings_and_baselines(
             return
         m = result.measurement
         if m.status.ok:
-            text = f"{m.gflops(problem.flops):,.1f} GFlop/s"
+            text = f"{m.gflops(problem.flops):,.1f} GFlop/s" + readings_text(m)
         else:
             text = f"{m.status.value}: {m.error.splitlines()[0] if m.error else ''}"
         say(f"autotune: {library_name(problem)} {problem.key}: {text}")
 
+    timing = TimingPolicy(observe=observe)
     results = measure_baselines(
-        evaluator, compiler, store, device_id, problems, TimingPolicy(), on_result=report
+        evaluator, compiler, store, device_id, problems, timing, on_result=report
     )
     for problem, result in results:
         if not result.available:

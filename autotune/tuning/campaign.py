@@ -71,6 +71,7 @@ class Campaign:
     baselines: bool
     studies: list
     skipped: list
+    observe: Observe | None = None  # the libraries' baselines are observed as our kernels are
 
     @property
     def info(self):
@@ -105,7 +106,13 @@ class Campaign:
 
             runner = self.session.runner
             ceilings_and_baselines(
-                runner.evaluator, runner.compiler, self.store, self.session.device_id, problems, say
+                runner.evaluator,
+                runner.compiler,
+                self.store,
+                self.session.device_id,
+                problems,
+                say,
+                self.observe,
             )
 
     def stop(self) -> None:
@@ -284,7 +291,7 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
     except BaseException:
         session.close()
         raise
-    return Campaign(session, storage, baselines, studies, skipped)
+    return Campaign(session, storage, baselines, studies, skipped, request.observe)
 
 
 def _fitting(studies: list, memory_bytes: int) -> tuple[list, list]:

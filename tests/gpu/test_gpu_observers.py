@@ -59,3 +59,23 @@ def test_energy_objective_vector_add_stores_energy_per_evaluation(tmp_path):
     assert all(r.get("stored") for r in again)
     energy = {r["block_size_x"]: r["nvml_energy"] for r in results}
     assert {r["block_size_x"]: r["nvml_energy"] for r in again} == pytest.approx(energy)
+
+
+def test_baseline_observe_stores_cudnns_power_energy_and_clock(tmp_path):
+    pytest.importorskip("pynvml", reason="observers need nvidia-ml-py")
+    pytest.importorskip("torch", reason="cuDNN's baseline runs through PyTorch")
+    from click.testing import CliRunner
+
+    from autotune.cli.app import main
+    from autotune.store import Store
+
+    db = str(tmp_path / "r.db")
+    args = ["baseline", "--shape", "N=28,K=3,C=64,F=64,B=8", "--dtype", "bf16", "--layout"]
+    args += ["NHWC", "--observe", "power,energy,clocks", "--storage", db]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert " W, " in result.output and " J a run, " in result.output
+    row = Store(db).baselines().iloc[0]
+    assert row["status"] == "OK" and row["power_w"] > 0 and row["sm_clock_mhz"] > 0
+    # Energy a run: at most the board's power over the run's time (a generous 1 kW).
+    assert 0 < row["energy_j"] < 1000.0 * row["time_ms"] / 1e3

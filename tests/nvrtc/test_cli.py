@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+
 import pytest
 from click.testing import CliRunner
 
@@ -218,6 +221,29 @@ def test_baseline_measures_each_shape_once(runner, tmp_path, fake_gpu):
     frame = Store(db).baselines()
     assert set(frame["problem_key"]) == {"N=16,K=3,C=2,F=4", "N=8,K=1,C=1,F=1"}
     assert set(frame["algorithm"]) == {"synthetic_algo"}
+
+
+def test_baseline_observe_stores_cudnns_energy_and_best_shows_it_beside_ours(
+    runner, tmp_path, fake_gpu, monkeypatch
+):
+    from tests.fake_nvml import install
+
+    install(monkeypatch)
+    db = str(tmp_path / "r.db")
+    shape = ["--shape", "N=16,K=3,C=2,F=4"]
+    args = ["baseline", *shape, "--observe", "power,energy,clocks", "--storage", db]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "(300 W, 0.6 J a run, 1980 MHz)" in result.output  # 300 W for 2 ms, made up
+    (timing,) = {task.check.timing.observe for task in fake_gpu[-1].tasks[1:]}
+    assert timing.power and timing.energy and timing.clocks
+    run = ["run", "--family", "direct_naive", *shape, "--budget", "2", "--storage", db]
+    assert runner.invoke(main, [*run, "--observe", "energy"]).exit_code == 0
+    best = runner.invoke(main, ["best", "--format", "csv", "--storage", db])
+    assert best.exit_code == 0, best.output
+    rows = list(csv.DictReader(io.StringIO(best.output)))
+    assert [r["baseline_energy_j"] for r in rows] == ["0.6"]
+    assert float(rows[0]["energy_j"]) > 0  # ours, observed by run --observe energy
 
 
 def test_baseline_needs_shapes(runner, tmp_path):

@@ -181,3 +181,51 @@ def test_failed_evaluations_carry_no_readings(tmp_path):
     with Store(tmp_path / "r.db") as store:
         _, device = fill(store, [(1, Measurement(Status.WRONG_RESULT, error="no"))])
         assert store.evaluations(device, "direct_naive", PROBLEM)[0].observations == ()
+
+
+def baseline(store: Store, ms: float, **readings: float) -> None:
+    """cuDNN's measurement of PROBLEM on an H100, observed where readings are given."""
+    device = store.register_device(DeviceInfo("H100", "9.0", 132))
+    m = Measurement.from_samples([ms] * 3, observations=tuple(readings.items()))
+    store.record_baseline(device, "cudnn", PROBLEM, "algo", "9", m, PROBLEM.flops)
+
+
+def test_a_baselines_readings_are_stored_beside_it_and_replaced_with_it(tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        baseline(store, 2.0, power_w=690.0, energy_j=1.4, sm_clock_mhz=1610.0, throttled=1.0)
+        row = store.baselines().iloc[0]
+        assert (row["power_w"], row["energy_j"], row["sm_clock_mhz"]) == (690.0, 1.4, 1610.0)
+        assert row["throttled"] == 1.0
+        baseline(store, 1.9)  # measured again, not observed: the old readings go with the old row
+        row = store.baselines().iloc[0]
+        assert row["time_ms"] == 1.9 and row[["power_w", "energy_j"]].isna().all()
+        with store._engine.connect() as conn:
+            count = "SELECT count(*) FROM baseline_observations"
+            assert conn.exec_driver_sql(count).scalar() == 0
+
+
+def test_merge_carries_a_baselines_readings_but_not_onto_the_targets_own(tmp_path):
+    with Store(tmp_path / "a.db") as a:
+        baseline(a, 2.0, power_w=690.0, energy_j=1.4)
+    with Store(tmp_path / "b.db") as b, Store(tmp_path / "a.db") as a:
+        counts = b.merge_from(a)
+        name = "baseline_observations"
+        assert (counts.added[name], counts.skipped[name]) == (2, 0)
+        assert b.baselines().iloc[0][["power_w", "energy_j"]].tolist() == [690.0, 1.4]
+    with Store(tmp_path / "c.db") as c, Store(tmp_path / "a.db") as a:
+        baseline(c, 1.8)  # c's own measurement of the same baseline, not observed
+        counts = c.merge_from(a)
+        assert counts.skipped["baselines"] == 1 and counts.added["baseline_observations"] == 0
+        row = c.baselines().iloc[0]
+        assert row["time_ms"] == 1.8 and row[["power_w", "energy_j"]].isna().all()
+
+
+def test_a_database_without_the_baseline_readings_table_gains_it(tmp_path):
+    with Store(tmp_path / "r.db") as store:
+        baseline(store, 2.0)
+        with store._engine.begin() as conn:
+            conn.exec_driver_sql("DROP TABLE baseline_observations")
+    with Store(tmp_path / "r.db") as store:
+        assert store.baselines().iloc[0]["time_ms"] == 2.0  # kept
+        baseline(store, 2.1, energy_j=1.5)
+        assert store.baselines().iloc[0]["energy_j"] == 1.5
