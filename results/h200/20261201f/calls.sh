@@ -115,4 +115,23 @@ case "${1:?1}" in
     python3 "$HERE/power.py" "$AUTOTUNE_DB" --shape N=12,K=3,C=1024,F=1024,B=128 --shape N=28,K=3,C=512,F=512,B=32 --dtype bf16 --dtype tf32 > "$OUT/power7.md" 2> "$OUT/power7.log"
     say "power: rc=$? $((SECONDS - s)) s"
     cat "$OUT/power7.md" >> "$OUT/summary.txt" ;;
+8)  # `autotune baseline --observe` (cuDNN's power, energy and clock stored beside it) and the
+    # one measuring path it shares with our kernels (GpuSession.timed): the observers' GPU tests
+    # and test_gpu's checks of the evaluator and of cuDNN's baseline.
+    install || exit 1
+    CAP=150 gpu_tests test_gpu_observers
+    s=$SECONDS
+    timeout -k 5 $(( $(left) - 5 )) python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_gpu.py -k "cudnn_baseline or wrong_result or reference or unwritten" > "$OUT/test_gpu_k.log" 2>&1
+    say "test_gpu -k: rc=$? $((SECONDS - s)) s: $(tail -1 "$OUT/test_gpu_k.log")" ;;
+9)  # The feature as a user meets it: cuDNN observed, ours tuned and observed (a small budget),
+    # then `autotune best` with both energies, in a fresh store.
+    install || exit 1
+    export AUTOTUNE_DB=/tmp/home/energy.db
+    L=(--shape N=28,K=3,C=512,F=512,B=32 --shape N=14,K=1,C=1024,F=256,B=32 --dtype bf16 --layout NHWC)
+    timeout -k 5 40 python3 -m autotune baseline "${L[@]}" --observe power,energy,clocks > "$OUT/baseline_observe.log" 2>&1
+    say "baseline --observe: rc=$?"; cat "$OUT/baseline_observe.log" >> "$OUT/summary.txt"
+    timeout -k 5 $(( $(left) - 15 )) python3 -m autotune run --family tc_wgmma "${L[@]}" --budget 8 --observe power,energy,clocks --no-baseline > "$OUT/run_observe.log" 2>&1
+    say "run --observe: rc=$?"
+    python3 -m autotune best --family tc_wgmma --format csv > "$OUT/best_energy.csv" 2>&1
+    say "best: rc=$?" ;;
 esac
