@@ -208,26 +208,25 @@ claims_table = sa.Table(
     sa.UniqueConstraint("device_id", "family", "problem_key", name="uq_claims"),
 )
 
+
 # What the GPU worker observed of the device around an evaluation's timed runs (NVML power,
 # energy per run, clocks, temperature, throttling; model/observe.py names them): one row per
 # reading, so that the evaluations table stays as it was for the many runs that observe nothing.
 # No foreign key: SQLite's upgrades rebuild the evaluations table (drop and rename), which a
 # key would block or cascade into; writes.py deletes an evaluation's readings with it.
-observations_table = sa.Table(
-    "observations",
-    METADATA,
-    sa.Column("evaluation_id", sa.Integer, primary_key=True),
-    sa.Column("name", sa.String(64), primary_key=True),
-    sa.Column("value", sa.Float, nullable=False),
-)
+def _readings_table(name: str, row_column: str) -> sa.Table:
+    """A table of readings, (row, name) -> value, of the rows of another table."""
+    return sa.Table(
+        name,
+        METADATA,
+        sa.Column(row_column, sa.Integer, primary_key=True),
+        sa.Column("name", sa.String(64), primary_key=True),
+        sa.Column("value", sa.Float, nullable=False),
+    )
 
+
+observations_table = _readings_table("observations", "evaluation_id")
 # The same readings of a library's baseline (`autotune baseline --observe`), so that a table can
 # put cuDNN's power and energy beside ours. No foreign key, for the same reason; writes.py
 # replaces a baseline's readings with the baseline.
-baseline_observations_table = sa.Table(
-    "baseline_observations",
-    METADATA,
-    sa.Column("baseline_id", sa.Integer, primary_key=True),
-    sa.Column("name", sa.String(64), primary_key=True),
-    sa.Column("value", sa.Float, nullable=False),
-)
+baseline_observations_table = _readings_table("baseline_observations", "baseline_id")

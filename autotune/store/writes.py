@@ -122,13 +122,7 @@ class Writes(StoreBase):
             try:
                 with self._engine.begin() as conn:
                     added = conn.execute(evaluations_table.insert().values(**row))
-                    if m.observations:
-                        key = int(added.inserted_primary_key[0])
-                        readings = [
-                            {"evaluation_id": key, "name": name, "value": float(value)}
-                            for name, value in m.observations
-                        ]
-                        conn.execute(observations_table.insert(), readings)
+                    _insert_readings(conn, observations_table, added, m)
                 return True
             except IntegrityError as err:
                 # The same error comes from the UNIQUE constraint and from a foreign key.
@@ -212,13 +206,7 @@ class Writes(StoreBase):
             conn.execute(baseline_observations_table.delete().where(o.baseline_id.in_(replaced)))
             conn.execute(baselines_table.delete().where(*same))
             added = conn.execute(baselines_table.insert().values(**row))
-            if m.observations:
-                key = int(added.inserted_primary_key[0])
-                readings = [
-                    {"baseline_id": key, "name": name, "value": float(value)}
-                    for name, value in m.observations
-                ]
-                conn.execute(baseline_observations_table.insert(), readings)
+            _insert_readings(conn, baseline_observations_table, added, m)
 
     def has_baseline(
         self, device_id: int, library: str, problem: Problem, protocol: int | None = None
@@ -345,3 +333,15 @@ def _now() -> datetime:
 def _float(value: float | None) -> float | None:
     # NumPy scalars would reach the driver as objects it may not adapt.
     return None if value is None else float(value)
+
+
+def _insert_readings(conn: sa.Connection, table: sa.Table, added: Any, m: Measurement) -> None:
+    """The measurement's readings of the device, if observed, beside the row just inserted
+    (`added`, its insert's result) in a readings table (schema._readings_table)."""
+    if m.observations:
+        key = int(added.inserted_primary_key[0])
+        row_column = next(iter(table.c)).name  # a readings table's first column names the row
+        readings = [
+            {row_column: key, "name": name, "value": float(value)} for name, value in m.observations
+        ]
+        conn.execute(table.insert(), readings)
