@@ -1,6 +1,7 @@
 """Observers on the GPU: an energy-objective tune_kernel of a vector add (Kernel Tuner's
 vector_add_observers.py, smaller) through the real worker and NVML; every evaluation has its
-energy, stored beside it, and the energy-best configuration is the one reported."""
+energy, stored beside it, and the energy-best configuration is the one reported. And
+`autotune baseline --observe`: cuDNN's power, energy and clock stored beside its baseline."""
 
 from __future__ import annotations
 
