@@ -30,8 +30,10 @@ CORE_COLUMNS = {
     "evaluations": frozenset({"id", "run_id", "device_id", "family", "problem_key", "config"}),
     "baselines": frozenset({"id", "device_id", "library", "problem_key"}),
     "ceilings": frozenset({"id", "device_id", "name", "value"}),
-    # Since schema 6: the observers' readings of each evaluation.
+    # Since schema 6: the observers' readings of each evaluation; later (the same schema, the
+    # table created where missing), of each library baseline.
     "observations": frozenset({"evaluation_id", "name", "value"}),
+    "baseline_observations": frozenset({"baseline_id", "name", "value"}),
 }
 LEGACY_REQUIRED = ("meta", "devices", "runs", "evaluations")  # in every version since the first
 

@@ -188,6 +188,7 @@ CASES = [
     (SCALING, "--reuse", IN_FILES),
     (SCALING, "--output-dir", OUT_DIRS),
     (RUN, "--observe", JUNK),
+    (BASELINE, "--observe", JUNK),
     (RUN, "--ray", JUNK),
     (["best"], "--device", JUNK),
     (["plot"], "--device", JUNK),
