@@ -364,6 +364,13 @@ class StoreBase:
     def _protocol(self, protocol: int | None) -> int:
         return self.protocol if protocol is None else protocol
 
+    def _has_table(self, table: sa.Table) -> bool:
+        """Whether the database has `table`. A table added to this schema version later (its
+        readers tolerate its absence) is missing from a file an earlier autotune wrote until a
+        writing command opens it, and from such a file opened read-only."""
+        with self._errors(f"cannot read {table.name}"), self._engine.connect() as conn:
+            return sa.inspect(conn).has_table(table.name)
+
     def _frame(self, query: sa.Select[Any], doing: str) -> pd.DataFrame:
         # Built from rows rather than pd.read_sql, so an empty result still has its columns.
         # pandas loads here, at a query's first frame: a tune_kernel call (which reads none)

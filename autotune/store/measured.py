@@ -88,11 +88,13 @@ class MeasuredReads(StoreBase):
         protocol, and the device's readings (power_w, energy_j a run, sm_clock_mhz, throttled;
         empty where it was not observed); by device, library and shape."""
         b, d, o = baselines_table.c, devices_table.c, baseline_observations_table.c
+        observed = self._has_table(baseline_observations_table)
         readings = [
-            sa.select(o.value)
-            .where(o.baseline_id == b.id, o.name == name)
-            .scalar_subquery()
-            .label(name)
+            (
+                sa.select(o.value).where(o.baseline_id == b.id, o.name == name).scalar_subquery()
+                if observed
+                else sa.null()
+            ).label(name)
             for name in BASELINE_READINGS
         ]
         where = [b.protocol == self._protocol(protocol)]

@@ -151,6 +151,8 @@ def _merge_observations(
     their identity, as _merge_table matched them). Readings of the target's `own` rows, those it
     had before this merge, are skipped: they belong to its measurement, not the source's."""
     owner, readings, column = observed
+    if not sa.inspect(src).has_table(readings.name):  # written before that table was added
+        return 0, 0
     identity, e, o = IDENTITY[owner], owner.c, readings.c
     observed = sa.select(o[column]).distinct().scalar_subquery()
     keys = {}

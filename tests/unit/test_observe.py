@@ -220,12 +220,19 @@ def test_merge_carries_a_baselines_readings_but_not_onto_the_targets_own(tmp_pat
         assert row["time_ms"] == 1.8 and row[["power_w", "energy_j"]].isna().all()
 
 
-def test_a_database_without_the_baseline_readings_table_gains_it(tmp_path):
+def test_a_database_without_the_baseline_readings_table_is_read_merged_and_gains_it(tmp_path):
+    # As the autotune before the table wrote it: the same schema version, no such table.
     with Store(tmp_path / "r.db") as store:
         baseline(store, 2.0)
         with store._engine.begin() as conn:
             conn.exec_driver_sql("DROP TABLE baseline_observations")
-    with Store(tmp_path / "r.db") as store:
+    with Store(tmp_path / "r.db", create=False) as reader:  # read-only: nothing is added
+        row = reader.baselines().iloc[0]
+        assert row["time_ms"] == 2.0 and row[["power_w", "energy_j"]].isna().all()
+    with Store(tmp_path / "t.db") as target, Store(tmp_path / "r.db", create=False) as source:
+        counts = target.merge_from(source)
+        assert counts.added["baselines"] == 1 and counts.added["baseline_observations"] == 0
+    with Store(tmp_path / "r.db") as store:  # a writer creates it
         assert store.baselines().iloc[0]["time_ms"] == 2.0  # kept
         baseline(store, 2.1, energy_j=1.5)
         assert store.baselines().iloc[0]["energy_j"] == 1.5
