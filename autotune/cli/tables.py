@@ -47,7 +47,8 @@ def _problem_kind_option(help: str):
     default=None,
     metavar="NAME,... | all",
     help="Columns to show, comma-separated, or all. Default: all for CSV; for Markdown "
-    f"{', '.join(READABLE_COLUMNS[1:])} (and device when there are several).",
+    f"{', '.join(READABLE_COLUMNS[1:])} (and device when there are several, throttled when a "
+    "best's clock dropped, energy_j and baseline_energy_j when energy was observed).",
 )
 @kernels_option
 @protocol_option
@@ -100,6 +101,9 @@ def _chosen_columns(table, columns: str | None, fmt: str):
             names.remove("device")
         if "throttled" in table.columns and (table["throttled"] == "yes").any():
             names.insert(names.index("time_ms") + 1, "throttled")  # its clock dropped: say so
+        energies = [c for c in ("energy_j", "baseline_energy_j") if c in table.columns]
+        if energies and table[energies].notna().any().any():  # observed: both sides, side by side
+            names += energies
         return table[names]
     names = [c.strip() for c in columns.split(",") if c.strip()]
     unknown = [c for c in names if c not in table.columns]

@@ -244,6 +244,13 @@ def test_baseline_observe_stores_cudnns_energy_and_best_shows_it_beside_ours(
     rows = list(csv.DictReader(io.StringIO(best.output)))
     assert [r["baseline_energy_j"] for r in rows] == ["0.6"]
     assert float(rows[0]["energy_j"]) > 0  # ours, observed by run --observe energy
+    # The people's table (markdown) shows both where either was observed, not otherwise.
+    header = runner.invoke(main, ["best", "--storage", db]).output.splitlines()[0]
+    assert header.split("|")[-3:-1] == [" energy_j ", " baseline_energy_j "]
+    unobserved = str(tmp_path / "u.db")
+    runner.invoke(main, ["baseline", *shape, "--storage", unobserved])
+    runner.invoke(main, [*run[:-1], unobserved])
+    assert "energy" not in runner.invoke(main, ["best", "--storage", unobserved]).output
 
 
 def test_baseline_needs_shapes(runner, tmp_path):
