@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from autotune.gpu.synthetic import _readings  # made-up readings where a timing observes
 from autotune.model.evaluator import Evaluator
 from autotune.model.records import TIMING_PROTOCOL, DeviceInfo, Measurement, Status
 from autotune.model.space import DeviceLimits
@@ -104,8 +105,6 @@ class SyntheticEvaluator(Evaluator):
                     Measurement(Status.LAUNCH_ERROR, error="PyTorch is not importable"),
                     available=False,
                 )
-            from autotune.gpu.synthetic import _readings  # made up where the timing observes
-
             readings = _readings(task.check.timing.observe, self.cudnn_ms)
             return BaselineResult(
                 Measurement.from_samples([self.cudnn_ms] * 3, **readings), "synthetic_algo", "9.19"
@@ -125,8 +124,6 @@ class SyntheticEvaluator(Evaluator):
         result = self.cost(dict(job.plan.defines))
         if isinstance(result, Status):
             return Measurement(result, error=f"synthetic {result.value}")
-        from autotune.gpu.synthetic import _readings  # made up where the timing observes
-
         readings = _readings(job.check.timing.observe, result)
         return Measurement.from_samples([result, result * 1.01, result * 0.99], **readings)
 
