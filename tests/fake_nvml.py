@@ -18,6 +18,11 @@ class FakeNvml(types.ModuleType):
     NVML_CLOCK_SM = 1
     NVML_CLOCK_MEM = 2
     NVML_TEMPERATURE_GPU = 0
+    nvmlClocksEventReasonGpuIdle = 0x1
+    nvmlClocksEventReasonSwPowerCap = 0x4
+    nvmlClocksEventReasonHwSlowdown = 0x8
+    nvmlClocksEventReasonSwThermalSlowdown = 0x20
+    nvmlClocksEventReasonHwThermalSlowdown = 0x40
 
     class NVMLError(Exception):
         pass
@@ -33,6 +38,8 @@ class FakeNvml(types.ModuleType):
         self.graphics_clock = 1755  # never what the SM clock reads: the wrong type shows
         self.mem_clock = 2619
         self.temperature = 41
+        self.max_sm_clock = 1980
+        self.reasons: Callable[[], int] = lambda: self.nvmlClocksEventReasonGpuIdle
         self.calls: list[str] = []
 
     def _device(self, handle: object, call: str) -> None:
@@ -72,6 +79,16 @@ class FakeNvml(types.ModuleType):
         if clock_type not in clocks:
             raise self.NVMLError("Invalid Argument")
         return clocks[clock_type]()
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: object, clock_type: int) -> int:
+        self._device(handle, "max clock")
+        if clock_type != self.NVML_CLOCK_SM:
+            raise self.NVMLError("Invalid Argument")
+        return self.max_sm_clock
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: object) -> int:
+        self._device(handle, "reasons")
+        return self.reasons()
 
     def nvmlDeviceGetTemperature(self, handle: object, sensor: int) -> int:
         self._device(handle, "temperature")

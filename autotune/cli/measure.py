@@ -93,9 +93,9 @@ def device(gpu, remeasure, only, storage) -> None:
     metavar="power,energy,clocks,temperature",
     help="Record these of the GPU with every library measurement, as `autotune run --observe` "
     "does with ours (NVML, the nvidia-ml-py package): power and energy per run from a 1 s "
-    "window of back-to-back runs after the timed ones, SM clocks and temperature during them. "
-    "Stored with the baseline, shown by `autotune best` beside ours; a shape measured "
-    "already needs --remeasure.",
+    "window of back-to-back runs after the timed ones, SM clocks and temperature during them "
+    "(a throttled measurement timed again, as ours). Stored with the baseline, shown by "
+    "`autotune best` beside ours; a shape measured already needs --remeasure.",
 )
 @gpu_option
 @storage_option

@@ -133,8 +133,9 @@ class RunResult:
     metavar="power,energy,clocks,temperature",
     help="Record these of the GPU with every evaluation, through NVML (the nvidia-ml-py "
     "package): power and energy per run from a 1 s window of back-to-back runs after the timed "
-    "ones, SM and memory clocks (a clock that drops while measuring is flagged as throttled in "
-    "`autotune best`) and temperature during them. The libraries' baselines this run measures "
+    "ones, SM and memory clocks and temperature during them. With clocks, a measurement whose "
+    "clock dropped, or stayed below the GPU's top, is timed again (twice at most) and flagged "
+    "throttled in `autotune best` if it still was. The libraries' baselines this run measures "
     "are observed the same way; `autotune best` puts both energies side by side.",
 )
 @click.option(

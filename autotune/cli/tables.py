@@ -48,7 +48,7 @@ def _problem_kind_option(help: str):
     metavar="NAME,... | all",
     help="Columns to show, comma-separated, or all. Default: all for CSV; for Markdown "
     f"{', '.join(READABLE_COLUMNS[1:])} (and device when there are several, throttled when a "
-    "best's clock dropped, energy_j and baseline_energy_j when energy was observed).",
+    "best ran below the GPU's top clock, energy_j and baseline_energy_j when energy was observed).",
 )
 @kernels_option
 @protocol_option
@@ -100,7 +100,7 @@ def _chosen_columns(table, columns: str | None, fmt: str):
         if "device" in names and table["device"].nunique() == 1:
             names.remove("device")
         if "throttled" in table.columns and (table["throttled"] == "yes").any():
-            names.insert(names.index("time_ms") + 1, "throttled")  # its clock dropped: say so
+            names.insert(names.index("time_ms") + 1, "throttled")  # it ran held down: say so
         energies = [c for c in ("energy_j", "baseline_energy_j") if c in table.columns]
         if energies and table[energies].notna().any().any():  # observed: both sides, side by side
             names += energies

@@ -1,5 +1,6 @@
-"""NVML observations of one evaluation, in the GPU worker: a sampling thread around the timed
-runs and the energy window after them (model/observe.py says what is recorded and why).
+"""NVML in the GPU worker: the observations of one evaluation (a sampling thread around the timed
+runs and the energy window after them; model/observe.py says what is recorded and why), and the
+rest before timed runs (Rest: the clock given back after power or thermal capping).
 
 pynvml (the nvidia-ml-py package) is imported here at first use, in the worker only; the
 parent process never calls NVML.
@@ -18,10 +19,12 @@ from autotune.model.observe import (
     ENERGY_J,
     MEM_CLOCK_MHZ,
     POWER_W,
+    RESTED_S,
     SM_CLOCK_MAX_MHZ,
     SM_CLOCK_MHZ,
     SM_CLOCK_MIN_MHZ,
     TEMPERATURE_C,
+    THROTTLE_DROP,
     THROTTLED,
     Observe,
     ObserveError,
@@ -32,6 +35,11 @@ from autotune.model.observe import (
 # checks the clock, and never more runs than this at once.
 WINDOW_BATCH_S = 0.01
 WINDOW_BATCH_MAX = 10_000
+
+# The clock event reasons that hold the SM clock down while the GPU works (pynvml's names, or
+# their names before NVML 12.5).
+CAP_REASONS = ("SwPowerCap", "HwSlowdown", "SwThermalSlowdown", "HwThermalSlowdown")
+REST_POLL_S = 0.01
 
 _NVML: Any = None  # the pynvml module, initialised once per process
 
@@ -51,6 +59,63 @@ def nvml() -> Any:
     return pynvml
 
 
+def _reason_bits(n: Any) -> int:
+    bits = 0
+    for reason in CAP_REASONS:
+        bit = getattr(n, f"nvmlClocksEventReason{reason}", None)
+        bits |= getattr(n, f"nvmlClocksThrottleReason{reason}", 0) if bit is None else bit
+    return bits
+
+
+def _reasons_reader(n: Any) -> Callable[[Any], int]:
+    return (
+        getattr(n, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        or n.nvmlDeviceGetCurrentClocksThrottleReasons
+    )
+
+
+class Rest:
+    """The wait before a configuration's timed runs for the SM clock that power or thermal
+    capping held down to come back (results/h200/20261201g: 0.1-0.2 s after seconds of load at
+    the power limit; a measurement started at once ran 8-10% slower. Between a tuning run's
+    evaluations it seldom has to wait: 0-0.03 s there). Rested is: NVML reports
+    none of CAP_REASONS, or an SM clock within THROTTLE_DROP of the device's highest. Without
+    NVML (no pynvml, no such device) it does not wait."""
+
+    def __init__(self, device: Any) -> None:
+        self.nvml: Any = None
+        try:
+            import pynvml
+        except ImportError:
+            return
+        try:
+            n = nvml()
+            self.handle = n.nvmlDeviceGetHandleByPciBusId(device.pci_bus_id)
+            self.top_mhz = float(n.nvmlDeviceGetMaxClockInfo(self.handle, n.NVML_CLOCK_SM))
+            self.reasons, self.caps = _reasons_reader(n), _reason_bits(n)
+        except pynvml.NVMLError:  # NVML cannot read this device: nothing to wait on
+            return
+        self.nvml = n
+
+    def rested(self) -> bool:
+        n, h = self.nvml, self.handle
+        if not self.reasons(h) & self.caps:
+            return True
+        return n.nvmlDeviceGetClockInfo(h, n.NVML_CLOCK_SM) >= self.top_mhz * (1 - THROTTLE_DROP)
+
+    def __call__(self, max_s: float) -> float | None:
+        """Wait until rested or max_s has passed; the seconds waited (None: NVML cannot say)."""
+        if self.nvml is None:
+            return None
+        start = time.perf_counter()
+        try:
+            while not self.rested() and time.perf_counter() - start < max_s:
+                time.sleep(REST_POLL_S)
+        except self.nvml.NVMLError:
+            return None
+        return time.perf_counter() - start
+
+
 class Watch:
     """What NVML says of one device while one configuration is measured.
 
@@ -67,9 +132,14 @@ class Watch:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = time.perf_counter()
+        self.top_mhz: float | None = None  # the device's highest SM clock
         if self.observe is not None:
             self.nvml = nvml()
             self.handle = self.nvml.nvmlDeviceGetHandleByPciBusId(device.pci_bus_id)
+            if self.observe.clocks:
+                self.top_mhz = self._read(
+                    self.nvml.nvmlDeviceGetMaxClockInfo, self.nvml.NVML_CLOCK_SM
+                )
 
     # -- sampling ------------------------------------------------------------------------------
 
@@ -140,8 +210,20 @@ class Watch:
 
     # -- the results ---------------------------------------------------------------------------
 
-    def readings(self) -> dict[str, Any]:
-        """The Measurement's observations and power readings (nothing when not observing)."""
+    def throttled(self) -> bool:
+        """Whether the timed runs (not the energy window after them, which runs back to back and
+        is expected at the power limit) ran held down: their SM clock dropped (model/observe.py's
+        throttled), or never came within THROTTLE_DROP of the device's highest clock (a
+        measurement that started held down and stayed so shows no drop)."""
+        end = self._window[0] if self._window is not None else math.inf
+        sm = [clock for t, _, clock, *_ in self._samples if clock is not None and t <= end]
+        top = self.top_mhz
+        low = bool(sm) and top is not None and max(sm) < top * (1 - THROTTLE_DROP)
+        return throttled(sm) or low
+
+    def readings(self, rested_s: float | None = None) -> dict[str, Any]:
+        """The Measurement's observations and power readings (nothing when not observing);
+        rested_s, the timer's wait for the clock before the samples, goes with the clocks."""
         o = self.observe
         if o is None:
             return {}
@@ -154,7 +236,9 @@ class Watch:
             out[SM_CLOCK_MHZ] = statistics.fmean(sm)
             out[SM_CLOCK_MIN_MHZ] = min(sm)
             out[SM_CLOCK_MAX_MHZ] = max(sm)
-            out[THROTTLED] = float(throttled(sm))
+            out[THROTTLED] = float(self.throttled())
+            if rested_s is not None:
+                out[RESTED_S] = rested_s
         if mem:
             out[MEM_CLOCK_MHZ] = statistics.fmean(mem)
         if temperature:
@@ -180,4 +264,4 @@ class Watch:
         return {"observations": tuple(out.items()), "power_readings": readings}
 
 
-__all__ = ["Watch", "nvml"]
+__all__ = ["Rest", "Watch", "nvml"]

@@ -78,7 +78,7 @@ def _readings(observe: Observe | None, ms: float) -> dict:
     if observe.clocks:
         for name in (names.SM_CLOCK_MHZ, names.SM_CLOCK_MIN_MHZ, names.SM_CLOCK_MAX_MHZ):
             found[name] = 1980.0
-        found.update({names.MEM_CLOCK_MHZ: 2619.0, names.THROTTLED: 0.0})
+        found.update({names.MEM_CLOCK_MHZ: 2619.0, names.THROTTLED: 0.0, names.TRIES: 1.0})
     if observe.temperature:
         found[names.TEMPERATURE_C] = 50.0
     return {"observations": tuple(sorted(found.items()))}

@@ -16,6 +16,12 @@ from autotune.model.records import spread
 FLUSH_MIN_BYTES = 256 << 20
 
 
+# The longest the timer waits before a configuration's samples for an SM clock held down by power
+# or thermal capping to come back (gpu/observe.py's Rest). On an H200 at its 700 W limit it came
+# back 0.1-0.5 s after the load stopped (results/h200/20261201g, call 1).
+REST_MAX_S = 1.0
+
+
 def flush_bytes(l2_bytes: int) -> int:
     """Size of the scratch buffer written before each sample on a GPU with this much L2."""
     return max(2 * l2_bytes, FLUSH_MIN_BYTES)
@@ -39,6 +45,14 @@ class TimingPolicy:
     # What the worker observes of the device around the timed runs (NVML; gpu/observe.py). Part
     # of the policy because it travels with it to the worker, as a measurement's how.
     observe: Observe | None = None
+    # Wait up to this long, before the warm-up, for a clock that power or heat held down (the
+    # checked run and its float64 reference just before may have) to come back; 0: never wait.
+    rest_s: float = REST_MAX_S
+    # Where the clocks are observed: a measurement whose timed runs ran throttled is timed again
+    # (after the rest) up to this many more times; the first one not throttled is kept, else
+    # the fastest. At the power limit a measurement's own 50 ms can pull the clock down by 10-20%
+    # on a big layer (results/h200/20261201g, call 2), ours or the library's alike.
+    throttled_retries: int = 2
 
     def first_batch(self, best_ms: float | None) -> int:
         """Samples queued before the host first waits: just enough for the early stop to judge
@@ -71,4 +85,4 @@ class TimingPolicy:
 
 QUICK_TIMING = TimingPolicy(warmup=3, min_repeats=5, min_time_s=0.02)
 
-__all__ = ["FLUSH_MIN_BYTES", "QUICK_TIMING", "TimingPolicy", "flush_bytes"]
+__all__ = ["FLUSH_MIN_BYTES", "QUICK_TIMING", "REST_MAX_S", "TimingPolicy", "flush_bytes"]

@@ -60,9 +60,10 @@ class NVMLObserver:
     """Kernel Tuner's NVMLObserver(observables, device=0, ...) for tune_kernel's observers:
     power ("nvml_power"), energy per run ("nvml_energy"), SM and memory clocks ("core_freq",
     "mem_freq"), temperature and "power_readings", each a key of every result dict. With
-    "core_freq", a result also says whether the SM clock dropped while it was measured
-    ("throttled"). `continous_duration` (Kernel Tuner's spelling; `continuous_duration` too) is
-    the energy window in seconds. Clock locking is refused: autotune never changes the card."""
+    "core_freq", a result also says whether its timed runs ran below the top SM clock
+    ("throttled"; such a measurement is timed again, twice at most). `continous_duration`
+    (Kernel Tuner's spelling; `continuous_duration` too) is the energy window in seconds. Clock
+    locking is refused: autotune never changes the card."""
 
     def __init__(
         self,

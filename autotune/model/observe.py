@@ -14,7 +14,11 @@ SM_CLOCK_MIN_MHZ = "sm_clock_min_mhz"
 SM_CLOCK_MAX_MHZ = "sm_clock_max_mhz"
 MEM_CLOCK_MHZ = "mem_clock_mhz"
 TEMPERATURE_C = "temperature_c"
-THROTTLED = "throttled"  # 1.0 when the SM clock dropped during the measurement, else 0.0
+# 1.0 when the SM clock dropped during the timed runs, or never came within THROTTLE_DROP of the
+# device's highest clock in them (started held down and stayed so), else 0.0.
+THROTTLED = "throttled"
+RESTED_S = "rested_s"  # how long the timer waited for the clock to come back before sampling
+TRIES = "tries"  # how many times it was timed: a throttled measurement is timed again
 
 # An SM clock this much below its highest sample so far, later in the same measurement, is a
 # drop (power or thermal capping), not the clock rising from idle at the start.
@@ -97,11 +101,13 @@ __all__ = [
     "MEM_CLOCK_MHZ",
     "POWER_W",
     "QUANTITIES",
+    "RESTED_S",
     "SM_CLOCK_MAX_MHZ",
     "SM_CLOCK_MHZ",
     "SM_CLOCK_MIN_MHZ",
     "TEMPERATURE_C",
     "THROTTLED",
+    "TRIES",
     "Observe",
     "ObserveError",
     "require_nvml",

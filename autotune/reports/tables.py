@@ -50,7 +50,7 @@ BEST_COLUMNS = (
     "evaluations",
     "failures",
     "spread",  # interquartile range of the samples over their median (the measurement's noise)
-    "throttled",  # yes: the SM clock dropped while it was measured; empty: clocks not observed
+    "throttled",  # yes: it ran below the top SM clock, dropped or held down; empty: not observed
     "protocol",  # the timing protocol of every time in the row (DESIGN section 2)
     "shape",
     "kind",

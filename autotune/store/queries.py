@@ -116,11 +116,12 @@ class Queries(StoreBase):
         Columns: device, family, kind, the conv2d columns (empty for other kinds), config,
         time_ms, spread, gflops, registers, smem_bytes, scratch_bytes, evaluations, failures
         (both of that protocol), protocol, problem_key, shape (the problem's fields as a dict,
-        every kind), kernel_digest, throttled (1.0 where the SM clock dropped while it was
-        measured, 0.0 where it held, empty where clocks were not observed) and energy_j (joules
-        a run, empty where energy was not observed). Rows are ordered by device, family and the
-        shape's fields. Only the current code's evaluations count (the store's `kernels` unless
-        given): a family whose kernel changed has no best until it is measured again.
+        every kind), kernel_digest, throttled (1.0 where its timed runs ran below the top SM
+        clock, dropped or held down throughout, 0.0 where not, empty where clocks were not
+        observed) and energy_j (joules a run, empty where energy was not observed). Rows are
+        ordered by device, family and the shape's fields. Only the current code's evaluations
+        count (the store's `kernels` unless given): a family whose kernel changed has no best
+        until it is measured again.
         """
         e, d, o = evaluations_table.c, devices_table.c, observations_table.c
         study = (d.name, e.family, e.problem_key)

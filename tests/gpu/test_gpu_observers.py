@@ -1,7 +1,8 @@
 """Observers on the GPU: an energy-objective tune_kernel of a vector add (Kernel Tuner's
 vector_add_observers.py, smaller) through the real worker and NVML; every evaluation has its
 energy, stored beside it, and the energy-best configuration is the one reported. And
-`autotune baseline --observe`: cuDNN's power, energy and clock stored beside its baseline."""
+`autotune baseline --observe`: cuDNN's power, energy and clock stored beside its baseline. And
+the timer's rest and tries on the real device and NVML."""
 
 from __future__ import annotations
 
@@ -80,3 +81,25 @@ def test_baseline_observe_stores_cudnns_power_energy_and_clock(tmp_path):
     assert row["status"] == "OK" and row["power_w"] > 0 and row["sm_clock_mhz"] > 0
     # Energy a run: at most the board's power over the run's time (a generous 1 kW).
     assert 0 < row["energy_j"] < 1000.0 * row["time_ms"] / 1e3
+
+
+def test_the_timer_rests_reads_the_top_clock_and_counts_its_tries():
+    pytest.importorskip("pynvml", reason="the rest reads NVML")
+    import cupy as cp
+
+    from autotune.gpu.observe import Rest
+    from autotune.gpu.session import GpuSession
+    from autotune.gpu.timing import TimingPolicy
+    from autotune.model.observe import RESTED_S, THROTTLED, TRIES, Observe
+
+    session = GpuSession(0)
+    rest = Rest(session.device)
+    assert rest.nvml is not None and rest.top_mhz > 300  # NVML found this CUDA device
+    assert rest(1.0) < 0.5  # an idle GPU is rested: at most NVML's 0.1 s update to wait for
+    a = cp.ones((4096, 4096), dtype=cp.float32)
+    m = session.timed(lambda: a @ a, TimingPolicy(observe=Observe(clocks=True)))
+    seen = m.observed
+    assert m.status.ok and 0 <= seen[RESTED_S] <= 1.05
+    assert seen[TRIES] in (1.0, 2.0, 3.0)
+    # Timed again only while throttled: a kept throttled one has used every try.
+    assert seen[THROTTLED] == 0.0 or seen[TRIES] == 3.0
