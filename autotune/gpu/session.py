@@ -58,7 +58,7 @@ def _is_sticky(err: BaseException) -> bool:
 _KERNELS: dict[str, object] = {}
 
 
-def _held_down(m: Measurement) -> bool:
+def _throttled(m: Measurement) -> bool:
     """Whether a measurement's timed runs ran throttled (its clocks observed)."""
     return bool(m.observed.get(THROTTLED))
 
@@ -235,10 +235,10 @@ class GpuSession:
         clocks = policy.observe is not None and policy.observe.clocks
         tries = 1 + (max(policy.throttled_retries, 0) if clocks else 0)
         tried, kept = 0, []
-        while tried < tries and (not kept or (_held_down(kept[-1]) and kept[-1].status.ok)):
+        while tried < tries and (not kept or (_throttled(kept[-1]) and kept[-1].status.ok)):
             kept.append(self._timed_once(run, policy, rel_error, best_ms))
             tried += 1
-        m = min(kept, key=lambda m: (_held_down(m), m.time_ms or 0.0))
+        m = min(kept, key=lambda m: (_throttled(m), m.time_ms or 0.0))
         return replace(m, observations=(*m.observations, (TRIES, float(tried)))) if clocks else m
 
     def _timed_once(
