@@ -62,12 +62,13 @@ def _session(monkeypatch, kernel: Callable[[dict], None]) -> GpuSession:
 
         return run
 
-    def time_runs(run, policy, best_ms=None) -> list[float]:
+    def time_runs(run, policy, best_ms=None, rested=False) -> list[float]:
         for _ in range(TIMED_RUNS):
             run()
         return [1.0] * TIMED_RUNS
 
     session.runner = runner
+    session.rest = lambda policy: None  # no NVML here: nothing to wait for
     session.time_runs = time_runs
     return session
 
