@@ -177,6 +177,15 @@ def baseline(selection, remeasure, observe, gpu, storage) -> None:
     is_flag=True,
     help="Do not measure the ceilings and the studies' libraries again under this protocol.",
 )
+@click.option(
+    "--observe",
+    default=None,
+    callback=observe_option,
+    metavar="power,energy,clocks,temperature",
+    help="Record these of the GPU with every measurement, as `autotune run --observe` does. "
+    "With clocks, a measurement that ran throttled is timed again (twice at most): a table's "
+    "two sides then both stand at the GPU's top clock.",
+)
 @time_limit_option("Stop after this many seconds (the same command resumes).")
 @gpu_option
 @jobs_option
@@ -188,6 +197,7 @@ def remeasure(
     selection,
     top,
     no_baseline,
+    observe,
     time_limit,
     gpu,
     jobs,
@@ -247,12 +257,13 @@ def remeasure(
         )
         tuner = session.tuner(
             masked_command(["autotune", *sys.argv[1:]]),
+            timing=TimingPolicy(observe=observe),
             on_progress=ProgressPrinter(),
             jobs=jobs,
         )
         if not no_baseline:
             problems = [s.problem for s in studies]
-            ceilings_and_baselines(evaluator, compiler, store, device_id, problems)
+            ceilings_and_baselines(evaluator, compiler, store, device_id, problems, observe=observe)
         with terminate_as_interrupt() as signals:
             outcome = tuner.run(studies, None, time_limit)
     finally:

@@ -315,3 +315,34 @@ def test_a_replay_of_an_sm_90a_recording_is_compute_capability_9_0() -> None:
     study = _study(2)
     study.arch = "sm_90a"
     assert ReplayRunner([study]).device.compute_capability == "9.0"
+
+
+def test_remeasure_observes_the_clocks_of_both_sides_of_a_table(
+    tmp_path, monkeypatch, synthetic_evaluator
+) -> None:
+    # With --observe clocks every measurement carries its clock readings and its tries (a
+    # throttled one is timed again): ours and the library's, as the tables pair them.
+    import autotune.gpu.evaluator
+    from autotune.model.observe import SM_CLOCK_MHZ, THROTTLED, TRIES
+
+    db = str(tmp_path / "r.db")
+    seeded = Store(db)
+    run, dev = _device(seeded)
+    (study,), _ = plan_studies([(DirectNaive(), PROBLEM)], DeviceLimits())
+    for config in study.space.configs[:4]:  # protocol-1 rows of today's code
+        m = old(1.0 + len(str(config)) / 100)
+        digest = DirectNaive().kernel_digest()
+        seeded.record(run, dev, "direct_naive", PROBLEM, config, m, PROBLEM.flops, digest)
+    seeded.close()
+    monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: synthetic_evaluator)
+    args = ["remeasure", "--top", "2", "--observe", "clocks", "--storage", db]
+    result = CliRunner().invoke(main, [*args, "--cache-dir", str(tmp_path / "cubins")])
+    assert result.exit_code == 0, result.output
+    store = Store(db)
+    device_id = store.register_device(synthetic_evaluator.device)
+    remeasured = store.evaluations(device_id, "direct_naive", PROBLEM)
+    assert len(remeasured) == 2
+    for row in remeasured:
+        assert {SM_CLOCK_MHZ, THROTTLED, TRIES} <= dict(row.observations).keys()
+    (cudnn,) = store.baselines().itertuples()
+    assert cudnn.sm_clock_mhz > 0 and cudnn.throttled == 0.0

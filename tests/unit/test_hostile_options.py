@@ -227,6 +227,7 @@ CASES = [
     (["remeasure"], "--shape", SHAPES),
     (["remeasure"], "--shape-file", IN_FILES),
     (["remeasure"], "--dtype", choice_junk()),
+    (["remeasure"], "--observe", JUNK),
     (["remeasure"], "--layout", choice_junk()),
     (["remeasure"], "--top", COUNTS),
     (["remeasure"], "--time-limit", NUMBERS),
