@@ -197,7 +197,9 @@ def report(device, output_dir, protocol, storage) -> None:
     """Write REPORT.md: ceilings, best configurations beside cuDNN, Chen's Table 1 and maxDNN's
     Table 1 forms, plots (these in fp32), a section per other dtype stored (best per layer
     beside cuDNN in that dtype, percent of its tensor-core peak, its roofline), and each seed
-    paper's experiment beside our figures, all from the measurements of one timing protocol."""
+    paper's experiment beside our figures, all from the measurements of one timing protocol.
+    Where the runs observed them (`--observe energy,clocks`), the tables of bests add the joules
+    a run of ours and of cuDNN, and which best ran throttled."""
     from autotune.reports import write_report
 
     store = reading_store(storage, protocol)

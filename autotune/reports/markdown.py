@@ -23,6 +23,7 @@ from autotune.reports.tables import (
     config_text,
     markdown_table,
     maxdnn_table1,
+    observed_columns,
     percent,
 )
 from autotune.reports.views import COPY_BANDWIDTH, FMA_PEAK, SGEMM, ReportError
@@ -220,6 +221,7 @@ def _kind_best(df: pd.DataFrame, spec: KindSpec, devices: list[str]) -> str:
     for name in form.columns:
         cell = _BEST_CELLS.get(name)
         cells[name.format(lib=lib)] = cell(df) if cell else df[name]
+    cells.update(observed_columns(df, lib))
     view = pd.DataFrame(cells)
     if len(devices) == 1:
         view = view.drop(columns="device")

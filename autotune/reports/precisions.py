@@ -14,7 +14,13 @@ from autotune.model.problem import ConvProblem
 from autotune.model.shapes import shape_set_kinds
 from autotune.reports.figures import embedded
 from autotune.reports.plots import plot_roofline, plot_speedup
-from autotune.reports.tables import best_table, config_text, markdown_table, percent
+from autotune.reports.tables import (
+    best_table,
+    config_text,
+    markdown_table,
+    observed_columns,
+    percent,
+)
 from autotune.reports.views import (
     device_ceilings,
     geometric_mean,
@@ -128,6 +134,7 @@ def _layers_table(
             "cuDNN GFlop/s": fastest["baseline_gflops"],
             f"cuDNN % {label} peak": percent(fastest["baseline_gflops"].astype(float) / peaks),
             "speedup": fastest["speedup"].astype(float).round(2),
+            **observed_columns(fastest, "cuDNN"),
         }
     )
     if len(devices) == 1:

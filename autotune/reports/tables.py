@@ -183,6 +183,20 @@ def best_table(
     return df[columns[:2] + list(shape_columns) + texts + columns[2:]]
 
 
+def observed_columns(df: pd.DataFrame, library: str) -> dict[str, pd.Series]:
+    """The readings a report's table of bests adds where they were observed (best_table's
+    frame): `throttled` where a best ran held down, and our and the library's joules a run where
+    either side's energy was observed (`--observe energy`)."""
+    columns = {}
+    if (df["throttled"] == "yes").any():
+        columns["throttled"] = df["throttled"]
+    if df[["energy_j", "baseline_energy_j"]].notna().any().any():
+        columns["J a run"] = df["energy_j"]
+        if library:
+            columns[f"{library} J a run"] = df["baseline_energy_j"]
+    return columns
+
+
 def throttle_mark(value: object) -> str:
     """A stored throttled reading as a table shows it: yes, no, or empty (not observed)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

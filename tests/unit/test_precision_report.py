@@ -178,3 +178,34 @@ def test_a_result_past_the_stored_peak_says_that_peak_is_not_one(tmp_path) -> No
     fill(normal)
     assert "past the stored peak" not in write_report(normal, tmp_path / "n").read_text()
     normal.close()
+
+
+def test_the_reports_tables_show_energy_and_throttling_where_they_were_observed(tmp_path) -> None:
+    # `--observe energy,clocks`: each best's joules a run beside cuDNN's, and which ran held
+    # down. A store without readings (the fixture's) has neither column.
+    with Store(tmp_path / "observed.db") as s:
+        device_id = s.register_device(H100)
+        run_id = s.start_run(device_id, "autotune run --observe energy,clocks", {})
+        s.record_ceiling(device_id, "fma_peak", FMA_PEAK, "GFlop/s", "FMA chains")
+        s.record_ceiling(device_id, "tc_peak_bf16", TC_BF16, "GFlop/s", "BF16 GEMM")
+        for problem in [LAYERS[0], BF16[0]]:
+            dtype, family = problem.dtype, "tc_stand_in" if problem.dtype == "bf16" else "im2col"
+            readings = (("energy_j", 0.125), ("throttled", 1.0 if dtype == "bf16" else 0.0))
+            m = Measurement.from_samples([OURS[dtype]], observations=readings)
+            s.record(run_id, device_id, family, problem, Config.of({"T": 1}), m, problem.flops)
+            base = Measurement.from_samples([CUDNN[dtype]], observations=(("energy_j", 0.5),))
+            s.record_baseline(device_id, "cudnn", problem, "ALGO", "9.19", base, problem.flops)
+        text = write_report(s, tmp_path / "out").read_text()
+    fp32, _, bf16 = text.partition("## BF16: best per layer beside cuDNN in BF16")
+    fp32 = fp32.partition("## Best configuration per shape")[2].partition("\n## ")[0]
+    bf16 = bf16.partition("\n## ")[0]
+    for section in (fp32, bf16):
+        header = next(line for line in section.splitlines() if "| time_ms" in line)
+        assert "| J a run | cuDNN J a run |" in header
+        assert "0.125" in section and "0.5" in section
+    assert "throttled" in bf16 and "yes" in bf16  # its best ran held down
+    assert "throttled" not in fp32  # no best there did
+    with Store(tmp_path / "plain.db") as s:
+        fill(s)
+        plain = write_report(s, tmp_path / "plain").read_text()
+    assert "J a run" not in plain and "| throttled" not in plain
