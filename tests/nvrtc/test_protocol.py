@@ -326,23 +326,22 @@ def test_remeasure_observes_the_clocks_of_both_sides_of_a_table(
     from autotune.model.observe import SM_CLOCK_MHZ, THROTTLED, TRIES
 
     db = str(tmp_path / "r.db")
-    seeded = Store(db)
-    run, dev = _device(seeded)
+    digest = DirectNaive().kernel_digest()
     (study,), _ = plan_studies([(DirectNaive(), PROBLEM)], DeviceLimits())
-    for config in study.space.configs[:4]:  # protocol-1 rows of today's code
-        m = old(1.0 + len(str(config)) / 100)
-        digest = DirectNaive().kernel_digest()
-        seeded.record(run, dev, "direct_naive", PROBLEM, config, m, PROBLEM.flops, digest)
-    seeded.close()
+    with Store(db) as seeded:  # four protocol-1 rows of today's code, 1.0-1.3 ms
+        run, dev = _device(seeded)
+        for i, config in enumerate(study.space.configs[:4]):
+            m = old(1.0 + i / 10)
+            seeded.record(run, dev, "direct_naive", PROBLEM, config, m, PROBLEM.flops, digest)
     monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: synthetic_evaluator)
     args = ["remeasure", "--top", "2", "--observe", "clocks", "--storage", db]
     result = CliRunner().invoke(main, [*args, "--cache-dir", str(tmp_path / "cubins")])
     assert result.exit_code == 0, result.output
-    store = Store(db)
-    device_id = store.register_device(synthetic_evaluator.device)
-    remeasured = store.evaluations(device_id, "direct_naive", PROBLEM)
+    with Store(db) as store:
+        device_id = store.register_device(synthetic_evaluator.device)
+        remeasured = store.evaluations(device_id, "direct_naive", PROBLEM)
+        (cudnn,) = store.baselines().itertuples()
     assert len(remeasured) == 2
     for row in remeasured:
         assert {SM_CLOCK_MHZ, THROTTLED, TRIES} <= dict(row.observations).keys()
-    (cudnn,) = store.baselines().itertuples()
     assert cudnn.sm_clock_mhz > 0 and cudnn.throttled == 0.0
