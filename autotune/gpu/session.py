@@ -58,11 +58,6 @@ def _is_sticky(err: BaseException) -> bool:
 _KERNELS: dict[str, object] = {}
 
 
-def _throttled(m: Measurement) -> bool:
-    """Whether a measurement's timed runs ran throttled (its clocks observed)."""
-    return bool(m.observed.get(THROTTLED))
-
-
 def _kernel(name: str):
     """The session's elementwise and reduction kernels, made at first use."""
     found = _KERNELS.get(name)
@@ -234,12 +229,13 @@ class GpuSession:
         `tries` says how many). Our kernels and the libraries' are measured by this one path."""
         clocks = policy.observe is not None and policy.observe.clocks
         tries = 1 + (max(policy.throttled_retries, 0) if clocks else 0)
-        tried, kept = 0, []
-        while tried < tries and (not kept or (_throttled(kept[-1]) and kept[-1].status.ok)):
+        kept = [self._timed_once(run, policy, rel_error, best_ms)]
+        while len(kept) < tries and kept[-1].status.ok and kept[-1].observed.get(THROTTLED):
             kept.append(self._timed_once(run, policy, rel_error, best_ms))
-            tried += 1
-        m = min(kept, key=lambda m: (_throttled(m), m.time_ms or 0.0))
-        return replace(m, observations=(*m.observations, (TRIES, float(tried)))) if clocks else m
+        m = min(kept, key=lambda m: (bool(m.observed.get(THROTTLED)), m.time_ms or 0.0))
+        return (
+            replace(m, observations=(*m.observations, (TRIES, float(len(kept))))) if clocks else m
+        )
 
     def _timed_once(
         self, run: Callable[[], None], policy: TimingPolicy, rel_error, best_ms
