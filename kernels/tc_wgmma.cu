@@ -33,6 +33,10 @@
 // zero-fills past the batch and past C) and the B tile by a tiled map of the filters viewed as
 // (C, K*K, F). Both land in the 128-byte swizzle, and complete on the slot's `full` mbarrier by
 // their byte count. The maps come as __grid_constant__ parameters, encoded by the launcher.
+// HALF_BLOCK = 1 (set by the plan with TMA where C's last channel block is at most half full:
+// OverFeat's C = 96 in 16 bits, 64 + 32): that block's steps come through a second pair of maps
+// with half the box, 64-byte rows in the 64-byte swizzle, and multiply through descriptors of
+// that swizzle, so that its copies carry and write no zeros, which cost as much as data.
 // GEMM_1X1 = 1 (TMA, a 1x1 filter at stride 1: no padding, no tail): the input is a plain
 // (C, B*N*N) matrix, and the A tile comes through a tiled map of it, as a GEMM's operand would,
 // without im2col addressing.
@@ -94,7 +98,7 @@
 //
 // Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM
 // BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1
-// STAGING PINGPONG STREAM_K MULTICAST (and STREAM_K_BLOCKS, the partial sums' blocks); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
+// STAGING PINGPONG STREAM_K MULTICAST (and HALF_BLOCK and STREAM_K_BLOCKS, the plan's); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
 // the output is stored (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then
 // takes the epilogue's inputs after y.
 
@@ -236,6 +240,17 @@ typedef u16 out_t;
 #define B_ROWS (BN / ROW_STEP)
 #define A_BYTES (BM * 128)
 #define STAGE_BYTES ((BM + BN) * 128)
+#ifndef HALF_BLOCK
+#define HALF_BLOCK 0
+#endif
+#define HALF_ROW 64  // bytes a row of HALF_BLOCK's steps
+#if HALF_BLOCK
+#define HALF_MAPS , &x_half_map, &w_half_map
+#define HALF_MAP_PARAMS , const tensor_map_t *xh_map, const tensor_map_t *wh_map
+#else
+#define HALF_MAPS
+#define HALF_MAP_PARAMS
+#endif
 // STORE_TMA's staging tile, after the slots (1024-aligned: (BM + BN) * 128 is a multiple of 4096):
 // each consumer warpgroup's WG_ROWS rows in PANELS panels of WG_ROWS x 128 bytes (with
 // PINGPONG, each warpgroup's a whole tile of its own).
@@ -314,6 +329,13 @@ __device__ __forceinline__ void wgmma_wait()
 __device__ __forceinline__ u64 smem_desc(unsigned addr)
 {
     return (u64)((addr & 0x3FFFF) >> 4) | ((u64)1 << 16) | ((u64)(1024 >> 4) << 32) | ((u64)1 << 62);
+}
+
+// The same of a tile of 64-byte rows in the 64-byte swizzle (HALF_BLOCK's steps): 8-row groups
+// 512 bytes apart, swizzle mode 2.
+__device__ __forceinline__ u64 smem_desc64(unsigned addr)
+{
+    return (u64)((addr & 0x3FFFF) >> 4) | ((u64)1 << 16) | ((u64)(512 >> 4) << 32) | ((u64)2 << 62);
 }
 
 // The m64nBNk16 wgmma with both operands from shared memory (descriptors), D += A * B^T.
@@ -746,6 +768,9 @@ __device__ __forceinline__ void row_bases(int (&a_base)[A_ROWS], int m0, int row
 #define PARTIAL_STEPS (C % BK != 0)
 #define LAST_SLICES ((C % BK + K_STEP - 1) / K_STEP)
 #define SHORT_STEP(kt) ((kt) / (K * K) == C / BK)
+#if HALF_BLOCK && !(TMA && PARTIAL_STEPS && C % BK <= BK / 2)
+#error "HALF_BLOCK: TMA copies of a last channel block at most half full"
+#endif
 #else
 #define PARTIAL_STEPS (KG % BK != 0)
 #define LAST_SLICES ((KG % BK + K_STEP - 1) / K_STEP)
@@ -775,12 +800,36 @@ __device__ __forceinline__ void mma_slices(float (&acc)[MI][BN / 2], unsigned sl
     wgmma_commit();
 }
 
+#if HALF_BLOCK
+// The same of a half block's step: both tiles of 64-byte rows, the B tile after A's BM rows.
+template <int SLICES>
+__device__ __forceinline__ void mma_half_slices(float (&acc)[MI][BN / 2], unsigned slot, int cwg)
+{
+    wgmma_fence();
+    const u64 d0 = smem_desc64(slot);
+#pragma unroll
+    for (int ks = 0; ks < SLICES; ++ks) {
+        const u64 db = d0 + ((BM * HALF_ROW + ks * 32) >> 4);
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi) {
+            const u64 da = d0 + (((ROW_GROUP(cwg) * MI + mi) * 64 * HALF_ROW + ks * 32) >> 4);
+            wgmma_tile(acc[mi], da, db);
+        }
+    }
+    wgmma_commit();
+}
+#endif
+
 // Reduction step kt's MMAs of consumer warpgroup cwg on the tiles in `slot`.
 __device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot, int cwg, int kt)
 {
 #if PARTIAL_STEPS
     if (SHORT_STEP(kt)) {
+#if HALF_BLOCK
+        mma_half_slices<LAST_SLICES>(acc, slot, cwg);
+#else
         mma_slices<LAST_SLICES>(acc, slot, cwg);
+#endif
         return;
     }
 #endif
@@ -1100,7 +1149,7 @@ __device__ __forceinline__ int tile_f0(int t) { return (t % TILES_F) * BN; }
 // step count g over all the block's tiles naming slot and phase.
 __device__ __forceinline__ void produce_steps(
     int tile, int kt_begin, int kt_end, int& g, unsigned base, unsigned full, unsigned empty,
-    const tensor_map_t* x_map, const tensor_map_t* w_map)
+    const tensor_map_t* x_map, const tensor_map_t* w_map HALF_MAP_PARAMS)
 {
     const int f0 = tile_f0(tile);
     // The first output pixel (b, oy, ox) of this block's copy: the tile's, or with MULTICAST = 1
@@ -1116,24 +1165,35 @@ __device__ __forceinline__ void produce_steps(
         const int c = (kt / (K * K)) * BK;
         const unsigned slot = base + s * STAGE_BYTES;
         const unsigned bar = full + 8 * s;
+#if HALF_BLOCK
+        // The last channel block through the half maps: 64-byte rows, half the bytes.
+        const bool short_step = SHORT_STEP(kt);
+        const tensor_map_t* xm = short_step ? xh_map : x_map;
+        const tensor_map_t* wm = short_step ? wh_map : w_map;
+        const unsigned row = short_step ? HALF_ROW : 128;
+#else
+        const tensor_map_t* xm = x_map;
+        const tensor_map_t* wm = w_map;
+        const unsigned row = 128;
+#endif
         // Both tiles land in every block: half of the shared one from each block of the pair.
-        mbar_arrive_expect_tx(bar, STAGE_BYTES);
+        mbar_arrive_expect_tx(bar, (BM + BN) * row);
 #if MULTICAST == 1
-        const unsigned a_dst = slot + cluster_rank() * (A_BYTES / 2);
+        const unsigned a_dst = slot + cluster_rank() * (BM / 2) * row;
 #else
         const unsigned a_dst = slot;
 #endif
 #if GEMM_1X1
-        tma_tile2(a_dst, x_map, c, m0, bar, MULTICAST == 1);
+        tma_tile2(a_dst, xm, c, m0, bar, MULTICAST == 1);
 #else
         const u16 kx = (u16)(tap % K), ky = (u16)(tap / K);
-        tma_im2col(a_dst, x_map, c, ox * STRIDE - PAD, oy * STRIDE - PAD, b, kx, ky, bar, MULTICAST == 1);
+        tma_im2col(a_dst, xm, c, ox * STRIDE - PAD, oy * STRIDE - PAD, b, kx, ky, bar, MULTICAST == 1);
 #endif
 #if MULTICAST == 2
         const unsigned half = cluster_rank() * (BN / 2);
-        tma_tile3(slot + A_BYTES + half * 128, w_map, c, tap, f0 + half, bar, true);
+        tma_tile3(slot + BM * row + half * row, wm, c, tap, f0 + half, bar, true);
 #else
-        tma_tile3(slot + A_BYTES, w_map, c, tap, f0, bar, false);
+        tma_tile3(slot + BM * row, wm, c, tap, f0, bar, false);
 #endif
     }
 }
@@ -1311,6 +1371,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
     ,
     const __grid_constant__ tensor_map_t x_map, const __grid_constant__ tensor_map_t w_map
 #endif
+#if HALF_BLOCK
+    ,
+    const __grid_constant__ tensor_map_t x_half_map, const __grid_constant__ tensor_map_t w_half_map
+#endif
 #if STORE_TMA
     ,
     const __grid_constant__ tensor_map_t y_map
@@ -1373,15 +1437,19 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
         if (tid != 0) return;
         prefetch_map(&x_map);
         prefetch_map(&w_map);
+#if HALF_BLOCK
+        prefetch_map(&x_half_map);
+        prefetch_map(&w_half_map);
+#endif
         int g = 0;
         for (int tile = blockIdx.x; tile < dp_end; tile += gridDim.x)
-            produce_steps(tile, kt0, kt0 + steps, g, base, full, empty, &x_map, &w_map);
+            produce_steps(tile, kt0, kt0 + steps, g, base, full, empty, &x_map, &w_map HALF_MAPS);
 #if STREAM_K
         if ((int)blockIdx.x < sk.blocks) {
             const int end = sk_begin(sk, blockIdx.x + 1);
             for (int i = sk_begin(sk, blockIdx.x); i < end;) {
                 const int r = i / KTILES, k0 = i - r * KTILES, k1 = min(KTILES, k0 + end - i);
-                produce_steps(dp_end + r, k0, k1, g, base, full, empty, &x_map, &w_map);
+                produce_steps(dp_end + r, k0, k1, g, base, full, empty, &x_map, &w_map HALF_MAPS);
                 i += k1 - k0;
             }
         }

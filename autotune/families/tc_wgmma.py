@@ -58,6 +58,18 @@ def reduction_step(problem: ConvProblem) -> int:
     return ROW_BYTES // problem.precision.bytes
 
 
+def half_block(problem: ConvProblem, config: Config) -> bool:
+    """Whether the TMA path copies C's last channel block at half width (the kernel's
+    HALF_BLOCK): where that block is at most half full, as OverFeat's C = 96 in 16 bits (64 +
+    32). Not a tunable: on that layer it was faster in all 48 configurations measured with and
+    without it, by 14-23% (results/h200/20261201h, calls 5 and 6); through the full box the
+    zeros cost as much to copy as data. Left out of stream-K at 256 filters a tile (128
+    accumulators a thread), where its second path spilled 8-24 bytes in 16 bits."""
+    rest = problem.C % reduction_step(problem)
+    spills = int(config["STREAM_K"]) and int(config["BN"]) == 256
+    return bool(int(config["TMA"])) and not spills and 0 < rest <= reduction_step(problem) // 2
+
+
 def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     """TMA's maps (TMA = 1): the NHWC input in im2col mode, BM filter-window origins of BK
     channels a copy (from `padding` before the image to the window's far corner K - 1 - padding
@@ -68,7 +80,8 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     BN filters a copy (BN / 2 with MULTICAST = 2); with STORE_TMA, the NHWF output as
     (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows a store (warpgroup_rows pixels),
     and a fused residual the same way (the kernel's RESIDUAL_TMA loads it into the staging
-    tile)."""
+    tile). With HALF_BLOCK, the input's and the filters' maps again after them at half the
+    channels, in the 64-byte swizzle: the last channel block's copies."""
     p = problem
     storage = p.precision.storage
     elem = p.precision.bytes
@@ -84,35 +97,45 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
         pixels //= CLUSTER
     elif multicast == 2:
         filters //= CLUSTER
-    if int(config["GEMM_1X1"]):
-        x_map = TensorMap(
-            "x",
+
+    def input_maps(channels: int, swizzle: int) -> tuple[TensorMap, TensorMap]:
+        if int(config["GEMM_1X1"]):
+            x_map = TensorMap(
+                "x",
+                storage,
+                dims=(p.C, p.B * side * side),
+                strides=(p.C * elem,),
+                box=(channels, pixels),
+                element_strides=(1, 1),
+                swizzle_bytes=swizzle,
+            )
+        else:
+            x_map = TensorMap(
+                "x",
+                storage,
+                dims=(p.C, side, side, p.B),
+                strides=(p.C * elem, side * p.C * elem, side * side * p.C * elem),
+                box=(channels, pixels),
+                element_strides=(1, p.stride, p.stride, 1),
+                swizzle_bytes=swizzle,
+                corners=((lower, lower), (upper, upper)),
+            )
+        w_map = TensorMap(
+            "w",
             storage,
-            dims=(p.C, p.B * side * side),
-            strides=(p.C * elem,),
-            box=(step, pixels),
-            element_strides=(1, 1),
+            dims=(p.C, p.K * p.K, p.F),
+            strides=(p.C * elem, p.K * p.K * p.C * elem),
+            box=(channels, 1, filters),
+            element_strides=(1, 1, 1),
+            swizzle_bytes=swizzle,
         )
-    else:
-        x_map = TensorMap(
-            "x",
-            storage,
-            dims=(p.C, side, side, p.B),
-            strides=(p.C * elem, side * p.C * elem, side * side * p.C * elem),
-            box=(step, pixels),
-            element_strides=(1, p.stride, p.stride, 1),
-            corners=((lower, lower), (upper, upper)),
-        )
-    w_map = TensorMap(
-        "w",
-        storage,
-        dims=(p.C, p.K * p.K, p.F),
-        strides=(p.C * elem, p.K * p.K * p.C * elem),
-        box=(step, 1, filters),
-        element_strides=(1, 1, 1),
-    )
-    if not int(config["STORE_TMA"]):
         return x_map, w_map
+
+    maps = input_maps(step, ROW_BYTES)
+    if half_block(p, config):  # the last channel block's: half the box, 64-byte rows
+        maps += input_maps(step // 2, ROW_BYTES // 2)
+    if not int(config["STORE_TMA"]):
+        return maps
     output_maps = tuple(
         TensorMap(
             buffer,
@@ -124,7 +147,7 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
         )
         for buffer in (("y", "residual") if p.fused is not None and p.fused.residual else ("y",))
     )
-    return x_map, w_map, *output_maps
+    return *maps, *output_maps
 
 
 def threads(config: Config) -> int:
@@ -216,8 +239,16 @@ class TcWgmma(Family):
         p = problem
         config = self.complete(config)
         values = {name: int(config[name]) for name in TUNABLES}
-        # The epilogue's defines last, and only with one: a plain problem builds as it did.
-        defines = (*problem_defines(p), storage_define(p), *values.items(), *epilogue_defines(p))
+        # The epilogue's defines last, and only with one: a plain problem builds as it did;
+        # HALF_BLOCK likewise only where it is 1.
+        half = (("HALF_BLOCK", 1),) if half_block(p, config) else ()
+        defines = (
+            *problem_defines(p),
+            storage_define(p),
+            *values.items(),
+            *half,
+            *epilogue_defines(p),
+        )
         fused = p.fused.inputs if p.fused else ()
         pixels = p.B * p.N * p.N
         split = values["SPLIT_K"]

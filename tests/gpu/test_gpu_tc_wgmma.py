@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from autotune.families import get_family
+from autotune.families.tc_wgmma import half_block, reduction_step
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.launch import device_grid
 from autotune.gpu.session import GpuSession, TimingPolicy
@@ -353,6 +354,50 @@ def test_clusters_sharing_a_tile_by_multicast_are_correct(tuner, evaluator, dtyp
     for study, config in picks:
         (launch, *_) = FAMILY.plan(study.problem, config).launches
         assert launch.cluster == 2 and device_grid(launch)[0] % 2 == 0
+    failed = compiled_failures(tuner, picks)
+    assert not failed, "\n".join(failed)
+
+
+# A last channel block at most half full, copied at half width (HALF_BLOCK): C = 96, 72 and 24 in
+# 16 bits (64 + 32, 64 + 8, a lone half block), C = 72, 40 and 104 in tf32 (64 + 8, 32 + 8,
+# 96 + 8); batch 1, 3 and 21, N = 7, 13, 29 and 37, strides 2 and 4, padding, a 1x1 input as a
+# matrix, a fused residual; one to three consumer warpgroups, tiles in turn, clusters,
+# persistent grids, stream-K, split-K. A shape whose last block is not half full in a dtype is
+# left out of it.
+HALVED = [
+    ConvProblem(N=7, K=5, C=96, F=72, B=1, padding=2),
+    ConvProblem(N=13, K=3, C=72, F=100, B=3, stride=2),
+    ConvProblem(N=13, K=3, C=40, F=100, B=3),
+    ConvProblem(N=37, K=1, C=96, F=104, B=3),
+    ConvProblem(N=13, K=5, C=24, F=64, B=3, stride=4, padding=1),
+    ConvProblem(N=7, K=3, C=104, F=40, B=3, stride=2),
+    ConvProblem(N=29, K=3, C=72, F=200, B=21, stride=2, padding=1),  # past a wave of tiles
+]
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_a_half_full_last_channel_block_copied_at_half_width_is_correct(tuner, evaluator, dtype):
+    studies = [
+        s for s in planned(HALVED, dtype, evaluator.limits, fused=0)
+        if 0 < s.problem.C % reduction_step(s.problem) <= reduction_step(s.problem) // 2
+    ]  # fmt: skip
+    assert len(studies) >= 4
+    picks = some_of_each(
+        studies,
+        lambda c: (
+            (int(c["WG"]), int(c["PINGPONG"]), int(c["MULTICAST"]), int(c["PERSISTENT"]))
+            + (int(c["STREAM_K"]), int(c["SPLIT_K"]) > 1, int(c["STORE_TMA"]), int(c["GEMM_1X1"]))
+            if int(c["TMA"])
+            else None
+        ),
+        random.Random(f"half-{dtype}"),
+        8,
+    )
+    assert all(half_block(study.problem, c) for study, c in picks)
+    for name in ("PINGPONG", "MULTICAST", "PERSISTENT", "STREAM_K", "STORE_TMA", "GEMM_1X1"):
+        assert any(int(c[name]) for _, c in picks) or name == "GEMM_1X1" and dtype == "tf32", name
+    assert {int(c["WG"]) for _, c in picks} == {1, 2, 3}
+    assert any(int(c["SPLIT_K"]) > 1 for _, c in picks)
     failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)
 

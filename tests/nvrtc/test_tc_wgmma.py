@@ -16,6 +16,7 @@ from autotune.families.tc_wgmma import (
     STREAM_K_BLOCKS,
     WARPGROUP,
     cluster,
+    half_block,
     reduction_step,
     shared_bytes,
     tensor_maps,
@@ -297,8 +298,9 @@ def test_a_1x1_input_at_stride_1_is_read_as_a_matrix_through_a_tiled_map() -> No
         element_strides=(1, 1),
     )  # fmt: skip
     assert not x_map.im2col and w_map == tensor_maps(conv, tma(128, 96, 1, 4))[1]
-    x32, _ = tensor_maps(nhwc(conv, "tf32"), tma(128, 96, 1, 4, gemm_1x1=1))
-    assert x32.box == (32, 128) and x32.strides == (160,)
+    # In tf32 C = 40 is 32 + 8 channels: the last block comes through a map of half the box.
+    x32, _, x32_half, _ = tensor_maps(nhwc(conv, "tf32"), tma(128, 96, 1, 4, gemm_1x1=1))
+    assert x32.box == (32, 128) and x32.strides == (160,) and x32_half.box == (16, 128)
     # Offered with TMA only, and only where the input is that matrix: a 1x1 filter at stride 1
     # (a 1x1 filter has no padding, and at stride 1 no tail).
     space = bound(conv)
@@ -695,3 +697,36 @@ def test_clusters_pair_tiles_that_share_a_copy_and_halve_its_box() -> None:
     assert {int(c["MULTICAST"]) for c in narrow} == {0, 2}
     one_tile = bound(nhwc(ConvProblem(N=7, K=5, C=96, F=72, B=1)))
     assert {int(c["MULTICAST"]) for c in one_tile} == {0, 1}
+
+
+# A last channel block at most half full: OverFeat's C = 96 in 16 bits takes 64 + 32 channels a
+# tap, tf32's C = 40 takes 32 + 8. With TMA the plan copies it through a second pair of maps of
+# half the box in the 64-byte swizzle (the kernel's HALF_BLOCK); elsewhere it builds as before.
+def test_a_half_full_last_channel_block_is_copied_at_half_width(compiler) -> None:
+    overfeat = nhwc(ConvProblem(N=20, K=5, C=96, F=256, B=128))
+    config = tma(128, 128, 2, 5, store=1)
+    assert half_block(overfeat, config)
+    maps = tensor_maps(overfeat, config)
+    x_map, w_map, x_half, w_half, y_map = maps
+    assert (x_map.box, x_map.swizzle_bytes, w_map.box) == ((64, 128), 128, (64, 1, 128))
+    assert (x_half.buffer, x_half.box, x_half.swizzle_bytes) == ("x", (32, 128), 64)
+    assert (w_half.buffer, w_half.box, w_half.swizzle_bytes) == ("w", (32, 1, 128), 64)
+    assert (x_half.corners, x_half.dims) == (x_map.corners, x_map.dims) and y_map.buffer == "y"
+    plan = FAMILY.plan(overfeat, config)
+    assert dict(plan.defines)["HALF_BLOCK"] == 1 and plan.launches[0].args[2:] == ("y", *maps)
+    # A pair sharing the input copies half of both boxes' pixels.
+    paired = tensor_maps(overfeat, tma(128, 128, 2, 5, multicast=1))
+    assert paired[0].box == (64, 64) and paired[2].box == (32, 64)
+    for other in (config, tma(128, 128, 2, 5, multicast=2), tma(192, 128, 3, 4, stream_k=1)):
+        assert compiler.compile(FAMILY.plan(overfeat, other)).spills == 0
+    assert half_block(nhwc(ConvProblem(N=13, K=3, C=40, F=100, B=3), "tf32"), tma(64, 64, 1, 3))
+    # Not where the last block is more than half full (bf16 C = 40) or full (C = 512), nor for
+    # the cp.async gather: those plans define no HALF_BLOCK and take two maps.
+    for shape, dtype, other in (
+        (ConvProblem(N=13, K=3, C=40, F=100, B=3), "bf16", tma(64, 64, 1, 3)),
+        (ConvProblem(N=28, K=3, C=512, F=512, B=32), "tf32", tma(128, 128, 2, 4)),
+        (ConvProblem(N=20, K=5, C=96, F=256, B=128), "bf16", cfg(128, 128, 2, 4, producer=1)),
+    ):
+        problem = nhwc(shape, dtype)
+        assert not half_block(problem, other)
+        assert "HALF_BLOCK" not in dict(FAMILY.plan(problem, other).defines)
