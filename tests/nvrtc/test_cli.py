@@ -303,7 +303,8 @@ def test_run_no_baseline_measures_nothing_extra(runner, tmp_path, fake_gpu):
         ],
     )
     assert result.exit_code == 0, result.output
-    assert fake_gpu[-1].tasks == [] and len(fake_gpu[-1].jobs) == 2
+    # No ceiling, no library: only the two evaluations and their best measured twice more.
+    assert fake_gpu[-1].tasks == [] and len(fake_gpu[-1].jobs) == 2 + 2
 
 
 @pytest.mark.slow
