@@ -89,8 +89,9 @@ def rank_by_figure(
     """candidates() rows as one row per evaluation, the `top` of each study (named by the
     columns `study`) by figure, ties by id (the first stored), in order of study, then place.
     Each row's time_ms is its figure and gflops follows it (the stored GFlop/s are the
-    problem's FLOPs over the first time: scaled by first over figure); `measurements` is 1 +
-    its repeats. The columns first_ms and repeat_ms are dropped."""
+    problem's FLOPs over the first time: scaled by first over figure, so a row of a kind or
+    shape this version cannot read still ranks); `measurements` is 1 + its repeats. The
+    columns first_ms and repeat_ms are dropped."""
     merged: dict[int, dict[str, Any]] = {}
     times: dict[int, list[float]] = {}
     for row in rows:
@@ -104,8 +105,8 @@ def rank_by_figure(
     for key, row in merged.items():
         first = float(row.pop("first_ms"))
         row["time_ms"] = figure(first, times[key])
-        if row.get("gflops") is not None and row["time_ms"] > 0:
-            row["gflops"] = float(row["gflops"]) * first / row["time_ms"]
+        if times[key] and row.get("gflops") is not None and row["time_ms"] > 0:
+            row["gflops"] = float(row["gflops"]) * first / row["time_ms"]  # as stored without
         row["measurements"] = 1 + len(times[key])
         by_study.setdefault(tuple(str(row[n]) for n in study), []).append(row)
     ranked = []
