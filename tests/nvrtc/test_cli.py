@@ -433,7 +433,8 @@ def test_best_shows_readable_columns_and_any_on_request(runner, tmp_path, fake_g
 
     md = runner.invoke(main, ["best", "--storage", db]).output.splitlines()
     assert [c.strip() for c in md[0].strip("|").split("|")] == [
-        *("family", "shape", "config", "time_ms", "gflops", "speedup", "efficiency")
+        *("family", "shape", "config", "time_ms", "measurements", "gflops", "speedup"),
+        "efficiency",
     ]
     assert max(len(line) for line in md) < 160  # all 26 columns: 359 here
     picked = runner.invoke(main, ["best", "--storage", db, "--columns", "shape,gflops"]).output

@@ -54,13 +54,14 @@ def test_budget_counts_stored_evaluations_and_a_rerun_resumes(compiler, store, s
         studies, budget=15
     )
     assert more.evaluated == 5
-    # 15 configurations, and the first run's best measured twice more: it stays the best (the
-    # synthetic times are exact), so no later run measures a best again.
+    # 15 configurations, and each new best measured twice more (the first run's; the third's
+    # too where its search found a faster one): the rest of the jobs are those repeats.
     assert len(set(_configs(synthetic_evaluator))) == 15
-    assert len(synthetic_evaluator.jobs) == 15 + 2
     device_id = store.register_device(synthetic_evaluator.device)
     assert len(store.evaluations(device_id, "direct_naive", PROBLEM)) == 15
-    assert store.best()["measurements"].tolist() == [3]
+    measured = store.best(top=15)["measurements"]
+    assert measured.iloc[0] == 3 and set(measured) <= {1, 3}
+    assert len(synthetic_evaluator.jobs) == 15 + (measured - 1).sum() in (15 + 2, 15 + 4)
 
 
 def test_budget_is_capped_by_the_space_and_brute_force_covers_it(
