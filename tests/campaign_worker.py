@@ -79,6 +79,10 @@ def main(argv: list[str] | None = None) -> None:
         strategy="random",
         command=f"campaign_worker {pid}",
         jobs=2,
+        # Its log is of evaluations: a test tells a repeated evaluation from a new one by it.
+        # The confirmation of a best measures again on purpose (tests/unit/test_confirm.py;
+        # the transports' test counts it in the workers that `run --gpus` and Ray start).
+        confirm_best=False,
     )
     tuner.claims.poll_s = CLAIM_POLL_S
     if args.lease is not None:

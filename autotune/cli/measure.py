@@ -208,9 +208,9 @@ def remeasure(
     searching again: for each study of this GPU measured under an older protocol, or of a
     family's previous code (its kernel source changed since), check and time its TOP fastest
     stored configurations under the current protocol with the current code, and measure the
-    studies' libraries and the device ceilings likewise. Old measurements stay (they keep
-    their protocol and code); rerunning resumes. Follow with `autotune run` where the best may
-    have moved."""
+    studies' libraries and the device ceilings likewise; then each study's best is measured
+    again, as a run confirms it. Old measurements stay (they keep their protocol and code);
+    rerunning resumes. Follow with `autotune run` where the best may have moved."""
     from autotune.families import kernel_digests
     from autotune.reports import format_table
     from autotune.store import hide_passwords, masked_command

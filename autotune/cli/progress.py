@@ -22,8 +22,13 @@ def format_duration(seconds: float | None) -> str:
 
 
 def study_line(p) -> tuple[str, bool]:
-    """A tuner's Progress as a line, and whether its study ended."""
+    """A tuner's Progress as a line, and whether it stays (its study ended, or its best could
+    not be confirmed: said once, not overwritten)."""
     best = f"{p.best_gflops:,.1f} GFlop/s" if p.best_gflops else "--"
+    if p.event == "confirm":
+        return f"{p.study}: measuring its best again to confirm it", False
+    if p.event == "unconfirmed":
+        return f"{p.study}: best not confirmed: {p.note}", True
     line = (
         f"{p.study}: {p.done}/{p.planned} evals, {p.failures} failed, best {best} | "
         f"run {p.campaign_done}/{p.campaign_planned}, elapsed "

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
     from autotune.tuning.studies import CampaignOutcome
 
-SUMMARY_COLUMNS = ("family", "shape", "config", "time_ms", "gflops", "speedup", "efficiency")
+SUMMARY_COLUMNS = ("family", "shape", "config", "time_ms", "measurements", "gflops", "speedup")
+SUMMARY_COLUMNS += ("efficiency",)
 RUN_PRECISION_HELP = (
     PRECISION_HELP[0].removesuffix(f"Default: {DEFAULT_DTYPE}.")
     + "A family paired with a dtype it does not compute is skipped (one line; an error when "

@@ -22,8 +22,8 @@ from autotune.families import get_family, with_directories
 from autotune.model.parsing import parse_shape
 from autotune.model.problem import KINDS
 
-READABLE_COLUMNS = ("device", "family", "shape", "config", "time_ms", "gflops", "speedup")
-READABLE_COLUMNS += ("efficiency",)
+READABLE_COLUMNS = ("device", "family", "shape", "config", "time_ms", "measurements", "gflops")
+READABLE_COLUMNS += ("speedup", "efficiency")
 
 
 def _problem_kind_option(help: str):
@@ -59,9 +59,11 @@ def best(
 ) -> None:
     """Best verified configuration per (device, family, shape), beside its library (cuDNN for
     conv2d, cuBLAS for gemm; in the shape's dtype and layout) and the device ceilings, all
-    measured under one timing protocol; `spread` is the measurement's interquartile range over
-    its median, `efficiency` the fraction of the peak of the units the shape's dtype uses (FMA
-    for fp32, the dtype's tensor-core peak otherwise). dtype and layout columns appear when some
+    measured under one timing protocol. A configuration's `time_ms` is the median of its
+    `measurements` (a run measures its best again after the search: the fastest of many
+    measured once reads low); `spread` is its first measurement's interquartile range over its
+    median, `efficiency` the fraction of the peak of the units the shape's dtype uses (FMA for
+    fp32, the dtype's tensor-core peak otherwise). dtype and layout columns appear when some
     shape is not fp32 NCHW (its key names them too)."""
     from autotune.reports import Scope, best_table, format_table
 

@@ -222,12 +222,16 @@ def _tune(request: KernelRequest, session: Session, storage: str, started: float
                 if not request.quiet:
                     print(_line(row, request))
 
+        # Kernel Tuner's contract: the caller gets each configuration's measurement and picks
+        # from them (by its objective, which need not be time); measuring one again would
+        # spend its GPU time on what it never reads.
         tuner = session.tuner(
             f"tune_kernel {request.kernel_name}",
             strategy=request.strategy,
             seed=request.seed or 0,
             timing=timing,
             on_progress=progress,
+            confirm_best=False,
         )
         try:
             outcome = tuner.run([study], budget(request, len(space)), request.time_limit_s)

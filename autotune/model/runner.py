@@ -45,6 +45,9 @@ class Runner(Protocol):
     in_order: bool
     # Why compiled kernels could not be cached on disk (None when they were, or nothing compiles).
     cache_error: str | None
+    # True where measuring a configuration again is a new measurement (the GPU), so that the
+    # tuner confirms a study's best; a replay answers with its recording again.
+    remeasures: bool
 
     def kernel_digest(self, family: Any) -> str:
         """The digest of the family's code as this runner builds it: stored with each of its

@@ -26,6 +26,7 @@ class ReplayRunner:
 
     in_order = True
     cache_error = None  # nothing is compiled
+    remeasures = False  # its recording's answer again is no new measurement
 
     def __init__(self, studies: list[RecordedStudy]) -> None:
         if not studies:

@@ -41,8 +41,9 @@ BEST_COLUMNS = (
     "family",
     *SHAPE_COLUMNS,  # for a table of conv2d shapes; other kinds put their own fields here
     "config",
-    "time_ms",
+    "time_ms",  # the figure: the median of its measurements (store/repeats.py)
     "gflops",
+    "measurements",  # how many time_ms stands on: its evaluation and its repeats
     "arithmetic_gflops",  # the FLOPs the kernel did (a fast algorithm's fewer) over its time
     "registers",
     "smem_bytes",

@@ -35,8 +35,10 @@ from autotune.store.schema import (
     ceilings_table,
     evaluations_table,
     meta_table,
+    repeats_table,
     runs_table,
 )
+from autotune.store.writes import delete_evaluations
 
 CAMPAIGNS_DIR = Path("results") / "campaigns"  # under the repository (the working directory)
 CAMPAIGN_SUFFIX = ".db.gz"
@@ -93,7 +95,13 @@ def pack_campaign(source: Store, output: Path, since: datetime | None = None) ->
             with packed._engine.begin() as conn:
                 counts = {
                     t.name: int(conn.execute(sa.select(sa.func.count()).select_from(t)).scalar())
-                    for t in (runs_table, evaluations_table, baselines_table, ceilings_table)
+                    for t in (
+                        runs_table,
+                        evaluations_table,
+                        repeats_table,
+                        baselines_table,
+                        ceilings_table,
+                    )
                 }
         _compact(plain)
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -103,10 +111,14 @@ def pack_campaign(source: Store, output: Path, since: datetime | None = None) ->
 
 
 def _drop_before(store: Store, since: datetime) -> None:
+    """Take out of a packed copy what was measured before `since`: older runs with their
+    evaluations (and those evaluations' readings and repeats), the repeats older runs made of
+    later evaluations, older baselines and ceilings."""
     r, e = runs_table.c, evaluations_table.c
     older = sa.select(r.id).where(r.started_at < since)
     with store._engine.begin() as conn:
-        conn.execute(evaluations_table.delete().where(e.run_id.in_(older)))
+        delete_evaluations(conn, [e.run_id.in_(older)])
+        conn.execute(repeats_table.delete().where(repeats_table.c.run_id.in_(older)))
         conn.execute(runs_table.delete().where(r.started_at < since))
         for table in (baselines_table, ceilings_table):
             conn.execute(table.delete().where(table.c.created_at < since))

@@ -6,7 +6,7 @@ import contextlib
 import re
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -372,16 +372,22 @@ class StoreBase:
             return sa.inspect(conn).has_table(table.name)
 
     def _frame(self, query: sa.Select[Any], doing: str) -> pd.DataFrame:
+        with self._errors(doing), self._engine.connect() as conn:
+            result = conn.execute(query)
+            columns = list(result.keys())
+            rows = [tuple(row) for row in result]
+        return self._frame_of(rows, columns)
+
+    def _frame_of(self, rows: list, columns: Sequence[str]) -> pd.DataFrame:
+        """A frame of rows read (tuples, or mappings holding the columns) with these columns."""
         # Built from rows rather than pd.read_sql, so an empty result still has its columns.
         # pandas loads here, at a query's first frame: a tune_kernel call (which reads none)
         # and a run's start do without its import (0.3 s on the 2-core machine).
         import pandas as pd
 
-        with self._errors(doing), self._engine.connect() as conn:
-            result = conn.execute(query)
-            columns = list(result.keys())
-            rows = [tuple(row) for row in result]
-        frame = pd.DataFrame(rows, columns=columns)
+        if rows and isinstance(rows[0], Mapping):
+            rows = [tuple(row[name] for name in columns) for row in rows]
+        frame = pd.DataFrame(rows, columns=list(columns))
         for name in (*SHAPE_COLUMNS, "scratch_bytes"):
             if name in frame.columns:
                 # Empty for the kinds other than conv2d: nullable integers, not floats.

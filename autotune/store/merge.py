@@ -31,6 +31,7 @@ from autotune.store.schema import (
     evaluations_table,
     meta_table,
     observations_table,
+    repeats_table,
     runs_table,
     with_identity_digest,
 )
@@ -73,8 +74,9 @@ class Merges(StoreBase):
     """The store's merge: every measurement of another results database, added once."""
 
     def merge_from(self, source: StoreBase) -> MergeCounts:
-        """Copy source's devices (matched by identity), runs, evaluations, baselines and
-        ceilings into this database with new ids, skipping the rows it already has, in one
+        """Copy source's devices (matched by identity), runs, evaluations (with their readings
+        and repeats), baselines and ceilings into this database with new ids, skipping the rows
+        it already has, in one
         transaction: a failure leaves this database as it was. Protocols are kept as stored."""
         added: dict[str, int] = {}
         skipped: dict[str, int] = {}
@@ -95,6 +97,7 @@ class Merges(StoreBase):
                 added[readings.name], skipped[readings.name] = _merge_observations(
                     src, dst, ids["device_id"], (owner, readings, column), own[owner]
                 )
+            added[repeats_table.name], skipped[repeats_table.name] = _merge_repeats(src, dst, ids)
         return MergeCounts(added, skipped)
 
 
@@ -179,6 +182,56 @@ def _merge_observations(
         pending.append({column: mine, "name": row["name"], "value": row["value"]})
     for start in range(0, len(pending), CHUNK_ROWS):
         dst.execute(readings.insert(), pending[start : start + CHUNK_ROWS])
+    return len(pending), skipped
+
+
+def _merge_repeats(
+    src: sa.Connection, dst: sa.Connection, ids: dict[str, dict[int, int]]
+) -> tuple[int, int]:
+    """The source's repeats under the ids their evaluations have in the target (matched by
+    identity, as _merge_table matched them), numbered after the target's own repeats of each.
+    A repeat is known by its evaluation and when it was measured: one the target has already
+    (merged before) is skipped; the others are measurements the target lacks, of its own
+    evaluations too (both databases measured a shared evaluation again)."""
+    if not sa.inspect(src).has_table(repeats_table.name):  # schema 7 or older: none
+        return 0, 0
+    identity, e, r = IDENTITY[evaluations_table], evaluations_table.c, repeats_table.c
+    measured = sa.select(r.evaluation_id).distinct().scalar_subquery()
+    keys = {}
+    for row in src.execute(sa.select(e.id, *(e[n] for n in identity)).where(e.id.in_(measured))):
+        values = dict(row._mapping)
+        values["device_id"] = ids["device_id"][values["device_id"]]
+        keys[values.pop("id")] = _key(values, identity)
+    if not keys:
+        return 0, 0
+    known = sa.select(e.id, *(e[n] for n in identity)).where(
+        e.device_id.in_(sorted(set(ids["device_id"].values())))
+    )
+    target = {_key(row._mapping, identity): row.id for row in dst.execute(known)}
+    have, last = set(), {}
+    for row in dst.execute(sa.select(r.evaluation_id, r.sequence, r.created_at)):
+        have.add((row.evaluation_id, _utc(row.created_at)))
+        last[row.evaluation_id] = max(last.get(row.evaluation_id, 0), row.sequence)
+    rows = src.execution_options(yield_per=CHUNK_ROWS).execute(
+        sa.select(repeats_table).order_by(r.evaluation_id, r.sequence)
+    )
+    pending, skipped = [], 0
+    for row in rows.mappings():
+        mine = target.get(keys[row["evaluation_id"]]) if row["evaluation_id"] in keys else None
+        when = _utc(row["created_at"])
+        if mine is None or (mine, when) in have:
+            skipped += 1  # merged before (or of no evaluation of the source)
+            continue
+        have.add((mine, when))
+        last[mine] = last.get(mine, 0) + 1
+        values = {name: _utc(value) for name, value in row.items()}
+        values.update(evaluation_id=mine, sequence=last[mine])
+        if values["run_id"] not in ids["run_id"]:
+            raise StoreError(f"the source's repeat of evaluation {row['evaluation_id']} has no run")
+        values["run_id"] = ids["run_id"][values["run_id"]]
+        pending.append(values)
+    for start in range(0, len(pending), CHUNK_ROWS):
+        dst.execute(repeats_table.insert(), pending[start : start + CHUNK_ROWS])
     return len(pending), skipped
 
 

@@ -33,8 +33,10 @@ from autotune.store.schema import (
 # 5 kept timing samples as JSON text (packed into `samples` now) and no kernel digest (its rows
 # have none: stale until `autotune data backfill` gives them their family's), and had no
 # observations table (created by the store's create_all);
-# 6 had its unique index over the identity's fields themselves (no identity_digest column).
-UPGRADABLE_FROM = ("1", "2", "3", "4", "5", "6")
+# 6 had its unique index over the identity's fields themselves (no identity_digest column);
+# 7 had no repeats table (created by the store's create_all; an autotune of version 7 would
+# neither delete nor merge an evaluation's repeats, hence the new number).
+UPGRADABLE_FROM = ("1", "2", "3", "4", "5", "6", "7")
 
 # Not Alembic (installed with Optuna): it keeps its revision in a table of its own, while every
 # autotune ever released reads meta.schema_version to refuse a schema it does not know, so the two

@@ -16,6 +16,7 @@ from autotune.model.problem import KIND_FIELDS, Problem
 from autotune.model.records import Status
 from autotune.model.space import Config
 from autotune.store.engine import StoreBase
+from autotune.store.repeats import candidates, rank_by_figure
 from autotune.store.samples import unpack
 from autotune.store.schema import (
     SHAPE_COLUMNS,
@@ -41,6 +42,12 @@ class StoredEvaluation:
 
 
 Kernels = Mapping[str, str]  # family name -> the digest of its current code
+# best()'s columns, in order.
+BEST_COLUMNS = (
+    "device", "family", "kind", *SHAPE_COLUMNS, "config", "time_ms", "spread", "gflops",
+    "registers", "smem_bytes", "scratch_bytes", "evaluations", "failures", "measurements",
+    "protocol", "problem_key", "shape", "kernel_digest", "throttled", "energy_j",
+)  # fmt: skip
 
 
 class Queries(StoreBase):
@@ -108,20 +115,23 @@ class Queries(StoreBase):
         top: int = 1,
         kernels: Kernels | None = None,
     ) -> pd.DataFrame:
-        """Fastest OK evaluation per (device, family, problem) under one timing protocol (the
+        """Fastest OK configuration per (device, family, problem) under one timing protocol (the
         store's reading protocol unless given; the `top` fastest with top > 1, fastest first);
-        studies with none are left out.
+        studies with none are left out. A configuration's time is its figure: the median of
+        its first measurement and its repeats (store/repeats.py), ties to the first stored.
 
         A device is its name: measurements on one GPU model under several drivers are one study.
         Columns: device, family, kind, the conv2d columns (empty for other kinds), config,
-        time_ms, spread, gflops, registers, smem_bytes, scratch_bytes, evaluations, failures
-        (both of that protocol), protocol, problem_key, shape (the problem's fields as a dict,
-        every kind), kernel_digest, throttled (1.0 where its timed runs ran below the top SM
-        clock, dropped or held down throughout, 0.0 where not, empty where clocks were not
-        observed) and energy_j (joules a run, empty where energy was not observed). Rows are
-        ordered by device, family and the shape's fields. Only the current code's evaluations
-        count (the store's `kernels` unless given): a family whose kernel changed has no best
-        until it is measured again.
+        time_ms (the figure), spread (of its first measurement), gflops (of the figure),
+        registers, smem_bytes, scratch_bytes, evaluations, failures (both of that protocol),
+        measurements (its own: 1 + its repeats), protocol, problem_key, shape (the
+        problem's fields as a dict, every kind), kernel_digest, throttled (1.0 where its first
+        measurement's timed runs ran below the top SM clock, dropped or held down throughout,
+        0.0 where not, empty where clocks were not observed) and energy_j (joules a run,
+        likewise; empty where energy was not observed). Rows are ordered by device, family
+        and the shape's fields. Only the current code's evaluations count (the store's
+        `kernels` unless given): a family whose kernel changed has no best until it is
+        measured again.
         """
         e, d, o = evaluations_table.c, devices_table.c, observations_table.c
         study = (d.name, e.family, e.problem_key)
@@ -143,70 +153,41 @@ class Queries(StoreBase):
             .group_by(*study)
             .subquery("counts")
         )
-        ranked = (
-            sa.select(
+        ranked = candidates(
+            [
                 d.name.label("device"),
                 e.family,
-                e.problem_key,
                 e.kind,
-                e.shape,
                 *(e[name] for name in SHAPE_COLUMNS),
                 e.config,
-                e.time_ms,
                 e.spread,
-                throttle.scalar_subquery().label("throttled"),
-                energy.scalar_subquery().label("energy_j"),
                 e.gflops,
                 e.registers,
                 e.smem_bytes,
                 e.scratch_bytes,
                 e.protocol,
+                e.problem_key,
+                e.shape,
                 e.kernel_digest,
-                sa.func.row_number()
-                .over(partition_by=study, order_by=(e.time_ms, e.id))
-                .label("place"),
-            )
-            .select_from(evaluations_table.join(devices_table))
-            .where(*where, e.status == Status.OK.value, e.time_ms.is_not(None))
-            .subquery("ranked")
+                throttle.scalar_subquery().label("throttled"),
+                energy.scalar_subquery().label("energy_j"),
+            ],
+            evaluations_table.join(devices_table),
+            where,
+            study,
+            top,
         )
         r, c = ranked.c, counts.c
-        query = (
-            sa.select(
-                r.device,
-                r.family,
-                r.kind,
-                *(r[name] for name in SHAPE_COLUMNS),
-                r.config,
-                r.time_ms,
-                r.spread,
-                r.gflops,
-                r.registers,
-                r.smem_bytes,
-                r.scratch_bytes,
-                c.evaluations,
-                c.failures,
-                r.protocol,
-                r.problem_key,
-                r.shape,
-                r.kernel_digest,
-                r.throttled,
-                r.energy_j,
+        query = sa.select(ranked, c.evaluations, c.failures).select_from(
+            ranked.join(
+                counts,
+                sa.and_(r.device == c.name, r.family == c.family, r.problem_key == c.problem_key),
             )
-            .select_from(
-                ranked.join(
-                    counts,
-                    sa.and_(
-                        r.device == c.name,
-                        r.family == c.family,
-                        r.problem_key == c.problem_key,
-                    ),
-                )
-            )
-            .where(r.place <= top)
-            .order_by(r.device, r.family, r.place)
         )
-        frame = self._frame(query, "cannot read best configurations")
+        with self._errors("cannot read best configurations"), self._engine.connect() as conn:
+            rows = [row._mapping for row in conn.execute(query)]
+        best = rank_by_figure(rows, ("device", "family", "problem_key"), top)
+        frame = self._frame_of(best, BEST_COLUMNS)
         return by_shape(frame, ["device", "family"])
 
     def history(

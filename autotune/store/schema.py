@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from autotune.model.kinds import KIND_SPECS
 from autotune.model.problem import Problem
 
-SCHEMA_VERSION = 7  # kept in the meta table; migrations.py brings older databases to it
+SCHEMA_VERSION = 8  # kept in the meta table; migrations.py brings older databases to it
 
 METADATA = sa.MetaData()
 SHAPE_COLUMNS = KIND_SPECS["conv2d"].columns  # a 2D convolution's fields, as integer columns
@@ -230,3 +230,21 @@ observations_table = _readings_table("observations", "evaluation_id")
 # put cuDNN's power and energy beside ours. No foreign key, for the same reason; writes.py
 # replaces a baseline's readings with the baseline.
 baseline_observations_table = _readings_table("baseline_observations", "baseline_id")
+
+
+# Since version 8: the measurements of an evaluation after its first (the tuner confirming a
+# study's best, store/repeats.py), one row each, numbered 1, 2, ... per evaluation: the
+# evaluations table keeps one row per identity, and a configuration's figure is the median of
+# its first measurement (evaluations.time_ms) and these. No foreign key to the evaluation, for the
+# readings' reason above; writes.py deletes an evaluation's repeats with it.
+repeats_table = sa.Table(
+    "repeats",
+    METADATA,
+    sa.Column("evaluation_id", sa.Integer, primary_key=True),
+    sa.Column("sequence", sa.Integer, primary_key=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id"), nullable=False),
+    sa.Column("time_ms", sa.Float, nullable=False),  # median of samples
+    _samples_column(),
+    sa.Column("spread", sa.Float),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+)

@@ -34,6 +34,7 @@ CORE_COLUMNS = {
     # table created where missing), of each library baseline.
     "observations": frozenset({"evaluation_id", "name", "value"}),
     "baseline_observations": frozenset({"baseline_id", "name", "value"}),
+    "repeats": frozenset({"evaluation_id", "sequence", "time_ms"}),  # since schema 8
 }
 LEGACY_REQUIRED = ("meta", "devices", "runs", "evaluations")  # in every version since the first
 

@@ -23,6 +23,7 @@ from autotune.store.schema import (
     devices_table,
     evaluations_table,
     observations_table,
+    repeats_table,
     runs_table,
     shape_values,
     with_identity_digest,
@@ -309,8 +310,9 @@ class Writes(StoreBase):
 
     def forget(self, family: str, device: str | None = None, problem_key: str | None = None) -> int:
         """Delete a family's evaluations (one device's, one shape's), in one transaction; returns
-        how many. For a kernel whose source changed: its old measurements are of another binary.
-        Baselines and ceilings are not a family's and stay."""
+        how many, their readings and repeats with them. For a kernel whose source changed: its
+        old measurements are of another binary. Baselines and ceilings are not a family's and
+        stay."""
         e = evaluations_table.c
         where = [e.family == family]
         if device is not None:
@@ -319,11 +321,16 @@ class Writes(StoreBase):
         if problem_key is not None:
             where.append(e.problem_key == problem_key)
         with self._errors("cannot delete evaluations"), self._engine.begin() as conn:
-            gone = sa.select(e.id).where(*where)
-            conn.execute(
-                sa.delete(observations_table).where(observations_table.c.evaluation_id.in_(gone))
-            )
-            return conn.execute(sa.delete(evaluations_table).where(*where)).rowcount
+            return delete_evaluations(conn, where)
+
+
+def delete_evaluations(conn: sa.Connection, where: list[sa.ColumnElement[bool]]) -> int:
+    """Delete the evaluations `where` selects with their readings and repeats (tables without a
+    foreign key to them: schema.py says why); returns how many evaluations went."""
+    gone = sa.select(evaluations_table.c.id).where(*where)
+    for beside in (observations_table, repeats_table):
+        conn.execute(sa.delete(beside).where(beside.c.evaluation_id.in_(gone)))
+    return conn.execute(sa.delete(evaluations_table).where(*where)).rowcount
 
 
 def _now() -> datetime:

@@ -70,9 +70,11 @@ class Session:
         on_progress: Callable[[Progress], None] | None = None,
         jobs: int | None = None,
         claim_studies: bool = True,
+        confirm_best: bool = True,
     ) -> Tuner:
         """A tuner over this session's runner and store (`command` is stored with the run: the
-        caller hides its passwords)."""
+        caller hides its passwords); with confirm_best, it measures each study's best again
+        after its search (Tuner._confirm)."""
         return Tuner(
             self.runner,
             self.store,
@@ -85,6 +87,7 @@ class Session:
             jobs=jobs,
             device_id=self.device_id,
             claim_studies=claim_studies,
+            confirm_best=confirm_best,
         )
 
     def measure_ceilings(self, say: Callable[[str], None] = lambda line: None) -> None:

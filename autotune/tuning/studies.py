@@ -86,10 +86,13 @@ class Skipped:
 
 @dataclass(frozen=True, slots=True)
 class Progress:
-    """Emitted after every evaluation (and at each study's start and end)."""
+    """Emitted after every evaluation (and at each study's start and end, and around the
+    confirmation of its best)."""
 
     study: str
-    event: str  # "start", "eval", "end"
+    # "start", "eval", "end"; "confirm" before its best is measured again (tuner._confirm),
+    # "unconfirmed" where that could not be done (`note` says why).
+    event: str
     done: int  # evaluations stored for this study, earlier runs included
     planned: int  # the study's target (budget capped by the space)
     failures: int
@@ -100,6 +103,7 @@ class Progress:
     eta_s: float | None
     last: Measurement | None = None
     config: Config | None = None
+    note: str = ""
 
 
 @dataclass
@@ -108,8 +112,11 @@ class StudyOutcome:
     evaluated: int = 0  # new this run
     stored: int = 0  # total for the study
     failures: int = 0
+    # The fastest so far; once its best is confirmed, the store's top by figure (its time the
+    # median of its measurements).
     best: tuple[Config, Measurement] | None = None
     stopped: str = ""  # why it ended early, if it did
+    unconfirmed: str = ""  # why its best could not be measured again, if it could not
     # Later tunables its stored evaluations all predate (Family.predated): not searched yet.
     predates: tuple[str, ...] = ()
 

@@ -31,6 +31,14 @@ from autotune.tuning.studies import (
 )
 from autotune.tuning.warmstart import warm_start
 
+TAKEN_OVER = "taken over by another run"  # a study's claim ran out: another run tunes it now
+# After its search a study's top configuration is measured again until it stands on this many
+# measurements (its figure is their median: store/repeats.py) ...
+CONFIRMED_MEASUREMENTS = 3
+# ... for this many configurations at most: a lucky first time confirmed slower hands the top
+# to another, measured once, which is confirmed in turn.
+CONFIRM_ROUNDS = 2
+
 
 def register_device(store: Store, runner: Runner) -> int:
     """The device's id in the store, inserting it the first time it is seen. The worker
@@ -42,7 +50,9 @@ def register_device(store: Store, runner: Runner) -> int:
 class Tuner:
     """Runs studies against one runner and one store. Budgets count stored evaluations of a
     study (earlier runs included), so running the same command again resumes, never repeats.
-    Built by the session setup (tuning/session.py) for every caller."""
+    After a study's search (unless told not to) its best is measured again (_confirm): those
+    repeats are not evaluations and spend no budget. Built by the session setup
+    (tuning/session.py) for every caller."""
 
     def __init__(
         self,
@@ -58,6 +68,7 @@ class Tuner:
         jobs: int | None = None,
         device_id: int | None = None,
         claim_studies: bool = True,
+        confirm_best: bool = True,
     ) -> None:
         self.runner = runner
         self.store = store
@@ -80,6 +91,8 @@ class Tuner:
         self.claims = (
             StudyClaims(store, self.device_id, self.run_id) if claim_studies else Unclaimed()
         )
+        # A replay answers a configuration with its recording again: nothing to confirm.
+        self.confirm_best = confirm_best and runner.remeasures
 
     # -- campaign ------------------------------------------------------------------------------
 
@@ -259,14 +272,64 @@ class Tuner:
                     result.best = (config, m)  # a candidate stopped early (SLOW) never is
                 self._emit(study, "eval", result, target, counters, m, config)
                 if not self.claims.renew((study.family.name, study.problem.key)):
-                    result.stopped = "taken over by another run"  # its lease ran out meanwhile
+                    result.stopped = TAKEN_OVER  # its lease ran out meanwhile
                     break
         finally:
             for _, future in pending:
                 future.cancel()  # unevaluated configs are simply asked again next time
         if result.stopped == "space exhausted" and result.stored >= target:
             result.stopped = ""
+        if self.confirm_best and result.stopped != TAKEN_OVER:
+            self._confirm(study, result, target, counters)
         self._emit(study, "end", result, target, counters)
+
+    def _confirm(self, study: Study, result: StudyOutcome, target: int, counters) -> None:
+        """Measure the study's top configuration (by figure, as the store ranks it) again,
+        through the same check and timer as any evaluation, until it stands on
+        CONFIRMED_MEASUREMENTS, each stored as a repeat; CONFIRM_ROUNDS configurations at
+        most. Then the outcome's best is the store's top. A measurement that fails is not a
+        time: nothing is stored, the configuration keeps its figure, and the outcome says why
+        it stands unconfirmed (this run confirms nothing more of the study)."""
+        for _ in range(CONFIRM_ROUNDS):
+            top = self._top(study)
+            if top is None or top.measurements >= CONFIRMED_MEASUREMENTS:
+                break
+            config = study.family.complete(top.config)
+            if not study.space.is_valid(config):
+                result.unconfirmed = "it is no longer in the family's space"
+                self._emit(study, "unconfirmed", result, target, counters, config=config)
+                break
+            if not self.claims.renew((study.family.name, study.problem.key)):
+                result.stopped = TAKEN_OVER
+                return
+            self._emit(study, "confirm", result, target, counters, config=config)
+            prepared = self.runner.prepare(study, config)
+            failed = None
+            for _ in range(CONFIRMED_MEASUREMENTS - top.measurements):
+                m = self._measure(study, config, prepared, None)
+                if m.status is not Status.OK:
+                    failed = m
+                    break
+                self.store.add_repeats(top.evaluation_id, self.run_id, [m])
+            if failed is not None:
+                lines = failed.error.strip().splitlines()
+                said = f": {lines[0]}" if lines else ""
+                result.unconfirmed = f"measured again, it gave {failed.status.value}{said}"
+                self._emit(study, "unconfirmed", result, target, counters, failed, config)
+                break
+        top = self._top(study)
+        if top is not None:
+            result.best = (top.config, Measurement(Status.OK, time_ms=top.time_ms))
+
+    def _top(self, study: Study):
+        """The study's top configuration by figure, as the store ranks it (store.study_best)."""
+        return self.store.study_best(
+            self.device_id,
+            study.family.name,
+            study.problem,
+            self.runner.protocol,
+            self._digest(study.family),
+        )
 
     def _emit(self, study, event, result, target, counters, m=None, config=None) -> None:
         elapsed = time.monotonic() - counters["start"]
@@ -287,6 +350,7 @@ class Tuner:
                 eta,
                 m,
                 config,
+                result.unconfirmed,
             )
         )
 

@@ -303,7 +303,8 @@ def test_run_no_baseline_measures_nothing_extra(runner, tmp_path, fake_gpu):
         ],
     )
     assert result.exit_code == 0, result.output
-    assert fake_gpu[-1].tasks == [] and len(fake_gpu[-1].jobs) == 2
+    # No ceiling, no library: only the two evaluations and their best measured twice more.
+    assert fake_gpu[-1].tasks == [] and len(fake_gpu[-1].jobs) == 2 + 2
 
 
 @pytest.mark.slow
@@ -432,7 +433,8 @@ def test_best_shows_readable_columns_and_any_on_request(runner, tmp_path, fake_g
 
     md = runner.invoke(main, ["best", "--storage", db]).output.splitlines()
     assert [c.strip() for c in md[0].strip("|").split("|")] == [
-        *("family", "shape", "config", "time_ms", "gflops", "speedup", "efficiency")
+        *("family", "shape", "config", "time_ms", "measurements", "gflops", "speedup"),
+        "efficiency",
     ]
     assert max(len(line) for line in md) < 160  # all 26 columns: 359 here
     picked = runner.invoke(main, ["best", "--storage", db, "--columns", "shape,gflops"]).output

@@ -62,7 +62,9 @@ def test_process_pool_campaign_loses_and_repeats_nothing(tmp_path, synthetic_eva
     keys = [tuple(sorted(j.plan.defines)) for j in synthetic_evaluator.jobs]
     stored = store.evaluations(tuner.device_id, "direct_naive", PROBLEM)
     assert outcome.evaluated == len(stored) == 12
-    assert len(set(keys)) == len(keys)  # launched configs: no duplicates
+    search, confirmed = keys[: outcome.evaluated], keys[outcome.evaluated :]
+    assert len(set(search)) == len(search)  # launched configs: no duplicates
+    assert len(confirmed) == 2 and set(confirmed) <= set(search)  # then the best, twice more
     launched = {dict(k)["BLOCK_X"] for k in keys}
     assert launched <= {c["BLOCK_X"] for c in study.space}
     assert compiler._pool is None  # the pool goes with the campaign

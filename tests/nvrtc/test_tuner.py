@@ -54,9 +54,14 @@ def test_budget_counts_stored_evaluations_and_a_rerun_resumes(compiler, store, s
         studies, budget=15
     )
     assert more.evaluated == 5
-    assert len(set(_configs(synthetic_evaluator))) == len(synthetic_evaluator.jobs) == 15
+    # 15 configurations, and each new best measured twice more (the first run's; the third's
+    # too where its search found a faster one): the rest of the jobs are those repeats.
+    assert len(set(_configs(synthetic_evaluator))) == 15
     device_id = store.register_device(synthetic_evaluator.device)
     assert len(store.evaluations(device_id, "direct_naive", PROBLEM)) == 15
+    measured = store.best(top=15)["measurements"]
+    assert measured.iloc[0] == 3 and set(measured) <= {1, 3}
+    assert len(synthetic_evaluator.jobs) == 15 + (measured - 1).sum() in (15 + 2, 15 + 4)
 
 
 def test_budget_is_capped_by_the_space_and_brute_force_covers_it(
@@ -110,7 +115,8 @@ def test_compile_errors_are_recorded_and_the_run_goes_on(
     assert errors and all(e.config["BLOCK_X"] == 32 for e in errors)
     assert all("no 32-wide blocks" in e.error for e in errors)
     assert outcome.evaluated == len(study.space)
-    assert len(synthetic_evaluator.jobs) == len(study.space) - len(errors)
+    # Every config that compiled, then the best measured twice more.
+    assert len(synthetic_evaluator.jobs) == len(study.space) - len(errors) + 2
 
 
 def test_resource_limits_are_checked_before_launch(compiler, store, synthetic_evaluator):
@@ -163,8 +169,9 @@ def test_interrupt_keeps_finished_work_and_the_rerun_completes(
     device_id = store.register_device(synthetic_evaluator.device)
     stored = store.evaluations(device_id, "direct_naive", PROBLEM)
     assert len(stored) == len({e.config for e in stored}) == 8
-    # Only the job in flight was lost: 2 before the interrupt, 1 lost, 6 after.
-    assert len(synthetic_evaluator.jobs) == 9
+    # Only the job in flight was lost: 2 before the interrupt, 1 lost, 6 after; then the
+    # completed study's best was measured twice more (the interrupted run confirmed nothing).
+    assert len(synthetic_evaluator.jobs) == 9 + 2
 
 
 def test_progress_events_report_counts_and_eta(compiler, store, synthetic_evaluator):
@@ -243,7 +250,8 @@ def test_a_plans_counters_reach_the_worker_and_count_in_its_extra_memory(compile
     evaluator = SyntheticEvaluator(lambda d: 1.0 + d["SPLIT_K"] / 16)
     studies, _ = plan_studies([(Counted(), problem)], DeviceLimits())
     Tuner(GpuRunner(compiler, evaluator), store, strategy="random", seed=3).run(studies, budget=4)
-    assert [j.plan.counters for j in evaluator.jobs] == [(("tile_flags", 37),)] * 4
+    # Four configurations and their best's two measurements again: every job has the counters.
+    assert [j.plan.counters for j in evaluator.jobs] == [(("tile_flags", 37),)] * (4 + 2)
     history = store.history(kind="gemm")
     for config, extra in zip(history["config"], history["scratch_bytes"], strict=True):
         split = Config.from_json(config)["SPLIT_K"]

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from autotune.gpu.nvrtc_library import CompilerUnavailable, nvrtc_version
 from autotune.store import Store
+from autotune.store.schema import repeats_table
 from tests.campaign_worker import SIX_PROBLEMS as CONCURRENT_PROBLEMS
 from tests.campaign_worker import evaluated as logged
 from tests.pg_server import pg_server, pg_url  # noqa: F401 - fixtures
@@ -58,6 +59,21 @@ def _stored(storage: str) -> list[tuple[str, str, str]]:
     with Store(storage) as store:
         rows = store.history()[["family", "problem_key", "config"]]
     return sorted(map(tuple, rows.itertuples(index=False)))
+
+
+def confirmed(storage: str, rows) -> int:
+    """The repeats stored, checked: each study's best measured twice more by `autotune run`'s
+    workers (the synthetic times are exact, so its best stays the best and is confirmed once),
+    in whichever run finished it. (campaign_worker's runs confirm nothing: their log is of
+    evaluations.)"""
+    with Store(storage) as store:
+        best = store.best()
+        with store._engine.connect() as conn:
+            repeats = conn.execute(sa.select(sa.func.count()).select_from(repeats_table)).scalar()
+    studies = len({row[1] for row in rows})
+    assert len(best) == studies and set(best["measurements"]) == {3}
+    assert repeats == 2 * studies
+    return repeats
 
 
 def _check_database(storage: str, killed: int = 0) -> None:

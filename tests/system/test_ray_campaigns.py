@@ -27,6 +27,7 @@ storage = worker_campaigns.storage
 expected = worker_campaigns.expected
 _check_database = worker_campaigns._check_database
 _stored = worker_campaigns._stored
+confirmed = worker_campaigns.confirmed
 
 pytestmark = pytest.mark.slow  # a Ray cluster and its actors: out of the quick loop
 
@@ -113,7 +114,9 @@ def test_ray_actors_share_the_studies_and_their_union_is_a_single_run(
     assert _stored(storage) == rows  # the union is exactly the single run's
     evaluated = logged(ray_cluster)
     configs = [defines for _, defines in evaluated]
-    assert len(configs) == len(set(configs)) == len(rows)  # nothing twice, nothing lost
+    assert len(set(configs)) == len(rows)  # nothing lost
+    # Nothing twice but each study's best, measured twice more by the actor that tuned it.
+    assert len(configs) == len(rows) + confirmed(storage, rows)
     assert len({pid for pid, _ in evaluated}) == FAKE_GPUS  # both actors tuned studies
     _check_database(storage)  # no claims written or left, every actor's run finished
 
@@ -145,8 +148,10 @@ def test_a_killed_actors_study_is_finished_by_its_restart(storage, expected, ray
     assert _stored(storage) == rows  # nothing lost
     evaluated = logged(ray_cluster)
     configs = [defines for _, defines in evaluated]
-    # At most the evaluation in flight at the kill (done, not yet recorded) is done again.
-    assert len(configs) - len(set(configs)) <= 1 and len(set(configs)) == len(rows)
+    # At most the evaluation in flight at the kill (done, not yet recorded) is done again,
+    # besides each study's best measured twice more.
+    again = len(configs) - len(set(configs)) - confirmed(storage, rows)
+    assert 0 <= again <= 1 and len(set(configs)) == len(rows)
     pids = {pid for pid, _ in evaluated}
     assert killed[0] in pids and len(pids) > FAKE_GPUS  # the restarted actor is a new process
     _check_database(storage, killed=1)  # only the killed actor's run is left unfinished
@@ -174,7 +179,8 @@ def test_an_actor_lost_for_good_leaves_its_study_to_another(tmp_path, expected, 
     assert _stored(storage) == rows
     evaluated = logged(ray_cluster)
     configs = [defines for _, defines in evaluated]
-    assert len(configs) - len(set(configs)) <= 1 and len(set(configs)) == len(rows)
+    again = len(configs) - len(set(configs)) - confirmed(storage, rows)
+    assert 0 <= again <= 1 and len(set(configs)) == len(rows)
     assert {pid for pid, _ in evaluated} - set(killed)  # the survivor finished the campaign
     assert len({pid for pid, _ in evaluated}) == FAKE_GPUS  # no restart: no third process
     _check_database(storage, killed=1)

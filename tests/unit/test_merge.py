@@ -99,9 +99,9 @@ def test_two_machines_merge_into_what_one_would_have_stored(sources, target, tmp
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == [
         f"merged {a}: devices 1/0, runs 1/0, evaluations 5/0, baselines 1/0, ceilings 1/0, "
-        "observations 0/0, baseline_observations 0/0 (added/skipped)",
+        "observations 0/0, baseline_observations 0/0, repeats 0/0 (added/skipped)",
         f"merged {b}: devices 1/1, runs 2/0, evaluations 3/2, baselines 1/1, ceilings 0/0, "
-        "observations 0/0, baseline_observations 0/0 (added/skipped)",
+        "observations 0/0, baseline_observations 0/0, repeats 0/0 (added/skipped)",
     ]
     assert [fingerprint(a), fingerprint(b)] == before  # the sources never change
 
