@@ -107,9 +107,12 @@ def test_tuner_passes_best_and_never_makes_a_slow_candidate_best(tmp_path) -> No
     )
     outcome = tuner.run(studies, None)
     (study,) = outcome.studies
-    assert evaluator.jobs[0].best_ms is None
-    bests = [j.best_ms for j in evaluator.jobs[1:]]
+    searched, confirming = evaluator.jobs[: study.evaluated], evaluator.jobs[study.evaluated :]
+    assert searched[0].best_ms is None
+    bests = [j.best_ms for j in searched[1:]]
     assert all(b is not None for b in bests) and bests == sorted(bests, reverse=True)
+    # The best measured twice more after the search: never stopped early against itself.
+    assert len(confirming) == 2 and all(j.best_ms is None for j in confirming)
     history = store.evaluations(tuner.device_id, "direct_naive", studies[0].problem)
     statuses = {h.status for h in history}
     assert Status.SLOW in statuses and Status.OK in statuses
