@@ -49,12 +49,14 @@ class StudyCost:
     # Before its first result: the first compiles, which start together (cold cache).
     first_s: float
     per_evaluation_s: float
+    # After its search: its best measured again (the tuner's confirmation), GPU time alone.
+    confirm_s: float = 0.0
 
     @property
     def total_s(self) -> float:
         if not self.evaluations:  # done in an earlier run: only read back
             return 0.0
-        return STUDY_S + self.first_s + self.evaluations * self.per_evaluation_s
+        return STUDY_S + self.first_s + self.evaluations * self.per_evaluation_s + self.confirm_s
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,23 +80,42 @@ class RunEstimate:
 
 
 def study_cost(
-    label: str, family: str, flops: int, evaluations: int, jobs: int, timing: TimingPolicy
+    label: str,
+    family: str,
+    flops: int,
+    evaluations: int,
+    jobs: int,
+    timing: TimingPolicy,
+    confirm: bool = False,
 ) -> StudyCost:
     """An evaluation costs the GPU's part (estimated_cost_s: warm-up, check and samples at an
     assumed 20 TFLOP/s) plus the family's measured overhead, or its compile time shared by the
-    compile processes where compiling is the slower."""
+    compile processes where compiling is the slower. With `confirm`, the best's confirmation
+    after the search: one round of measurements of the GPU's part (its kernel is compiled)."""
+    # The tuner (and the store under it) loads at a run's start, not at `autotune --help`.
+    from autotune.tuning.tuner import CONFIRMED_MEASUREMENTS
+
     compile_mean, compile_p90, overhead = FAMILY_COSTS_S.get(family, UNKNOWN_FAMILY_COSTS_S)
     gpu_s = estimated_cost_s(flops, 1, timing)
     per = gpu_s + max(overhead, compile_mean / max(1, jobs))
-    return StudyCost(label, evaluations, compile_mean, per)
+    confirm_s = (CONFIRMED_MEASUREMENTS - 1) * gpu_s if confirm else 0.0
+    return StudyCost(label, evaluations, compile_mean, per, confirm_s)
 
 
 def estimate_run(
-    planned, jobs: int, timing: TimingPolicy, ceilings_missing: bool, baselines_missing: int
+    planned,
+    jobs: int,
+    timing: TimingPolicy,
+    ceilings_missing: bool,
+    baselines_missing: int,
+    confirm: bool = False,
 ) -> RunEstimate:
-    """The estimate of a run from the tuner's plan: (study, target, remaining, cost) tuples."""
+    """The estimate of a run from the tuner's plan: (study, target, remaining, cost) tuples;
+    with `confirm`, each study searched also has its best measured again (Tuner._confirm)."""
     studies = tuple(
-        study_cost(study.label, study.family.name, study.problem.flops, remaining, jobs, timing)
+        study_cost(
+            study.label, study.family.name, study.problem.flops, remaining, jobs, timing, confirm
+        )
         for study, _target, remaining, _cost in planned
     )
     measure_s = (CEILINGS_S if ceilings_missing else 0.0) + (
@@ -121,6 +142,8 @@ class Eta:
                 self.started.add(p.study)
                 self.done_s += STUDY_S + cost.first_s
             self.done_s += cost.per_evaluation_s
+        elif cost is not None and p.event == "end" and p.study in self.started:
+            self.done_s += cost.confirm_s  # its best measured again: done
         scale = (p.elapsed_s + PRIOR_WEIGHT_S) / (self.done_s + PRIOR_WEIGHT_S)
         left = max(0.0, self.total_s - self.done_s) * scale
         return dataclasses.replace(p, eta_s=left)
@@ -141,7 +164,9 @@ def plan_estimate(campaign, tuner, budget: int | None) -> RunEstimate:
             if (library := baseline_library(p)) and not store.has_baseline(device_id, library, p)
         )
     planned = tuner.plan(campaign.studies, budget)
-    return estimate_run(planned, tuner.jobs, tuner.timing, ceilings_missing, baselines_missing)
+    return estimate_run(
+        planned, tuner.jobs, tuner.timing, ceilings_missing, baselines_missing, tuner.confirm_best
+    )
 
 
 def describe_estimate(estimate: RunEstimate) -> str:
@@ -154,7 +179,8 @@ def describe_estimate(estimate: RunEstimate) -> str:
     return (
         f"autotune: {estimate.evaluations} evaluations to run, about "
         f"{format_duration(estimate.total_s)} on an H100 with a cold cubin cache ({measure}"
-        f"{format_duration(estimate.tuning_s)} tuning; estimated from each family's compile "
+        f"{format_duration(estimate.tuning_s)} tuning and measuring each best again; estimated "
+        "from each family's compile "
         "and check times measured on the H100 and each shape's timing cost); the ETA then "
         "follows this run's own pace"
     )

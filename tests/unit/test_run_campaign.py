@@ -17,7 +17,7 @@ from autotune.gpu.timing import TimingPolicy
 from autotune.model.campaigns import FULL, QUICK, named_campaign
 from autotune.model.space import DeviceLimits
 from autotune.tuning.campaign import RunRequest, pair_request
-from autotune.tuning.studies import CampaignOutcome, Progress, plan_studies
+from autotune.tuning.studies import CampaignOutcome, Progress, estimated_cost_s, plan_studies
 from autotune.tuning.tuner import Tuner
 from tests.conftest import SyntheticEvaluator
 
@@ -71,7 +71,7 @@ def test_the_quick_campaign_is_estimated_within_three_minutes_on_the_h100():
     # A fresh database: every ceiling to measure, cuDNN on each 2D convolution shape.
     plan = _quick_plan()
     conv2d = {s.problem for s, *_ in plan if s.problem.kind == "conv2d"}
-    estimate = estimate_run(plan, H100_JOBS, TimingPolicy(), True, len(conv2d))
+    estimate = estimate_run(plan, H100_JOBS, TimingPolicy(), True, len(conv2d), confirm=True)
     assert estimate.evaluations == 108
     assert len(conv2d) == 8
     assert 60 < estimate.total_s < THREE_MINUTES_S - START_S
@@ -87,10 +87,35 @@ def test_the_estimate_line_is_the_run_estimate(recorded, tmp_path, monkeypatch):
     )
     assert result.exit_code == 0, result.output
     plan = _quick_plan()
-    estimate = estimate_run(plan, H100_JOBS, TimingPolicy(), True, 8)
+    # The run confirms each study's best after its search: the estimate counts it.
+    estimate = estimate_run(plan, H100_JOBS, TimingPolicy(), True, 8, confirm=True)
     said = re.search(r"about (\d+)m(\d\d)s on an H100", result.stderr)
     assert said, result.stderr
     assert int(said[1]) * 60 + int(said[2]) == int(estimate.total_s)
+    assert "tuning and measuring each best again" in result.stderr
+
+
+def test_a_best_measured_again_is_in_the_estimate_and_the_eta():
+    plan = _quick_plan()
+    plain = estimate_run(plan, H100_JOBS, TimingPolicy(), False, 0)
+    confirmed = estimate_run(plan, H100_JOBS, TimingPolicy(), False, 0, confirm=True)
+    for (study, *_), without, cost in zip(plan, plain.studies, confirmed.studies, strict=True):
+        # Two more measurements of the best: their GPU time alone (its kernel is compiled).
+        gpu_s = estimated_cost_s(study.problem.flops, 1, TimingPolicy())
+        assert cost.confirm_s == pytest.approx(2 * gpu_s) and without.confirm_s == 0
+        assert cost.total_s == pytest.approx(without.total_s + cost.confirm_s)
+    # A study done in an earlier run is read back, not measured again.
+    done = [(study, target, 0, c) for study, target, _, c in plan]
+    assert estimate_run(done, H100_JOBS, TimingPolicy(), False, 0, confirm=True).tuning_s == 0
+    # The ETA counts the confirmation done when the study ends.
+    first = confirmed.studies[0]
+    eta = Eta(confirmed)
+    for _ in range(first.evaluations):
+        eta(_progress(first.label, "eval", 1.0))
+    searched = eta.done_s
+    assert searched == pytest.approx(first.total_s - first.confirm_s)
+    eta(_progress(first.label, "end", 1.0))
+    assert eta.done_s == pytest.approx(first.total_s)
 
 
 def _progress(study: str, event: str, elapsed_s: float) -> Progress:
