@@ -83,6 +83,21 @@ def test_a_lucky_first_time_is_measured_again_and_loses_to_a_steady_one(compiler
     assert again.evaluated == 0 and sum(times.calls.values()) == 8
 
 
+def test_a_best_stored_before_the_repeats_is_confirmed_when_its_run_resumes(compiler) -> None:
+    study, (fast, slow) = _given(2)
+    times = Times({fast: [1.0, 1.2, 1.1], slow: [2.0]})
+    store = Store("sqlite://")
+    # Tuned as a version without repeats did: each configuration measured once.
+    old = Tuner(GpuRunner(compiler, SyntheticEvaluator(times)), store, confirm_best=False)
+    assert old.run([study], None).evaluated == 2
+    assert store.best()["measurements"].tolist() == [1]
+    # The same run again: no evaluation, the best measured twice more.
+    (again,) = _tuner(compiler, store, times).run([study], None).studies
+    assert again.evaluated == 0 and times.calls[_key(fast.as_dict())] == 3
+    best = store.best()
+    assert best["measurements"].tolist() == [3] and best["time_ms"].tolist() == [1.1]
+
+
 def test_confirmations_spend_no_budget(compiler) -> None:
     (study,), _ = plan_studies([(DirectNaive(), PROBLEM)], DeviceLimits())
     times = Times({})  # every configuration 9.0 ms each time
