@@ -4,7 +4,9 @@ layout (both measured under timing protocol 2), and the issue's targets checked:
 with C > 3 at least 1.0x cuDNN, the geometric mean at least 1.15x, the best layer at least 90%
 of the dtype's measured tensor-core peak. Reads a results database, measures nothing, and, as
 `autotune best` does, counts only evaluations of the kernels as they are now (tc_wgmma's
-committed H100 results are of an older kernel and are left out). From the checkout root:
+committed H100 results are of an older kernel and are left out); ours is a configuration's
+figure, the median of its measurements (a confirmed best stands on three). From the checkout
+root:
     python3 results/tc_targets.py STORAGE [DEVICE] > tables.md"""
 
 import math
@@ -41,8 +43,8 @@ def table(store: Store, device: str | None, dtype: str) -> list[str]:
     wanted = layers(dtype)
     out = [
         f"## {dtype}\n",
-        "| set | layer | family | ours ms | cuDNN ms | speedup | % of peak |",
-        "|---|---|---|--:|--:|--:|--:|",
+        "| set | layer | family | ours ms | measurements | cuDNN ms | speedup | % of peak |",
+        "|---|---|---|--:|--:|--:|--:|--:|",
     ]
     speedups, wide, best_eff, missing = [], [], 0.0, 0
     for key, (set_name, c) in wanted.items():
@@ -61,7 +63,8 @@ def table(store: Store, device: str | None, dtype: str) -> list[str]:
             best_eff = max(best_eff, eff)
         out.append(
             f"| {set_name} | {key.split(',dtype=')[0]} | {row['family']} | {row['time_ms']} | "
-            f"{'' if base != base else f'{base:.4g}'} | {s:.2f} | {100 * eff:.1f} |"
+            f"{row['measurements']} | {'' if base != base else f'{base:.4g}'} | {s:.2f} | "
+            f"{100 * eff:.1f} |"
         )
     met = sum(s >= LAYER_TARGET for s in wide)
     stored = f"{len(wanted) - missing} of {len(wanted)} distinct layers stored in {dtype}"

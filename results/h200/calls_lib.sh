@@ -52,14 +52,17 @@ table_layers() {  # TABLE DTYPE WHICH: the layers of a tc_targets.py table's dty
     python3 - "$@" <<'PY'
 import re, sys
 table, dtype, which = sys.argv[1:4]
-cur = None
+cur, speedup_at = None, 5  # the speedup's column: found by the header (tables since session
+# 65 have a measurements column before it)
 for line in open(table):
     m = re.match(r"## (\w+)", line)
     if m:
         cur = m.group(1)
+    elif line.startswith("| set |"):
+        speedup_at = [c.strip() for c in line.strip().strip("|").split("|")].index("speedup")
     elif cur == dtype and line.startswith("| ") and "tc_" in line:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        c, speedup = int(re.search(r"C=(\d+)", cells[1]).group(1)), float(cells[5])
+        c, speedup = int(re.search(r"C=(\d+)", cells[1]).group(1)), float(cells[speedup_at])
         kind = "first" if c <= 3 else "weak" if speedup < 1.0 else "rest"
         if kind == which or (which == "all" and kind != "first"):
             print("--shape", cells[1])
