@@ -76,8 +76,8 @@ class Merges(StoreBase):
     def merge_from(self, source: StoreBase) -> MergeCounts:
         """Copy source's devices (matched by identity), runs, evaluations (with their readings
         and repeats), baselines and ceilings into this database with new ids, skipping the rows
-        it already has, in one
-        transaction: a failure leaves this database as it was. Protocols are kept as stored."""
+        it already has, in one transaction: a failure leaves this database as it was.
+        Protocols are kept as stored."""
         added: dict[str, int] = {}
         skipped: dict[str, int] = {}
         ids: dict[str, dict[int, int]] = {column: {} for column in REFERRED.values()}
