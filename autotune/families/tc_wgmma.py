@@ -61,9 +61,10 @@ def reduction_step(problem: ConvProblem) -> int:
 def half_block(problem: ConvProblem, config: Config) -> bool:
     """Whether the TMA path copies C's last channel block at half width (the kernel's
     HALF_BLOCK): where that block is at most half full, as OverFeat's C = 96 in 16 bits (64 +
-    32). Not a tunable: on that layer it was faster in all 48 configurations measured with and
-    without it, by 14-23% (results/h200/20261201h, calls 5 and 6); through the full box the
-    zeros cost as much to copy as data. Left out of stream-K at 256 filters a tile (128
+    32). Not a tunable: on that layer it was faster in each of 48 comparisons (12
+    configurations in each 16-bit dtype, with and without it, on two machines), by 14-23%
+    (results/h200/20261201h, calls 5 and 6); through the full box the zeros cost as much to
+    copy as data. Left out of stream-K at 256 filters a tile (128
     accumulators a thread), where its second path spilled 8-24 bytes in 16 bits."""
     rest = problem.C % reduction_step(problem)
     spills = int(config["STREAM_K"]) and int(config["BN"]) == 256
