@@ -777,8 +777,10 @@ __device__ __forceinline__ void row_bases(int (&a_base)[A_ROWS], int m0, int row
 #define SHORT_STEP(kt) ((kt) == KG / BK)
 #endif
 
-// The first SLICES wgmmas along K of a step of consumer warpgroup cwg on the tiles in `slot`.
-template <int SLICES>
+// The first SLICES wgmmas along K of a step of consumer warpgroup cwg on the tiles in `slot`:
+// tiles of ROW-byte rows, 128 in the 128-byte swizzle or (HALF_BLOCK's steps) 64 in the 64-byte
+// swizzle, the B tile after A's BM rows.
+template <int SLICES, int ROW = 128>
 __device__ __forceinline__ void mma_slices(float (&acc)[MI][BN / 2], unsigned slot, int cwg)
 {
     wgmma_fence();
@@ -787,49 +789,25 @@ __device__ __forceinline__ void mma_slices(float (&acc)[MI][BN / 2], unsigned sl
     // the slot uniform (cwg broadcast) that is one uniform add a descriptor. Rebuilt from each
     // address in vector registers and moved to uniform ones, a consumer warp's step was 92-130
     // instructions; 45-54 this way (SASS of tf32 28x28 C = 512's bests, 4 and 8 wgmmas a step).
-    const u64 d0 = smem_desc(slot);
+    const u64 d0 = ROW == 128 ? smem_desc(slot) : smem_desc64(slot);
 #pragma unroll
     for (int ks = 0; ks < SLICES; ++ks) {
-        const u64 db = d0 + ((A_BYTES + ks * 32) >> 4);  // 32 bytes of K a wgmma
+        const u64 db = d0 + ((BM * ROW + ks * 32) >> 4);  // 32 bytes of K a wgmma
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
-            const u64 da = d0 + (((ROW_GROUP(cwg) * MI + mi) * 64 * 128 + ks * 32) >> 4);
+            const u64 da = d0 + (((ROW_GROUP(cwg) * MI + mi) * 64 * ROW + ks * 32) >> 4);
             wgmma_tile(acc[mi], da, db);
         }
     }
     wgmma_commit();
 }
-
-#if HALF_BLOCK
-// The same of a half block's step: both tiles of 64-byte rows, the B tile after A's BM rows.
-template <int SLICES>
-__device__ __forceinline__ void mma_half_slices(float (&acc)[MI][BN / 2], unsigned slot, int cwg)
-{
-    wgmma_fence();
-    const u64 d0 = smem_desc64(slot);
-#pragma unroll
-    for (int ks = 0; ks < SLICES; ++ks) {
-        const u64 db = d0 + ((BM * HALF_ROW + ks * 32) >> 4);
-#pragma unroll
-        for (int mi = 0; mi < MI; ++mi) {
-            const u64 da = d0 + (((ROW_GROUP(cwg) * MI + mi) * 64 * HALF_ROW + ks * 32) >> 4);
-            wgmma_tile(acc[mi], da, db);
-        }
-    }
-    wgmma_commit();
-}
-#endif
 
 // Reduction step kt's MMAs of consumer warpgroup cwg on the tiles in `slot`.
 __device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot, int cwg, int kt)
 {
 #if PARTIAL_STEPS
     if (SHORT_STEP(kt)) {
-#if HALF_BLOCK
-        mma_half_slices<LAST_SLICES>(acc, slot, cwg);
-#else
-        mma_slices<LAST_SLICES>(acc, slot, cwg);
-#endif
+        mma_slices<LAST_SLICES, HALF_BLOCK ? HALF_ROW : 128>(acc, slot, cwg);
         return;
     }
 #endif
