@@ -141,7 +141,7 @@ def _kernel_tuner_run(k: int, evals: int, seed: int, gpu: int) -> dict:
         MAX_THREADS=int(cp.cuda.runtime.deviceGetAttribute(1, gpu)),
         SMEM_PER_BLOCK=int(cp.cuda.runtime.deviceGetAttribute(8, gpu)),
     )
-    space = family.load_space().bind(problem.fields(), limits)
+    space = family.load_space().bind(family.space_fields(problem), limits)
     values = {p.name: list(p.values) for p in family.load_space().parameters}
     tune_params = {name: values[name] for name in TUNABLES}
     tune_params["N"] = [problem.N]

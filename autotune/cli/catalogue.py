@@ -114,7 +114,7 @@ def space(family_name, shape_text, arch, samples, do_compile, dtype, layout, ker
     family.check(problem)
     search_space = family.load_space()
     start = time.perf_counter()
-    bound = search_space.bind(problem.fields(), ARCH_LIMITS[arch])
+    bound = search_space.bind(family.space_fields(problem), ARCH_LIMITS[arch])
     took = time.perf_counter() - start
     click.echo(
         f"{family.name} {problem.key} on {arch}: {len(bound)} valid of "

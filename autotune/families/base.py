@@ -86,6 +86,12 @@ class Family:
     def load_space(self) -> SearchSpace:
         return SearchSpace.from_toml(self.space_path)
 
+    def space_fields(self, problem: ConvProblem) -> dict[str, int]:
+        """The problem's fields that the space's constraints read: its own, unless the family's
+        kernels compute another layer for it (tc_wgmma's space-to-depth rewrite of a first
+        layer), whose configurations are then the ones that can launch."""
+        return problem.fields()
+
     def kernel_sources(self) -> tuple[Path, ...]:
         """The files whose text makes this family's code: its kernel and its references."""
         return (self.source_path, *self.reference_sources)

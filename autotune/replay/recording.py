@@ -86,7 +86,7 @@ class RecordedStudy:
 
             return ListedSpace(self.family, self.tunables, self.outcomes)
         searched = restrict(get_family(self.family).load_space(), self.pins)
-        return searched.bind(self.problem.fields(), self.limits)
+        return searched.bind(get_family(self.family).space_fields(self.problem), self.limits)
 
     def missing(self, space: BoundSpace | None = None) -> int:
         """How many valid configs of the space have no recorded outcome."""

@@ -386,7 +386,7 @@ def resolve(
 def _coordinates(family: Family, problem: ConvProblem, limits: DeviceLimits) -> Coordinates | None:
     if callable_family(family, problem) is not None:
         return None
-    space: BoundSpace = family.load_space().bind(problem.fields(), limits)
+    space: BoundSpace = family.load_space().bind(family.space_fields(problem), limits)
     return Coordinates(space) if len(space) else None
 
 

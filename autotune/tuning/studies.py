@@ -157,7 +157,7 @@ def plan_studies(
         except UnsupportedProblem as err:
             skipped.append(Skipped(family.name, problem, str(err)))
             continue
-        space = family.load_space().bind(problem.fields(), limits)
+        space = family.load_space().bind(family.space_fields(problem), limits)
         if len(space) == 0:
             skipped.append(Skipped(family.name, problem, "no valid configuration on this device"))
             continue
@@ -225,7 +225,7 @@ def restrict_studies(studies: list[Study], pins: Mapping[str, Mapping[str, Itera
             kept.append(study)
             continue
         space = restrict(study.family.load_space(), family_pins)
-        bound = space.bind(study.problem.fields(), limits)
+        bound = space.bind(study.family.space_fields(study.problem), limits)
         if len(bound):
             kept.append(dataclasses.replace(study, space=bound))
         else:
