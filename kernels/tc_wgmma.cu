@@ -96,6 +96,15 @@
 // after the barriers' set-up) and each producer waits for its last slots' release before it
 // exits, so that no arrival or copy reaches a block that has left.
 //
+// SPACE-TO-DEPTH (set by the plan for a strided layer whose C fills no 16-byte chunk, a first
+// layer's C = 3): tc_wgmma_s2d first rewrites the input so that each STRIDE x STRIDE block of
+// pixels is one pixel of STRIDE * STRIDE * C channels, padded to a whole chunk, and the filters
+// to match (ceil(K / STRIDE) taps of those channels, zeros past the K x K window); the main
+// kernel then computes that stride-1 layer, whose C fills whole chunks, with 16-byte copies
+// where the element gather would have taken a load an element. B C N K F here are the
+// rewritten layer's; S2D_STRIDE S2D_C S2D_K S2D_SIDE S2D_PAD the layer's own (its input side as
+// stored, its padding).
+//
 // Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM
 // BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1
 // STAGING PINGPONG STREAM_K MULTICAST (and HALF_BLOCK and STREAM_K_BLOCKS, the plan's); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
@@ -1600,6 +1609,60 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
     }
 #endif
 }
+
+#ifdef S2D_STRIDE
+// Space-to-depth: the layer's input (B, S2D_SIDE, S2D_SIDE, S2D_C) as (B, S_IN, S_IN, C) and its
+// filters (F, S2D_K, S2D_K, S2D_C) as (F, K, K, C), channel c of a rewritten pixel (y, x) being
+// channel c % S2D_C of the pixel (dy, dx) = (c / S2D_C / S2D_STRIDE, c / S2D_C % S2D_STRIDE) of
+// its block, at (y * S2D_STRIDE + dy - S2D_PAD, x * S2D_STRIDE + dx - S2D_PAD) of the input and
+// tap (ky * S2D_STRIDE + dy, kx * S2D_STRIDE + dx) of a filter; zeros outside the input, past
+// the window and past S2D_STRIDE^2 * S2D_C channels. One 16-byte chunk of either a thread.
+#define S2D_CHANNELS (S2D_STRIDE * S2D_STRIDE * S2D_C)
+#if !CHUNKED || STRIDE != 1 || S2D_CHANNELS > C
+#error "the space-to-depth layer is a stride-1 layer of whole chunks holding every rewritten channel"
+#endif
+#define S2D_X_CHUNKS ((long long)B * S_IN * S_IN * C / CHUNK_ELEMS)
+#define S2D_W_CHUNKS ((long long)F * K * K * C / CHUNK_ELEMS)
+#define S2D_BLOCK 256
+
+extern "C" __global__ void __launch_bounds__(S2D_BLOCK) tc_wgmma_s2d(
+    const elem_t* __restrict__ x, const elem_t* __restrict__ w, elem_t* __restrict__ xs,
+    elem_t* __restrict__ ws)
+{
+    const long long chunk = (long long)blockIdx.x * S2D_BLOCK + threadIdx.x;
+    if (chunk >= S2D_X_CHUNKS + S2D_W_CHUNKS) return;
+    const bool filters = chunk >= S2D_X_CHUNKS;
+    const long long i = (filters ? chunk - S2D_X_CHUNKS : chunk) * CHUNK_ELEMS;  // first element
+    const int c0 = (int)(i % C);
+    const long long pixel = i / C;  // (b, y, x) or (f, ky, kx)
+    const int side = filters ? K : S_IN;
+    const int px = (int)(pixel % side), py = (int)(pixel / side % side);
+    const long long image = pixel / side / side;
+    union {
+        uint4 chunk;
+        elem_t e[CHUNK_ELEMS];
+    } v;
+#pragma unroll
+    for (int e = 0; e < CHUNK_ELEMS; ++e) {
+        const int c = c0 + e;
+        const int cell = c / S2D_C, dy = cell / S2D_STRIDE, dx = cell % S2D_STRIDE;
+        elem_t value = 0;
+        if (c < S2D_CHANNELS) {
+            if (filters) {
+                const int ky = py * S2D_STRIDE + dy, kx = px * S2D_STRIDE + dx;
+                if (ky < S2D_K && kx < S2D_K)
+                    value = w[((image * S2D_K + ky) * S2D_K + kx) * S2D_C + c % S2D_C];
+            } else {
+                const int iy = py * S2D_STRIDE + dy - S2D_PAD, ix = px * S2D_STRIDE + dx - S2D_PAD;
+                if (iy >= 0 && iy < S2D_SIDE && ix >= 0 && ix < S2D_SIDE)
+                    value = x[((image * S2D_SIDE + iy) * S2D_SIDE + ix) * S2D_C + c % S2D_C];
+            }
+        }
+        v.e[e] = value;
+    }
+    *reinterpret_cast<uint4*>((filters ? ws : xs) + i) = v.chunk;
+}
+#endif
 
 // Split-K: the SPLIT_K partial sums of every output added up, the epilogue (if any) applied,
 // and stored in the storage dtype.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from types import MappingProxyType
 
 from autotune.families import conv2d
@@ -23,6 +24,9 @@ TUNABLES = (
 )  # fmt: skip
 # MULTICAST's clusters: two blocks on tiles that share the input (1) or the filter tile (2).
 CLUSTER = 2
+# Threads a block of the space-to-depth rewrite (S2D_BLOCK in the kernel): a 16-byte chunk each.
+S2D_BLOCK = 256
+S2D_BUFFERS = ("x_s2d", "w_s2d")  # the rewritten input and filters, scratch of the plan
 # The most blocks sharing a stream-K grid's last tiles (STREAM_K_BLOCKS in the kernel): Hopper's
 # largest parts have 132 multiprocessors; a grid of more leaves the others out of the sharing.
 STREAM_K_BLOCKS = 132
@@ -58,6 +62,29 @@ def reduction_step(problem: ConvProblem) -> int:
     return ROW_BYTES // problem.precision.bytes
 
 
+def space_to_depth(problem: ConvProblem) -> ConvProblem | None:
+    """The stride-1 layer the main kernel computes where the plan first rewrites a strided
+    layer's input and filters as space-to-depth (the kernel's tc_wgmma_s2d), or None: where C
+    fills no 16-byte chunk (a first layer's C = 3), each stride x stride block of input pixels
+    becomes one pixel of stride^2 * C channels, padded to a whole chunk, and the filter
+    ceil(K / stride) taps of them. Its 16-byte copies replace the element gather, which spends a
+    load on every element: ResNet-50's 7x7/2, AlexNet's and OverFeat's 11x11/4 first layers ran
+    as such layers in 0.35-0.64 of the gather's time in bf16 (results/h200/20261201i, call 1).
+    The rewritten input is pre-padded: the rewrite reads the layer's padding and tail."""
+    p = problem
+    chunk = 16 // p.precision.bytes
+    if p.stride == 1 or p.C % chunk == 0:
+        return None
+    s = p.stride
+    channels = cdiv(s * s * p.C, chunk) * chunk
+    return dataclasses.replace(p, K=cdiv(p.K, s), C=channels, stride=1, padding=0, tail=0)
+
+
+def computed(problem: ConvProblem) -> ConvProblem:
+    """The layer the main kernel computes: the space-to-depth one where there is one."""
+    return space_to_depth(problem) or problem
+
+
 def half_block(problem: ConvProblem, config: Config) -> bool:
     """Whether the TMA path copies C's last channel block at half width (the kernel's
     HALF_BLOCK): where that block is at most half full, as OverFeat's C = 96 in 16 bits (64 +
@@ -71,7 +98,9 @@ def half_block(problem: ConvProblem, config: Config) -> bool:
     return bool(int(config["TMA"])) and not spills and 0 < rest <= reduction_step(problem) // 2
 
 
-def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
+def tensor_maps(
+    problem: ConvProblem, config: Config, inputs: tuple[str, str] = ("x", "w")
+) -> tuple[TensorMap, ...]:
     """TMA's maps (TMA = 1): the NHWC input in im2col mode, BM filter-window origins of BK
     channels a copy (from `padding` before the image to the window's far corner K - 1 - padding
     short of its edge, less the tail, origins STRIDE apart; with GEMM_1X1, a 1x1 filter at
@@ -82,7 +111,8 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows a store (warpgroup_rows pixels),
     and a fused residual the same way (the kernel's RESIDUAL_TMA loads it into the staging
     tile). With HALF_BLOCK, the input's and the filters' maps again after them at half the
-    channels, in the 64-byte swizzle: the last channel block's copies."""
+    channels, in the 64-byte swizzle: the last channel block's copies. `inputs` names the
+    input's and the filters' buffers (the space-to-depth rewrite's where the plan makes one)."""
     p = problem
     storage = p.precision.storage
     elem = p.precision.bytes
@@ -102,7 +132,7 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
     def input_maps(channels: int, swizzle: int) -> tuple[TensorMap, TensorMap]:
         if int(config["GEMM_1X1"]):
             x_map = TensorMap(
-                "x",
+                inputs[0],
                 storage,
                 dims=(p.C, p.B * side * side),
                 strides=(p.C * elem,),
@@ -112,7 +142,7 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
             )
         else:
             x_map = TensorMap(
-                "x",
+                inputs[0],
                 storage,
                 dims=(p.C, side, side, p.B),
                 strides=(p.C * elem, side * p.C * elem, side * side * p.C * elem),
@@ -122,7 +152,7 @@ def tensor_maps(problem: ConvProblem, config: Config) -> tuple[TensorMap, ...]:
                 corners=((lower, lower), (upper, upper)),
             )
         w_map = TensorMap(
-            "w",
+            inputs[1],
             storage,
             dims=(p.C, p.K * p.K, p.F),
             strides=(p.C * elem, p.K * p.K * p.C * elem),
@@ -175,7 +205,9 @@ class TcWgmma(Family):
         "(m64nBNk16 BF16/FP16, m64nBNk8 TF32 on the FP32 bits) with both operands in "
         "128-byte-swizzled shared memory (matrix descriptors) and FP32 accumulators; a "
         "multi-stage cp.async pipeline (16-byte chunks where C fills whole ones, an element "
-        "gather otherwise), one or two consumer warpgroups (or, with TMA, three on 192-pixel "
+        "gather otherwise; a strided layer whose C does not, as a first layer's C = 3, is "
+        "rewritten as space-to-depth first and computed at stride 1), one or two consumer "
+        "warpgroups (or, with TMA, three on 192-pixel "
         "tiles), an optional producer warpgroup on mbarriers, optional split-K or (TMA) "
         "stream-K sharing of the last wave's reduction steps, or (TMA) tensor-memory copies "
         "of both tiles through an "
@@ -236,18 +268,68 @@ class TcWgmma(Family):
     # A padded input through the im2col map only (the space keeps TMA = 1 for one).
     reads_padding = True
 
+    def space_fields(self, problem: ConvProblem) -> dict[str, int]:
+        """The fields of the layer the main kernel computes: a configuration tiles that one."""
+        return computed(problem).fields()
+
+    def check_limits(self, problem: ConvProblem) -> None:
+        rewritten = space_to_depth(problem)
+        if rewritten is not None:
+            self.check_int32_offsets(rewritten)
+
     def plan(self, problem: ConvProblem, config: Config) -> KernelPlan:
-        p = problem
+        """The main kernel's launch (and split-K's reduction); where the layer is rewritten as
+        space-to-depth, the rewrite's launch first, into two scratch buffers the main kernel
+        reads as its input and filters."""
         config = self.complete(config)
+        rewritten = space_to_depth(problem)
+        if rewritten is None:
+            return self._main_plan(problem, config, ("x", "w"), ())
+        p, q = problem, rewritten
+        defines = (
+            ("S2D_STRIDE", p.stride),
+            ("S2D_C", p.C),
+            ("S2D_K", p.K),
+            ("S2D_SIDE", p.input_size),
+            ("S2D_PAD", p.padding),
+        )
+        main = self._main_plan(q, config, S2D_BUFFERS, defines)
+        elems = (q.B * q.input_size**2 * q.C, q.F * q.K**2 * q.C)
+        chunk = 16 // q.precision.bytes  # elements a thread of the rewrite
+        rewrite = Launch(
+            "tc_wgmma_s2d",
+            grid=(cdiv(sum(elems) // chunk, S2D_BLOCK), 1, 1),
+            block=(S2D_BLOCK, 1, 1),
+            args=("x", "w", *S2D_BUFFERS),
+        )
+        # Scratch is counted in 4-byte words.
+        scratch = tuple(
+            (name, (cdiv(n * q.precision.bytes, 4),))
+            for name, n in zip(S2D_BUFFERS, elems, strict=True)
+        )
+        return dataclasses.replace(
+            main, launches=(rewrite, *main.launches), scratch=(*scratch, *main.scratch)
+        )
+
+    def _main_plan(
+        self,
+        p: ConvProblem,
+        config: Config,
+        inputs: tuple[str, str],
+        rewrite_defines: tuple[tuple[str, int], ...],
+    ) -> KernelPlan:
+        """The main kernel's plan for the layer `p` it computes, reading `inputs` as its input
+        and filters."""
         values = {name: int(config[name]) for name in TUNABLES}
         # The epilogue's defines last, and only with one: a plain problem builds as it did;
-        # HALF_BLOCK likewise only where it is 1.
+        # HALF_BLOCK and the rewrite's likewise only where there are.
         half = (("HALF_BLOCK", 1),) if half_block(p, config) else ()
         defines = (
             *problem_defines(p),
             storage_define(p),
             *values.items(),
             *half,
+            *rewrite_defines,
             *epilogue_defines(p),
         )
         fused = p.fused.inputs if p.fused else ()
@@ -272,11 +354,10 @@ class TcWgmma(Family):
             cluster=blocks,
             block=(threads(config), 1, 1),
             args=(
-                "x",
-                "w",
+                *inputs,
                 *(("y", *fused) if split == 1 else ("y_split",)),
                 *(("sk_partials", "sk_counters") if stream_k else ()),
-                *(tensor_maps(p, config) if values["TMA"] else ()),
+                *(tensor_maps(p, config, inputs) if values["TMA"] else ()),
             ),
             smem_bytes=shared_bytes(config, p.precision.bytes),
         )

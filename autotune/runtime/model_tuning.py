@@ -120,8 +120,9 @@ def tune_model(
         session.measure_ceilings(say)
         studies, skipped = plan_studies(pairs, session.runner.limits)
         # A problem over the call's own input that a family cannot read in place on this
-        # device (tc_wgmma's im2col path wants whole 16-byte channel chunks: not a first layer's
-        # C = 3) is tuned pre-padded instead, as the runtime will serve it from a padded copy.
+        # device (tc_wgmma's im2col path wants whole 16-byte channel chunks: not VGG-16's
+        # stride-1 first layer, C = 3) is tuned pre-padded instead, as the runtime will serve it
+        # from a padded copy.
         again = [
             (get_family(s.family), replace(s.problem, **PRE_PADDED))
             for s in skipped

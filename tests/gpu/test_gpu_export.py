@@ -48,6 +48,13 @@ def test_an_export_in_every_dtype_runs_and_matches_float64(evaluator, tmp_path: 
             nhwc(ConvProblem(N=28, K=3, C=64, F=256, B=13), "fp16"),
             tma(128, 128, 2, 4, store=1, persistent=1, multicast=1),
         ),
+        # A strided first layer: its space-to-depth rewrite's launch, then the main kernel on
+        # the rewrite's scratch.
+        (
+            "tc_wgmma",
+            nhwc(ConvProblem(N=13, K=7, C=3, F=64, B=2, stride=2), "bf16"),
+            tma(128, 64, 1, 4, store=1),
+        ),
         ("tc_implicit_gemm", nhwc(ConvProblem(N=13, K=3, C=40, F=33, B=3, stride=2), "tf32"), None),
         ("implicit_gemm", ConvProblem(N=13, K=5, C=16, F=24, B=2), None),
     ]

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from autotune.families import get_family
-from autotune.families.tc_wgmma import half_block, reduction_step
+from autotune.families.tc_wgmma import half_block, reduction_step, space_to_depth
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.launch import device_grid
 from autotune.gpu.session import GpuSession, TimingPolicy
@@ -450,5 +450,61 @@ def test_three_consumer_warpgroups_are_correct(tuner, evaluator, dtype):
     )
     assert len(wide) >= 8 and {int(c["STORE_TMA"]) for _, c in wide} == {0}
     picks += wide
+    failed = compiled_failures(tuner, picks)
+    assert not failed, "\n".join(failed)
+
+
+# Strided layers whose C fills no 16-byte chunk, computed as their space-to-depth rewrite (a
+# launch of its own writing the stride x stride blocks as channels, then the main kernel on
+# them): first layers as PyTorch passes them (padding, a tail row: ResNet-50's 7x7/2) and
+# pre-padded (AlexNet's 11x11/4), strides 2, 3 and 4, C = 3 and 5 (and 12 in 16 bits), K = 3, 5,
+# 7 and 11, N = 5, 7, 13 and 37, batch 1 and 3, F = 10, 24, 33, 64 and 100, fused epilogues;
+# gathers, channel blocks, TMA loads and stores, split-K, stream-K, clusters.
+REWRITTEN = [
+    ConvProblem(N=7, K=7, C=3, F=24, B=3, stride=2, padding=3, tail=1),
+    ConvProblem(N=13, K=7, C=3, F=64, B=1, stride=2, padding=3),
+    ConvProblem(N=5, K=11, C=3, F=10, B=3, stride=4, padding=2, tail=3),
+    ConvProblem(N=13, K=11, C=3, F=100, B=3, stride=4),
+    ConvProblem(N=7, K=5, C=5, F=33, B=3, stride=3, padding=2),
+    ConvProblem(N=37, K=3, C=3, F=64, B=1, stride=2, padding=1, tail=1),
+    ConvProblem(N=13, K=3, C=12, F=64, B=3, stride=2),  # whole chunks in tf32 only
+    ConvProblem(N=7, K=11, C=3, F=64, B=1, stride=2),  # 6 taps of 16 channels: split-K too
+]
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_strided_layers_rewritten_as_space_to_depth_are_correct(tuner, evaluator, dtype):
+    problems = [
+        dataclasses.replace(nhwc(p, dtype), padding=p.padding, tail=p.tail) for p in REWRITTEN
+    ]
+    problems += [dataclasses.replace(problems[0], epilogue="bias_add_relu")]
+    problems += [dataclasses.replace(problems[3], epilogue="scale_bias_relu")]
+    studies, skipped = plan_studies([(FAMILY, p) for p in problems], evaluator.limits)
+    assert len(studies) == len(problems), skipped
+    studies = [s for s in studies if space_to_depth(s.problem) is not None]
+    assert len(studies) >= 7
+    picks = some_of_each(
+        studies,
+        lambda c: (
+            int(c["TMA"]),
+            int(c["C_OUTER"]),
+            int(c["STORE_TMA"]),
+            int(c["SPLIT_K"]) > 1,
+            int(c["STREAM_K"]),
+            int(c["MULTICAST"]) > 0,
+            int(c["WG"]),
+        ),  # fmt: skip
+        random.Random(f"s2d-{dtype}"),
+        6,
+    )
+    # And a split one of each study that has them (its partial sums summed by a third launch).
+    rng = random.Random(f"s2d-split-{dtype}")
+    for study in studies:
+        split = [c for c in study.space.configs if int(c["SPLIT_K"]) > 1]
+        picks += [(study, rng.choice(split))] if split else []
+    for name in ("TMA", "C_OUTER", "STORE_TMA", "STREAM_K", "MULTICAST"):
+        assert any(int(c[name]) for _, c in picks), name
+    assert any(int(c["SPLIT_K"]) > 1 for _, c in picks)
+    assert any(not int(c["C_OUTER"]) for _, c in picks)  # the reduction order's copies
     failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)

@@ -13,12 +13,16 @@ from autotune.families import UnsupportedProblem, get_family
 from autotune.families.plan import REDUCE_BLOCK, TensorMap
 from autotune.families.tc_wgmma import (
     ROW_BYTES,
+    S2D_BLOCK,
+    S2D_BUFFERS,
     STREAM_K_BLOCKS,
     WARPGROUP,
     cluster,
+    computed,
     half_block,
     reduction_step,
     shared_bytes,
+    space_to_depth,
     tensor_maps,
     threads,
     tile_count,
@@ -28,6 +32,7 @@ from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.problem import ConvProblem
 from autotune.model.shapes import named_shapes
 from autotune.model.space import ARCH_LIMITS, Config
+from autotune.tuning.studies import plan_studies
 
 FAMILY = get_family("tc_wgmma")
 LIMITS = ARCH_LIMITS["sm_90"]
@@ -59,7 +64,7 @@ SHAPES = [
 
 
 def bound(problem: ConvProblem):
-    return FAMILY.load_space().bind(problem.fields(), LIMITS)
+    return FAMILY.load_space().bind(FAMILY.space_fields(problem), LIMITS)
 
 
 def cfg(
@@ -131,6 +136,11 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
     space = bound(problem)
     assert len(space) > 0
     pixels = problem.B * problem.N * problem.N
+    # A strided first layer is computed as its space-to-depth rewrite, after the rewrite's
+    # launch: the configurations tile that layer, and its buffers are the main kernel's inputs.
+    layer = computed(problem)
+    rewritten = layer is not problem
+    inputs = S2D_BUFFERS if rewritten else ("x", "w")
     for config in space:
         bm, bn, wg = int(config["BM"]), int(config["BN"]), int(config["WG"])
         split, producer = int(config["SPLIT_K"]), int(config["PRODUCER"])
@@ -140,7 +150,7 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         assert mi * bn // 2 <= 128  # accumulators a thread
         loaders = WARPGROUP * (1 if producer else wg)
         assert bm % (loaders // 8) == 0 and bn % (loaders // 8) == 0  # whole rows a thread
-        if problem.C % (16 // problem.precision.bytes):  # C not whole 16-byte chunks
+        if layer.C % (16 // problem.precision.bytes):  # C not whole 16-byte chunks
             assert config["C_OUTER"] == 0 and config["TMA"] == 0
         if config["TMA"]:
             assert (producer, config["C_OUTER"], config["L1_CACHE"]) == (1, 1, 0)
@@ -150,7 +160,8 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
             assert problem.F * problem.precision.bytes % 16 == 0
         plan = FAMILY.plan(problem, config)
         assert plan.arch_specific
-        launch = plan.launches[0]
+        launches = plan.launches[1:] if rewritten else plan.launches
+        launch = launches[0]
         assert launch.block == (threads(config), 1, 1) and launch.threads <= LIMITS.MAX_THREADS
         smem = shared_bytes(config, problem.precision.bytes)
         assert launch.smem_bytes == smem <= LIMITS.SMEM_PER_BLOCK_OPTIN
@@ -170,15 +181,17 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         defines = dict(plan.defines)
         assert defines["STORAGE"] == {"tf32": 0, "fp16": 1, "bf16": 2}[problem.dtype]
         output = "y" if split == 1 else "y_split"
-        maps = tensor_maps(problem, config) if config["TMA"] else ()
+        maps = tensor_maps(layer, config, inputs) if config["TMA"] else ()
         shared = ("sk_partials", "sk_counters") if config["STREAM_K"] else ()
-        assert launch.args == ("x", "w", output, *shared, *maps)
+        assert launch.args == (*inputs, output, *shared, *maps)
+        rewrite_scratch = plan.scratch[:2] if rewritten else ()
+        assert tuple(name for name, _ in rewrite_scratch) == (S2D_BUFFERS if rewritten else ())
         if split == 1:
-            assert len(plan.launches) == 1
+            assert len(launches) == 1
         else:
-            assert split * 4 * reduction_step(problem) <= problem.C * problem.K**2
-            assert plan.scratch == (("y_split", (split, pixels, problem.F)),)
-            (reduce,) = plan.launches[1:]
+            assert split * 4 * reduction_step(problem) <= layer.C * layer.K**2
+            assert plan.scratch == (*rewrite_scratch, ("y_split", (split, pixels, problem.F)))
+            (reduce,) = launches[1:]
             assert reduce.args == ("y_split", "y")
             assert (reduce.grid[0] - 1) * REDUCE_BLOCK < pixels * problem.F
             assert reduce.grid[0] * REDUCE_BLOCK >= pixels * problem.F
@@ -194,8 +207,56 @@ def test_the_space_holds_the_fast_tiles_and_refuses_what_cannot_launch() -> None
     assert not space.is_valid(cfg(256, 128, 2, 4, split=2))  # 255 blocks need no split
     small = bound(nhwc(ConvProblem(N=7, K=3, C=256, F=64, B=1)))
     assert {int(c["SPLIT_K"]) for c in small} == {1, 2, 4, 8}
-    first = bound(nhwc(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4)))
-    assert {int(c["C_OUTER"]) for c in first} == {0}
+    # A stride-1 first layer's C = 3 fills no 16-byte chunk: the gather only, in reduction order.
+    first = bound(nhwc(ConvProblem(N=224, K=3, C=3, F=64, B=32)))
+    assert {int(c["C_OUTER"]) for c in first} == {int(c["TMA"]) for c in first} == {0}
+
+
+# A strided first layer (C = 3) is computed as its space-to-depth rewrite: a stride-1 layer of
+# stride^2 * C channels padded to a 16-byte chunk, ceil(K / stride) taps, over the input's
+# stride x stride blocks, which a launch of its own writes into scratch before the main kernel.
+def test_a_strided_first_layer_is_rewritten_as_space_to_depth(compiler) -> None:
+    resnet = nhwc(ConvProblem(N=112, K=7, C=3, F=64, B=32, stride=2))
+    assert space_to_depth(resnet) == nhwc(ConvProblem(N=112, K=4, C=16, F=64, B=32))
+    assert space_to_depth(nhwc(resnet, "tf32")).C == 12  # 4 x 3 FP32 values: whole chunks
+    alexnet = nhwc(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4))
+    assert (space_to_depth(alexnet).K, space_to_depth(alexnet).C) == (3, 48)
+    # Not where C fills whole chunks, nor at stride 1 (nothing to fold).
+    assert space_to_depth(nhwc(ConvProblem(N=56, K=3, C=64, F=64, stride=2))) is None
+    assert space_to_depth(nhwc(ConvProblem(N=224, K=3, C=3, F=64))) is None
+    # The configurations are the rewritten layer's: whole chunks, so channel blocks and TMA.
+    space = bound(resnet)
+    assert {int(c["TMA"]) for c in space} == {0, 1}
+    (study,), _ = plan_studies([(FAMILY, resnet)], LIMITS)  # as every caller binds a space
+    assert study.problem == resnet and len(study.space) == len(space)
+    # PyTorch's conv1 (padding 3, a tail row): the rewrite reads both; the layer it writes is
+    # pre-padded, its side N - 1 + K'.
+    padded = dataclasses.replace(
+        nhwc(ConvProblem(N=7, K=7, C=3, F=24, B=3, stride=2), "fp16"), padding=3, tail=1
+    )
+    assert padded.input_size == 14
+    rewritten = space_to_depth(padded)
+    assert (rewritten.padding, rewritten.tail, rewritten.input_size) == (0, 0, 10)
+    for config in (tma(128, 64, 2, 4, store=1), cfg(64, 64, 1, 3, producer=1)):
+        plan = FAMILY.plan(padded, config)
+        rewrite, main = plan.launches
+        assert (rewrite.kernel, rewrite.args) == ("tc_wgmma_s2d", ("x", "w", *S2D_BUFFERS))
+        chunks = (3 * 10 * 10 * 16 + 24 * 4 * 4 * 16) // 8
+        assert (rewrite.grid, rewrite.block) == ((-(-chunks // S2D_BLOCK), 1, 1), (S2D_BLOCK, 1, 1))
+        assert main.kernel == "tc_wgmma" and main.args[:3] == (*S2D_BUFFERS, "y")
+        # The scratch counts 4-byte words: the rewritten input and filters in 16 bits.
+        assert plan.scratch == (("x_s2d", (3 * 10 * 10 * 8,)), ("w_s2d", (24 * 4 * 4 * 8,)))
+        defines = dict(plan.defines)
+        assert (defines["C"], defines["K"], defines["STRIDE"]) == (16, 4, 1)
+        assert "PAD" not in defines and "TAIL" not in defines
+        s2d = {k: defines[k] for k in ("S2D_STRIDE", "S2D_C", "S2D_K", "S2D_SIDE", "S2D_PAD")}
+        assert s2d == dict(S2D_STRIDE=2, S2D_C=3, S2D_K=7, S2D_SIDE=14, S2D_PAD=3)
+        if int(config["TMA"]):
+            x_map = next(a for a in main.args if getattr(a, "buffer", "") == "x_s2d")
+            assert x_map.dims == (16, 10, 10, 3) and x_map.corners == ((0, 0), (-3, -3))
+        compiled = compiler.compile(plan)
+        assert compiled.spills == 0, compiled.log
+        assert set(compiled.resources) >= {"tc_wgmma", "tc_wgmma_s2d"}
 
 
 def test_deep_pipelines_fit_where_no_staging_tile_takes_the_shared_memory() -> None:
@@ -403,8 +464,9 @@ def test_tma_is_offered_only_where_its_maps_can_be_made() -> None:
     assert not conv3.is_valid(cfg(128, 256, 2, 4, tma=1))  # no producer warpgroup
     assert not conv3.is_valid(cfg(128, 256, 2, 4, producer=1, tma=1))  # reduction order
     assert not conv3.is_valid(cfg(128, 256, 2, 4, producer=1, c_outer=1, l1=1, tma=1))
-    # C = 3 (and C = 12 in 16 bits) rows are not whole 16-byte chunks: no stride TMA can take.
-    first = bound(nhwc(ConvProblem(N=55, K=11, C=3, F=64, B=128, stride=4)))
+    # C = 3 (and C = 12 in 16 bits) rows are not whole 16-byte chunks: no stride TMA can take
+    # (a strided first layer's rewrite has whole chunks, and TMA).
+    first = bound(nhwc(ConvProblem(N=224, K=3, C=3, F=64, B=32)))
     assert {int(c["TMA"]) for c in first} == {0}
     c12 = ConvProblem(N=7, K=1, C=12, F=64, B=3)
     assert {int(c["TMA"]) for c in bound(nhwc(c12, "bf16"))} == {0}
