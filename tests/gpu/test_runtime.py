@@ -5,6 +5,7 @@ runtime can call, on CuPy arrays and tensors, on the caller's stream, and as a t
 from __future__ import annotations
 
 import random
+import zlib
 
 import pytest
 
@@ -152,13 +153,16 @@ def test_every_miss_policy_matches_float64(tuned, cache):
 @pytest.mark.parametrize("family", CONV2D)
 def test_each_family_serves_random_shapes_from_the_nearest_stored_one(family, tuned, cache):
     rt = make_runtime(tuned[0], cache, families=[family])
-    rng = random.Random(hash(family) % 1000)
+    # Seeded by the name's CRC (str hashes differ between processes): the same shapes each run.
+    rng = random.Random(zlib.crc32(family.encode()) % 1000)
     failed, served = [], 0
     for i in range(6):
         if family == "winograd":  # it computes only 3 x 3 filters at stride 1
             shape = random_shape(rng, k=3, stride=1)
+        elif family == "chen_special":  # one input channel at stride 1
+            shape = random_shape(rng, channels=1, stride=1)
         else:
-            shape = random_shape(rng, channels=1 if family == "chen_special" else None)
+            shape = random_shape(rng)
         try:
             failed.append(check(rt, shape, 100 + i, "nearest"))
             served += 1
