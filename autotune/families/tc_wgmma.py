@@ -68,9 +68,11 @@ def space_to_depth(problem: ConvProblem) -> ConvProblem | None:
     fills no 16-byte chunk (a first layer's C = 3), each stride x stride block of input pixels
     becomes one pixel of stride^2 * C channels, padded to a whole chunk, and the filter
     ceil(K / stride) taps of them. Its 16-byte copies replace the element gather, which spends a
-    load on every element: ResNet-50's 7x7/2, AlexNet's and OverFeat's 11x11/4 first layers ran
-    as such layers in 0.35-0.64 of the gather's time in bf16 (results/h200/20261201i, call 1).
-    The rewritten input is pre-padded: the rewrite reads the layer's padding and tail."""
+    load on every element: with the rewrite's own launch timed, ResNet-50's 7x7/2, AlexNet's
+    and OverFeat's 11x11/4 first layers ran 1.32-1.46x as fast in 16 bits and 1.04-1.49x in tf32
+    (results/h200/20261201i, call 2). At stride 1 there is nothing to fold (VGG-16's first layer
+    with C padded to 8 was slower, call 1). The rewritten input is pre-padded: the rewrite reads
+    the layer's padding and tail."""
     p = problem
     chunk = 16 // p.precision.bytes
     if p.stride == 1 or p.C % chunk == 0:
@@ -322,7 +324,7 @@ class TcWgmma(Family):
         and filters."""
         values = {name: int(config[name]) for name in TUNABLES}
         # The epilogue's defines last, and only with one: a plain problem builds as it did;
-        # HALF_BLOCK and the rewrite's likewise only where there are.
+        # HALF_BLOCK and the rewrite's likewise only where they apply.
         half = (("HALF_BLOCK", 1),) if half_block(p, config) else ()
         defines = (
             *problem_defines(p),
