@@ -113,13 +113,18 @@ def space(family_name, shape_text, arch, samples, do_compile, dtype, layout, ker
     problem = in_precisions([parse_shape(shape_text)], dtypes[:1], layouts[:1], named)[0]
     family.check(problem)
     search_space = family.load_space()
+    fields = family.space_fields(problem)
     start = time.perf_counter()
-    bound = search_space.bind(family.space_fields(problem), ARCH_LIMITS[arch])
+    bound = search_space.bind(fields, ARCH_LIMITS[arch])
     took = time.perf_counter() - start
     click.echo(
         f"{family.name} {problem.key} on {arch}: {len(bound)} valid of "
         f"{search_space.cartesian_size} configurations (enumerated in {took * 1e3:.1f} ms)"
     )
+    own = problem.fields()
+    if fields != own:  # the kernels compute another layer for it (a rewrite)
+        other = ", ".join(f"{k}={v}" for k, v in fields.items() if own.get(k) != v)
+        click.echo(f"  configurations of the layer its kernels compute for it: {other}")
     if not len(bound):
         fail(f"{family.name} has no valid configuration at {problem.key} on {arch}", 2)
     picks = random.Random(0).sample(bound.configs, min(samples, len(bound)))

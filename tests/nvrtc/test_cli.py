@@ -75,6 +75,21 @@ def test_space_reports_size_and_samples(runner):
     assert result.exit_code == 0, result.output
     assert "valid of 72 configurations" in result.output
     assert result.output.count("registers") == 2
+    assert "the layer its kernels compute" not in result.output
+
+
+def test_space_names_the_layer_a_rewrite_computes(runner):
+    # tc_wgmma computes ResNet-50's 7x7/2 first layer as its space-to-depth rewrite: a stride-1
+    # layer of 4 taps and 16 channels, whose configurations (channel blocks, TMA) it offers.
+    shape = "N=112,K=7,C=3,F=64,B=32,stride=2,dtype=bf16,layout=NHWC"
+    result = runner.invoke(
+        main, ["space", "tc_wgmma", "--shape", shape, "--samples", "1", "--compile"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "configurations of the layer its kernels compute for it: K=4, C=16, stride=1, S=115" in (
+        result.output
+    )
+    assert "0 B spilled" in result.output
 
 
 @pytest.mark.parametrize(
