@@ -122,6 +122,7 @@ def test_the_kernel_and_the_module_agree_on_its_constants() -> None:
         "fp16": 64,
     }
     assert f"#define REDUCE_BLOCK {REDUCE_BLOCK}\n" in source
+    assert f"#define S2D_BLOCK {S2D_BLOCK}\n" in source
     assert "#define THREADS (128 * (WG + PRODUCER))" in source and WARPGROUP == 128
     assert "#define STAGE_BYTES ((BM + BN) * 128)" in source
     # One wgmma wrapper for every tile width the space offers.
