@@ -39,9 +39,10 @@ def project_dir(name: str) -> Path:
 
 def __getattr__(name: str):
     """`autotune.conv2d`, `autotune.Conv2d`, `autotune.tune_model`, `autotune.optimize` (the
-    runtime), `autotune.tune_kernel`, `autotune.tuned_kernel` and `autotune.NVMLObserver`,
-    imported on first use: importing the package loads neither CuPy's runtime, PyTorch nor the
-    tuner (every room imports package_path from here)."""
+    runtime), `autotune.tune_kernel`, `autotune.tuned_kernel`, `autotune.NVMLObserver` and
+    Kernel Tuner's file helpers (`store_output_file`, `store_metadata_file`), imported on first
+    use: importing the package loads neither CuPy's runtime, PyTorch nor the tuner (every room
+    imports package_path from here)."""
     if name in ("conv2d", "Conv2d", "tune_model", "optimize"):
         import autotune.runtime
 
@@ -60,4 +61,8 @@ def __getattr__(name: str):
         from autotune.kt.observers import NVMLObserver
 
         return NVMLObserver
+    if name in ("store_output_file", "store_metadata_file"):
+        import autotune.kt.file_utils
+
+        return getattr(autotune.kt.file_utils, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

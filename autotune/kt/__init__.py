@@ -1,7 +1,8 @@
 """Kernel Tuner compatibility: tune_kernel (api), its arguments and spaces, the family a given
 kernel becomes (kernel), its study (study), its NVMLObserver (observers), Kernel Tuner's cache
-files (cache, cache_file) and T4 results files (t4); the stored bests (stored) as kernel headers
-(targets) and compiled kernels (tuned)."""
+files (cache, cache_file), T4 results files (t4) and its file helpers for tune_kernel's
+results (file_utils); the stored bests (stored) as kernel headers (targets) and compiled kernels
+(tuned)."""
 
 from autotune.kt.observers import NVMLObserver
 
