@@ -1,7 +1,7 @@
 """One Kernel Tuner example script, run in a process of its own for `autotune bench kt-examples`:
-with its imports of tune_kernel and observers changed to autotune (ours, on the GPU or against the
-synthetic worker), or unchanged under Kernel Tuner (theirs). Every tune_kernel call is timed and
-counted; the outcome goes to a JSON report. Run as
+with its imports of tune_kernel, observers and file helpers changed to autotune (ours, on the
+GPU or against the synthetic worker), or unchanged under Kernel Tuner (theirs). Every
+tune_kernel call is timed and counted; the outcome goes to a JSON report. Run as
 `python -m autotune.bench.kt_example_run SCRIPT MODE REPORT [--max-fevals N] [--kt-lang L]`
 from a scratch directory holding the example's files (the script reads and writes there).
 """
@@ -36,21 +36,30 @@ class Rewritten:
     kernel_tuner_left: tuple[str, ...] = field(default=())  # what it still takes from Kernel Tuner
 
 
+# Kernel Tuner's file helpers for tune_kernel's results that autotune has too.
+FILE_HELPERS = ("store_output_file", "store_metadata_file")
+
+
 def _moves(module: str, name: str) -> bool:
     """Whether `from kernel_tuner<module> import name` is one to change: tune_kernel from the
-    package, an observer class from anywhere in it but kernel_tuner.accuracy: an output observer
-    (AccuracyObserver) is the caller's code, which tune_kernel calls in the caller's process,
-    so Kernel Tuner's own is used, as its TunablePrecision beside it."""
+    package, the file helpers for its results from kernel_tuner.file_utils, an observer class
+    from anywhere in it but kernel_tuner.accuracy: an output observer (AccuracyObserver) is the
+    caller's code, which tune_kernel calls in the caller's process, so Kernel Tuner's own is
+    used, as its TunablePrecision beside it."""
     if module == "" and name == "tune_kernel":
+        return True
+    if module == ".file_utils" and name in FILE_HELPERS:
         return True
     return name.endswith("Observer") and module != ".accuracy"
 
 
 def rewrite(text: str) -> Rewritten:
     lines = text.split("\n")
+    # What the script reaches through the module (`kernel_tuner.x`), its `from` imports left out:
+    # those are handled below, name by name.
+    used = "\n".join(line for line in lines if not _FROM.match(line))
     other_uses = sorted(
-        {m for m in re.findall(r"\bkernel_tuner\.(\w+)", text) if m != "tune_kernel"}
-        - {"observers"}  # only in the `from` imports handled below
+        {m for m in re.findall(r"\bkernel_tuner\.(\w+)", used) if m != "tune_kernel"}
     )
     out, changed, moved, left = [], 0, [], []
     for line in lines:

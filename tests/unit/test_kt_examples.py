@@ -70,6 +70,21 @@ def test_only_tune_kernel_and_observers_move_to_autotune() -> None:
     )
 
 
+def test_kernel_tuners_file_helpers_move_to_autotune_and_the_rest_of_file_utils_stays() -> None:
+    # Kernel Tuner's README example (vector_add.py) stores its results and its metadata.
+    out = rewrite(
+        "from kernel_tuner.file_utils import store_output_file, store_metadata_file\n"
+        "from kernel_tuner.file_utils import get_t4_results, store_output_file"
+    )
+    assert out.text.split("\n") == [
+        "from autotune import store_output_file, store_metadata_file",
+        "from autotune import store_output_file",
+        "from kernel_tuner.file_utils import get_t4_results",
+    ]
+    assert out.autotune_names == ("store_output_file", "store_metadata_file")
+    assert out.kernel_tuner_left == ("kernel_tuner.file_utils.get_t4_results",)
+
+
 def test_a_module_import_becomes_autotune_unless_more_of_kernel_tuner_is_used() -> None:
     alone = rewrite("import kernel_tuner\nr = kernel_tuner.tune_kernel('k', 's', 1, [], {})")
     assert alone.text == "import autotune\nr = autotune.tune_kernel('k', 's', 1, [], {})"
@@ -78,6 +93,15 @@ def test_a_module_import_becomes_autotune_unless_more_of_kernel_tuner_is_used() 
     assert both.text.split("\n")[0] == "import kernel_tuner, autotune"
     assert both.text.split("\n")[2] == "autotune.tune_kernel()"
     assert both.kernel_tuner_left == ("kernel_tuner.run_kernel",)
+    # Kernel Tuner's custom-strategy example: its strategy module is Kernel Tuner's; the module
+    # named by a `from` import it also has (file_utils) is not a use of the module import.
+    custom = rewrite(
+        "import kernel_tuner\n"
+        "from kernel_tuner import tune_kernel\n"
+        "from kernel_tuner.file_utils import store_output_file\n"
+        "tune_kernel('k', 's', 1, [], {}, strategy=kernel_tuner.strategies.minimize)"
+    )
+    assert custom.kernel_tuner_left == ("kernel_tuner.strategies",)
 
 
 def _job(tmp_path: Path, answer, outputs_back: bool = True):
