@@ -40,7 +40,7 @@ DISTRIBUTION = "autotune-dse"  # the package's name on PyPI
 NOT_MEASURED = frozenset({*TIMINGS, "times", "timestamp", "status", "stored", "__error__"})
 
 
-def t4_results(
+def t4_from_results(
     results: Iterable[Mapping[str, Any]], tune_params: Mapping[str, Any], objective: str = "time"
 ) -> dict[str, Any]:
     """tune_kernel's results as a T4 results document: per configuration its tunables, timings,
@@ -92,7 +92,7 @@ def store_output_file(
     """Write tune_kernel's results as a T4 results file (".json" added where the name lacks it,
     its folder made), as Kernel Tuner's store_output_file does."""
     path = _json_path(output_filename)
-    path.write_text(json.dumps(t4_results(results, tune_params, objective)))
+    path.write_text(json.dumps(t4_from_results(results, tune_params, objective)))
 
 
 def store_metadata_file(metadata_filename: str | os.PathLike) -> None:

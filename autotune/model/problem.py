@@ -410,7 +410,6 @@ PROBLEM_TYPES: dict[str, type] = {
 }
 KINDS = tuple(PROBLEM_TYPES)
 
-PROBLEM_FIELDS = KIND_SPECS["conv2d"].fields  # kept for existing callers
 KIND_FIELDS: dict[str, tuple[str, ...]] = {k: spec.fields for k, spec in KIND_SPECS.items()}
 KIND_TEXTS: dict[str, tuple[str, ...]] = {k: spec.texts for k, spec in KIND_SPECS.items()}
 REQUIRED_FIELDS: dict[str, tuple[str, ...]] = {k: s.required for k, s in KIND_SPECS.items()}

@@ -14,7 +14,7 @@ import pytest
 import autotune
 from autotune.kt import api
 from autotune.kt.cache import read_kt_file
-from autotune.kt.file_utils import machine_metadata, nvml_gpus, t4_results
+from autotune.kt.file_utils import machine_metadata, nvml_gpus, t4_from_results
 from autotune.model.records import Status
 from autotune.model.space import Config
 from tests.conftest import SyntheticEvaluator
@@ -116,7 +116,7 @@ def test_kernel_tuners_own_results_keep_their_error_classes() -> None:
         {"block_size_x": 512, "time": error, "__error__": error},
         {"block_size_x": 32, "time": "InvalidConfig"},
     ]
-    doc = t4_results(rows, {"block_size_x": [32, 64, 512]})
+    doc = t4_from_results(rows, {"block_size_x": [32, 64, 512]})
     assert [r["invalidity"] for r in doc["results"]] == ["correct", "compile", "constraints"]
     assert all(m["name"] != "__error__" for r in doc["results"] for m in r["measurements"])
 
