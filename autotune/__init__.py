@@ -39,10 +39,10 @@ def project_dir(name: str) -> Path:
 
 def __getattr__(name: str):
     """`autotune.conv2d`, `autotune.Conv2d`, `autotune.tune_model`, `autotune.optimize` (the
-    runtime), `autotune.tune_kernel`, `autotune.tuned_kernel`, `autotune.NVMLObserver` and
-    Kernel Tuner's file helpers (`store_output_file`, `store_metadata_file`), imported on first
-    use: importing the package loads neither CuPy's runtime, PyTorch nor the tuner (every room
-    imports package_path from here)."""
+    runtime), `autotune.tune_kernel`, `autotune.run_kernel`, `autotune.tuned_kernel`,
+    `autotune.NVMLObserver` and Kernel Tuner's file helpers (`store_output_file`,
+    `store_metadata_file`), imported on first use: importing the package loads neither CuPy's
+    runtime, PyTorch nor the tuner (every room imports package_path from here)."""
     if name in ("conv2d", "Conv2d", "tune_model", "optimize"):
         import autotune.runtime
 
@@ -53,6 +53,10 @@ def __getattr__(name: str):
         from autotune.kt.api import tune_kernel
 
         return tune_kernel
+    if name == "run_kernel":
+        from autotune.kt.run import run_kernel
+
+        return run_kernel
     if name == "tuned_kernel":
         from autotune.kt.tuned import tuned_kernel
 

@@ -74,18 +74,25 @@ class TunedKernel:
 
     def _function(self, launch, device: int):
         found = self._loaded.get(device)
-        entry = self.entry or self.name
         if found is None:
-            # A directory of its own: the file goes once the function is fetched.
-            with tempfile.TemporaryDirectory() as scratch:
-                module, functions = launch.load_module(self.cubin, (entry,), scratch, False)
-            if self.smem_bytes > launch.DEFAULT_DYNAMIC_SMEM:
-                functions[entry].max_dynamic_shared_size_bytes = self.smem_bytes
-            for symbol, values in self.constants:
-                data = np.ascontiguousarray(values)
-                module.get_global(symbol).copy_from_host(data.ctypes.data, data.nbytes)
-            found = self._loaded[device] = (module, functions[entry])
+            found = self._loaded[device] = loaded_entry(
+                launch, self.cubin, self.entry or self.name, self.smem_bytes, self.constants
+            )
         return found[1]
+
+
+def loaded_entry(launch, cubin: bytes, entry: str, smem_bytes: int, constants) -> tuple:
+    """(module, function) of a given kernel's cubin on the current device, its dynamic shared
+    memory opted into and its constant memory (cmem_args: (symbol, array) pairs) copied in."""
+    # A directory of its own: the file goes once the function is fetched.
+    with tempfile.TemporaryDirectory() as scratch:
+        module, functions = launch.load_module(cubin, (entry,), scratch, False)
+    if smem_bytes > launch.DEFAULT_DYNAMIC_SMEM:
+        functions[entry].max_dynamic_shared_size_bytes = smem_bytes
+    for symbol, values in constants:
+        data = np.ascontiguousarray(values)
+        module.get_global(symbol).copy_from_host(data.ctypes.data, data.nbytes)
+    return module, functions[entry]
 
 
 def tuned_kernel(
@@ -194,4 +201,4 @@ def _config(raw: object) -> Config:
     return Config.from_json(raw) if isinstance(raw, str) else Config.of(raw)  # type: ignore[arg-type]
 
 
-__all__ = ["NoTunedKernel", "TunedKernel", "tuned_kernel"]
+__all__ = ["NoTunedKernel", "TunedKernel", "loaded_entry", "tuned_kernel"]
