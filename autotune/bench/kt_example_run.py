@@ -1,6 +1,6 @@
 """One Kernel Tuner example script, run in a process of its own for `autotune bench kt-examples`:
-with its imports of tune_kernel, observers and file helpers changed to autotune (ours, on the
-GPU or against the synthetic worker), or unchanged under Kernel Tuner (theirs). Every
+with its imports of tune_kernel, run_kernel, observers and file helpers changed to autotune
+(ours, on the GPU or against the synthetic worker), or unchanged under Kernel Tuner (theirs). Every
 tune_kernel call is timed and counted; the outcome goes to a JSON report. Run as
 `python -m autotune.bench.kt_example_run SCRIPT MODE REPORT [--max-fevals N] [--kt-lang L]`
 from a scratch directory holding the example's files (the script reads and writes there).
@@ -36,17 +36,19 @@ class Rewritten:
     kernel_tuner_left: tuple[str, ...] = field(default=())  # what it still takes from Kernel Tuner
 
 
-# Kernel Tuner's file helpers for tune_kernel's results that autotune has too.
+# Kernel Tuner's entry points and its file helpers for tune_kernel's results, which autotune
+# has too.
+ENTRY_POINTS = ("tune_kernel", "run_kernel")
 FILE_HELPERS = ("store_output_file", "store_metadata_file")
 
 
 def _moves(module: str, name: str) -> bool:
-    """Whether `from kernel_tuner<module> import name` is one to change: tune_kernel from the
-    package, the file helpers for its results from kernel_tuner.file_utils, an observer class
-    from anywhere in it but kernel_tuner.accuracy: an output observer (AccuracyObserver) is the
-    caller's code, which tune_kernel calls in the caller's process, so Kernel Tuner's own is
-    used, as its TunablePrecision beside it."""
-    if module == "" and name == "tune_kernel":
+    """Whether `from kernel_tuner<module> import name` is one to change: tune_kernel and
+    run_kernel from the package, the file helpers for its results from kernel_tuner.file_utils,
+    an observer class from anywhere in it but kernel_tuner.accuracy: an output observer
+    (AccuracyObserver) is the caller's code, which tune_kernel calls in the caller's process,
+    so Kernel Tuner's own is used, as its TunablePrecision beside it."""
+    if module == "" and name in ENTRY_POINTS:
         return True
     if module == ".file_utils" and name in FILE_HELPERS:
         return True
@@ -59,7 +61,7 @@ def rewrite(text: str) -> Rewritten:
     # those are handled below, name by name.
     used = "\n".join(line for line in lines if not _FROM.match(line))
     other_uses = sorted(
-        {m for m in re.findall(r"\bkernel_tuner\.(\w+)", used) if m != "tune_kernel"}
+        {m for m in re.findall(r"\bkernel_tuner\.(\w+)", used) if m not in ENTRY_POINTS}
     )
     out, changed, moved, left = [], 0, [], []
     for line in lines:
@@ -77,7 +79,8 @@ def rewrite(text: str) -> Rewritten:
                 moved += [p.split()[0] for p in to_us]
             left += [f"kernel_tuner{module}.{p.split()[0]}" for p in stay]
         elif m := _IMPORT.match(line):
-            # Kept beside autotune where the script uses more of Kernel Tuner than tune_kernel.
+            # Kept beside autotune where the script uses more of Kernel Tuner than its entry
+            # points.
             indent = m.group(1)
             new = (
                 f"{indent}import kernel_tuner, autotune"
@@ -85,9 +88,10 @@ def rewrite(text: str) -> Rewritten:
                 else f"{indent}import autotune"
             )
             left += [f"kernel_tuner.{u}" for u in other_uses]
-        if "kernel_tuner.tune_kernel" in new:
-            new = new.replace("kernel_tuner.tune_kernel", "autotune.tune_kernel")
-            moved.append("tune_kernel")
+        for entry in ENTRY_POINTS:
+            if f"kernel_tuner.{entry}" in new:
+                new = new.replace(f"kernel_tuner.{entry}", f"autotune.{entry}")
+                moved.append(entry)
         changed += new != line
         out.append(new)
     return Rewritten(
