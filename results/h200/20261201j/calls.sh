@@ -151,4 +151,15 @@ case "${1:?1}" in
     done
     clocks
     save_db; pack ;;
+7)  # run_kernel, Kernel Tuner's other entry point, now autotune's too (kt/run.py), and the
+    # launch code tuned_kernel now shares with it (loaded_entry): both GPU tests, then the two
+    # examples that call run_kernel (convolution_correct.py, for its answer; zeromeanfilter.py
+    # imports it) and vector_add.py, all without Kernel Tuner installed.
+    # Predicted: the tests pass; the three examples run, every configuration checked.
+    install || exit 1
+    CAP=90 gpu_tests test_gpu_run_kernel test_gpu_tuned_kernel
+    s=$SECONDS; timeout -k 5 $(( $(left) - 10 )) python3 -m autotune bench kt-examples --examples .kt_examples/cuda --only convolution_correct.py --only zeromeanfilter.py --only vector_add.py --max-fevals 20 --timeout 100 --output "$OUT/kt" > "$OUT/kt.log" 2>&1
+    say "kt-examples: rc=$? $((SECONDS - s)) s"; grep -E "^\| (convolution_correct|zeromeanfilter|vector_add)\.py" "$OUT/kt"/*.md >> "$OUT/summary.txt" 2>/dev/null
+    (cd "$OUT" && tar -czf kt.tgz kt kt.log && rm -rf kt kt.log)
+    pack ;;
 esac
