@@ -18,8 +18,8 @@ __global__ void vector_add(float *c, const float *a, const float *b, int n) {
     if (i < n) c[i] = a[i] + b[i] + offset[0];
 }
 """
-# Each thread adds its block's sum (through dynamic shared memory) into one total: a second run
-# would double it.
+# Each block adds its sum (made in dynamic shared memory) into one total: a second run would
+# double it.
 ACCUMULATE = """
 __global__ void accumulate(float *total, const float *x, int n) {
     extern __shared__ float part[];
