@@ -2,8 +2,8 @@
 # Session 67's GPU calls (H200): LIMIT=560 OUT=$OUT bash results/h200/20261201j/calls.sh N, from
 # the checkout root, with `rm -rf .whl && mv .whlmin .whl && . .whl/env.sh &&` before it and
 # carry [".whlmin"] (`.whl` less Kernel Tuner's wheels: with the checkout, `.whl` no longer fits a
-# call's 64 MiB), plus ".dbcarry" for call 1 (session 66's store, ../20261201i/call6) and call 6
-# (call 2's store, which holds call 1's evaluations), and
+# call's 64 MiB), plus ".dbcarry" for call 1 (session 66's store, ../20261201i/call6), call 6
+# (call 2's store, which holds call 1's evaluations) and call 8 (call 6's), and
 # ".kt_examples" for calls 3 and 4 (Kernel Tuner's examples/cuda, from its public snapshot) and
 # ".head" for call 4 (`git archive 002515c autotune kernels search_spaces`: five starting
 # configurations).
@@ -162,4 +162,24 @@ case "${1:?1}" in
     say "kt-examples: rc=$? $((SECONDS - s)) s"; grep -E "^\| (convolution_correct|zeromeanfilter|vector_add)\.py" "$OUT/kt"/*.md >> "$OUT/summary.txt" 2>/dev/null
     (cd "$OUT" && tar -czf kt.tgz kt kt.log && rm -rf kt kt.log)
     pack ;;
+8)  # tf32's worst layer, AlexNet's 27x27 C = 64 (0.877x cuDNN in call 2), has F = 192. Old
+    # code's evaluations of 192-filter tiles ran 7% faster than its current best (128 x 192, 4
+    # stages: 0.1715 ms against 0.1839), and session 63's 192 x 192 took it to 0.995x, but no
+    # 192-filter tile has been measured with the current kernel: the tables' store began after.
+    # bn192.toml (51 configurations a layer) on it in tf32, fp16 (0.955x) and bf16, and on
+    # AlexNet's 13x13 C = 192 F = 384 in tf32, into call 6's store (carried), then rest_ab.py.
+    # Predicted: tf32 27x27 at 0.94-1.0x (0.160-0.172 ms); fp16 0-5% faster than its best.
+    install || exit 1
+    restore_db
+    A27="--shape N=27,K=5,C=64,F=192,B=128"
+    sweep bn192_tf32 tf32 $HERE/bn192.toml $A27 --shape N=13,K=3,C=192,F=384,B=128
+    sweep bn192_fp16 fp16 $HERE/bn192.toml $A27
+    sweep bn192_bf16 bf16 $HERE/bn192.toml $A27
+    rest_ab tf32 $A27 --shape N=13,K=3,C=192,F=384,B=128
+    rest_ab fp16 $A27
+    rest_ab bf16 $A27
+    for d in tf32 fp16 bf16; do
+        python3 -m autotune best --family tc_wgmma --dtype $d --columns shape,config,time_ms,measurements 2>/dev/null | grep -E "N=27,K=5,C=64,F=192|N=13,K=3,C=192,F=384" >> "$OUT/summary.txt"
+    done
+    save_db; pack ;;
 esac
