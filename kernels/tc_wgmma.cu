@@ -84,6 +84,14 @@
 // arrive adds up the others' partial sums, applies the epilogue, stores the tile and sets the
 // counter back to zero for the next launch. No block waits for another.
 //
+// SPLIT_CLUSTER = 1 (with SPLIT_K > 1, TMA, one tile a block): the SPLIT_K blocks of a tile's
+// split form a thread-block cluster instead of writing FP32 partial sums for tc_wgmma_reduce. Each
+// block but the cluster's first leaves its accumulators in its own slots, free once the tile's
+// last step has been multiplied, and the first adds them in over distributed shared memory and
+// finishes the tile as an unsplit one (its epilogue, TMA stores). For layers of few tiles and long
+// reductions (ResNet-50's 7x7 1x1 layers: 1,568 pixels, C up to 2,048), where larger tiles,
+// split, fill the multiprocessors with fewer copies a multiply-add than small ones unsplit.
+//
 // MULTICAST = 1 or 2 (TMA, no stream-K): the grid runs in clusters of two blocks on tiles that
 // share one operand, each block copying half of the shared tile into both blocks' slots by a
 // multicast tensor-memory copy, so that L2 serves that tile once a step for the pair. With 1 the
@@ -107,7 +115,7 @@
 //
 // Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM
 // BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1
-// STAGING PINGPONG STREAM_K MULTICAST (and HALF_BLOCK and STREAM_K_BLOCKS, the plan's); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
+// STAGING PINGPONG STREAM_K MULTICAST SPLIT_CLUSTER (and HALF_BLOCK and STREAM_K_BLOCKS, the plan's); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
 // the output is stored (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then
 // takes the epilogue's inputs after y.
 
@@ -156,6 +164,12 @@ typedef u16 out_t;
 // 16-byte copies: C a whole number of chunks, so that none straddles a filter tap.
 #define CHUNKED (C % CHUNK_ELEMS == 0)
 
+#ifndef SPLIT_CLUSTER
+#define SPLIT_CLUSTER 0
+#endif
+// Split-K's partial sums go through global memory to tc_wgmma_reduce (not with SPLIT_CLUSTER).
+#define SPLIT_SUMS (SPLIT_K > 1 && !SPLIT_CLUSTER)
+
 #if C_OUTER && !CHUNKED
 #error "C_OUTER needs C to be a whole number of 16-byte chunks"
 #endif
@@ -168,7 +182,7 @@ typedef u16 out_t;
 #ifndef STORE_TMA
 #define STORE_TMA 0
 #endif
-#if STORE_TMA && !(TMA && SPLIT_K == 1 && (BN * ELEM_BYTES) % 128 == 0)
+#if STORE_TMA && !(TMA && !SPLIT_SUMS && (BN * ELEM_BYTES) % 128 == 0)
 #error "STORE_TMA stores whole 128-byte panels of a tile through the output's map (TMA, no split)"
 #endif
 #ifndef STAGING
@@ -195,7 +209,14 @@ typedef u16 out_t;
 #if MULTICAST && !(TMA && !STREAM_K && MULTICAST <= 2)
 #error "MULTICAST 1 (a shared input tile) or 2 (a shared filter tile): TMA-loaded tiles, no stream-K"
 #endif
-#define CLUSTER (MULTICAST ? 2 : 1)  // blocks a cluster
+#if SPLIT_CLUSTER && !(SPLIT_K > 1 && TMA && !MULTICAST && TILES_PER_BLOCK == 1)
+#error "SPLIT_CLUSTER: a split tile's blocks as one cluster (TMA, one tile a block, no MULTICAST)"
+#endif
+#define CLUSTER (MULTICAST ? 2 : SPLIT_CLUSTER ? SPLIT_K : 1)  // blocks a cluster
+// Blocks whose consumers read (and free) a block's slots: both of a MULTICAST pair.
+#define SLOT_BLOCKS (MULTICAST ? 2 : 1)
+// Blocks a tile: a SPLIT_CLUSTER cluster's, along x; else one (a split's blocks along z).
+#define TILE_BLOCKS (SPLIT_CLUSTER ? SPLIT_K : 1)
 // The most blocks sharing the stream-K tiles (the plan's partial-sum slots: two a block); a
 // larger grid leaves the others out of them.
 #ifndef STREAM_K_BLOCKS
@@ -284,7 +305,7 @@ typedef u16 out_t;
 #endif
 // The GEMM kernel applies it only where it stores the output itself; split-K's partial sums get
 // it in tc_wgmma_reduce.
-#define GEMM_EPILOGUE (SPLIT_K == 1 && EPILOGUE)
+#define GEMM_EPILOGUE (!SPLIT_SUMS && EPILOGUE)
 #if GEMM_EPILOGUE
 #define GEMM_EPI_PARAMS EPI_PARAMS
 #define GEMM_EPI_ARGS EPI_ARGS
@@ -833,9 +854,9 @@ __device__ __forceinline__ void after_wgmma_wait(float (&acc)[MI][BN / 2])
         for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(acc[mi][i])::"memory");
 }
 
-// What the GEMM kernel writes: the output in the storage type, or with SPLIT_K > 1 a split's FP32
+// What the GEMM kernel writes: the output in the storage type, or with SPLIT_SUMS a split's FP32
 // partial sums.
-#if SPLIT_K == 1
+#if !SPLIT_SUMS
 typedef out_t gemm_out_t;
 #define FINAL(v) to_storage(v)
 #else
@@ -877,7 +898,7 @@ __device__ __forceinline__ void store_tile(
                     const int f = f0 + 8 * g + 2 * (lane % 4);
                     const float v0 = TILE_EPI(acc[mi][4 * g + 2 * h], f, j, 0);
                     const float v1 = TILE_EPI(acc[mi][4 * g + 2 * h + 1], f, j, 1);
-#if SPLIT_K == 1 && STORAGE != 0
+#if !SPLIT_SUMS && STORAGE != 0
                     u16* out = y + row + f;
                     if (F % 2 == 0) {
                         if (f < F) *(unsigned*)out = to_storage2(v0, v1);
@@ -886,7 +907,7 @@ __device__ __forceinline__ void store_tile(
                         if (f + 1 < F) out[1] = to_storage(v1);
                     }
 #else
-                    float* out = y + (long long)blockIdx.z * M_ALL * F + row + f;
+                    float* out = y + (long long)(SPLIT_SUMS ? blockIdx.z : 0) * M_ALL * F + row + f;
                     if (F % 2 == 0) {
                         if (f < F) *(float2*)out = make_float2(FINAL(v0), FINAL(v1));
                     } else {
@@ -906,7 +927,7 @@ __device__ __forceinline__ void warpgroup_sync(int cwg)
 }
 
 #if STORE_TMA
-// store_tile_tma applies the epilogue (STORE_TMA has no split-K) in runs of column pairs, each
+// store_tile_tma applies the epilogue (STORE_TMA stores no partial sums) in runs of column pairs, each
 // with every row a thread stores: a pair's scale and bias are loaded once for its 2 MI rows (an
 // output at a time, they were loaded again each row: Nsight Compute found the fused layers'
 // warps stalled on those loads), a run's residual pairs read from the staging tile together.
@@ -1342,15 +1363,71 @@ __device__ __forceinline__ bool sk_gather(
 #define SK_PARAMS
 #endif
 
-#if MULTICAST
+#if CLUSTER > 1
 #define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
 #else
 #define CLUSTER_DIMS
 #endif
 
-// A block computes the output tiles blockIdx.x, blockIdx.x + gridDim.x, ... (TILES_PER_BLOCK of
-// them at most; filter tiles fastest, so that neighbouring blocks share their gathered rows), each
-// over its split's share of the reduction.
+#if SPLIT_CLUSTER
+#define CONSUMERS (128 * WG)
+#define CONSUMERS_BARRIER 7  // after the block's (0), the warpgroups' (1-3) and the turns' (3-4)
+
+// The block's share of a split tile into the cluster's first block, which finishes the tile: each
+// other block stores its accumulators in its own slots (as float4s, thread-major within each, so
+// that a warp's stores are conflict-free), and the first adds them in, reading them across the
+// cluster, before either side goes on. True in the first block.
+__device__ __forceinline__ bool split_gather(float (&acc)[MI][BN / 2], unsigned base, int ctid)
+{
+    after_wgmma_wait(acc);
+    const unsigned rank = cluster_rank();
+    const unsigned mine = base + 16u * ctid;
+    if (rank != 0) {
+        // Every consumer warpgroup's wgmmas have retired: no slot is read any more.
+        asm volatile("bar.sync %0, %1;\n" ::"n"(CONSUMERS_BARRIER), "n"(CONSUMERS) : "memory");
+#pragma unroll
+        for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+            for (int i = 0; i < BN / 8; ++i) {
+                const float* a = &acc[mi][4 * i];
+                asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(mine + 16u * CONSUMERS * (mi * (BN / 8) + i)),
+                             "f"(a[0]), "f"(a[1]), "f"(a[2]), "f"(a[3])
+                             : "memory");
+            }
+    }
+    // The others' stores released to the first block, which acquires them (exited threads, the
+    // producers', do not hold the barrier).
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+    if (rank == 0) {
+#pragma unroll 1
+        for (unsigned r = 1; r < SPLIT_K; ++r) {
+            unsigned remote;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(mine), "r"(r));
+#pragma unroll
+            for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+                for (int i = 0; i < BN / 8; ++i) {
+                    float v0, v1, v2, v3;
+                    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                                 : "=f"(v0), "=f"(v1), "=f"(v2), "=f"(v3)
+                                 : "r"(remote + 16u * CONSUMERS * (mi * (BN / 8) + i))
+                                 : "memory");
+                    acc[mi][4 * i] += v0;
+                    acc[mi][4 * i + 1] += v1;
+                    acc[mi][4 * i + 2] += v2;
+                    acc[mi][4 * i + 3] += v3;
+                }
+        }
+    }
+    // The others' shared memory must outlive the first block's reads of it.
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+    return rank == 0;
+}
+#endif
+
+// A block computes the output tiles first_tile, first_tile + tile_stride, ... (blockIdx.x and
+// gridDim.x over TILE_BLOCKS; TILES_PER_BLOCK of them at most; filter tiles fastest, so that
+// neighbouring blocks share their gathered rows), each over its split's share of the reduction.
 extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
     const elem_t* __restrict__ x, const elem_t* __restrict__ w, gemm_out_t* __restrict__ y
     GEMM_EPI_PARAMS SK_PARAMS
@@ -1377,9 +1454,13 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
     const unsigned base = (raw + 1023u) & ~1023u;  // the swizzle pattern repeats every 1024 bytes
     const int tid = threadIdx.x;
 
-    // This block's share of the reduction: whole BK steps [kt0, kt0 + steps).
+    // This block's share of the reduction: whole BK steps [kt0, kt0 + steps), its split the
+    // grid's z or (SPLIT_CLUSTER) its rank in the tile's cluster.
     const int per_split = (KTILES + SPLIT_K - 1) / SPLIT_K;
-    const int kt0 = blockIdx.z * per_split;
+    const int kt0 = (SPLIT_CLUSTER ? (int)cluster_rank() : (int)blockIdx.z) * per_split;
+    // The block's first tile and the stride between its tiles: a cluster of SPLIT_CLUSTER's
+    // shares one tile.
+    const int first_tile = blockIdx.x / TILE_BLOCKS, tile_stride = gridDim.x / TILE_BLOCKS;
     const int steps = max(0, min(KTILES - kt0, per_split));
     // Tiles [0, dp_end) a block's in turn; with STREAM_K the rest's steps shared after them.
     const StreamK sk = stream_k_schedule();
@@ -1402,7 +1483,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full + 8 * s, TMA ? 1 : LOADERS);
-            mbar_init(empty + 8 * s, ROW_GROUPS * CLUSTER);  // the warpgroups that read the slot
+            mbar_init(empty + 8 * s, ROW_GROUPS * SLOT_BLOCKS);  // the warpgroups that read the slot
         }
 #if RESIDUAL_TMA
         for (int i = 0; i < WG * STAGING; ++i) mbar_init(residual_bars + 8 * i, 1);
@@ -1429,7 +1510,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
         prefetch_map(&w_half_map);
 #endif
         int g = 0;
-        for (int tile = blockIdx.x; tile < dp_end; tile += gridDim.x)
+        for (int tile = first_tile; tile < dp_end; tile += tile_stride)
             produce_steps(tile, kt0, kt0 + steps, g, base, full, empty, &x_map, &w_map HALF_MAPS);
 #if STREAM_K
         if ((int)blockIdx.x < sk.blocks) {
@@ -1451,7 +1532,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
         const int row0 = tid / CHUNK_COLS;
         const int j = tid % CHUNK_COLS;
         int g = 0;
-        for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+        for (int tile = first_tile; tile < TILES; tile += tile_stride) {
             const int f0 = tile_f0(tile);
             int a_base[A_ROWS];
             row_bases(a_base, tile_m0(tile), row0);
@@ -1481,14 +1562,14 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
 #if RESIDUAL_TMA
     if (leader) prefetch_map(&r_map);
 #endif
-    // The block's tiles k = 0, 1, ... in the producer's order (tile blockIdx.x + k * gridDim.x):
+    // The block's tiles k = 0, 1, ... in the producer's order (tile first_tile + k * tile_stride):
     // every one, or (PINGPONG) every WG-th from k = cwg, the slots of the others' steps skipped.
     const int turns = PINGPONG ? WG : 1;
     int k = PINGPONG ? cwg : 0;
     int g = k * steps;
     int done = 0;  // tiles this warpgroup has finished: their staging tile and residual's phase
-    for (int tile = blockIdx.x + k * gridDim.x; tile < dp_end;
-         tile += turns * gridDim.x, k += turns, g += (turns - 1) * steps, ++done) {
+    for (int tile = first_tile + k * tile_stride; tile < dp_end;
+         tile += turns * tile_stride, k += turns, g += (turns - 1) * steps, ++done) {
         const int m0 = tile_m0(tile), f0 = tile_f0(tile);
 #if STORE_TMA
         const unsigned tile_staging = staging + (done % STAGING) * STAGING_BYTES;
@@ -1511,17 +1592,20 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
             // Halfway: the last tile's stores have had half a main loop to drain, and the
             // residual has the other half to land (STORE_TMA has no split: steps >= 1). With two
             // staging tiles, the last tile's epilogue issued it (but the block's first tile's).
-            if (t == steps / 2 && leader && (STAGING == 1 || done == 0))
+            if (t == steps / 2 && leader && (STAGING == 1 || done == 0) && (!SPLIT_CLUSTER || cluster_rank() == 0))
                 load_residual(tile_staging, &r_map, residual_bar, m0, f0, cwg);
 #endif
         }
 #if PINGPONG
-        if (tile + gridDim.x < dp_end) turn_pass(k + 1);  // the next tile's main loop may start
+        if (tile + tile_stride < dp_end) turn_pass(k + 1);  // the next tile's main loop may start
 #endif
         wgmma_wait<0>();
         if (steps > 0 && leader) release_slot(empty + 8 * ((g - 1) % STAGES));
+#if SPLIT_CLUSTER
+        if (!split_gather(acc, base, ctid)) return;  // the cluster's first block finishes the tile
+#endif
 #if STORE_TMA
-        const int next = tile + turns * gridDim.x;  // this warpgroup's next tile
+        const int next = tile + turns * tile_stride;  // this warpgroup's next tile
 #if RESIDUAL_TMA
         const tensor_map_t* residual_map = &r_map;
 #else
@@ -1578,7 +1662,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
     const int row0 = tid / CHUNK_COLS;
     const int j = tid % CHUNK_COLS;
     const int cwg = __shfl_sync(0xffffffffu, tid / 128, 0);  // uniform, as the producer's form's
-    for (int tile = blockIdx.x; tile < TILES; tile += gridDim.x) {
+    for (int tile = first_tile; tile < TILES; tile += tile_stride) {
         const int f0 = tile_f0(tile);
         const int m0 = tile_m0(tile);
         int a_base[A_ROWS];

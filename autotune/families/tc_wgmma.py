@@ -20,7 +20,7 @@ SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots sta
 WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
-    "TMA", "STORE_TMA", "GEMM_1X1", "STAGING", "PINGPONG", "STREAM_K", "MULTICAST",
+    "TMA", "STORE_TMA", "GEMM_1X1", "STAGING", "PINGPONG", "STREAM_K", "MULTICAST", "SPLIT_CLUSTER",
 )  # fmt: skip
 # MULTICAST's clusters: two blocks on tiles that share the input (1) or the filter tile (2).
 CLUSTER = 2
@@ -40,8 +40,10 @@ def warpgroup_rows(config: Config) -> int:
 
 
 def cluster(config: Config) -> int:
-    """Blocks a cluster: two with MULTICAST, else one."""
-    return CLUSTER if int(config["MULTICAST"]) else 1
+    """Blocks a cluster: two with MULTICAST, a tile's SPLIT_K with SPLIT_CLUSTER, else one."""
+    if int(config["MULTICAST"]):
+        return CLUSTER
+    return int(config["SPLIT_K"]) if int(config["SPLIT_CLUSTER"]) else 1
 
 
 def tile_count(problem: ConvProblem, config: Config) -> int:
@@ -210,8 +212,10 @@ class TcWgmma(Family):
         "gather otherwise; a strided layer whose C does not, as a first layer's C = 3, is "
         "rewritten as space-to-depth first and computed at stride 1), one or two consumer "
         "warpgroups (or, with TMA, three on 192-pixel "
-        "tiles), an optional producer warpgroup on mbarriers, optional split-K or (TMA) "
-        "stream-K sharing of the last wave's reduction steps, or (TMA) tensor-memory copies "
+        "tiles), an optional producer warpgroup on mbarriers, optional split-K (the partial "
+        "sums added by a second kernel or, TMA, in a cluster of the tile's splits over "
+        "distributed shared memory) or (TMA) stream-K sharing of the last wave's reduction "
+        "steps, or (TMA) tensor-memory copies "
         "of both tiles through an "
         "im2col-mode (or, for a 1x1 filter at stride 1, a plain tiled) and a tiled tensor "
         "map, optionally in clusters of two blocks sharing one operand's tile by multicast "
@@ -243,6 +247,7 @@ class TcWgmma(Family):
             "PERSISTENT": 0,
             "STREAM_K": 0,
             "MULTICAST": 0,
+            "SPLIT_CLUSTER": 0,
         }
     )
     # Asked first by a cold search (made valid for the shape: GEMM_1X1 only where the input is a
@@ -256,7 +261,7 @@ class TcWgmma(Family):
     starting_configs = tuple(
         dict(BM=bm, BN=bn, WG=2, STAGES=stages, SPLIT_K=1, PRODUCER=1, C_OUTER=1, L1_CACHE=0)
         | dict(TILES_PER_BLOCK=1, TMA=1, STORE_TMA=1, GEMM_1X1=gemm, STAGING=staging, PINGPONG=0)
-        | dict(PERSISTENT=persistent, STREAM_K=0, MULTICAST=0)
+        | dict(PERSISTENT=persistent, STREAM_K=0, MULTICAST=0, SPLIT_CLUSTER=0)
         for bm, bn, stages, gemm, persistent, staging in (
             (128, 128, 4, 1, 1, 1),
             (128, 64, 6, 1, 1, 1),
@@ -340,24 +345,27 @@ class TcWgmma(Family):
         tiles = tile_count(p, config)
         stream_k = values["STREAM_K"]
         # With MULTICAST, whole clusters: a pair's two blocks take the pair's tiles in turn.
+        # With SPLIT_CLUSTER a tile's cluster holds its splits, along x, and its first block
+        # stores the tile: no partial sums leave the cluster.
         blocks = cluster(config)
+        in_cluster = bool(values["SPLIT_CLUSTER"])
+        # One block a multiprocessor (PERSISTENT), each walking the tiles by gridDim.x, as the
+        # kernel always does; with STREAM_K every multiprocessor, whatever the tiles.
+        if stream_k:
+            grid = (STREAM_K_BLOCKS, 1, 1)
+        elif in_cluster:
+            grid = (split * tiles, 1, 1)  # one tile a block (the kernel's TILE_BLOCKS a tile)
+        else:
+            grid = (blocks * cdiv(tiles // blocks, values["TILES_PER_BLOCK"]), 1, split)
         gemm = Launch(
             "tc_wgmma",
-            # One block a multiprocessor (PERSISTENT), each walking the tiles by gridDim.x, as
-            # the kernel always does; with STREAM_K every multiprocessor, whatever the tiles.
-            grid=(
-                STREAM_K_BLOCKS
-                if stream_k
-                else blocks * cdiv(tiles // blocks, values["TILES_PER_BLOCK"]),
-                1,
-                split,
-            ),
+            grid=grid,
             blocks_per_sm=1 if stream_k else int(config["PERSISTENT"]),
             cluster=blocks,
             block=(threads(config), 1, 1),
             args=(
                 *inputs,
-                *(("y", *fused) if split == 1 else ("y_split",)),
+                *(("y", *fused) if split == 1 or in_cluster else ("y_split",)),
                 *(("sk_partials", "sk_counters") if stream_k else ()),
                 *(tensor_maps(p, config, inputs) if values["TMA"] else ()),
             ),
@@ -375,12 +383,13 @@ class TcWgmma(Family):
                 counters=(("sk_counters", tiles * values["WG"]),),
                 arch_specific=True,
             )
-        # Split-K: FP32 partial sums, added up and stored into y by tc_wgmma_reduce.
+        # Split-K: FP32 partial sums, added up and stored into y by tc_wgmma_reduce (in a
+        # cluster, by its first block: one launch).
         return split_k_plan(
             self.source_path,
             defines,
             gemm,
-            split,
+            1 if in_cluster else split,
             "tc_wgmma_reduce",
             (pixels, p.F),
             arch_specific=True,

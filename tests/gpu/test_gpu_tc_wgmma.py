@@ -358,6 +358,46 @@ def test_clusters_sharing_a_tile_by_multicast_are_correct(tuner, evaluator, dtyp
     assert not failed, "\n".join(failed)
 
 
+# A split tile's blocks as one cluster (SPLIT_CLUSTER), the first adding the others' accumulators
+# over distributed shared memory: long reductions at few tiles (ResNet-50's 7x7 C = 2048 at batch
+# 3), partial tiles in M and F (F = 100, 40, 7), C not a whole step (72, 40), batch 1 and 3, N = 5,
+# 7, 13 and 37, strides 2 and 4, padding, a 1x1 input as a matrix, a half-full last channel
+# block, a fused residual; two, four and eight splits (uneven ones too), one to three consumer
+# warpgroups, stored directly and by TMA.
+SPLIT_IN_CLUSTER = [
+    ConvProblem(N=7, K=1, C=2048, F=512, B=3),
+    ConvProblem(N=7, K=3, C=256, F=100, B=1, padding=1),
+    ConvProblem(N=13, K=3, C=72, F=40, B=3, stride=2),
+    ConvProblem(N=5, K=11, C=16, F=64, B=3, stride=4, padding=2),
+    ConvProblem(N=37, K=1, C=1000, F=7, B=1),
+    ConvProblem(N=7, K=5, C=40, F=104, B=1, padding=2),
+]
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_a_split_tiles_blocks_adding_up_in_their_cluster_are_correct(tuner, evaluator, dtype):
+    studies = planned(SPLIT_IN_CLUSTER, dtype, evaluator.limits, fused=0)
+    picks = some_of_each(
+        studies,
+        lambda c: (
+            (int(c["SPLIT_K"]), int(c["WG"]), int(c["STORE_TMA"]), int(c["GEMM_1X1"]))
+            if int(c["SPLIT_CLUSTER"])
+            else None
+        ),
+        random.Random(f"split-cluster-{dtype}"),
+        5,
+    )
+    assert {int(c["SPLIT_K"]) for _, c in picks} == {2, 4, 8}
+    assert {int(c["STORE_TMA"]) for _, c in picks} == {0, 1}
+    assert {int(c["WG"]) for _, c in picks} == {1, 2, 3}
+    assert any(s.problem.fused for s, _ in picks)
+    for study, config in picks:
+        (launch,) = FAMILY.plan(study.problem, config).launches
+        assert launch.cluster == int(config["SPLIT_K"]) and launch.grid[2] == 1
+    failed = compiled_failures(tuner, picks)
+    assert not failed, "\n".join(failed)
+
+
 # A last channel block at most half full, copied at half width (HALF_BLOCK): C = 96, 72 and 24 in
 # 16 bits (64 + 32, 64 + 8, a lone half block), C = 72, 40 and 104 in tf32 (64 + 8, 32 + 8,
 # 96 + 8); batch 1, 3 and 21, N = 7, 13, 29 and 37, strides 2 and 4, padding, a 1x1 input as a

@@ -69,30 +69,30 @@ def bound(problem: ConvProblem):
 
 def cfg(
     bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0, gemm_1x1=0,
-    staging=1, pingpong=0, persistent=0, stream_k=0, multicast=0,
+    staging=1, pingpong=0, persistent=0, stream_k=0, multicast=0, split_cluster=0,
 ) -> Config:  # fmt: skip
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
         | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma, STORE_TMA=store)
         | dict(GEMM_1X1=gemm_1x1, STAGING=staging, PINGPONG=pingpong, PERSISTENT=persistent)
-        | dict(STREAM_K=stream_k, MULTICAST=multicast)
+        | dict(STREAM_K=stream_k, MULTICAST=multicast, SPLIT_CLUSTER=split_cluster)
     )
 
 
 def tma(
     bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0, staging=1, pingpong=0,
-    persistent=0, stream_k=0, multicast=0,
+    persistent=0, stream_k=0, multicast=0, split_cluster=0,
 ) -> Config:  # fmt: skip
     """A configuration loading by TMA: from the producer warpgroup, in channel-block order;
     with `store`, storing its output by TMA too (through `staging` staging tiles); with
     `gemm_1x1`, a 1x1 input as a matrix; with `pingpong`, the two consumer warpgroups taking
     tiles in turn; with `persistent`, one block a multiprocessor; with `stream_k`, the last
     wave's reduction steps shared; with `multicast`, clusters of two blocks sharing the input
-    (1) or the filter tile (2)."""
+    (1) or the filter tile (2); with `split_cluster`, a split tile's blocks as one cluster."""
     return cfg(
         bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store,
         gemm_1x1=gemm_1x1, staging=staging, pingpong=pingpong, persistent=persistent,
-        stream_k=stream_k, multicast=multicast,
+        stream_k=stream_k, multicast=multicast, split_cluster=split_cluster,
     )  # fmt: skip
 
 
@@ -155,8 +155,12 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
             assert config["C_OUTER"] == 0 and config["TMA"] == 0
         if config["TMA"]:
             assert (producer, config["C_OUTER"], config["L1_CACHE"]) == (1, 1, 0)
-        if config["STORE_TMA"]:  # whole 128-byte panels, rows 16-byte aligned, no split
-            assert config["TMA"] and split == 1
+        in_cluster = bool(config["SPLIT_CLUSTER"])  # the splits add up in their cluster
+        if in_cluster:
+            assert split > 1 and config["TMA"] and not config["MULTICAST"]
+            assert int(config["STAGES"]) * (bm + bn) * ROW_BYTES >= 4 * bm * bn  # accumulators
+        if config["STORE_TMA"]:  # whole 128-byte panels, rows 16-byte aligned, no partial sums
+            assert config["TMA"] and (split == 1 or in_cluster)
             assert bn * problem.precision.bytes % 128 == 0
             assert problem.F * problem.precision.bytes % 16 == 0
         plan = FAMILY.plan(problem, config)
@@ -173,21 +177,23 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         gx, gy, gz = launch.grid
         if config["STREAM_K"]:
             assert (gx, launch.blocks_per_sm) == (STREAM_K_BLOCKS, 1)
+        elif in_cluster:  # a cluster a tile, its splits along x
+            assert (launch.cluster, gx, per_block) == (split, split * tiles, 1)
         else:
             blocks = cluster(config)
             pairs, clusters = tile_count(problem, config) // blocks, gx // blocks
             assert launch.cluster == blocks and gx % blocks == 0 and pairs * blocks >= tiles
             assert (clusters - 1) * per_block < pairs <= clusters * per_block
-        assert gy == 1 and gz == split
+        assert gy == 1 and gz == (1 if in_cluster else split)
         defines = dict(plan.defines)
         assert defines["STORAGE"] == {"tf32": 0, "fp16": 1, "bf16": 2}[problem.dtype]
-        output = "y" if split == 1 else "y_split"
+        output = "y" if split == 1 or in_cluster else "y_split"
         maps = tensor_maps(layer, config, inputs) if config["TMA"] else ()
         shared = ("sk_partials", "sk_counters") if config["STREAM_K"] else ()
         assert launch.args == (*inputs, output, *shared, *maps)
         rewrite_scratch = plan.scratch[:2] if rewritten else ()
         assert tuple(name for name, _ in rewrite_scratch) == (S2D_BUFFERS if rewritten else ())
-        if split == 1:
+        if split == 1 or in_cluster:
             assert len(launches) == 1
         else:
             assert split * 4 * reduction_step(problem) <= layer.C * layer.K**2
@@ -456,7 +462,8 @@ def test_tma_stores_are_offered_only_for_whole_panels_and_aligned_rows() -> None
     odd = bound(nhwc(ConvProblem(N=13, K=3, C=64, F=100, B=8)))
     assert {int(c["STORE_TMA"]) for c in odd} == {0}  # 200-byte rows: not 16-byte aligned
     small = bound(nhwc(ConvProblem(N=7, K=3, C=256, F=64, B=1)))
-    assert all(c["SPLIT_K"] == 1 for c in small if c["STORE_TMA"])
+    assert all(c["SPLIT_K"] == 1 or c["SPLIT_CLUSTER"] for c in small if c["STORE_TMA"])
+    assert any(c["SPLIT_K"] > 1 for c in small if c["STORE_TMA"])
 
 
 def test_tma_is_offered_only_where_its_maps_can_be_made() -> None:
@@ -621,6 +628,28 @@ COMPILE_SAMPLE = [
         tma(192, 192, 3, 4, persistent=1),
     ),
     (ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32", tma(192, 192, 3, 4, multicast=1)),
+    # A split tile's blocks as one cluster, the first adding the others' accumulators: stored
+    # directly or by TMA, a fused residual, two and four splits, three consumer warpgroups.
+    (
+        ConvProblem(N=7, K=1, C=2048, F=512, B=32),
+        "bf16",
+        tma(128, 128, 2, 6, split=2, store=1, gemm_1x1=1, split_cluster=1),
+    ),
+    (
+        ConvProblem(N=7, K=1, C=2048, F=512, B=32),
+        "tf32",
+        tma(128, 128, 2, 6, split=2, split_cluster=1),
+    ),
+    (
+        ConvProblem(N=7, K=1, C=2048, F=512, B=32, epilogue="bias_add_relu"),
+        "fp16",
+        tma(128, 256, 2, 3, split=4, store=1, gemm_1x1=1, split_cluster=1),
+    ),
+    (
+        ConvProblem(N=7, K=3, C=512, F=512, B=32),
+        "tf32",
+        tma(192, 64, 3, 5, split=2, split_cluster=1),
+    ),
     # Deep pipelines taking tiles in turn, the output stored from registers (7 and 8 stages).
     (
         ConvProblem(N=28, K=3, C=512, F=512, B=32),
@@ -760,6 +789,30 @@ def test_clusters_pair_tiles_that_share_a_copy_and_halve_its_box() -> None:
     assert {int(c["MULTICAST"]) for c in narrow} == {0, 2}
     one_tile = bound(nhwc(ConvProblem(N=7, K=5, C=96, F=72, B=1)))
     assert {int(c["MULTICAST"]) for c in one_tile} == {0, 1}
+
+
+def test_a_split_tiles_blocks_add_up_in_their_cluster() -> None:
+    # ResNet-50's 7x7 C = 2048 F = 512 layer: 13 pixel tiles of 128 x 4 filter tiles, 32 steps.
+    conv = nhwc(ConvProblem(N=7, K=1, C=2048, F=512, B=32))
+    space = bound(conv)
+    split = tma(128, 128, 2, 4, split=2, store=1, gemm_1x1=1, split_cluster=1)
+    assert space.is_valid(split)
+    (launch,) = FAMILY.plan(conv, split).launches  # no second kernel, no partial sums
+    assert launch.cluster == 2 and launch.grid == (2 * 13 * 4, 1, 1)
+    assert launch.args[:3] == ("x", "w", "y") and not FAMILY.plan(conv, split).scratch
+    assert dict(FAMILY.plan(conv, split).defines)["SPLIT_CLUSTER"] == 1
+    four = tma(128, 256, 2, 3, split=4, store=1, split_cluster=1)
+    assert space.is_valid(four) and FAMILY.plan(conv, four).launches[0].grid == (4 * 26, 1, 1)
+    for refused in (
+        tma(128, 128, 2, 4, split=1, split_cluster=1),  # nothing to split
+        tma(128, 128, 2, 4, split=2, multicast=1, split_cluster=1),  # clusters of pairs
+        tma(128, 128, 2, 4, split=2, tiles=2, split_cluster=1),  # one tile a block
+        tma(128, 256, 2, 2, split=4, split_cluster=1),  # 128 KB of accumulators, 96 of slots
+        cfg(128, 128, 2, 4, split=2, producer=1, c_outer=1, split_cluster=1),  # cp.async loads
+    ):
+        assert not space.is_valid(refused), refused
+    # Split through global memory, as before: partial sums and the reduction's launch.
+    assert len(FAMILY.plan(conv, tma(128, 128, 2, 4, split=2)).launches) == 2
 
 
 # A last channel block at most half full: OverFeat's C = 96 in 16 bits takes 64 + 32 channels a
