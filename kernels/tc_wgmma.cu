@@ -88,21 +88,25 @@
 // split form a thread-block cluster instead of writing FP32 partial sums for tc_wgmma_reduce. Each
 // block but the cluster's first leaves its accumulators in its own slots, free once the tile's
 // last step has been multiplied, and the first adds them in over distributed shared memory and
-// finishes the tile as an unsplit one (its epilogue, TMA stores). For layers of few tiles and long
-// reductions (ResNet-50's 7x7 1x1 layers: 1,568 pixels, C up to 2,048), where larger tiles,
-// split, fill the multiprocessors with fewer copies a multiply-add than small ones unsplit.
+// finishes the tile as an unsplit one (its epilogue, TMA stores). Made for layers of few tiles and
+// long reductions, larger tiles split to fill the multiprocessors; on the H200 it won tf32's 7x7
+// 3x3 layers (6-15%) and lost ResNet-50's 7x7 and 14x14 1x1 layers (0.47-0.89x the best unsplit
+// tile in 16 bits), issuing at half the rate of the whole tile (results/h200/20261201k).
 //
-// MULTICAST = 1 or 2 (TMA, no stream-K): the grid runs in clusters of two blocks on tiles that
-// share one operand, each block copying half of the shared tile into both blocks' slots by a
-// multicast tensor-memory copy, so that L2 serves that tile once a step for the pair. With 1 the
-// pair's tiles are neighbouring filter tiles of the same pixels (the input tile is shared); with
-// 2, neighbouring pixel tiles of the same filters (the filter tile is shared). A slot may be
-// filled again once both blocks' consumers freed it: each consumer warpgroup arrives on the
-// slot's `empty` barrier in both blocks. The tiles are numbered so that a cluster's blocks take
-// the two tiles of a pair at each turn, the count rounded up to whole pairs (a pair's tile past
-// the output computes zeros that no store writes). The blocks start together (a cluster barrier
-// after the barriers' set-up) and each producer waits for its last slots' release before it
-// exits, so that no arrival or copy reaches a block that has left.
+// MULTICAST = 1 or 2 (TMA, no stream-K): the grid runs in clusters of MULTICAST_BLOCKS blocks (two
+// or four) on tiles that share one operand, each block copying its part of the shared tile into
+// every block's slots by a multicast tensor-memory copy, so that L2 serves that tile once a step
+// for the group. With 1 the group's tiles are neighbouring filter tiles of the same pixels (the
+// input tile is shared); with 2, neighbouring pixel tiles of the same filters (the filter tile is
+// shared). A slot may be filled again once every block's consumers freed it: each consumer
+// warpgroup arrives on the slot's `empty` barrier in every block of the group. The tiles are
+// numbered so that a cluster's blocks take the tiles of a group at each turn, the count rounded
+// up to whole groups (a group's tile past the output computes zeros that no store writes). The
+// blocks start together (a cluster barrier after the barriers' set-up) and each producer waits
+// for its last slots' release before it exits, so that no arrival or copy reaches a block that
+// has left. On ResNet-50's 1x1 layers with long reductions the loads bound the time: with its
+// wgmma instructions taken out the kernel took as long (results/h200/20261202, call 3), so the
+// bytes L2 serves a step are what four blocks a group cut.
 //
 // SPACE-TO-DEPTH (set by the plan for a strided layer whose C fills no 16-byte chunk, a first
 // layer's C = 3): tc_wgmma_s2d first rewrites the input so that each STRIDE x STRIDE block of
@@ -115,7 +119,7 @@
 //
 // Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM
 // BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1
-// STAGING PINGPONG STREAM_K MULTICAST SPLIT_CLUSTER (and HALF_BLOCK and STREAM_K_BLOCKS, the plan's); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
+// STAGING PINGPONG STREAM_K MULTICAST MULTICAST_BLOCKS SPLIT_CLUSTER (and HALF_BLOCK and STREAM_K_BLOCKS, the plan's); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
 // the output is stored (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then
 // takes the epilogue's inputs after y.
 
@@ -206,15 +210,20 @@ typedef u16 out_t;
 #ifndef MULTICAST
 #define MULTICAST 0
 #endif
-#if MULTICAST && !(TMA && !STREAM_K && MULTICAST <= 2)
-#error "MULTICAST 1 (a shared input tile) or 2 (a shared filter tile): TMA-loaded tiles, no stream-K"
+#ifndef MULTICAST_BLOCKS
+#define MULTICAST_BLOCKS 2
+#endif
+#if MULTICAST && !(TMA && !STREAM_K && MULTICAST <= 2 && (MULTICAST_BLOCKS == 2 || MULTICAST_BLOCKS == 4))
+#error "MULTICAST 1 (a shared input tile) or 2 (a shared filter tile): TMA-loaded tiles, no stream-K, 2 or 4 blocks"
 #endif
 #if SPLIT_CLUSTER && !(SPLIT_K > 1 && TMA && !MULTICAST && TILES_PER_BLOCK == 1)
 #error "SPLIT_CLUSTER: a split tile's blocks as one cluster (TMA, one tile a block, no MULTICAST)"
 #endif
-#define CLUSTER (MULTICAST ? 2 : SPLIT_CLUSTER ? SPLIT_K : 1)  // blocks a cluster
-// Blocks whose consumers read (and free) a block's slots: both of a MULTICAST pair.
-#define SLOT_BLOCKS (MULTICAST ? 2 : 1)
+#define CLUSTER (MULTICAST ? MULTICAST_BLOCKS : SPLIT_CLUSTER ? SPLIT_K : 1)  // blocks a cluster
+// Blocks whose consumers read (and free) a block's slots: every one of a MULTICAST group.
+#define SLOT_BLOCKS (MULTICAST ? MULTICAST_BLOCKS : 1)
+// A multicast copy's destinations: every block of the cluster.
+#define MULTICAST_MASK ((1 << MULTICAST_BLOCKS) - 1)
 // Blocks a tile: a SPLIT_CLUSTER cluster's, along x; else one (a split's blocks along z).
 #define TILE_BLOCKS (SPLIT_CLUSTER ? SPLIT_K : 1)
 // The most blocks sharing the stream-K tiles (the plan's partial-sum slots: two a block); a
@@ -668,13 +677,13 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank)
         : "memory");
 }
 
-// A consumer warpgroup frees a slot: in its block, and with MULTICAST in both blocks of the
-// pair, whose producers both copy into it.
+// A consumer warpgroup frees a slot: in its block, and with MULTICAST in every block of the
+// group, whose producers all copy into it.
 __device__ __forceinline__ void release_slot(unsigned bar)
 {
 #if MULTICAST
-    mbar_arrive_cluster(bar, 0);
-    mbar_arrive_cluster(bar, 1);
+#pragma unroll
+    for (unsigned rank = 0; rank < MULTICAST_BLOCKS; ++rank) mbar_arrive_cluster(bar, rank);
 #else
     mbar_arrive(bar);
 #endif
@@ -706,8 +715,8 @@ __device__ __forceinline__ void prefetch_map(const tensor_map_t* map)
 
 // BM pixels x BK channels of the input: the filter-window origins from (w, h, n) on, each at
 // tap (dw, dh), channels from c.
-// With `multicast`, into the same place of both blocks of the cluster, completing on each one's
-// barrier at `bar` (the cluster's every block: mask 0b11).
+// With `multicast`, into the same place of every block of the cluster, completing on each one's
+// barrier at `bar` (MULTICAST_MASK).
 __device__ __forceinline__ void tma_im2col(
     unsigned dst, const tensor_map_t* map, int c, int w, int h, int n, u16 dw, u16 dh, unsigned bar,
     bool multicast = false)
@@ -716,7 +725,7 @@ __device__ __forceinline__ void tma_im2col(
         asm volatile(
             "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
             ".multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;\n" ::"r"(dst),
-            "l"((u64)map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(dw), "h"(dh), "h"((u16)3)
+            "l"((u64)map), "r"(c), "r"(w), "r"(h), "r"(n), "r"(bar), "h"(dw), "h"(dh), "h"((u16)MULTICAST_MASK)
             : "memory");
     else
         asm volatile(
@@ -734,7 +743,7 @@ __device__ __forceinline__ void tma_tile3(
         asm volatile(
             "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
             ".multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
-            "l"((u64)map), "r"(c), "r"(tap), "r"(f), "r"(bar), "h"((u16)3)
+            "l"((u64)map), "r"(c), "r"(tap), "r"(f), "r"(bar), "h"((u16)MULTICAST_MASK)
             : "memory");
     else
         asm volatile(
@@ -754,7 +763,7 @@ __device__ __forceinline__ void tma_tile2(
         asm volatile(
             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
             ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
-            "l"((u64)map), "r"(x), "r"(y), "r"(bar), "h"((u16)3)
+            "l"((u64)map), "r"(x), "r"(y), "r"(bar), "h"((u16)MULTICAST_MASK)
             : "memory");
     else
         asm volatile(
@@ -907,6 +916,9 @@ __device__ __forceinline__ void store_tile(
                         if (f + 1 < F) out[1] = to_storage(v1);
                     }
 #else
+                    // A split's own partial sums; an unsplit output adds no blockIdx.z term: the
+                    // text without it, 16 instructions shorter, ran tf32's layers 13-20% faster
+                    // (results/h200/20261201k; the term alone was not timed).
                     float* out = y + (long long)(SPLIT_SUMS ? blockIdx.z : 0) * M_ALL * F + row + f;
                     if (F % 2 == 0) {
                         if (f < F) *(float2*)out = make_float2(FINAL(v0), FINAL(v1));
@@ -1135,17 +1147,19 @@ __device__ __forceinline__ void zero(float (&acc)[MI][BN / 2])
 #define TILES_F ((F + BN - 1) / BN)
 #define TILES_M ((M_ALL + BM - 1) / BM)
 // Tile t's first output pixel and filter: filter tiles fastest, so that neighbouring blocks
-// share their input rows in L2; with MULTICAST, tiles 2q and 2q + 1 (a cluster's at one turn)
-// are a pair, neighbouring filter tiles (1) or pixel tiles (2), the pairs in that order.
+// share their input rows in L2; with MULTICAST, tiles gq to gq + g - 1 (g = MULTICAST_BLOCKS, a
+// cluster's at one turn) are a group, neighbouring filter tiles (1) or pixel tiles (2), the
+// groups in that order.
+#define MC MULTICAST_BLOCKS
 #if MULTICAST == 1
-#define PAIRS_F ((TILES_F + 1) / 2)
-#define TILES (2 * PAIRS_F * TILES_M)
-__device__ __forceinline__ int tile_m0(int t) { return (t / 2 / PAIRS_F) * BM; }
-__device__ __forceinline__ int tile_f0(int t) { return (t / 2 % PAIRS_F * 2 + t % 2) * BN; }
+#define GROUPS_F ((TILES_F + MC - 1) / MC)
+#define TILES (MC * GROUPS_F * TILES_M)
+__device__ __forceinline__ int tile_m0(int t) { return (t / MC / GROUPS_F) * BM; }
+__device__ __forceinline__ int tile_f0(int t) { return (t / MC % GROUPS_F * MC + t % MC) * BN; }
 #elif MULTICAST == 2
-#define TILES (TILES_F * 2 * ((TILES_M + 1) / 2))
-__device__ __forceinline__ int tile_m0(int t) { return (t / 2 / TILES_F * 2 + t % 2) * BM; }
-__device__ __forceinline__ int tile_f0(int t) { return (t / 2 % TILES_F) * BN; }
+#define TILES (TILES_F * MC * ((TILES_M + MC - 1) / MC))
+__device__ __forceinline__ int tile_m0(int t) { return (t / MC / TILES_F * MC + t % MC) * BM; }
+__device__ __forceinline__ int tile_f0(int t) { return (t / MC % TILES_F) * BN; }
 #else
 #define TILES (TILES_F * TILES_M)
 __device__ __forceinline__ int tile_m0(int t) { return (t / TILES_F) * BM; }
@@ -1161,8 +1175,8 @@ __device__ __forceinline__ void produce_steps(
 {
     const int f0 = tile_f0(tile);
     // The first output pixel (b, oy, ox) of this block's copy: the tile's, or with MULTICAST = 1
-    // that of its half of the shared input tile.
-    const int m0 = tile_m0(tile) + (MULTICAST == 1 ? cluster_rank() * (BM / 2) : 0);
+    // that of its part of the shared input tile.
+    const int m0 = tile_m0(tile) + (MULTICAST == 1 ? cluster_rank() * (BM / MC) : 0);
     const int b = m0 / (N * N);
     const int oy = (m0 - b * (N * N)) / N;
     const int ox = m0 - b * (N * N) - oy * N;
@@ -1184,10 +1198,10 @@ __device__ __forceinline__ void produce_steps(
         const tensor_map_t* wm = w_map;
         const unsigned row = 128;
 #endif
-        // Both tiles land in every block: half of the shared one from each block of the pair.
+        // Both tiles land in every block: a part of the shared one from each block of the group.
         mbar_arrive_expect_tx(bar, (BM + BN) * row);
 #if MULTICAST == 1
-        const unsigned a_dst = slot + cluster_rank() * (BM / 2) * row;
+        const unsigned a_dst = slot + cluster_rank() * (BM / MC) * row;
 #else
         const unsigned a_dst = slot;
 #endif
@@ -1198,8 +1212,8 @@ __device__ __forceinline__ void produce_steps(
         tma_im2col(a_dst, xm, c, ox * STRIDE - PAD, oy * STRIDE - PAD, b, kx, ky, bar, MULTICAST == 1);
 #endif
 #if MULTICAST == 2
-        const unsigned half = cluster_rank() * (BN / 2);
-        tma_tile3(slot + BM * row + half * row, wm, c, tap, f0 + half, bar, true);
+        const unsigned part = cluster_rank() * (BN / MC);
+        tma_tile3(slot + BM * row + part * row, wm, c, tap, f0 + part, bar, true);
 #else
         tma_tile3(slot + BM * row, wm, c, tap, f0, bar, false);
 #endif
@@ -1493,7 +1507,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
 #endif
     }
 #if MULTICAST
-    cluster_sync();  // the other block's copies and arrivals may now reach this one's barriers
+    cluster_sync();  // the other blocks' copies and arrivals may now reach this one's barriers
 #else
     __syncthreads();
 #endif
@@ -1523,7 +1537,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
         }
 #endif
 #if MULTICAST
-        // The block stays until both blocks' consumers have freed its last slots: their
+        // The block stays until every block's consumers have freed its last slots: their
         // arrivals on this block's barriers are the last that reach it.
         for (int last = max(0, g - STAGES); last < g; ++last) mbar_wait(empty + 8 * (last % STAGES), (last / STAGES) & 1);
 #endif

@@ -20,10 +20,9 @@ SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots sta
 WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
-    "TMA", "STORE_TMA", "GEMM_1X1", "STAGING", "PINGPONG", "STREAM_K", "MULTICAST", "SPLIT_CLUSTER",
+    "TMA", "STORE_TMA", "GEMM_1X1", "STAGING", "PINGPONG", "STREAM_K", "MULTICAST",
+    "MULTICAST_BLOCKS", "SPLIT_CLUSTER",
 )  # fmt: skip
-# MULTICAST's clusters: two blocks on tiles that share the input (1) or the filter tile (2).
-CLUSTER = 2
 # Threads a block of the space-to-depth rewrite (S2D_BLOCK in the kernel): a 16-byte chunk each.
 S2D_BLOCK = 256
 S2D_BUFFERS = ("x_s2d", "w_s2d")  # the rewritten input and filters, scratch of the plan
@@ -40,22 +39,23 @@ def warpgroup_rows(config: Config) -> int:
 
 
 def cluster(config: Config) -> int:
-    """Blocks a cluster: two with MULTICAST, a tile's SPLIT_K with SPLIT_CLUSTER, else one."""
+    """Blocks a cluster: MULTICAST_BLOCKS with MULTICAST (blocks on tiles that share the input,
+    1, or the filter tile, 2), a tile's SPLIT_K with SPLIT_CLUSTER, else one."""
     if int(config["MULTICAST"]):
-        return CLUSTER
+        return int(config["MULTICAST_BLOCKS"])
     return int(config["SPLIT_K"]) if int(config["SPLIT_CLUSTER"]) else 1
 
 
 def tile_count(problem: ConvProblem, config: Config) -> int:
     """Output tiles the grid walks: filter tiles x pixel tiles, with MULTICAST the shared
-    dimension's tiles rounded up to whole pairs (as the kernel's TILES)."""
+    dimension's tiles rounded up to whole groups (as the kernel's TILES)."""
     tiles_f = cdiv(problem.F, int(config["BN"]))
     tiles_m = cdiv(problem.B * problem.N * problem.N, int(config["BM"]))
-    multicast = int(config["MULTICAST"])
+    multicast, group = int(config["MULTICAST"]), cluster(config)
     if multicast == 1:
-        tiles_f = CLUSTER * cdiv(tiles_f, CLUSTER)
+        tiles_f = group * cdiv(tiles_f, group)
     elif multicast == 2:
-        tiles_m = CLUSTER * cdiv(tiles_m, CLUSTER)
+        tiles_m = group * cdiv(tiles_m, group)
     return tiles_f * tiles_m
 
 
@@ -109,14 +109,15 @@ def tensor_maps(
     channels a copy (from `padding` before the image to the window's far corner K - 1 - padding
     short of its edge, less the tail, origins STRIDE apart; with GEMM_1X1, a 1x1 filter at
     stride 1, the input as a tiled (C, B*N*N) matrix, BK channels of BM pixels a copy; half of
-    the pixels, BM / 2, with MULTICAST = 1: each block of a pair copies half of the shared
-    input tile into both), and the FKKC filters as a (C, K*K, F) tensor, BK channels x 1 tap x
-    BN filters a copy (BN / 2 with MULTICAST = 2); with STORE_TMA, the NHWF output as
-    (F, B*N*N), a 128-byte panel of a consumer warpgroup's rows a store (warpgroup_rows pixels),
-    and a fused residual the same way (the kernel's RESIDUAL_TMA loads it into the staging
-    tile). With HALF_BLOCK, the input's and the filters' maps again after them at half the
-    channels, in the 64-byte swizzle: the last channel block's copies. `inputs` names the
-    input's and the filters' buffers (the space-to-depth rewrite's where the plan makes one)."""
+    the pixels, BM / MULTICAST_BLOCKS, with MULTICAST = 1: each block of a group copies its
+    part of the shared input tile into all of them), and the FKKC filters as a (C, K*K, F)
+    tensor, BK channels x 1 tap x BN filters a copy (BN / MULTICAST_BLOCKS with MULTICAST = 2);
+    with STORE_TMA, the NHWF output as (F, B*N*N), a 128-byte panel of a consumer warpgroup's
+    rows a store (warpgroup_rows pixels), and a fused residual the same way (the kernel's
+    RESIDUAL_TMA loads it into the staging tile). With HALF_BLOCK, the input's and the
+    filters' maps again after them at half the channels, in the 64-byte swizzle: the last
+    channel block's copies. `inputs` names the input's and the filters' buffers (the
+    space-to-depth rewrite's where the plan makes one)."""
     p = problem
     storage = p.precision.storage
     elem = p.precision.bytes
@@ -125,13 +126,13 @@ def tensor_maps(
     # window ends `padding` past it (the tail's rows after it); the copies fill zeros for what
     # lies outside the image.
     lower, upper = -p.padding, p.padding + 1 - p.K - p.tail
-    # A copy's pixels and filters: the tile's, or a half of the tile a pair shares.
+    # A copy's pixels and filters: the tile's, or a block's part of the tile a group shares.
     step, pixels, filters = reduction_step(p), int(config["BM"]), int(config["BN"])
     multicast = int(config["MULTICAST"])
     if multicast == 1:
-        pixels //= CLUSTER
+        pixels //= cluster(config)
     elif multicast == 2:
-        filters //= CLUSTER
+        filters //= cluster(config)
 
     def input_maps(channels: int, swizzle: int) -> tuple[TensorMap, TensorMap]:
         if int(config["GEMM_1X1"]):
@@ -247,6 +248,7 @@ class TcWgmma(Family):
             "PERSISTENT": 0,
             "STREAM_K": 0,
             "MULTICAST": 0,
+            "MULTICAST_BLOCKS": 2,
             "SPLIT_CLUSTER": 0,
         }
     )
@@ -261,7 +263,7 @@ class TcWgmma(Family):
     starting_configs = tuple(
         dict(BM=bm, BN=bn, WG=2, STAGES=stages, SPLIT_K=1, PRODUCER=1, C_OUTER=1, L1_CACHE=0)
         | dict(TILES_PER_BLOCK=1, TMA=1, STORE_TMA=1, GEMM_1X1=gemm, STAGING=staging, PINGPONG=0)
-        | dict(PERSISTENT=persistent, STREAM_K=0, MULTICAST=0, SPLIT_CLUSTER=0)
+        | dict(PERSISTENT=persistent, STREAM_K=0, MULTICAST=0, MULTICAST_BLOCKS=2, SPLIT_CLUSTER=0)
         for bm, bn, stages, gemm, persistent, staging in (
             (128, 128, 4, 1, 1, 1),
             (128, 64, 6, 1, 1, 1),
@@ -344,7 +346,7 @@ class TcWgmma(Family):
         split = values["SPLIT_K"]
         tiles = tile_count(p, config)
         stream_k = values["STREAM_K"]
-        # With MULTICAST, whole clusters: a pair's two blocks take the pair's tiles in turn.
+        # With MULTICAST, whole clusters: a group's blocks take the group's tiles in turn.
         # With SPLIT_CLUSTER a tile's cluster holds its splits, along x, and its first block
         # stores the tile: no partial sums leave the cluster.
         blocks = cluster(config)

@@ -317,13 +317,13 @@ def test_stream_k_grids_are_correct(tuner, evaluator, dtype):
     assert not failed, "\n".join(failed)
 
 
-# Clusters of two blocks sharing one operand's tile by multicast copies (MULTICAST): the input
-# (1, pairs of filter tiles) or the filters (2, pairs of pixel tiles), each block copying half.
-# Odd counts of the paired tiles (the last pair's second tile past the output: F = 192 in 64-wide
-# tiles, 845 pixels in 128-pixel ones), a single tile of the other kind, partial tiles in C, M
-# and F, batch 1 and 3, strides 2 and 4, padding, 1x1 layers as matrices, a fused residual; grids
-# of tiles, several tiles a block, persistent grids (the blocks' last slots waited for before
-# they exit), tiles in turn, split-K.
+# Clusters of two or four blocks sharing one operand's tile by multicast copies (MULTICAST,
+# MULTICAST_BLOCKS): the input (1, groups of filter tiles) or the filters (2, groups of pixel
+# tiles), each block copying its part. Counts of the grouped tiles that leave the last group part
+# empty (its tiles past the output: F = 192 in 64-wide tiles, 845 pixels in 128-pixel ones), a
+# single tile of the other kind, partial tiles in C, M and F, batch 1 and 3, strides 2 and 4,
+# padding, 1x1 layers as matrices, a fused residual; grids of tiles, several tiles a block,
+# persistent grids (the blocks' last slots waited for before they exit), tiles in turn, split-K.
 CLUSTERED = [
     ConvProblem(N=13, K=3, C=64, F=192, B=5),
     ConvProblem(N=13, K=3, C=40, F=100, B=3),
@@ -341,19 +341,26 @@ def test_clusters_sharing_a_tile_by_multicast_are_correct(tuner, evaluator, dtyp
     picks = some_of_each(
         studies,
         lambda c: (
-            (int(c["MULTICAST"]), int(c["PERSISTENT"]), int(c["STORE_TMA"]))
-            + (int(c["PINGPONG"]), int(c["SPLIT_K"]) > 1, int(c["TILES_PER_BLOCK"]) > 1)
+            (int(c["MULTICAST"]), int(c["MULTICAST_BLOCKS"]), int(c["PERSISTENT"]))
+            + (int(c["STORE_TMA"]), int(c["PINGPONG"]), int(c["SPLIT_K"]) > 1)
+            + (int(c["TILES_PER_BLOCK"]) > 1,)
             if int(c["MULTICAST"])
             else None
         ),
         random.Random(f"multicast-{dtype}"),
-        5,
+        6,
     )
-    assert {int(c["MULTICAST"]) for _, c in picks} == {1, 2}
+    assert {(int(c["MULTICAST"]), int(c["MULTICAST_BLOCKS"])) for _, c in picks} == {
+        (1, 2),
+        (1, 4),
+        (2, 2),
+        (2, 4),
+    }
     assert any(int(c["PERSISTENT"]) for _, c in picks)
     for study, config in picks:
         (launch, *_) = FAMILY.plan(study.problem, config).launches
-        assert launch.cluster == 2 and device_grid(launch)[0] % 2 == 0
+        blocks = int(config["MULTICAST_BLOCKS"])
+        assert launch.cluster == blocks and device_grid(launch)[0] % blocks == 0
     failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)
 
@@ -433,7 +440,8 @@ def test_a_half_full_last_channel_block_copied_at_half_width_is_correct(tuner, e
         random.Random(f"half-{dtype}"),
         8,
     )
-    assert all(half_block(study.problem, c) for study, c in picks)
+    # Stream-K at 256 filters a tile keeps the full box (half_block): such a draw tests nothing.
+    picks = [(study, c) for study, c in picks if half_block(study.problem, c)]
     for name in ("PINGPONG", "MULTICAST", "PERSISTENT", "STREAM_K", "STORE_TMA", "GEMM_1X1"):
         assert any(int(c[name]) for _, c in picks) or name == "GEMM_1X1" and dtype == "tf32", name
     assert {int(c["WG"]) for _, c in picks} == {1, 2, 3}

@@ -69,30 +69,32 @@ def bound(problem: ConvProblem):
 
 def cfg(
     bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0, gemm_1x1=0,
-    staging=1, pingpong=0, persistent=0, stream_k=0, multicast=0, split_cluster=0,
+    staging=1, pingpong=0, persistent=0, stream_k=0, multicast=0, split_cluster=0, group=2,
 ) -> Config:  # fmt: skip
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
         | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma, STORE_TMA=store)
         | dict(GEMM_1X1=gemm_1x1, STAGING=staging, PINGPONG=pingpong, PERSISTENT=persistent)
-        | dict(STREAM_K=stream_k, MULTICAST=multicast, SPLIT_CLUSTER=split_cluster)
+        | dict(STREAM_K=stream_k, MULTICAST=multicast, MULTICAST_BLOCKS=group)
+        | dict(SPLIT_CLUSTER=split_cluster)
     )
 
 
 def tma(
     bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0, staging=1, pingpong=0,
-    persistent=0, stream_k=0, multicast=0, split_cluster=0,
+    persistent=0, stream_k=0, multicast=0, split_cluster=0, group=2,
 ) -> Config:  # fmt: skip
     """A configuration loading by TMA: from the producer warpgroup, in channel-block order;
     with `store`, storing its output by TMA too (through `staging` staging tiles); with
     `gemm_1x1`, a 1x1 input as a matrix; with `pingpong`, the two consumer warpgroups taking
     tiles in turn; with `persistent`, one block a multiprocessor; with `stream_k`, the last
-    wave's reduction steps shared; with `multicast`, clusters of two blocks sharing the input
-    (1) or the filter tile (2); with `split_cluster`, a split tile's blocks as one cluster."""
+    wave's reduction steps shared; with `multicast`, clusters of `group` blocks (two or four)
+    sharing the input (1) or the filter tile (2); with `split_cluster`, a split tile's blocks as
+    one cluster."""
     return cfg(
         bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store,
         gemm_1x1=gemm_1x1, staging=staging, pingpong=pingpong, persistent=persistent,
-        stream_k=stream_k, multicast=multicast, split_cluster=split_cluster,
+        stream_k=stream_k, multicast=multicast, split_cluster=split_cluster, group=group,
     )  # fmt: skip
 
 
@@ -171,7 +173,7 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         smem = shared_bytes(config, problem.precision.bytes)
         assert launch.smem_bytes == smem <= LIMITS.SMEM_PER_BLOCK_OPTIN
         # Every output tile once: the block count covers them at TILES_PER_BLOCK a block (or,
-        # stream-K, a block a multiprocessor); with MULTICAST, whole clusters on whole pairs.
+        # stream-K, a block a multiprocessor); with MULTICAST, whole clusters on whole groups.
         tiles = -(-problem.F // bn) * -(-pixels // bm)
         per_block = int(config["TILES_PER_BLOCK"])
         gx, gy, gz = launch.grid
@@ -606,6 +608,24 @@ COMPILE_SAMPLE = [
         tma(64, 256, 2, 4, tiles=2, store=1, pingpong=1, multicast=2),
     ),
     (ConvProblem(N=7, K=3, C=256, F=64, B=8), "tf32", tma(64, 64, 1, 6, split=4, multicast=2)),
+    # Clusters of four: quarters of the shared input (a matrix; a half-width last channel block
+    # through im2col) or of the filters, stored by TMA and from registers, 192-pixel tiles.
+    (
+        ConvProblem(N=7, K=1, C=2048, F=512, B=32),
+        "bf16",
+        tma(128, 64, 2, 6, store=1, gemm_1x1=1, multicast=1, group=4),
+    ),
+    (
+        ConvProblem(N=20, K=5, C=96, F=256, B=128),
+        "fp16",
+        tma(128, 64, 2, 6, store=1, multicast=1, group=4),
+    ),
+    (ConvProblem(N=7, K=1, C=512, F=2048, B=32), "tf32", tma(128, 128, 2, 5, multicast=2, group=4)),
+    (
+        ConvProblem(N=14, K=1, C=1024, F=256, B=32),
+        "bf16",
+        tma(192, 64, 3, 6, store=1, gemm_1x1=1, multicast=1, group=4),
+    ),
     # Three consumer warpgroups (192-pixel tiles): TMA stores with a fused residual, two
     # staging tiles, a persistent grid, stream-K, clusters, every operand type.
     (
@@ -789,6 +809,35 @@ def test_clusters_pair_tiles_that_share_a_copy_and_halve_its_box() -> None:
     assert {int(c["MULTICAST"]) for c in narrow} == {0, 2}
     one_tile = bound(nhwc(ConvProblem(N=7, K=5, C=96, F=72, B=1)))
     assert {int(c["MULTICAST"]) for c in one_tile} == {0, 1}
+
+
+def test_clusters_of_four_share_a_copy_in_quarters() -> None:
+    # ResNet-50's 7x7 C = 2048 F = 512 layer: 8 filter tiles of 64 x 13 pixel tiles of 128.
+    conv = nhwc(ConvProblem(N=7, K=1, C=2048, F=512, B=32))
+    space = bound(conv)
+    for multicast in (1, 2):
+        assert space.is_valid(tma(128, 64, 2, 6, store=1, multicast=multicast, group=4))
+        # Not persistent (a grid of clusters of four that might not all be resident), and
+        # four blocks only where there is a shared tile to split.
+        assert not space.is_valid(
+            tma(128, 64, 2, 6, store=1, persistent=1, multicast=multicast, group=4)
+        )
+    assert not space.is_valid(tma(128, 64, 2, 6, store=1, group=4))
+    plain = tensor_maps(conv, tma(128, 64, 2, 6, gemm_1x1=1))
+    quarters = tensor_maps(conv, tma(128, 64, 2, 6, gemm_1x1=1, multicast=1, group=4))
+    assert quarters[0].box == (64, 32) and quarters[1] == plain[1]
+    quarters = tensor_maps(conv, tma(128, 64, 2, 6, gemm_1x1=1, multicast=2, group=4))
+    assert quarters[0] == plain[0] and quarters[1].box == (64, 1, 16)
+    # Whole groups of tiles: 8 filter tiles are two groups; 13 pixel tiles are padded to 16.
+    assert tile_count(conv, tma(128, 64, 2, 6, multicast=1, group=4)) == 8 * 13
+    assert tile_count(conv, tma(128, 64, 2, 6, multicast=2, group=4)) == 8 * 16
+    (launch,) = FAMILY.plan(conv, tma(128, 64, 2, 6, multicast=2, group=4)).launches
+    assert launch.cluster == 4 and launch.grid == (8 * 16, 1, 1)
+    defines = dict(FAMILY.plan(conv, tma(128, 64, 2, 6, multicast=1, group=4)).defines)
+    assert (defines["MULTICAST"], defines["MULTICAST_BLOCKS"]) == (1, 4)
+    # Four filter tiles of the shared input at least: F = 192 has three of 64.
+    three = bound(nhwc(ConvProblem(N=7, K=1, C=2048, F=192, B=32)))
+    assert {int(c["MULTICAST_BLOCKS"]) for c in three if int(c["MULTICAST"]) == 1} == {2}
 
 
 def test_a_split_tiles_blocks_add_up_in_their_cluster() -> None:

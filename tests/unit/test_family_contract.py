@@ -71,7 +71,7 @@ FACTS: dict[str, tuple[type, str, str]] = {
         ConvProblem,
         "alexnet",
         "BM BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1 "
-        "STAGING PINGPONG PERSISTENT STREAM_K MULTICAST SPLIT_CLUSTER",
+        "STAGING PINGPONG PERSISTENT STREAM_K MULTICAST MULTICAST_BLOCKS SPLIT_CLUSTER",
     ),
     "tiled2d": (
         ConvProblem,
