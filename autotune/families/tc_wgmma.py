@@ -108,8 +108,8 @@ def tensor_maps(
     """TMA's maps (TMA = 1): the NHWC input in im2col mode, BM filter-window origins of BK
     channels a copy (from `padding` before the image to the window's far corner K - 1 - padding
     short of its edge, less the tail, origins STRIDE apart; with GEMM_1X1, a 1x1 filter at
-    stride 1, the input as a tiled (C, B*N*N) matrix, BK channels of BM pixels a copy; half of
-    the pixels, BM / MULTICAST_BLOCKS, with MULTICAST = 1: each block of a group copies its
+    stride 1, the input as a tiled (C, B*N*N) matrix, BK channels of BM pixels a copy; a part
+    of the pixels, BM / MULTICAST_BLOCKS, with MULTICAST = 1: each block of a group copies its
     part of the shared input tile into all of them), and the FKKC filters as a (C, K*K, F)
     tensor, BK channels x 1 tap x BN filters a copy (BN / MULTICAST_BLOCKS with MULTICAST = 2);
     with STORE_TMA, the NHWF output as (F, B*N*N), a 128-byte panel of a consumer warpgroup's
