@@ -50,6 +50,9 @@ CONFIGS = [
     tma(64, 64, 1, 2, store=1),
     tma(128, 128, 1, 4, store=1),
     tma(256, 128, 2, 3, tiles=2, store=1),
+    # 112 and 224 filters a tile: one and two consumer warpgroups.
+    tma(64, 112, 1, 6),
+    tma(128, 224, 2, 3),
 ]
 # The odd shapes of the CPU tests and more: B = 1 and 3, N = 1, 7, 13, 37, F = 7, 10, 33, 64, 100,
 # C = 3, 5, 8, 12, 16, 20, 40, 64, 96, K = 1, 3, 5, 11, strides 1, 2, 4. C = 12 and 20 are whole
@@ -361,6 +364,29 @@ def test_clusters_sharing_a_tile_by_multicast_are_correct(tuner, evaluator, dtyp
         (launch, *_) = FAMILY.plan(study.problem, config).launches
         blocks = int(config["MULTICAST_BLOCKS"])
         assert launch.cluster == blocks and device_grid(launch)[0] % blocks == 0
+    failed = compiled_failures(tuner, picks)
+    assert not failed, "\n".join(failed)
+
+
+# Tiles of 112 and 224 filters (BN): multicast pairs and groups sharing either operand, stored
+# from registers and (FP32's 224) by TMA, persistent grids, split-K, at the multicast test's odd
+# shapes (F = 72, 100, 104, 192: partial filter tiles; padding; strides 2 and 4; a residual).
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_tiles_of_112_and_224_filters_are_correct(tuner, evaluator, dtype):
+    studies = planned(CLUSTERED, dtype, evaluator.limits, fused=-1)
+    picks = some_of_each(
+        studies,
+        lambda c: (
+            (int(c["BN"]), int(c["MULTICAST"]), int(c["STORE_TMA"]), int(c["PERSISTENT"]))
+            + (int(c["SPLIT_K"]) > 1,)
+            if int(c["BN"]) in (112, 224)
+            else None
+        ),
+        random.Random(f"wide-{dtype}"),
+        4,
+    )
+    assert {int(c["BN"]) for _, c in picks} == {112, 224}
+    assert any(int(c["MULTICAST"]) for _, c in picks)
     failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)
 

@@ -297,7 +297,7 @@ def test_three_consumer_warpgroups_make_192_pixel_tiles_that_fill_whole_waves() 
     space = bound(nhwc(ConvProblem(N=14, K=1, C=1024, F=512, B=32)))
     three = [c for c in space if int(c["WG"]) == 3]
     assert {int(c["BM"]) for c in three} == {192} and {int(c["TMA"]) for c in three} == {1}
-    assert {int(c["BN"]) for c in three} == {64, 96, 128, 192}
+    assert {int(c["BN"]) for c in three} == {64, 96, 112, 128, 192}
     # 96 accumulators a thread spilled in the TMA stores' epilogue: 192 x 192 stores from registers.
     assert {int(c["STORE_TMA"]) for c in three if int(c["BN"]) == 192} == {0}
     assert not space.is_valid(cfg(192, 128, 3, 4, producer=1))  # the gathers' producer
@@ -670,6 +670,21 @@ COMPILE_SAMPLE = [
         "tf32",
         tma(192, 64, 3, 5, split=2, split_cluster=1),
     ),
+    # 112 and 224 filters a tile (cuDNN's tile sizes on ResNet-50's 7x7 1x1 layers): one
+    # consumer warpgroup sharing the filters in pairs, the input shared, TF32's TMA stores
+    # (224 FP32 outputs are whole 128-byte panels; 16-bit ones are not: stored from
+    # registers).
+    (
+        ConvProblem(N=7, K=1, C=2048, F=512, B=32),
+        "fp16",
+        tma(64, 112, 1, 8, gemm_1x1=1, multicast=2),
+    ),
+    (
+        ConvProblem(N=7, K=1, C=512, F=2048, B=32),
+        "bf16",
+        tma(128, 224, 2, 4, gemm_1x1=1, multicast=1),
+    ),
+    (ConvProblem(N=7, K=1, C=2048, F=512, B=32), "tf32", tma(128, 224, 2, 2, store=1)),
     # Deep pipelines taking tiles in turn, the output stored from registers (7 and 8 stages).
     (
         ConvProblem(N=28, K=3, C=512, F=512, B=32),
@@ -838,6 +853,26 @@ def test_clusters_of_four_share_a_copy_in_quarters() -> None:
     # Four filter tiles of the shared input at least: F = 192 has three of 64.
     three = bound(nhwc(ConvProblem(N=7, K=1, C=2048, F=192, B=32)))
     assert {int(c["MULTICAST_BLOCKS"]) for c in three if int(c["MULTICAST"]) == 1} == {2}
+
+
+def test_tiles_of_112_and_224_filters_are_offered_where_they_can_be_built() -> None:
+    # ResNet-50's 7x7 C = 2048 F = 512: 25 pixel tiles of 64 x 5 filter tiles of 112, one wave.
+    conv = nhwc(ConvProblem(N=7, K=1, C=2048, F=512, B=32), "fp16")
+    space = bound(conv)
+    assert space.is_valid(tma(64, 112, 1, 8, gemm_1x1=1))
+    assert tile_count(conv, tma(64, 112, 1, 8)) == 25 * 5
+    # A quarter of 112 filter rows is no whole 8-row swizzle group; a half is.
+    assert space.is_valid(tma(64, 112, 1, 8, multicast=2))
+    assert not space.is_valid(tma(64, 112, 1, 8, multicast=2, group=4))
+    # TMA stores take whole 128-byte panels of the tile's columns: in FP32 (224 x 4 bytes), not
+    # in 16 bits (224 x 2).
+    assert not space.is_valid(tma(128, 224, 2, 2, store=1))
+    assert bound(nhwc(ConvProblem(N=7, K=1, C=2048, F=512, B=32), "tf32")).is_valid(
+        tma(128, 224, 2, 2, store=1)
+    )
+    assert {int(c["BN"]) for c in space} == {64, 96, 112, 128, 192, 224, 256}
+    # With TMA loads only: they are for the 1x1 layers, which TMA loads.
+    assert {int(c["BN"]) for c in space if not int(c["TMA"])} == {64, 96, 128, 192, 256}
 
 
 def test_a_split_tiles_blocks_add_up_in_their_cluster() -> None:
