@@ -861,9 +861,11 @@ def test_tiles_of_112_and_224_filters_are_offered_where_they_can_be_built() -> N
     space = bound(conv)
     assert space.is_valid(tma(64, 112, 1, 8, gemm_1x1=1))
     assert tile_count(conv, tma(64, 112, 1, 8)) == 25 * 5
-    # A quarter of 112 filter rows is no whole 8-row swizzle group; a half is.
+    # A quarter of 112 filter rows is no whole 8-row swizzle group; a half is, and a quarter
+    # of 96.
     assert space.is_valid(tma(64, 112, 1, 8, multicast=2))
     assert not space.is_valid(tma(64, 112, 1, 8, multicast=2, group=4))
+    assert space.is_valid(tma(64, 96, 1, 8, multicast=2, group=4))
     # TMA stores take whole 128-byte panels of the tile's columns: in FP32 (224 x 4 bytes), not
     # in 16 bits (224 x 2).
     assert not space.is_valid(tma(128, 224, 2, 2, store=1))
