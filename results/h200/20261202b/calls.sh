@@ -45,6 +45,7 @@ remeasure() {  # DTYPE: every table layer's 3 best stored configurations with th
     say "remeasure $d: rc=$? $((SECONDS - s)) s"
 }
 hints() {  # DTYPE SHAPE-ARGS...: each layer's 2 best with this code again with L2_HINT 1, 2 and 3
+    # (hint_sweep.py is in l2_hint.diff with the tunable; no call reached this)
     local d=$1 s=$SECONDS t=$(( $(left) - 90 )); shift
     [ "$t" -lt 30 ] && { say "hint_sweep $d: not run (time)"; return; }
     timeout -k 5 $t python3 $HERE/hint_sweep.py "$AUTOTUNE_DB" --dtype $d --top 2 --hint 1 --hint 2 --hint 3 --time-limit $(( t - 10 )) "$@" > "$OUT/hints_$d.log" 2>&1
