@@ -13,7 +13,9 @@
 // adds up and stores. BN is 64, 96, 112, 128, 192, 224 or 256: 112 and 224 give the tiles of
 // cuDNN's kernels on ResNet-50's 7x7 1x1 layers (64 x 112 and 128 x 224, there filters x
 // pixels), here 64 pixels x 112 filters and 128 x 224: one wave of 125 and 130 tiles on those
-// layers, fewer bytes a step a multiprocessor than their bests' 128 x 64 and 128 x 128.
+// layers where their bests had 104 tiles of 128 x 64 and 208 of 128 x 128 (64 x 112 also loads
+// fewer rows a step, 176 against 192; 128 x 224 loads more, 352 against 256, in one tile a
+// block instead of up to two).
 //
 // Loads: STAGES shared slots filled by cp.async, 16-byte chunks (8 16-bit or 4 FP32 elements)
 // where C is a whole number of chunks (a chunk never straddles a filter tap; rows and reduction
@@ -49,7 +51,11 @@
 // the 128-byte swizzle, and one thread stores each panel by a tensor-memory copy through a tiled
 // map of the output: whole 128-byte rows, clipped by the hardware at the output's edges, and
 // issued asynchronously, so that the next tile's main loop runs while it drains (the staging
-// tile is waited for only before it is written again).
+// tile is waited for only before it is written again). Where a tile's row is not whole panels
+// (16-bit BN = 96, 112, 224; FP32 BN = 112) the rest, TAIL_COLS columns, is one more panel of
+// dense unswizzled rows, stored through a map of its own (the swizzled maps take rows of whole
+// 128 bytes): cuDNN's kernels on the 7x7 1x1 layers store 64 x 112 tiles this way, and the
+// 16-bit wide tiles stored from registers lost to narrower ones there (results/h200/20261202b).
 //
 // RESIDUAL_TMA (STORE_TMA with a fused residual add, not a tunable): halfway through a tile's
 // main loop each consumer warpgroup's first thread loads the tile's residual into its rows of
@@ -189,8 +195,8 @@ typedef u16 out_t;
 #ifndef STORE_TMA
 #define STORE_TMA 0
 #endif
-#if STORE_TMA && !(TMA && !SPLIT_SUMS && (BN * ELEM_BYTES) % 128 == 0)
-#error "STORE_TMA stores whole 128-byte panels of a tile through the output's map (TMA, no split)"
+#if STORE_TMA && !(TMA && !SPLIT_SUMS)
+#error "STORE_TMA stores the tile's panels through the output's maps (TMA, no split)"
 #endif
 #ifndef STAGING
 #define STAGING 1
@@ -294,13 +300,26 @@ typedef u16 out_t;
 #define HALF_MAP_PARAMS
 #endif
 // STORE_TMA's staging tile, after the slots (1024-aligned: (BM + BN) * 128 is a multiple of 4096):
-// each consumer warpgroup's WG_ROWS rows in PANELS panels of WG_ROWS x 128 bytes (with
-// PINGPONG, each warpgroup's a whole tile of its own).
+// each consumer warpgroup's WG_ROWS rows in PANELS panels of WG_ROWS x 128 bytes, then where
+// BN leaves TAIL_COLS columns over, a tail panel of WG_ROWS dense rows of TAIL_BYTES (with
+// PINGPONG, each warpgroup's a whole tile of its own). Each part starts 1024-aligned: WG_ROWS is
+// a multiple of 64 and a row of BN outputs a multiple of 16 bytes.
 #define PANEL_COLS (128 / ELEM_BYTES)
 #define PANELS (BN / PANEL_COLS)
+#define TAIL_COLS (BN % PANEL_COLS)
+#define TAIL_BYTES (TAIL_COLS * ELEM_BYTES)
+#define STORE_TAIL (STORE_TMA && TAIL_COLS)
 #define WG_ROWS (MI * 64)
 #define PANEL_BYTES (WG_ROWS * 128)
-#define STAGING_BYTES (WG * WG_ROWS * BN * ELEM_BYTES)  // one staging tile
+#define WG_STAGE_BYTES (WG_ROWS * BN * ELEM_BYTES)  // a consumer warpgroup's part of a staging tile
+#define STAGING_BYTES (WG * WG_STAGE_BYTES)         // one staging tile
+#if STORE_TAIL
+#define Y_TAIL_PARAM , const tensor_map_t *yt_map
+#define Y_TAIL_ARG , &y_tail_map
+#else
+#define Y_TAIL_PARAM
+#define Y_TAIL_ARG
+#endif
 #define STORE_BYTES (STORE_TMA * STAGING * STAGING_BYTES)
 #define REDUCE_BLOCK 256
 
@@ -334,12 +353,22 @@ typedef u16 out_t;
 #else
 #define TILE_EPI(v, f, j, k) (v)
 #endif
-// store_tile_tma's runs: column pairs with every row of a lane, 8 residual pairs a run.
-#define EPI_COLUMN_RUN (4 / MI)
+// store_tile_tma's runs: column pairs with every row of a lane, 8 residual pairs a run (4 where
+// a tile's BN / 8 column groups are not whole runs of 4 / MI: 112 filters, 14 groups).
+#define EPI_COLUMN_RUN ((BN / 8) % (4 / MI) == 0 ? 4 / MI : 2)
 #if STORE_TMA && EPILOGUE && EPI_RESIDUAL
 #define RESIDUAL_TMA 1
 #else
 #define RESIDUAL_TMA 0
+#endif
+#if RESIDUAL_TMA && TAIL_COLS  // the residual's tail panel, through a map of its own
+#define R_TAIL_PARAM , const tensor_map_t *rt_map
+#define R_TAIL_ARG , &r_tail_map  // the kernel's parameter
+#define R_TAIL_PASS , rt_map      // store_tile_tma's, passed on
+#else
+#define R_TAIL_PARAM
+#define R_TAIL_ARG
+#define R_TAIL_PASS
 #endif
 
 
@@ -1021,10 +1050,14 @@ __device__ __forceinline__ void bulk_wait_read()
 }
 
 // Where row r, column c of the tile lies in warpgroup `stage`'s panels: column c's byte in its
-// 128-byte panel row, the 16-byte chunk swizzled by r % 8 (as the output's map writes it).
+// 128-byte panel row, the 16-byte chunk swizzled by r % 8 (as the output's map writes it); in
+// the tail panel, its byte in a dense row. (c is known at compile time once the loops unroll.)
 __device__ __forceinline__ unsigned staged_at(unsigned stage, int r, int c)
 {
     const int byte = c * ELEM_BYTES;
+#if STORE_TAIL
+    if (byte >= PANELS * 128) return stage + PANELS * PANEL_BYTES + r * TAIL_BYTES + byte % 128;
+#endif
     return stage + (byte / 128) * PANEL_BYTES + r * 128 + ((((byte % 128) / 16) ^ (r % 8)) * 16) + byte % 16;
 }
 
@@ -1061,41 +1094,46 @@ __device__ __forceinline__ EpiPair staged_residual(unsigned stage, int r, int c)
 }
 
 // Warpgroup cwg's rows of the tile's residual into its part of the staging tile, once the last
-// tile's stores have read it; issued by the warpgroup's first thread.
+// tile's stores have read it; issued by the warpgroup's first thread (through the residual's
+// map of whole panels and, with a tail panel, rt_map).
 __device__ __forceinline__ void load_residual(
-    unsigned staging, const tensor_map_t* r_map, unsigned bar, int m0, int f0, int cwg)
+    unsigned staging, const tensor_map_t* r_map, unsigned bar, int m0, int f0, int cwg R_TAIL_PARAM)
 {
-    const unsigned stage = staging + cwg * PANELS * PANEL_BYTES;
+    const unsigned stage = staging + cwg * WG_STAGE_BYTES;
+    const int m = m0 + ROW_GROUP(cwg) * WG_ROWS;
     bulk_wait_read();
-    mbar_arrive_expect_tx(bar, PANELS * PANEL_BYTES);
+    mbar_arrive_expect_tx(bar, WG_STAGE_BYTES);
 #pragma unroll
-    for (int p = 0; p < PANELS; ++p)
-        tma_tile2(stage + p * PANEL_BYTES, r_map, f0 + p * PANEL_COLS, m0 + ROW_GROUP(cwg) * WG_ROWS, bar);
+    for (int p = 0; p < PANELS; ++p) tma_tile2(stage + p * PANEL_BYTES, r_map, f0 + p * PANEL_COLS, m, bar);
+#if STORE_TAIL
+    tma_tile2(stage + PANELS * PANEL_BYTES, rt_map, f0 + PANELS * PANEL_COLS, m, bar);
+#endif
 }
 #endif
 
 // A finished tile through shared memory and tensor-memory stores (STORE_TMA): consumer
 // warpgroup cwg's rows, the epilogue applied where the output exists (zeros elsewhere, which
-// the map's edges clip), then one store a panel by the warpgroup's first thread, left to drain.
+// the map's edges clip), then one store a panel by the warpgroup's first thread, left to drain
+// (a tail panel's through yt_map).
 // With RESIDUAL_TMA, the residual staged there is waited for (residual_bar's phase `parity`)
 // and each output replaces its residual; with two staging tiles, the next tile's residual (at
 // next_m0, next_f0; none where next_m0 < 0) is first issued into the other one, `next_staging`.
 __device__ __forceinline__ void store_tile_tma(
     float (&acc)[MI][BN / 2], unsigned staging, const tensor_map_t* y_map, int m0, int f0, int ctid,
     int cwg, unsigned residual_bar, unsigned parity, unsigned next_staging,
-    const tensor_map_t* r_map, unsigned next_bar, int next_m0, int next_f0 GEMM_EPI_PARAMS)
+    const tensor_map_t* r_map, unsigned next_bar, int next_m0, int next_f0 Y_TAIL_PARAM R_TAIL_PARAM GEMM_EPI_PARAMS)
 {
     after_wgmma_wait(acc);
     const int lane = ctid % 32;
     const int q = (ctid % 128) / 32;
     const bool leader = ctid % 128 == 0;
-    const unsigned stage = staging + cwg * PANELS * PANEL_BYTES;
+    const unsigned stage = staging + cwg * WG_STAGE_BYTES;
     const int row0 = m0 + ROW_GROUP(cwg) * WG_ROWS;
 #if RESIDUAL_TMA
 #if STAGING == 2
     // The other staging tile held the last tile's output: load_residual waits for its stores'
     // reads (issued a main loop ago) before loading over it.
-    if (leader && next_m0 >= 0) load_residual(next_staging, r_map, next_bar, next_m0, next_f0, cwg);
+    if (leader && next_m0 >= 0) load_residual(next_staging, r_map, next_bar, next_m0, next_f0, cwg R_TAIL_PASS);
 #endif
     mbar_wait(residual_bar, parity);  // issued once the stores that last read this tile had
 #else
@@ -1174,6 +1212,9 @@ __device__ __forceinline__ void store_tile_tma(
     if (leader) {
 #pragma unroll
         for (int p = 0; p < PANELS; ++p) tma_store2(y_map, stage + p * PANEL_BYTES, f0 + p * PANEL_COLS, row0);
+#if STORE_TAIL
+        tma_store2(yt_map, stage + PANELS * PANEL_BYTES, f0 + PANELS * PANEL_COLS, row0);
+#endif
         bulk_commit();
     }
 }
@@ -1514,9 +1555,17 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
     ,
     const __grid_constant__ tensor_map_t y_map
 #endif
+#if STORE_TAIL
+    ,
+    const __grid_constant__ tensor_map_t y_tail_map
+#endif
 #if RESIDUAL_TMA
     ,
     const __grid_constant__ tensor_map_t r_map
+#endif
+#if RESIDUAL_TMA && TAIL_COLS
+    ,
+    const __grid_constant__ tensor_map_t r_tail_map
 #endif
 )
 {
@@ -1664,7 +1713,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
             // residual has the other half to land (STORE_TMA has no split: steps >= 1). With two
             // staging tiles, the last tile's epilogue issued it (but the block's first tile's).
             if (t == steps / 2 && leader && (STAGING == 1 || done == 0) && (!SPLIT_CLUSTER || cluster_rank() == 0))
-                load_residual(tile_staging, &r_map, residual_bar, m0, f0, cwg);
+                load_residual(tile_staging, &r_map, residual_bar, m0, f0, cwg R_TAIL_ARG);
 #endif
         }
 #if PINGPONG
@@ -1685,7 +1734,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
         store_tile_tma(acc, tile_staging, &y_map, m0, f0, ctid, cwg, residual_bar, (done / STAGING) & 1,
                        staging + ((done + 1) % STAGING) * STAGING_BYTES, residual_map,
                        residual_bars + 8 * (cwg * STAGING + (done + 1) % STAGING),
-                       next < dp_end ? tile_m0(next) : -1, tile_f0(next) GEMM_EPI_ARGS);
+                       next < dp_end ? tile_m0(next) : -1, tile_f0(next) Y_TAIL_ARG R_TAIL_ARG GEMM_EPI_ARGS);
 #else
         store_tile(acc, y, m0, f0, ctid, cwg GEMM_EPI_ARGS);
 #endif
@@ -1712,7 +1761,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
             const int tile = dp_end + r, m0 = tile_m0(tile), f0 = tile_f0(tile);
 #if SK_STORE_TMA
             store_tile_tma(acc, staging + (done % STAGING) * STAGING_BYTES, &y_map, m0, f0, ctid, cwg, 0, 0, 0,
-                           nullptr, 0, -1, 0 GEMM_EPI_ARGS);
+                           nullptr, 0, -1, 0 Y_TAIL_ARG R_TAIL_ARG GEMM_EPI_ARGS);
             ++done;
 #else
             store_tile(acc, y, m0, f0, ctid, cwg GEMM_EPI_ARGS);

@@ -113,11 +113,12 @@ def tensor_maps(
     part of the shared input tile into all of them), and the FKKC filters as a (C, K*K, F)
     tensor, BK channels x 1 tap x BN filters a copy (BN / MULTICAST_BLOCKS with MULTICAST = 2);
     with STORE_TMA, the NHWF output as (F, B*N*N), a 128-byte panel of a consumer warpgroup's
-    rows a store (warpgroup_rows pixels), and a fused residual the same way (the kernel's
-    RESIDUAL_TMA loads it into the staging tile). With HALF_BLOCK, the input's and the
-    filters' maps again after them at half the channels, in the 64-byte swizzle: the last
-    channel block's copies. `inputs` names the input's and the filters' buffers (the
-    space-to-depth rewrite's where the plan makes one)."""
+    rows a store (warpgroup_rows pixels), and where BN's row is not whole panels (16-bit 96, 112
+    and 224, FP32 112) a second map of the rest, its columns in unswizzled rows; a fused
+    residual the same way (the kernel's RESIDUAL_TMA loads it into the staging tile). With
+    HALF_BLOCK, the input's and the filters' maps again after them at half the channels, in
+    the 64-byte swizzle: the last channel block's copies. `inputs` names the input's and the
+    filters' buffers (the space-to-depth rewrite's where the plan makes one)."""
     p = problem
     storage = p.precision.storage
     elem = p.precision.bytes
@@ -172,16 +173,21 @@ def tensor_maps(
         maps += input_maps(step // 2, ROW_BYTES // 2)
     if not int(config["STORE_TMA"]):
         return maps
+    panel_cols = ROW_BYTES // elem
+    tail_cols = int(config["BN"]) % panel_cols
+    panels = ((panel_cols, ROW_BYTES), (tail_cols, 0)) if tail_cols else ((panel_cols, ROW_BYTES),)
     output_maps = tuple(
         TensorMap(
             buffer,
             storage,
             dims=(p.F, p.B * p.N * p.N),
             strides=(p.F * elem,),
-            box=(ROW_BYTES // elem, warpgroup_rows(config)),
+            box=(cols, warpgroup_rows(config)),
             element_strides=(1, 1),
+            swizzle_bytes=swizzle,
         )
         for buffer in (("y", "residual") if p.fused is not None and p.fused.residual else ("y",))
+        for cols, swizzle in panels
     )
     return *maps, *output_maps
 

@@ -48,6 +48,14 @@ def test_an_export_in_every_dtype_runs_and_matches_float64(evaluator, tmp_path: 
             nhwc(ConvProblem(N=28, K=3, C=64, F=256, B=13), "fp16"),
             tma(128, 128, 2, 4, store=1, persistent=1, multicast=1),
         ),
+        # 112 filters a tile stored by TMA: a 128-byte panel and a tail panel through an
+        # unswizzled map, which the C++ tree encodes as the launcher does (F = 232: a partial
+        # filter tile).
+        (
+            "tc_wgmma",
+            nhwc(ConvProblem(N=7, K=1, C=256, F=232, B=3), "fp16"),
+            tma(64, 112, 1, 4, store=1, gemm_1x1=1),
+        ),
         # A strided first layer: its space-to-depth rewrite's launch, then the main kernel on
         # the rewrite's scratch.
         (

@@ -369,8 +369,8 @@ def test_clusters_sharing_a_tile_by_multicast_are_correct(tuner, evaluator, dtyp
 
 
 # Tiles of 112 and 224 filters (BN): multicast pairs and groups sharing either operand, stored
-# from registers and (FP32's 224) by TMA, persistent grids, split-K, at the multicast test's odd
-# shapes (F = 72, 100, 104, 192: partial filter tiles; padding; strides 2 and 4; a residual).
+# from registers and by TMA, persistent grids, split-K, at the multicast test's odd shapes
+# (F = 72, 100, 104, 192: partial filter tiles; padding; strides 2 and 4; a residual).
 @pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
 def test_tiles_of_112_and_224_filters_are_correct(tuner, evaluator, dtype):
     studies = planned(CLUSTERED, dtype, evaluator.limits, fused=-1)
@@ -387,6 +387,42 @@ def test_tiles_of_112_and_224_filters_are_correct(tuner, evaluator, dtype):
     )
     assert {int(c["BN"]) for _, c in picks} == {112, 224}
     assert any(int(c["MULTICAST"]) for _, c in picks)
+    failed = compiled_failures(tuner, picks)
+    assert not failed, "\n".join(failed)
+
+
+# Rows of outputs that are not whole 128-byte panels stored by TMA, the rest of a row through a
+# tail panel's map (16-bit BN = 96, 112 and 224, FP32 112): partial filter and pixel tiles (F =
+# 72, 104, 520; B*N*N = 147, 245), padding, stride 2, a 1x1 input as a matrix, a fused residual
+# loaded the same way, two staging tiles, stream-K's shared tiles, multicast, one to three
+# consumer warpgroups.
+TAILED = [
+    ConvProblem(N=13, K=3, C=64, F=192, B=5),
+    ConvProblem(N=7, K=5, C=96, F=72, B=1, padding=2),
+    ConvProblem(N=7, K=1, C=2048, F=520, B=3),
+    ConvProblem(N=13, K=5, C=64, F=104, B=3, stride=2, padding=1),
+]
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_tail_panels_stored_by_tma_are_correct(tuner, evaluator, dtype):
+    studies = planned(TAILED, dtype, evaluator.limits, fused=-1)
+    panel_cols = 128 // nhwc(TAILED[0], dtype).precision.bytes
+    picks = some_of_each(
+        studies,
+        lambda c: (
+            (int(c["BN"]), int(c["WG"]), int(c["STAGING"]), int(c["STREAM_K"]))
+            + (int(c["MULTICAST"]) > 0,)
+            if int(c["STORE_TMA"]) and int(c["BN"]) % panel_cols
+            else None
+        ),
+        random.Random(f"tail-{dtype}"),
+        5,
+    )
+    assert {int(c["BN"]) for _, c in picks} == ({112} if dtype == "tf32" else {96, 112, 224})
+    assert any(s.problem.fused for s, _ in picks)
+    assert any(int(c["STAGING"]) == 2 for _, c in picks)
+    assert any(int(c["STREAM_K"]) for _, c in picks)
     failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from autotune.families import UnsupportedProblem, get_family
-from autotune.families.plan import REDUCE_BLOCK, TensorMap
+from autotune.families.plan import REDUCE_BLOCK, TensorMap, check_tensor_map
 from autotune.families.tc_wgmma import (
     ROW_BYTES,
     S2D_BLOCK,
@@ -161,9 +161,8 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         if in_cluster:
             assert split > 1 and config["TMA"] and not config["MULTICAST"]
             assert int(config["STAGES"]) * (bm + bn) * ROW_BYTES >= 4 * bm * bn  # accumulators
-        if config["STORE_TMA"]:  # whole 128-byte panels, rows 16-byte aligned, no partial sums
+        if config["STORE_TMA"]:  # rows 16-byte aligned, no partial sums
             assert config["TMA"] and (split == 1 or in_cluster)
-            assert bn * problem.precision.bytes % 128 == 0
             assert problem.F * problem.precision.bytes % 16 == 0
         plan = FAMILY.plan(problem, config)
         assert plan.arch_specific
@@ -345,6 +344,41 @@ def test_the_output_map_stores_a_warpgroups_rows_in_128_byte_panels() -> None:
     assert shared_bytes(stored2, 2) - shared_bytes(plain2, 2) == 256 * 128 * 2 + 16
 
 
+def test_a_row_of_outputs_not_whole_panels_ends_in_an_unswizzled_panel_of_its_own() -> None:
+    # 112 16-bit outputs are 224 bytes: a 128-byte swizzled panel, then 96 bytes through a map
+    # without swizzle (the swizzled maps take whole 128-byte rows); in FP32 448 bytes, three
+    # panels and 64 bytes. 224 FP32 outputs are whole panels, and so one map.
+    conv = nhwc(ConvProblem(N=7, K=1, C=2048, F=520, B=3), "fp16")
+    *_, y_map, y_tail = tensor_maps(conv, tma(64, 112, 1, 6, store=1, gemm_1x1=1))
+    assert y_map == TensorMap(
+        "y", "float16", dims=(520, 3 * 7 * 7), strides=(1040,), box=(64, 64),
+        element_strides=(1, 1),
+    )  # fmt: skip
+    assert y_tail == dataclasses.replace(y_map, box=(48, 64), swizzle_bytes=0)
+    *_, y32, y32_tail = tensor_maps(nhwc(conv, "tf32"), tma(64, 112, 1, 6, store=1))
+    assert (y32.box, y32_tail.box, y32_tail.swizzle_bytes) == ((32, 64), (16, 64), 0)
+    assert [m.box for m in tensor_maps(conv, tma(128, 224, 2, 3, store=1))[2:]] == [
+        (64, 64),
+        (32, 64),
+    ]
+    assert len(tensor_maps(nhwc(conv, "tf32"), tma(128, 224, 2, 3, store=1))) == 3
+    # A fused residual comes the same way: its whole panels' map, then its tail's.
+    fused = dataclasses.replace(conv, epilogue="bias_add_relu")
+    maps = tensor_maps(fused, tma(192, 96, 3, 4, store=1))
+    assert [(m.buffer, m.box, m.swizzle_bytes) for m in maps[2:]] == [
+        ("y", (64, 64), 128),
+        ("y", (32, 64), 0),
+        ("residual", (64, 64), 128),
+        ("residual", (32, 64), 0),
+    ]
+    for m in maps:
+        check_tensor_map(m)
+    # The staging tile is BM x BN outputs whatever the panels.
+    assert shared_bytes(tma(64, 112, 1, 6, store=1), 2) - shared_bytes(tma(64, 112, 1, 6), 2) == (
+        64 * 112 * 2 + 8
+    )
+
+
 def test_a_fused_residual_is_read_through_a_map_shaped_as_the_outputs() -> None:
     conv = nhwc(ConvProblem(N=13, K=5, C=64, F=200, B=3, stride=2), "bf16")
     fused = dataclasses.replace(conv, epilogue="bias_add_relu")
@@ -453,10 +487,11 @@ def test_stream_k_is_offered_where_a_wave_is_part_full_and_declares_its_partial_
     } == {0, 1}
 
 
-def test_tma_stores_are_offered_only_for_whole_panels_and_aligned_rows() -> None:
+def test_tma_stores_are_offered_for_every_tile_width_and_only_aligned_rows() -> None:
     conv3 = bound(nhwc(ConvProblem(N=13, K=3, C=192, F=384, B=128)))
     assert conv3.is_valid(tma(128, 128, 1, 4, store=1))
-    assert not conv3.is_valid(tma(128, 96, 1, 4, store=1))  # 192 bytes: one panel and a half
+    assert conv3.is_valid(tma(128, 96, 1, 4, store=1))  # 192 bytes: a panel and a tail panel
+    assert conv3.is_valid(tma(64, 112, 1, 4, store=1))
     assert not conv3.is_valid(cfg(128, 128, 1, 4, store=1))  # loads by cp.async
     assert not conv3.is_valid(tma(128, 256, 2, 5, store=1))  # 64 KB more than fits
     tf32 = bound(nhwc(ConvProblem(N=13, K=3, C=192, F=384, B=128), "tf32"))
@@ -685,6 +720,29 @@ COMPILE_SAMPLE = [
         tma(128, 224, 2, 4, gemm_1x1=1, multicast=1),
     ),
     (ConvProblem(N=7, K=1, C=2048, F=512, B=32), "tf32", tma(128, 224, 2, 2, store=1)),
+    # Rows that are not whole 128-byte panels stored by TMA, a tail panel after the whole ones
+    # (16-bit 112, 224 and 96, FP32 112): a fused residual loaded the same way, two staging
+    # tiles, three consumer warpgroups.
+    (
+        ConvProblem(N=7, K=1, C=2048, F=512, B=32, epilogue="bias_add_relu"),
+        "fp16",
+        tma(64, 112, 1, 8, store=1, gemm_1x1=1, multicast=2),
+    ),
+    (
+        ConvProblem(N=7, K=1, C=512, F=2048, B=32),
+        "bf16",
+        tma(128, 224, 2, 3, store=1, gemm_1x1=1, multicast=1),
+    ),
+    (
+        ConvProblem(N=14, K=1, C=1024, F=256, B=32),
+        "tf32",
+        tma(128, 112, 2, 4, store=1, persistent=1),
+    ),
+    (
+        ConvProblem(N=28, K=1, C=512, F=256, B=32, epilogue="bias_add_relu"),
+        "fp16",
+        tma(192, 96, 3, 4, store=1, staging=2, persistent=1),
+    ),
     # Deep pipelines taking tiles in turn, the output stored from registers (7 and 8 stages).
     (
         ConvProblem(N=28, K=3, C=512, F=512, B=32),
@@ -866,9 +924,9 @@ def test_tiles_of_112_and_224_filters_are_offered_where_they_can_be_built() -> N
     assert space.is_valid(tma(64, 112, 1, 8, multicast=2))
     assert not space.is_valid(tma(64, 112, 1, 8, multicast=2, group=4))
     assert space.is_valid(tma(64, 96, 1, 8, multicast=2, group=4))
-    # TMA stores take whole 128-byte panels of the tile's columns: in FP32 (224 x 4 bytes), not
-    # in 16 bits (224 x 2).
-    assert not space.is_valid(tma(128, 224, 2, 2, store=1))
+    # TMA stores, in whole 128-byte panels and a tail panel in 16 bits (224 x 2 bytes), whole
+    # panels in FP32 (224 x 4).
+    assert space.is_valid(tma(128, 224, 2, 2, store=1))
     assert bound(nhwc(ConvProblem(N=7, K=1, C=2048, F=512, B=32), "tf32")).is_valid(
         tma(128, 224, 2, 2, store=1)
     )
