@@ -36,5 +36,5 @@ for table in tables:
         rows.append((share[0], cells[0], ours, cudnn, share[1]))
     for share, layer, ours, cudnn, cudnn_share in sorted(rows, reverse=True)[:3]:
         print(f"| {dtype} | {layer} | {ours:.4f} | {share:.1f} | {cudnn:.4f} | {cudnn_share:.1f} |")
-    best_cudnn = max(rows, key=lambda r: r[4])
-    print(f"| {dtype} | cuDNN's best: {best_cudnn[1]} | | | {best_cudnn[3]:.4f} | {best_cudnn[4]:.1f} |")
+    _, layer, _, cudnn, cudnn_share = max(rows, key=lambda r: r[4])
+    print(f"| {dtype} | cuDNN's best: {layer} | | | {cudnn:.4f} | {cudnn_share:.1f} |")
