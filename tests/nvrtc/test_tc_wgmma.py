@@ -706,9 +706,8 @@ COMPILE_SAMPLE = [
         tma(192, 64, 3, 5, split=2, split_cluster=1),
     ),
     # 112 and 224 filters a tile (cuDNN's tile sizes on ResNet-50's 7x7 1x1 layers): one
-    # consumer warpgroup sharing the filters in pairs, the input shared, TF32's TMA stores
-    # (224 FP32 outputs are whole 128-byte panels; 16-bit ones are not: stored from
-    # registers).
+    # consumer warpgroup sharing the filters in pairs, the input shared, stored from registers
+    # in 16 bits, and TF32's 224 by TMA (whole 128-byte panels).
     (
         ConvProblem(N=7, K=1, C=2048, F=512, B=32),
         "fp16",
