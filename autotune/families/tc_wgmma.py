@@ -173,9 +173,8 @@ def tensor_maps(
         maps += input_maps(step // 2, ROW_BYTES // 2)
     if not int(config["STORE_TMA"]):
         return maps
-    panel_cols = ROW_BYTES // elem
-    tail_cols = int(config["BN"]) % panel_cols
-    panels = ((panel_cols, ROW_BYTES), (tail_cols, 0)) if tail_cols else ((panel_cols, ROW_BYTES),)
+    panel = ROW_BYTES // elem  # columns a swizzled panel; a row's rest (tail) goes unswizzled
+    tail = int(config["BN"]) % panel
     output_maps = tuple(
         TensorMap(
             buffer,
@@ -184,10 +183,10 @@ def tensor_maps(
             strides=(p.F * elem,),
             box=(cols, warpgroup_rows(config)),
             element_strides=(1, 1),
-            swizzle_bytes=swizzle,
+            swizzle_bytes=ROW_BYTES if cols == panel else 0,
         )
         for buffer in (("y", "residual") if p.fused is not None and p.fused.residual else ("y",))
-        for cols, swizzle in panels
+        for cols in ((panel, tail) if tail else (panel,))
     )
     return *maps, *output_maps
 
@@ -214,20 +213,18 @@ class TcWgmma(Family):
     description = (
         "implicit GEMM, (B*N*N pixels) x F = gathered NHWC input rows x FKKC filters, on wgmma "
         "(m64nBNk16 BF16/FP16, m64nBNk8 TF32 on the FP32 bits) with both operands in "
-        "128-byte-swizzled shared memory (matrix descriptors) and FP32 accumulators; a "
-        "multi-stage cp.async pipeline (16-byte chunks where C fills whole ones, an element "
-        "gather otherwise; a strided layer whose C does not, as a first layer's C = 3, is "
-        "rewritten as space-to-depth first and computed at stride 1), one or two consumer "
-        "warpgroups (or, with TMA, three on 192-pixel "
-        "tiles), an optional producer warpgroup on mbarriers, optional split-K (the partial "
-        "sums added by a second kernel or, TMA, in a cluster of the tile's splits over "
-        "distributed shared memory) or (TMA) stream-K sharing of the last wave's reduction "
-        "steps, or (TMA) tensor-memory copies "
-        "of both tiles through an "
-        "im2col-mode (or, for a 1x1 filter at stride 1, a plain tiled) and a tiled tensor "
-        "map, optionally in clusters of two blocks sharing one operand's tile by multicast "
-        "copies; output in the storage type (BF16/FP16 rounded, FP32 rounded to TF32), after the "
-        "problem's fused epilogue if it has one (scale, bias, residual, activation)"
+        "128-byte-swizzled shared memory (matrix descriptors) and FP32 accumulators; a multi-stage "
+        "cp.async pipeline (16-byte chunks where C fills whole ones, an element gather otherwise; "
+        "a strided layer whose C does not, as a first layer's C = 3, is rewritten as "
+        "space-to-depth first and computed at stride 1), one or two consumer warpgroups (or, with "
+        "TMA, three on 192-pixel tiles), an optional producer warpgroup on mbarriers, optional "
+        "split-K (the partial sums added by a second kernel or, TMA, in a cluster of the tile's "
+        "splits over distributed shared memory) or (TMA) stream-K sharing of the last wave's "
+        "reduction steps, or (TMA) tensor-memory copies of both tiles through an im2col-mode (or, "
+        "for a 1x1 filter at stride 1, a plain tiled) and a tiled tensor map, optionally in "
+        "clusters of two or four blocks sharing one operand's tile by multicast copies; output "
+        "in the storage type (BF16/FP16 rounded, FP32 rounded to TF32), after the problem's fused "
+        "epilogue if it has one (scale, bias, residual, activation)"
     )
     paper = "issue 20 (tensor cores), Hopper's wgmma path"
     layout = "NHWC input, FKKC filters, NHWF output"
@@ -245,18 +242,8 @@ class TcWgmma(Family):
     default_shape_set = "alexnet"
     # Configs stored before the TMA path loaded by cp.async.
     later_tunables = MappingProxyType(
-        {
-            "TMA": 0,
-            "STORE_TMA": 0,
-            "GEMM_1X1": 0,
-            "STAGING": 1,
-            "PINGPONG": 0,
-            "PERSISTENT": 0,
-            "STREAM_K": 0,
-            "MULTICAST": 0,
-            "MULTICAST_BLOCKS": 2,
-            "SPLIT_CLUSTER": 0,
-        }
+        dict(TMA=0, STORE_TMA=0, GEMM_1X1=0, STAGING=1, PINGPONG=0, PERSISTENT=0, STREAM_K=0)
+        | dict(MULTICAST=0, MULTICAST_BLOCKS=2, SPLIT_CLUSTER=0)
     )
     # Asked first by a cold search (made valid for the shape: GEMM_1X1 only where the input is a
     # matrix, PERSISTENT only past a wave of tiles). Four are the greedy choice over 114
