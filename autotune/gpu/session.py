@@ -34,7 +34,7 @@ from autotune.gpu.storage import (
     nan_fill,
     storage_of,
 )
-from autotune.gpu.timing import TimingPolicy, flush_bytes
+from autotune.gpu.timing import FLUSHES, TimingPolicy, flush_bytes
 from autotune.model.evaluator import WithOutputs
 from autotune.model.observe import THROTTLED, TRIES
 from autotune.model.records import DeviceInfo, Measurement, Status
@@ -350,9 +350,9 @@ class GpuSession:
         than the L2 is queued, then the start event, the run's launches and the end event. The
         host queues a batch of samples without waiting, so it submits each sample's launches
         while the GPU is still busy with its flush: every sample starts with a cold L2, and the
-        host's submission is not counted. Batches follow the policy (autotune/timing.py).
-        Every measurement, candidate, library or ceiling, starts rested (rest(), unless the
-        caller has just rested)."""
+        host's submission is not counted. Every second sample is flushed twice (FLUSHES).
+        Batches follow the policy (autotune/timing.py). Every measurement, candidate, library
+        or ceiling, starts rested (rest(), unless the caller has just rested)."""
         if not rested:
             self.rest(policy)
         for _ in range(policy.warmup):
@@ -364,8 +364,9 @@ class GpuSession:
         batch = policy.first_batch(best_ms)
         while batch > 0:
             events = self._event_pairs(batch)
-            for start, end in events:
-                flush()
+            for k, (start, end) in enumerate(events):
+                for _ in range(FLUSHES[(len(samples) + k) % len(FLUSHES)]):
+                    flush()
                 start.record()
                 run()
                 end.record()

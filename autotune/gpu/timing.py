@@ -15,6 +15,14 @@ from autotune.model.records import spread
 # the sample's events and launches (PyTorch's conv2d path, the longest we time, takes tens of us).
 FLUSH_MIN_BYTES = 256 << 20
 
+# How many flushes each sample is given, in turn: once, then twice, and so on. The GPU alternates
+# between two states from one flush to the next, and a small kernel runs about 0.5 us slower in
+# one of them (an H200, ours and cuDNN's alike: results/h200/20261202e). With one flush a sample
+# a measurement's level followed the parity of all the flushes before it: every second
+# measurement, whichever kernel it timed, was 4% slower on a 12 us layer. Flushed once and
+# twice in turn, the samples of every measurement meet both states alike.
+FLUSHES = (1, 2)
+
 
 # The longest the timer waits before a configuration's samples for an SM clock held down by power
 # or thermal capping to come back (gpu/observe.py's Rest). On an H200 at its 700 W limit it came
@@ -85,4 +93,11 @@ class TimingPolicy:
 
 QUICK_TIMING = TimingPolicy(warmup=3, min_repeats=5, min_time_s=0.02)
 
-__all__ = ["FLUSH_MIN_BYTES", "QUICK_TIMING", "REST_MAX_S", "TimingPolicy", "flush_bytes"]
+__all__ = [
+    "FLUSHES",
+    "FLUSH_MIN_BYTES",
+    "QUICK_TIMING",
+    "REST_MAX_S",
+    "TimingPolicy",
+    "flush_bytes",
+]
