@@ -178,6 +178,15 @@ def baseline(selection, remeasure, observe, gpu, storage) -> None:
     help="Do not measure the ceilings and the studies' libraries again under this protocol.",
 )
 @click.option(
+    "--again",
+    is_flag=True,
+    help="Instead: measure the TOP fastest configurations of every study of the current "
+    "protocol and code twice more each, stored as repeats, so that their figures and each "
+    "study's best follow (for bests chosen before the timer flushed every second sample "
+    "twice, 2026-12-02). Each run adds two more measurements. The libraries: `autotune "
+    "baseline --remeasure`.",
+)
+@click.option(
     "--observe",
     default=None,
     callback=observe_option,
@@ -197,6 +206,7 @@ def remeasure(
     selection,
     top,
     no_baseline,
+    again,
     observe,
     time_limit,
     gpu,
@@ -210,12 +220,19 @@ def remeasure(
     stored configurations under the current protocol with the current code, and measure the
     studies' libraries and the device ceilings likewise; then each study's best is measured
     again, as a run confirms it. Old measurements stay (they keep their protocol and code);
-    rerunning resumes. Follow with `autotune run` where the best may have moved."""
+    rerunning resumes. Follow with `autotune run` where the best may have moved. With
+    --again, the current protocol's and code's TOP configurations are measured again instead."""
     from autotune.families import kernel_digests
     from autotune.reports import format_table
     from autotune.store import hide_passwords, masked_command
     from autotune.tuning.baselines import ceilings_and_baselines
-    from autotune.tuning.remeasure import protocol_comparison, remeasure_studies
+    from autotune.tuning.remeasure import (
+        AGAIN_MEASUREMENTS,
+        again_table,
+        measure_again,
+        protocol_comparison,
+        remeasure_studies,
+    )
 
     for name in families:
         get_family(name)
@@ -236,6 +253,7 @@ def remeasure(
             dtypes=selection.dtypes,
             layouts=selection.layouts,
             kernels=current,
+            again=again,
         )
         for line in unreadable:
             click.echo(f"autotune: skipping {line}", err=True)
@@ -243,15 +261,23 @@ def remeasure(
             click.echo(f"autotune: skipping {s.family} {s.problem.key}: {s.reason}", err=True)
         if not studies:
             fail(
-                f"nothing to re-measure: no study of {info.name} from an older protocol or "
-                "of a kernel's previous code",
+                f"nothing to measure again: no study of {info.name} under timing protocol "
+                f"{TIMING_PROTOCOL} with the current code"
+                if again
+                else f"nothing to re-measure: no study of {info.name} from an older protocol "
+                "or of a kernel's previous code",
                 1,
             )
         previous = store.previous_kernels(info.name, current)
+        doing = (
+            f"measuring the {top} fastest configurations of {len(studies)} studies "
+            f"{AGAIN_MEASUREMENTS} more times each"
+            if again
+            else f"re-measuring the {top} fastest configurations of {len(studies)} studies"
+        )
         click.echo(
-            f"autotune: {info.name}; re-measuring the {top} fastest configurations of "
-            f"{len(studies)} studies under timing protocol {TIMING_PROTOCOL} with the current "
-            f"code of {', '.join(sorted({s.family.name for s in studies}))}; "
+            f"autotune: {info.name}; {doing} under timing protocol {TIMING_PROTOCOL} with the "
+            f"current code of {', '.join(sorted({s.family.name for s in studies}))}; "
             f"storage {hide_passwords(storage)}",
             err=True,
         )
@@ -265,9 +291,21 @@ def remeasure(
             problems = [s.problem for s in studies]
             ceilings_and_baselines(evaluator, compiler, store, device_id, problems, observe=observe)
         with terminate_as_interrupt() as signals:
-            outcome = tuner.run(studies, None, time_limit)
+            if again:
+                measured, interrupted = measure_again(
+                    tuner, studies, top, AGAIN_MEASUREMENTS, time_limit, _say_again
+                )
+            else:
+                outcome = tuner.run(studies, None, time_limit)
     finally:
         evaluator.close()
+    if again:
+        if measured:
+            click.echo(format_table(again_table(measured), "markdown"))
+        if interrupted:
+            click.echo("autotune: interrupted; the measurements so far are stored", err=True)
+            sys.exit(exit_code(signals))
+        return
     click.echo(
         f"autotune: {outcome.evaluated} configurations measured again in "
         f"{format_duration(outcome.elapsed_s)}"
@@ -295,3 +333,17 @@ def remeasure(
             click.echo(format_table(table, "markdown"))
     if outcome.interrupted:
         sys.exit(exit_code(signals))
+
+
+def _say_again(done) -> None:
+    """One line per study measured again (remeasure --again): its best before and after."""
+    before, after = done.before, done.after
+    moved = after is not None and before is not None and after.config != before.config
+    line = (
+        f"autotune: {done.study.label}: {done.measurements} measurements; best "
+        f"{before.time_ms:.5g} ms -> {after.time_ms:.5g} ms"
+        + (", another configuration" if moved else "")
+        if before is not None and after is not None
+        else f"autotune: {done.study.label}: nothing stored to measure again"
+    )
+    click.echo(line + (f"; stopped short: {done.failed}" if done.failed else ""), err=True)

@@ -167,6 +167,20 @@ class Repeats(StoreBase):
     ) -> RankedEvaluation | None:
         """The study's top configuration by figure among its evaluations under `protocol` of the
         code `kernel_digest` (what the tuner resumes from), or None where none passed."""
+        top = self.study_top(device_id, family, problem, protocol, kernel_digest, 1)
+        return top[0] if top else None
+
+    def study_top(
+        self,
+        device_id: int,
+        family: str,
+        problem: Problem,
+        protocol: int,
+        kernel_digest: str,
+        top: int,
+    ) -> list[RankedEvaluation]:
+        """The study's `top` configurations by figure, fastest first, among its evaluations
+        under `protocol` of the code `kernel_digest` (empty where none passed)."""
         e = evaluations_table.c
         where = (
             e.device_id == device_id,
@@ -175,15 +189,18 @@ class Repeats(StoreBase):
             e.protocol == protocol,
             e.kernel_digest == kernel_digest,
         )
-        found = candidates([e.config.label("config")], evaluations_table, where, (), top=1)
+        found = candidates([e.config.label("config")], evaluations_table, where, (), top=top)
         with self._errors("cannot rank the study"), self._engine.connect() as conn:
             rows = [row._mapping for row in conn.execute(sa.select(found))]
-        for row in rank_by_figure(rows, (), top=1):
-            config = Config.from_json(row["config"])
-            return RankedEvaluation(
-                int(row["evaluation_id"]), config, row["time_ms"], row["measurements"]
+        return [
+            RankedEvaluation(
+                int(row["evaluation_id"]),
+                Config.from_json(row["config"]),
+                row["time_ms"],
+                row["measurements"],
             )
-        return None
+            for row in rank_by_figure(rows, (), top=top)
+        ]
 
 
 def _repeat_row(evaluation_id: int, sequence: int, run_id: int, m: Measurement) -> dict:

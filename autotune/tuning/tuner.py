@@ -356,10 +356,12 @@ class Tuner:
 
     # -- one configuration ---------------------------------------------------------------------
 
-    def evaluate(self, study: Study, config: Config) -> Measurement:
-        """Prepare and measure one configuration. Never raises for a failing configuration:
-        every outcome becomes a Measurement with its status."""
-        return self._measure(study, config, self.runner.prepare(study, config), None)
+    def evaluate(self, study: Study, config: Config, prepared=None) -> Measurement:
+        """Prepare (unless `prepared` is the runner's preparation of it) and measure one
+        configuration. Never raises for a failing configuration: every outcome becomes a
+        Measurement with its status."""
+        prepared = self.runner.prepare(study, config) if prepared is None else prepared
+        return self._measure(study, config, prepared, None)
 
     def _measure(self, study: Study, config: Config, prepared, best_ms: float | None):
         busy_from = time.monotonic()

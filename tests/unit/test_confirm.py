@@ -5,6 +5,7 @@ budget, leaving a failed repeat untold as a time, and likewise after `autotune r
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import Counter
 
 import pytest
@@ -164,3 +165,81 @@ def test_remeasure_confirms_each_studys_best(tmp_path, monkeypatch) -> None:
     assert [Config.from_json(c) for c in best["config"]] == [steady, other, lucky]
     assert best["measurements"].tolist() == [3, 1, 3]
     assert best["time_ms"].tolist() == pytest.approx([1.0, 1.5, 2.0])
+
+
+def _seeded_current(tmp_path, monkeypatch, times: Times, stored) -> str:
+    """A store holding protocol-2 evaluations of today's code (config, first time), and the
+    CLI's GPU the synthetic one answering `times`."""
+    import autotune.gpu.evaluator
+
+    db = str(tmp_path / "again.db")
+    digest = DirectNaive().kernel_digest()
+    with Store(db) as seeded:
+        device_id = seeded.register_device(SyntheticEvaluator(Times({})).device)
+        run = seeded.start_run(device_id, "before", {})
+        for config, ms in stored:
+            m = Measurement.from_samples([ms] * 3)
+            seeded.record(run, device_id, "direct_naive", PROBLEM, config, m, 1, digest)
+    evaluator = SyntheticEvaluator(times)
+    monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: evaluator)
+    return db
+
+
+def test_remeasure_again_measures_the_current_top_again_as_repeats(tmp_path, monkeypatch):
+    _, (lucky, steady, other, fourth) = _given(4)
+    # Stored under today's protocol and code; the lucky one's first time was its luck.
+    stored = ((lucky, 1.0), (steady, 1.1), (other, 1.2), (fourth, 1.3))
+    times = Times({lucky: [2.0], steady: [1.05], other: [1.5]})
+    db = _seeded_current(tmp_path, monkeypatch, times, stored)
+    args = ["remeasure", "--again", "--top", "3", "--no-baseline", "--storage", db]
+    result = CliRunner().invoke(main, [*args, "--cache-dir", str(tmp_path / "cubins")])
+    assert result.exit_code == 0, result.output
+    # The top three twice each; the fourth not at all.
+    assert [times.calls[_key(c.as_dict())] for c in (lucky, steady, other, fourth)] == [2, 2, 2, 0]
+    with Store(db) as store:
+        best = store.best(top=4)
+        device_id = store.register_device(SyntheticEvaluator(Times({})).device)
+        assert len(store.evaluations(device_id, "direct_naive", PROBLEM)) == 4  # no new ones
+    # Each figure is the median of its three measurements: the steady one is the best now.
+    assert [Config.from_json(c) for c in best["config"]] == [steady, fourth, other, lucky]
+    assert best["time_ms"].tolist() == pytest.approx([1.05, 1.3, 1.5, 2.0])
+    assert best["measurements"].tolist() == [3, 1, 3, 3]
+    assert "1 ms -> 1.05 ms, another configuration" in result.output
+    # The table: the study's best before and after, moved to another, six measurements.
+    assert re.search(r"\|\s+1\.0\s+\|\s+1\.05\s+\|\s+yes\s+\|\s+6\s+\|", result.output)
+    # Not a resume: the same command measures the top three by figure again, now without the
+    # lucky one (fourth by its figure) and with the one measured once.
+    again = CliRunner().invoke(main, [*args, "--cache-dir", str(tmp_path / "cubins")])
+    assert again.exit_code == 0, again.output
+    calls = [times.calls[_key(c.as_dict())] for c in (lucky, steady, other, fourth)]
+    assert calls == [2, 4, 4, 2]
+
+
+def test_remeasure_again_stops_a_configuration_at_a_failure_and_says_why(tmp_path, monkeypatch):
+    _, (lucky, steady) = _given(2)
+    times = Times({lucky: [Status.WRONG_RESULT], steady: [1.05]})
+    db = _seeded_current(tmp_path, monkeypatch, times, ((lucky, 1.0), (steady, 1.1)))
+    args = ["remeasure", "--again", "--top", "2", "--no-baseline", "--storage", db]
+    result = CliRunner().invoke(main, [*args, "--cache-dir", str(tmp_path / "cubins")])
+    assert result.exit_code == 0, result.output
+    assert times.calls[_key(lucky.as_dict())] == 1  # stopped at its failure
+    assert "stopped short: WRONG_RESULT" in result.output
+    with Store(db) as store:
+        best = store.best(top=2)
+    # A failure is no time: the lucky one keeps its one measurement, and its place.
+    assert best["measurements"].tolist() == [1, 3]
+    assert best["time_ms"].tolist() == pytest.approx([1.0, 1.05])
+
+
+def test_remeasure_again_with_nothing_of_the_current_protocol_says_so(tmp_path, monkeypatch):
+    import autotune.gpu.evaluator
+
+    db = str(tmp_path / "empty.db")
+    with Store(db) as store:
+        store.register_device(SyntheticEvaluator(Times({})).device)
+    evaluator = SyntheticEvaluator(Times({}))
+    monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: evaluator)
+    args = ["remeasure", "--again", "--no-baseline", "--storage", db]
+    result = CliRunner().invoke(main, [*args, "--cache-dir", str(tmp_path / "cubins")])
+    assert result.exit_code == 1
+    assert "nothing to measure again" in result.output and "Traceback" not in result.output
