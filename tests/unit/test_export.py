@@ -28,6 +28,7 @@ from autotune.families.headers import quoted_headers
 from autotune.families.plan import TensorMap
 from autotune.families.smem_channels import SmemChannels
 from autotune.gpu.compiler import DEFAULT_OPTIONS
+from autotune.gpu.timing import FLUSH_MIN_BYTES, FLUSHES
 from autotune.model.parsing import parse_shape
 from autotune.model.problem import ConvProblem
 from autotune.model.records import DeviceInfo, Measurement, Status
@@ -321,6 +322,17 @@ def test_unroll_counts_named_by_a_macro_go_through_pragma_and_nothing_else_chang
 def test_the_nvcc_flags_are_the_tuners_nvrtc_options_but_the_report() -> None:
     assert set(DEFAULT_OPTIONS) - set(NVCC_FLAGS) == {"-Xptxas=-v"}
     assert set(NVCC_FLAGS) <= set(DEFAULT_OPTIONS)
+
+
+def test_the_examples_timer_flushes_as_the_tuners() -> None:
+    # The example prints its time beside the stored one: it must flush as the tuner's timer
+    # does (at least FLUSH_MIN_BYTES, FLUSHES in turn), or it sits in one of the two states.
+    text = (REPO / "autotune" / "export" / "cpp" / "example.cpp").read_text()
+    shift = re.search(r"kFlushMinBytes = size_t\{(\d+)\} << (\d+);", text)
+    assert shift and int(shift[1]) << int(shift[2]) == FLUSH_MIN_BYTES
+    flushes = re.search(r"kFlushes\[\] = \{([\d, ]+)\};", text)
+    assert flushes and tuple(int(n) for n in flushes[1].split(",")) == FLUSHES
+    assert "kFlushes[i % 2]" in text and len(FLUSHES) == 2
 
 
 def test_a_modules_ptxas_options_reach_its_build_rule() -> None:

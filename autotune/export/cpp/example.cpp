@@ -1,6 +1,6 @@
 // example: run every stored plan (or those whose indices are given) on random data, check it
-// against a float64 convolution on the CPU, print the error, and time it with the L2 cache
-// flushed before each sample, beside the time the tuner stored.
+// against a float64 convolution on the CPU, print the error, and time it as the tuner does (the L2
+// cache flushed before each sample, every second sample twice), beside the time it stored.
 //
 //   build/example            every plan
 //   build/example 0 3        plans 0 and 3 (their order in plans.json)
@@ -30,6 +30,12 @@ constexpr double kFullCheckMacs = 3e8;  // beyond this, a sample of outputs is c
 constexpr int kSampledOutputs = 4096;
 constexpr int kWarmups = 2;
 constexpr int kSamples = 15;
+// The tuner's flush (autotune/gpu/timing.py): at least twice the L2 and at least this many bytes,
+// written once before a sample and twice before the next, in turn (FLUSHES there: the GPU
+// alternates between two states from one flush to the next, and a small kernel runs about 0.5 us
+// slower in one; flushed once and twice in turn, every measurement meets both alike).
+constexpr size_t kFlushMinBytes = size_t{256} << 20;
+constexpr int kFlushes[] = {1, 2};
 
 #define CHECK_CUDA(call)                                                                  \
     do {                                                                                  \
@@ -193,7 +199,8 @@ bool run_one(int index, bool time_it, float* flush, size_t flush_bytes) {
         for (int i = 0; i < kWarmups; ++i)
             CHECK_CUDA(autotune::conv2d(s, dx, dw, dy, workspace, workspace_bytes, stream));
         for (int i = 0; i < kSamples; ++i) {
-            CHECK_CUDA(cudaMemsetAsync(flush, i, flush_bytes, stream));  // a cold L2
+            for (int f = 0; f < kFlushes[i % 2]; ++f)  // a cold L2
+                CHECK_CUDA(cudaMemsetAsync(flush, 0, flush_bytes, stream));
             CHECK_CUDA(cudaEventRecord(start[i], stream));
             CHECK_CUDA(autotune::conv2d(s, dx, dw, dy, workspace, workspace_bytes, stream));
             CHECK_CUDA(cudaEventRecord(end[i], stream));
@@ -255,8 +262,9 @@ int main(int argc, char** argv) {
                 prop.major, prop.minor, autotune::plans::kDevice, autotune::plans::kArch,
                 autotune::plans::kTimingProtocol);
 
-    // Twice the L2 cache, written before each timed sample (the tuner's protocol 2).
-    const size_t flush_bytes = 2 * static_cast<size_t>(std::max(prop.l2CacheSize, 1 << 20));
+    // Twice the L2 cache or kFlushMinBytes, written before each timed sample (protocol 2).
+    const size_t flush_bytes =
+        std::max(2 * static_cast<size_t>(std::max(prop.l2CacheSize, 1 << 20)), kFlushMinBytes);
     float* flush = nullptr;
     if (time_it) CHECK_CUDA(cudaMalloc(&flush, flush_bytes));
 
