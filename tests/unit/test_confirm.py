@@ -84,6 +84,34 @@ def test_a_lucky_first_time_is_measured_again_and_loses_to_a_steady_one(compiler
     assert again.evaluated == 0 and sum(times.calls.values()) == 8
 
 
+def test_confirmation_goes_on_for_three_configurations_and_says_where_it_ends_short(compiler):
+    def lucky(configs, n) -> dict:  # n lucky first times, each confirmed slower than the next
+        return {c: [0.5 + 0.1 * i, 2.0 + i] for i, c in enumerate(configs[:n])}
+
+    # Two lucky first times in a row: the third round confirms the steady one.
+    study, configs = _given(4)
+    times = Times({**lucky(configs, 2), configs[2]: [1.0], configs[3]: [9.0]})
+    store, events = Store("sqlite://"), []
+    (outcome,) = _tuner(compiler, store, times, events).run([study], None).studies
+    assert [e.config for e in events if e.event == "confirm"] == configs[:3]
+    assert outcome.best[0] == configs[2] and not outcome.unconfirmed
+    assert store.best()["measurements"].tolist() == [3]
+    # Three: the rounds end with the steady one on top, measured once, and the outcome says so.
+    times = Times({**lucky(configs, 3), configs[3]: [1.0]})
+    store, events = Store("sqlite://"), []
+    (outcome,) = _tuner(compiler, store, times, events).run([study], None).studies
+    assert [e.config for e in events if e.event == "confirm"] == configs[:3]
+    assert outcome.best[0] == configs[3] and store.best()["measurements"].tolist() == [1]
+    assert "3 configurations in turn" in outcome.unconfirmed
+    assert "stands on 1 of its 3 measurements" in outcome.unconfirmed
+    (said,) = [e for e in events if e.event == "unconfirmed"]
+    assert said.config == configs[3] and study_line(said)[1]
+    # The study's next run confirms it, evaluating nothing.
+    (again,) = _tuner(compiler, store, times).run([study], None).studies
+    assert again.evaluated == 0 and again.best[0] == configs[3] and not again.unconfirmed
+    assert store.best()["measurements"].tolist() == [3]
+
+
 def test_a_best_stored_before_the_repeats_is_confirmed_when_its_run_resumes(compiler) -> None:
     study, (fast, slow) = _given(2)
     times = Times({fast: [1.0, 1.2, 1.1], slow: [2.0]})
