@@ -302,6 +302,13 @@ def remeasure(
     if again:
         if measured:
             click.echo(format_table(again_table(measured), "markdown"))
+        if not interrupted and len(measured) < len(studies):
+            click.echo(
+                f"autotune: time limit reached: {len(measured)} of {len(studies)} studies "
+                "measured again; the same command starts again from the first (narrow it with "
+                "--shapes, --shape or --family)",
+                err=True,
+            )
         if interrupted:
             click.echo("autotune: interrupted; the measurements so far are stored", err=True)
             sys.exit(exit_code(signals))

@@ -259,6 +259,21 @@ def test_remeasure_again_stops_a_configuration_at_a_failure_and_says_why(tmp_pat
     assert best["time_ms"].tolist() == pytest.approx([1.0, 1.05])
 
 
+def test_remeasure_again_says_what_its_time_limit_left_out(tmp_path, monkeypatch):
+    import autotune.tuning.remeasure
+
+    _, (only,) = _given(1)
+    times = Times({only: [1.0]})
+    db = _seeded_current(tmp_path, monkeypatch, times, ((only, 1.0),))
+    clock = iter(range(0, 10**6, 1000))  # each look at the clock: 1000 s later
+    monkeypatch.setattr(autotune.tuning.remeasure.time, "monotonic", lambda: next(clock))
+    args = ["remeasure", "--again", "--time-limit", "5", "--no-baseline", "--storage", db]
+    result = CliRunner().invoke(main, [*args, "--cache-dir", str(tmp_path / "cubins")])
+    assert result.exit_code == 0, result.output
+    assert sum(times.calls.values()) == 0
+    assert "time limit reached: 0 of 1 studies measured again" in result.output
+
+
 def test_remeasure_again_with_nothing_of_the_current_protocol_says_so(tmp_path, monkeypatch):
     import autotune.gpu.evaluator
 
