@@ -12,7 +12,7 @@ from autotune.cli.options import (
     storage_option,
     time_limit_option,
 )
-from autotune.cli.progress import ProgressPrinter
+from autotune.cli.progress import ProgressPrinter, time_limit_note
 from autotune.cli.values import StrictIntRange
 from autotune.model.precision import DTYPES
 
@@ -79,6 +79,7 @@ def tune_model_command(model_name, batch, dtype, budget, families, gpu, time_lim
     click.echo(
         f"{model_name}: {len(done.convolutions)} convolutions, {done.studies} studies, "
         f"{done.evaluated} new evaluations in {dtype}"
+        + time_limit_note(done.short)
         + (
             f"; not served: {', '.join(f'{c.name} ({c.refused})' for c in refused)}"
             if refused

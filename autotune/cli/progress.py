@@ -21,6 +21,14 @@ def format_duration(seconds: float | None) -> str:
     )
 
 
+def time_limit_note(short: int) -> str:
+    """What a run's last line adds where its time limit left studies short of their budget."""
+    if not short:
+        return ""
+    studies = "a study" if short == 1 else f"{short} studies"
+    return f"; the time limit left {studies} short of the budget: the same command resumes"
+
+
 def study_line(p) -> tuple[str, bool]:
     """A tuner's Progress as a line, and whether it stays (its study ended, or its best could
     not be confirmed: said once, not overwritten)."""

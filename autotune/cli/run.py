@@ -28,7 +28,7 @@ from autotune.cli.options import (
     storage_option,
     time_limit_option,
 )
-from autotune.cli.progress import ProgressPrinter, format_duration
+from autotune.cli.progress import ProgressPrinter, format_duration, time_limit_note
 from autotune.cli.values import RegularFile, StrictIntRange, observe_option, ray_address
 from autotune.gpu.interrupt import exit_code, terminate_as_interrupt
 from autotune.model.campaigns import FULL, QUICK, campaign_names
@@ -244,6 +244,7 @@ def run(
     click.echo(
         f"autotune: {outcome.evaluated} new evaluations in {format_duration(outcome.elapsed_s)}"
         f" ({failures} failed in total across the studies)"
+        + time_limit_note(outcome.short)
         + ("; interrupted: run the same command to resume" if outcome.interrupted else ""),
         err=True,
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from autotune.cli.options import storage_option
-from autotune.cli.progress import ProgressPrinter, campaign_line, format_duration
+from autotune.cli.progress import ProgressPrinter, campaign_line, format_duration, time_limit_note
 from autotune.cli.values import StrictFloatRange, finite_number
 from autotune.gpu.interrupt import terminate_as_interrupt
 
@@ -90,6 +90,7 @@ def report_outcome(outcome, workers: int) -> int:
     click.echo(
         f"autotune: {outcome.evaluations} new evaluations by {workers} workers in "
         f"{format_duration(outcome.elapsed_s)}"
+        + time_limit_note(outcome.short)
         + ("; interrupted: run the same command to resume" if outcome.interrupted else "")
         + (f"; {len(outcome.failed)} failed" if outcome.failed else ""),
         err=True,

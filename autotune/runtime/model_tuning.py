@@ -66,6 +66,7 @@ class ModelTuning:
     studies: int
     evaluated: int
     skipped: list
+    short: int = 0  # studies the time limit left short of the budget (CampaignOutcome.short)
 
 
 def tune_model(
@@ -139,7 +140,7 @@ def tune_model(
     finally:
         session.close()
     evaluated = sum(s.evaluated for s in outcome.studies)
-    return ModelTuning(convs, len(studies), evaluated, skipped)
+    return ModelTuning(convs, len(studies), evaluated, skipped, outcome.short)
 
 
 __all__ = ["MODEL_BUDGET", "ModelTuning", "model_studies", "tune_model"]

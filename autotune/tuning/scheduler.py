@@ -88,6 +88,13 @@ class WorkersOutcome:
     evaluations: int = 0  # recorded by the workers' runs
     reports: list[StudyReport] = field(default_factory=list)
     plan_error: BaseException | None = None  # why the campaign could not be planned
+    unreached: int = 0  # studies with evaluations to go still queued at the time limit
+
+    @property
+    def short(self) -> int:
+        """Studies the time limit left short of their budget: stopped by it, or never handed
+        out (the same command resumes them)."""
+        return self.unreached + sum(1 for r in self.reports if r.stopped == "time limit")
 
     @property
     def failed(self) -> list[str]:
@@ -229,6 +236,7 @@ class _Driver:
             if self.deadline is not None:
                 time_left = self.deadline - time.monotonic()
                 if time_left <= 0:
+                    self.outcome.unreached += sum(1 for s in self.queue if s.remaining)
                     self.queue.clear()
                     return
             study = self._take()

@@ -129,6 +129,9 @@ class CampaignOutcome:
     elapsed_s: float = 0.0
     gpu_busy_s: float = 0.0  # inside evaluator.evaluate (checking and timing)
     compile_wall_s: float = 0.0  # from the first compile submitted to the end
+    # Studies with evaluations to go that the time limit stopped or never reached: the same
+    # command resumes them.
+    short: int = 0
 
     @property
     def evaluated(self) -> int:

@@ -97,6 +97,7 @@ def test_tune_model_stores_ordinary_studies_and_resumes(tmp_path):
         model, x, "fp32", cache_dir=tmp_path / "cache", on_progress=seen.append, **kwargs
     )
     assert first.studies == 2 and first.evaluated == 4  # conv1 and conv3, 2 each
+    assert first.short == 0
     # Progress as `run` reports it: each study's start, evaluations and end.
     assert [p.event for p in seen].count("eval") == 4
     assert [p.event for p in seen].count("end") == 2 and seen[-1].campaign_done == 4
@@ -110,6 +111,10 @@ def test_tune_model_stores_ordinary_studies_and_resumes(tmp_path):
     assert "copy_bandwidth" in set(ceilings["name"])
     again = tune_model(model, x, "fp32", cache_dir=tmp_path / "cache", **kwargs)
     assert again.evaluated == 0  # resumed: the budget is already spent
+    # A larger budget, the deadline already past: both studies short, said by the caller.
+    late = tune_model(model, x, "fp32", cache_dir=tmp_path / "cache", time_limit_s=1e-9,
+                      **{**kwargs, "budget": 4})  # fmt: skip
+    assert late.evaluated == 0 and late.short == 2
 
 
 class PaddedBlock(nn.Module):

@@ -94,6 +94,7 @@ def test_studies_are_handed_out_longest_first_each_once(storage) -> None:
     outcome = run_campaign(transport, storage, on_progress=seen.append, poll_s=0.01)
     assert outcome.exit_code == 0 and outcome.returncodes == {"w0": 0, "w1": 0}
     assert transport.tuned() == ["b", "c", "d", "a"]  # nothing left to do: "done" is not sent
+    assert outcome.short == 0
     assert sorted(r.key[1] for r in outcome.reports) == ["a", "b", "c", "d"]
     assert [m for _, m, _ in transport.calls].count("plan") == 1 and transport.closed
     assert seen[-1].alive == 0 and (seen[-1].studies_done, seen[-1].studies_total) == (4, 4)
@@ -141,6 +142,7 @@ def test_a_study_another_command_holds_is_left_to_it(storage) -> None:
     transport = MemoryTransport(2, plan)
     outcome = run_campaign(transport, storage, poll_s=0.05, time_limit_s=1)
     assert transport.tuned() == ["b"] and outcome.exit_code == 0
+    assert outcome.short == 1  # "a", still queued at the time limit: the same command resumes
     with Store(storage) as store:
         assert list(store.claims()["host"]) == ["another-host"]  # ours released, theirs kept
 
