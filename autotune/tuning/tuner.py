@@ -158,7 +158,8 @@ class Tuner:
                 self._tune(study, history, targets[id(study)], deadline, result, counters)
                 if result.stopped == "time limit":
                     break
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None:  # a study with evaluations to go that did not end: the
+                # time limit stopped it, or came while the run waited for another's claim
                 ended = {id(s.study) for s in outcome.studies if s.stopped != "time limit"}
                 outcome.short = sum(1 for p in planned if p[2] and id(p[0]) not in ended)
         except KeyboardInterrupt:

@@ -197,6 +197,7 @@ def test_a_study_held_elsewhere_is_left_alone_until_the_deadline(store, tmp_path
     _elsewhere(store, tuner.device_id, held, time.time() + 3600)
     outcome = tuner.run(_studies([held, free]), budget=2, time_limit_s=3)
     assert [s.study.problem for s in outcome.studies] == [free]  # the free study first, alone
+    assert outcome.short == 1  # the held one, waited for until the deadline: said at the end
     assert {dict(j.plan.defines)["N"] for j in evaluator.jobs} == {free.N} != {held.N}
     # Its two evaluations and its best measured twice more (the time limit ends the search,
     # not the confirmation).
