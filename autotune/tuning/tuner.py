@@ -292,10 +292,11 @@ class Tuner:
         """Measure the study's top configuration (by figure, as the store ranks it) again,
         through the same check and timer as any evaluation, until it stands on
         CONFIRMED_MEASUREMENTS, each stored as a repeat; CONFIRM_ROUNDS configurations at
-        most. Then the outcome's best is the store's top; where that is still measured once,
-        the outcome says so (the next run of the study confirms it). A measurement that fails
-        is not a time: nothing is stored, the configuration keeps its figure, and the outcome
-        says why it stands unconfirmed (this run confirms nothing more of the study)."""
+        most. Then the outcome's best is the store's top; where the rounds ran out before it
+        stood on enough measurements, the outcome says so (the study's next run confirms it). A
+        measurement that fails is not a time: nothing is stored, the configuration keeps its
+        figure, and the outcome says why it stands unconfirmed (this run confirms nothing more
+        of the study)."""
         for _ in range(CONFIRM_ROUNDS):
             top = self._top(study)
             if top is None or top.measurements >= CONFIRMED_MEASUREMENTS:
@@ -323,19 +324,19 @@ class Tuner:
                 result.unconfirmed = f"measured again, it gave {failed.status.value}{said}"
                 self._emit(study, "unconfirmed", result, target, counters, failed, config)
                 break
-        else:
-            top = self._top(study)
-            if top is not None and top.measurements < CONFIRMED_MEASUREMENTS:
-                result.unconfirmed = (
-                    f"{CONFIRM_ROUNDS} configurations in turn measured slower again than at "
-                    f"first; the one now on top stands on {top.measurements} of its "
-                    f"{CONFIRMED_MEASUREMENTS} measurements (the study's next run confirms it)"
-                )
-                config = study.family.complete(top.config)
-                self._emit(study, "unconfirmed", result, target, counters, config=config)
         top = self._top(study)
-        if top is not None:
-            result.best = (top.config, Measurement(Status.OK, time_ms=top.time_ms))
+        if top is None:
+            return
+        # Below CONFIRMED_MEASUREMENTS with nothing said yet: the rounds ran out.
+        if top.measurements < CONFIRMED_MEASUREMENTS and not result.unconfirmed:
+            result.unconfirmed = (
+                f"{CONFIRM_ROUNDS} configurations in turn measured slower again than at "
+                f"first; the one now on top stands on {top.measurements} of its "
+                f"{CONFIRMED_MEASUREMENTS} measurements (the study's next run confirms it)"
+            )
+            config = study.family.complete(top.config)
+            self._emit(study, "unconfirmed", result, target, counters, config=config)
+        result.best = (top.config, Measurement(Status.OK, time_ms=top.time_ms))
 
     def _top(self, study: Study):
         """The study's top configuration by figure, as the store ranks it (store.study_best)."""
