@@ -331,8 +331,9 @@ class Tuner:
         if top.measurements < CONFIRMED_MEASUREMENTS and not result.unconfirmed:
             result.unconfirmed = (
                 f"{CONFIRM_ROUNDS} configurations in turn measured slower again than at "
-                f"first; the one now on top stands on {top.measurements} of its "
-                f"{CONFIRMED_MEASUREMENTS} measurements (the study's next run confirms it)"
+                f"first; the one now on top stands on {top.measurements} "
+                f"measurement{'' if top.measurements == 1 else 's'}, not "
+                f"{CONFIRMED_MEASUREMENTS} (the study's next run confirms it)"
             )
             config = study.family.complete(top.config)
             self._emit(study, "unconfirmed", result, target, counters, config=config)

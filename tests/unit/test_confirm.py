@@ -103,7 +103,7 @@ def test_confirmation_goes_on_for_three_configurations_and_says_where_it_ends_sh
     assert [e.config for e in events if e.event == "confirm"] == configs[:3]
     assert outcome.best[0] == configs[3] and store.best()["measurements"].tolist() == [1]
     assert "3 configurations in turn" in outcome.unconfirmed
-    assert "stands on 1 of its 3 measurements" in outcome.unconfirmed
+    assert "stands on 1 measurement, not 3" in outcome.unconfirmed
     (said,) = [e for e in events if e.event == "unconfirmed"]
     assert said.config == configs[3] and study_line(said)[1]
     # The study's next run confirms it, evaluating nothing.
