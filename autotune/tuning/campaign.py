@@ -282,7 +282,7 @@ def open_campaign(request: RunRequest, say: Say = say_on_stderr, gpu: int | None
             f"autotune: {info.name} (sm_{info.compute_capability.replace('.', '')}, "
             f"{info.sm_count} SMs, CUDA driver {info.driver_version}, "
             f"NVRTC {runner.compiler_version}); "
-            f"{len(studies)} studies"
+            + (f"{len(studies)} studies" if len(studies) != 1 else "1 study")
             + (f" (campaign {request.campaign})" if request.campaign else "")
             + f", strategy {request.strategy}, "
             f"budget {'exhaustive' if budget is None else budget} per study; "

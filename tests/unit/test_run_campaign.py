@@ -67,6 +67,13 @@ def test_a_bare_run_plans_the_quick_campaign_and_says_what_comes_next(recorded, 
     assert "autotune run --campaign full" in result.stderr
 
 
+def test_a_run_of_one_study_says_so_in_the_singular(recorded, tmp_path):
+    args = ["run", "--family", "chen_general", "--shape", "N=256,K=7,C=256,F=256"]
+    result = CliRunner().invoke(main, [*args, "--storage", str(tmp_path / "r.db")])
+    assert result.exit_code == 0, result.output
+    assert "; 1 study, strategy " in result.stderr
+
+
 def test_the_quick_campaign_is_estimated_within_three_minutes_on_the_h100():
     # A fresh database: every ceiling to measure, cuDNN on each 2D convolution shape.
     plan = _quick_plan()
