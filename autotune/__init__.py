@@ -38,12 +38,13 @@ def project_dir(name: str) -> Path:
 
 
 def __getattr__(name: str):
-    """`autotune.conv2d`, `autotune.Conv2d`, `autotune.tune_model`, `autotune.optimize` (the
-    runtime), `autotune.tune_kernel`, `autotune.run_kernel`, `autotune.tuned_kernel`,
-    `autotune.NVMLObserver` and Kernel Tuner's file helpers (`store_output_file`,
-    `store_metadata_file`), imported on first use: importing the package loads neither CuPy's
-    runtime, PyTorch nor the tuner (every room imports package_path from here)."""
-    if name in ("conv2d", "Conv2d", "tune_model", "optimize"):
+    """`autotune.conv2d`, `autotune.Conv2d`, `autotune.MaxPool2d`, `autotune.tune_model`,
+    `autotune.optimize` (the runtime), `autotune.tune_kernel`, `autotune.run_kernel`,
+    `autotune.tuned_kernel`, `autotune.NVMLObserver` and Kernel Tuner's file helpers
+    (`store_output_file`, `store_metadata_file`), imported on first use: importing the package
+    loads neither CuPy's runtime, PyTorch nor the tuner (every room imports package_path from
+    here)."""
+    if name in ("conv2d", "Conv2d", "MaxPool2d", "tune_model", "optimize"):
         import autotune.runtime
 
         value = getattr(autotune.runtime, name)

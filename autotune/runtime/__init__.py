@@ -2,8 +2,9 @@
 
 `lookup` (which stored configuration serves a shape) and `calls` need no GPU; `dispatch`
 (loading and launching, CuPy's runtime), `torch_layer` (the `Conv2d` module, through the custom
-op of `torch_op`), `model_tuning` (`tune_model`) and `models` (`optimize`) are imported on first
-use, so that importing this package loads neither CuPy's runtime nor PyTorch.
+op of `torch_op`), `torch_pool` (the `MaxPool2d` module, through `pool_launch`), `model_tuning`
+(`tune_model`) and `models` (`optimize`) are imported on first use, so that importing this
+package loads neither CuPy's runtime nor PyTorch.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ _LAZY = {
     "Runtime": "autotune.runtime.dispatch",
     "CallError": "autotune.runtime.dispatch",
     "Conv2d": "autotune.runtime.torch_layer",
+    "MaxPool2d": "autotune.runtime.torch_pool",
     "LookupMiss": "autotune.runtime.lookup",
     "Request": "autotune.runtime.calls",
     "tune_model": "autotune.runtime.model_tuning",
@@ -35,6 +37,7 @@ __all__ = [
     "CallError",
     "Conv2d",
     "LookupMiss",
+    "MaxPool2d",
     "Request",
     "Runtime",
     "conv2d",

@@ -90,6 +90,7 @@ def optimize(
     fold: bool = True,
     fuse: bool = True,
     channels_last: bool | None = None,
+    pool: bool = True,
     runtime_=None,
 ) -> torch.nn.Module:
     """Swap every torch.nn.Conv2d autotune can serve for autotune.Conv2d (in place), folding an
@@ -103,7 +104,10 @@ def optimize(
     channels-last inside the model (its inputs converted once, 4-D outputs given back in the
     input's format; channels_last_copy), so that plans reading NHWC copy no layout per call;
     None decides from the store for an NCHW example on the GPU (prefers_channels_last).
-    `runtime_`: a Runtime of the caller's (its own launcher or families) in place of the
+    With `pool`, every torch.nn.MaxPool2d without dilation, indices or ceil mode becomes an
+    autotune.MaxPool2d (in place), whose eager calls on channels-last GPU tensors run the
+    runtime's pooling kernel: PyTorch's own NHWC max pooling runs at about a fifth of the copy
+    bandwidth. `runtime_`: a Runtime of the caller's (its own launcher or families) in place of the
     database's."""
     from autotune.runtime.dispatch import runtime
 
@@ -111,7 +115,7 @@ def optimize(
     # The example's convolutions, collected before the swap: hooks see torch.nn.Conv2d modules,
     # and a forward through swapped layers would prepare (compile) each in turn, one at a time.
     convs = collect_convolutions(model, example_inputs) if example_inputs is not None else []
-    run, layers = _swap(model, rt, on_miss, fold, fuse)
+    run, layers = _swap(model, rt, on_miss, fold, fuse, pool)
     if layers and channels_last is not False:
         x = _inputs(example_inputs)[0] if example_inputs is not None else None
         chosen = channels_last
@@ -135,10 +139,14 @@ def optimize(
     return run
 
 
-def _swap(model: torch.nn.Module, rt, on_miss: str, fold: bool, fuse: bool) -> tuple:
+def _swap(
+    model: torch.nn.Module, rt, on_miss: str, fold: bool, fuse: bool, pool: bool = False
+) -> tuple:
     """optimize()'s swap, in place: (the module to run, the autotune layer standing for each
-    swapped convolution by its name in `model`, a fused copy where it fuses an epilogue)."""
+    swapped convolution by its name in `model`, a fused copy where it fuses an epilogue); with
+    `pool`, the max poolings autotune.MaxPool2d takes swapped too."""
     from autotune.runtime.torch_layer import Conv2d
+    from autotune.runtime.torch_pool import MaxPool2d
 
     folded = dict(conv_bn_pairs(model)) if fold else {}
     layers: dict[str, Conv2d] = {}
@@ -151,6 +159,10 @@ def _swap(model: torch.nn.Module, rt, on_miss: str, fold: bool, fuse: bool) -> t
                 _set(model, folded[name], torch.nn.Identity())
             _set(model, name, layer)
             layers[name] = layer
+        elif pool and type(module) is torch.nn.MaxPool2d:
+            pooling = MaxPool2d.from_torch(module)
+            if pooling is not None:
+                _set(model, name, pooling)
     run = model
     if fuse and layers:
         traced, fused = fuse_epilogues(model)

@@ -16,12 +16,14 @@ _ADD_FUNCTIONS = (operator.add, operator.iadd, torch.add)
 
 
 class _LayerTracer(torch.fx.Tracer):
-    """FX's tracer with autotune's layer as a leaf: a convolution stays one call_module node."""
+    """FX's tracer with autotune's layers as leaves: a convolution or a pooling stays one
+    call_module node."""
 
     def is_leaf_module(self, module: torch.nn.Module, name: str) -> bool:
         from autotune.runtime.torch_layer import Conv2d
+        from autotune.runtime.torch_pool import MaxPool2d
 
-        return isinstance(module, Conv2d) or super().is_leaf_module(module, name)
+        return isinstance(module, Conv2d | MaxPool2d) or super().is_leaf_module(module, name)
 
 
 def _is_relu(node, modules) -> bool:
