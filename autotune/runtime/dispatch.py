@@ -370,9 +370,10 @@ def conv2d(
     GPU (contiguous, or copied to be), FP32, BF16 (tensors) or FP16; the bias is added in the
     kernel's store where the plan's family fuses epilogues, as are a `residual` (the output's
     shape; tensors only) and an `activation` ("relu", "silu", "gelu"; tensors only), in that
-    order. Returns (B, F, N, N) of the same
-    kind, queued on the caller's current stream. `padding` zeros on every side (a pre-padded
-    input with padding=0 is used in place). `on_miss` for a shape with nothing stored:
+    order. Returns (B, F, N, N) of the same kind, queued on the caller's current stream; under
+    torch.autocast("cuda") tensors are computed in autocast's lower precision, as PyTorch's
+    conv2d computes them. `padding` zeros on every side (a pre-padded input with padding=0 is
+    used in place). `on_miss` for a shape with nothing stored:
     "nearest" (the nearest stored shape's best, made valid), "tune" (tune it now and store it)
     or "error" (LookupMiss).
     `database`: the results database (SQLite path or SQLAlchemy URL); the user's (AUTOTUNE_DB,
@@ -381,6 +382,9 @@ def conv2d(
     rt = _RUNTIMES.get(default_storage() if database is None else database)
     if rt is None:
         rt = runtime(database)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):  # under torch.autocast, as F.conv2d
+        x, w, bias, residual = torch_tensors().autocast_inputs(x, w, bias, residual)
     return rt.conv2d(x, w, stride, padding, on_miss, bias, residual, activation)
 
 

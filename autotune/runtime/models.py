@@ -15,7 +15,7 @@ from autotune.model.problem import ConvProblem
 from autotune.runtime.batchnorm import conv_bn_pairs, fold_batchnorm
 from autotune.runtime.calls import Call, CallError, Request
 from autotune.runtime.lookup import LookupMiss
-from autotune.runtime.torch_tensors import STORAGES, layout_of
+from autotune.runtime.torch_tensors import STORAGES, autocast_dtype, layout_of
 from autotune.runtime.traced import channels_last_copy, fuse_epilogues, to_channels_last
 
 
@@ -107,8 +107,9 @@ def optimize(
     With `pool`, every torch.nn.MaxPool2d without dilation, indices or ceil mode becomes an
     autotune.MaxPool2d (in place), whose eager calls on channels-last GPU tensors run the
     runtime's pooling kernel: PyTorch's own NHWC max pooling runs at about a fifth of the copy
-    bandwidth. `runtime_`: a Runtime of the caller's (its own launcher or families) in place of the
-    database's."""
+    bandwidth. Called inside the forward's torch.autocast("cuda"), it prepares the plans of
+    autocast's dtype, which the layers then compute in. `runtime_`: a Runtime of the caller's
+    (its own launcher or families) in place of the database's."""
     from autotune.runtime.dispatch import runtime
 
     rt = runtime(database) if runtime_ is None else runtime_
@@ -217,7 +218,10 @@ def prefers_channels_last(in_nchw: Sequence, in_nhwc: Sequence) -> bool:
 
 
 def _request_of(x: torch.Tensor) -> Request:
-    storage = STORAGES.get(x.dtype, "float32")
+    """How the model's first convolution is called with x: under torch.autocast("cuda") in
+    autocast's lower precision (optimize() called inside the forward's autocast then prepares
+    the plans the forward will run)."""
+    storage = STORAGES.get(autocast_dtype(x) or x.dtype, "float32")
     return Request(
         storage,
         layout_of(x) or "NCHW",

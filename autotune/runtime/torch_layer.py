@@ -11,6 +11,7 @@ import torch
 
 from autotune.runtime import torch_op
 from autotune.runtime.dispatch import Runtime, runtime, runtime_key, runtime_named
+from autotune.runtime.torch_tensors import autocast_dtype, cast_to
 
 
 def _square(value, what: str) -> int:
@@ -45,7 +46,8 @@ class Conv2d(torch.nn.Module):
     parameters without gradients, and an input that requires a gradient while autograd
     records is refused (the kernels have no backward pass). The bias, when there is one, is
     added in the kernel's store where the plan's family fuses epilogues (run eagerly), else by
-    PyTorch after the convolution."""
+    PyTorch after the convolution. Under torch.autocast("cuda") it computes in autocast's lower
+    precision, as torch.nn.Conv2d does: the input, and the weight and bias cast once."""
 
     def __init__(
         self,
@@ -88,6 +90,9 @@ class Conv2d(torch.nn.Module):
         self.weight = torch.nn.Parameter(weight, requires_grad=False)
         self.bias = None if bias is None else torch.nn.Parameter(bias, requires_grad=False)
         self._round_weight()
+        # The weight and bias cast for torch.autocast, by dtype: (their versions, the casts).
+        # PyTorch's autocast caches only leaves that require a gradient, which these are not.
+        self._casts: dict = {}
 
     def _round_weight(self, *_) -> None:
         """Keep `weight_tf32`, the FP32 weight rounded to TF32 (None for other dtypes), which
@@ -136,6 +141,11 @@ class Conv2d(torch.nn.Module):
                 "autotune.Conv2d is forward only: run it under torch.no_grad() or "
                 "torch.inference_mode(), or on an input that does not require a gradient"
             )
+        weight, bias = self._weight_for(x), self.bias
+        cast = None if fx else autocast_dtype(x)
+        if cast is not None:  # under torch.autocast: its lower precision, as nn.Conv2d's
+            x, residual = cast_to(x, cast), cast_to(residual, cast)
+            weight, bias = self._cast_parameters(cast)
         if not fx and not torch.compiler.is_compiling() and x.is_cuda:
             # Run eagerly, the layer calls the runtime itself: the custom op's dispatch costs
             # about as much host time as the call it wraps (20 us against 15 us for the op's
@@ -146,21 +156,14 @@ class Conv2d(torch.nn.Module):
             if self._rounded_version != self.weight._version:  # written in place since
                 self._round_weight()
             return rt.conv2d(
-                x,
-                self._weight_for(x),
-                self.stride,
-                self.padding,
-                self.on_miss,
-                self.bias,
-                residual,
-                self.activation,
+                x, weight, self.stride, self.padding, self.on_miss, bias, residual, self.activation
             )
         # Traced (torch.compile, torch.export, FX) or on the CPU: the op, as one node, its
         # epilogue with it (in the kernel's store on the GPU where the family fuses it).
         return torch_op.conv2d(
             x,
-            self._weight_for(x),
-            self.bias,
+            weight,
+            bias,
             residual,
             self.stride,
             self.padding,
@@ -171,11 +174,25 @@ class Conv2d(torch.nn.Module):
 
     def _apply(self, fn, *args, **kwargs):
         """.to(), .cuda(), .half() ...: the rounded weight derived again from the converted one
-        (none for a weight no longer FP32), not converted beside it."""
+        (none for a weight no longer FP32), not converted beside it; no autocast casts kept."""
         self.weight_tf32 = None
+        self._casts.clear()
         module = super()._apply(fn, *args, **kwargs)
         self._round_weight()
         return module
+
+    def _cast_parameters(self, dtype: torch.dtype) -> tuple:
+        """The weight and bias in `dtype`, cast once and kept until either is written in place
+        or replaced; traced (torch.compile), the casts are the graph's own."""
+        if torch.compiler.is_compiling():
+            return cast_to(self.weight, dtype), cast_to(self.bias, dtype)
+        versions = (self.weight._version, None if self.bias is None else self.bias._version)
+        kept = self._casts.get(dtype)
+        if kept is None or kept[0] != versions or kept[1] is not self.weight:
+            weight = cast_to(self.weight.detach(), dtype)
+            bias = None if self.bias is None else cast_to(self.bias.detach(), dtype)
+            kept = self._casts[dtype] = (versions, self.weight, weight, bias)
+        return kept[2], kept[3]
 
     def _weight_for(self, x: torch.Tensor) -> torch.Tensor:
         """The rounded weight for a call on the GPU with TF32 allowed (under FX, x is a Proxy

@@ -58,6 +58,29 @@ def output_layout(x: torch.Tensor) -> str:
     return layout_of(x) or "NCHW"
 
 
+def autocast_dtype(x: torch.Tensor) -> torch.dtype | None:
+    """The dtype torch.autocast gives PyTorch's conv2d of x: its lower precision (bfloat16 or
+    float16) while autocast is on for CUDA and x is a floating GPU tensor, else None."""
+    if x.is_cuda and x.is_floating_point() and torch.is_autocast_enabled("cuda"):
+        return torch.get_autocast_dtype("cuda")
+    return None
+
+
+def cast_to(t: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """t in `dtype` (itself where it is so already; its memory format kept), None for None."""
+    return t if t is None or t.dtype is dtype else t.to(dtype)
+
+
+def autocast_inputs(x, w, bias=None, residual=None) -> tuple:
+    """A convolution's tensors as torch.autocast gives them to PyTorch's conv2d: each in
+    autocast's lower precision where autocast_dtype(x) names one, else as they are. A residual
+    is cast too: it is added in the same store (PyTorch's own add would promote instead)."""
+    dtype = autocast_dtype(x)
+    if dtype is None:
+        return x, w, bias, residual
+    return cast_to(x, dtype), cast_to(w, dtype), cast_to(bias, dtype), cast_to(residual, dtype)
+
+
 def call(
     rt,
     x: torch.Tensor,
@@ -203,7 +226,10 @@ __all__ = [
     "FORMATS",
     "STORAGES",
     "apply_epilogue",
+    "autocast_dtype",
+    "autocast_inputs",
     "call",
+    "cast_to",
     "current_stream",
     "empty_like_layout",
     "layout_of",

@@ -1,8 +1,9 @@
 """On a CUDA device with PyTorch: every dtype and layout the runtime serves (FP32 with TF32 off
 or allowed, BF16, FP16; contiguous and channels-last) against float64, the output in the input's
 memory format and no layout copy where the plan reads the input's layout; the custom op under
-torch.compile(fullgraph=True), in a captured CUDA graph and under mode="reduce-overhead"; and
-optimize() leaving nothing to compile or prepare at the first forward. Each with both of the
+torch.compile(fullgraph=True), in a captured CUDA graph and under mode="reduce-overhead";
+optimize() leaving nothing to compile or prepare at the first forward; and torch.autocast's
+lower precision taken as PyTorch's conv2d takes it. Each with both of the
 runtime's launchers (CuPy's kernel call and cuLaunchKernel directly)."""
 
 from __future__ import annotations
@@ -443,3 +444,73 @@ def test_an_nchw_model_served_by_nhwc_plans_runs_channels_last_inside(tuned):
     assert y.is_contiguous()  # given back in the caller's format
     err = (torch.linalg.vector_norm(y - ref) / torch.linalg.vector_norm(ref)).item()
     assert err <= 5e-3  # TF32 products
+
+
+def autocast_reference(model, x):
+    """The small model's forward as torch.nn.Conv2d layers compute it under the same autocast."""
+    F = torch.nn.functional
+    a = F.conv2d(x, model.a.weight, model.a.bias, padding=1)
+    return F.conv2d(torch.relu(a), model.b.weight, None, padding=1)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_under_autocast_the_layers_compute_in_its_dtype_as_pytorchs(tuned, dtype):
+    model = small_model(tuned, dtype=torch.float32)
+    x = inputs(SHAPES[0], "float32", "NHWC", 13)[0]
+    with torch.no_grad(), torch.autocast("cuda", dtype=dtype):
+        y = model(x)
+        again = model(x)
+        expected = autocast_reference(model, x)
+    torch.cuda.synchronize()
+    storage = {torch.bfloat16: "bfloat16", torch.float16: "float16"}[dtype]
+    assert y.dtype is dtype and expected.dtype is dtype
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    choice = prepared_choice(tuned, x.to(dtype), storage, "NHWC", False, "bias")
+    assert choice.problem.dtype == {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+    assert torch.equal(again, y)
+    cast = model.a._casts[dtype][2]
+    assert cast.dtype is dtype and model.a._cast_parameters(dtype)[0] is cast  # cast once
+    err = torch.linalg.vector_norm((y - expected).float()) / torch.linalg.vector_norm(expected)
+    assert err.item() <= 2e-2
+
+
+def test_under_autocast_a_16_bit_input_meets_an_fp32_layer(tuned):
+    # An fp32 layer after an op that autocast ran in bf16 (a Linear, a grouped convolution):
+    # without autocast the dtypes disagree, which is refused; under it both are bf16.
+    from autotune.runtime.calls import CallError
+
+    model = small_model(tuned, dtype=torch.float32)
+    x = inputs(SHAPES[0], "bfloat16", "NHWC", 14)[0]
+    with torch.no_grad():
+        with pytest.raises(CallError, match="both float32, bfloat16 or float16"):
+            model(x)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            y = model(x)
+    assert y.dtype is torch.bfloat16
+
+
+def test_under_autocast_the_function_computes_as_pytorchs_conv2d(tuned, monkeypatch):
+    import autotune
+    from autotune.runtime import dispatch
+
+    shape = SHAPES[0]
+    x, w = inputs(shape, "float32", "NHWC", 15)
+    monkeypatch.setitem(dispatch._RUNTIMES, tuned.database, tuned)  # autotune.conv2d's runtime
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        y = autotune.conv2d(x, w, 1, 1, database=tuned.database)
+        expected = torch.nn.functional.conv2d(x, w, padding=1)
+    torch.cuda.synchronize()
+    assert y.dtype is torch.bfloat16 and expected.dtype is torch.bfloat16
+    err = torch.linalg.vector_norm((y - expected).float()) / torch.linalg.vector_norm(expected)
+    assert err.item() <= 2e-2
+
+
+def test_under_autocast_the_model_compiles_fullgraph(tuned):
+    model = small_model(tuned, dtype=torch.float32)
+    x = inputs(SHAPES[0], "float32", "NHWC", 16)[0]
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        eager = model(x)
+        compiled = torch.compile(model, fullgraph=True)(x)
+    torch.cuda.synchronize()
+    assert compiled.dtype is torch.bfloat16
+    assert torch.allclose(compiled.float(), eager.float(), rtol=2e-2, atol=2e-2)

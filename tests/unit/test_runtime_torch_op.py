@@ -166,3 +166,34 @@ def test_a_layer_keeps_its_fp32_weight_rounded_to_tf32_as_the_weight_changes(dat
     assert layer.float().weight_tf32 is not None
     # On the CPU PyTorch has no TF32: the weight as it is.
     assert layer._weight_for(torch.randn(1, 3, 5, 5)) is layer.weight
+
+
+def test_a_layers_autocast_casts_are_made_once_and_follow_its_weight(database):
+    layer = Conv2d(8, 4, 3, database=database).to(memory_format=torch.channels_last)
+    weight, bias = layer._cast_parameters(torch.bfloat16)
+    assert weight.dtype is torch.bfloat16 and bias.dtype is torch.bfloat16
+    assert weight.is_contiguous(memory_format=torch.channels_last)  # the weight's own format
+    assert torch.equal(weight, layer.weight.detach().to(torch.bfloat16))
+    again = layer._cast_parameters(torch.bfloat16)
+    assert again[0] is weight and again[1] is bias  # kept, not cast on every call
+    with torch.no_grad():
+        layer.weight.mul_(2)  # written in place: cast again
+    assert torch.equal(layer._cast_parameters(torch.bfloat16)[0], layer.weight.to(torch.bfloat16))
+    with torch.no_grad():
+        layer.bias.add_(1)
+    assert torch.equal(layer._cast_parameters(torch.bfloat16)[1], layer.bias.to(torch.bfloat16))
+    fp16 = layer._cast_parameters(torch.float16)[0]
+    assert fp16.dtype is torch.float16 and layer._cast_parameters(torch.float16)[0] is fp16
+    layer.double()  # converted: nothing kept from before
+    assert not layer._casts
+    layer._adopt(torch.ones(4, 8, 3, 3), None)  # replaced (a folded BatchNorm, a new format)
+    assert layer._cast_parameters(torch.bfloat16) == (layer._casts[torch.bfloat16][2], None)
+    assert torch.equal(layer._casts[torch.bfloat16][2], torch.ones(4, 8, 3, 3))
+
+
+def test_on_the_cpu_a_layer_is_not_autocast_for_cuda(database):
+    from autotune.runtime.torch_tensors import autocast_dtype, autocast_inputs
+
+    x = torch.randn(1, 8, 5, 5)
+    assert autocast_dtype(x) is None
+    assert autocast_inputs(x, x) == (x, x, None, None)
