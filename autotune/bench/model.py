@@ -1,7 +1,8 @@
 """`autotune bench model`: whole torchvision models, PyTorch against autotune (issue 35).
 
 Per model (random weights, inference mode), batch and precision (fp32 with TF32 off, tf32 as
-PyTorch allows by default, bf16 channels-last), four ways to run the forward:
+PyTorch allows by default, bf16 channels-last, and amp: the fp32 model under torch.autocast in
+bf16), four ways to run the forward:
 
 - eager: PyTorch as it is (cuDNN, benchmark mode);
 - compile: torch.compile(model);
@@ -32,7 +33,10 @@ from autotune.runtime.calls import DEFAULT_LAUNCHER, LAUNCHER_NAMES
 DEFAULT_OUTPUT = Path("results/bench")
 MODELS = ("resnet50", "vgg16")
 BATCHES = (1, 32)
-PRECISIONS = ("fp32", "tf32", "bf16")  # bf16 runs channels-last
+# bf16 runs channels-last; amp, the fp32 NCHW model under torch.autocast("cuda", bfloat16)
+PRECISIONS = ("fp32", "tf32", "bf16", "amp")
+DEFAULT_PRECISIONS = ("fp32", "tf32", "bf16")
+LABELS = {"bf16": " channels-last", "amp": " (bf16 autocast)"}  # the table's precision column
 COLUMNS = ("model", "batch", "precision", "way", "median_ms", "host_ms", "rel_error", "top1_agree")
 COLUMNS += ("speedup", "exact_plans")
 
@@ -106,70 +110,73 @@ def bench_one(
     x32 = torch.randn(batch, 3, 224, 224, device="cuda")
     with torch.no_grad():
         reference = copy.deepcopy(base).double()(x32.double())
-    dtype, fmt = _precision(torch, precision)
-    model = base.to(dtype=dtype, memory_format=fmt)
-    x = x32.to(dtype=dtype).contiguous(memory_format=fmt)
-    from autotune.runtime.calls import CallError
-    from autotune.runtime.dispatch import Runtime
-    from autotune.runtime.lookup import LookupMiss
-    from autotune.runtime.models import optimize
+    # amp: the fp32 model under torch.autocast, optimize() and every way inside it, as
+    # PyTorch's mixed precision runs a model (the float64 reference above, outside it).
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "amp"):
+        dtype, fmt = _precision(torch, precision)
+        model = base.to(dtype=dtype, memory_format=fmt)
+        x = x32.to(dtype=dtype).contiguous(memory_format=fmt)
+        from autotune.runtime.calls import CallError
+        from autotune.runtime.dispatch import Runtime
+        from autotune.runtime.lookup import LookupMiss
+        from autotune.runtime.models import optimize
 
-    # The eager ways are measured first, before any compiled way leaves its state in the
-    # process (Dynamo's caches, CUDA-graph memory pools), as a user running eagerly has none.
-    ways = {"eager": model}
-    compiled = {"compile": torch.compile(model)}
-    if graphs:  # no host time per call left: the kernels' own speed against PyTorch's
-        compiled["compile+graphs"] = torch.compile(model, mode="reduce-overhead")
-    plans, runtimes = {}, {}
-    for launcher in launchers:
-        rt = Runtime(database, launcher=launcher)  # a runtime of this model's calls alone
-        try:
-            ours = optimize(copy.deepcopy(model), x, runtime_=rt)
-        except (LookupMiss, CallError) as err:
-            raise click.ClickException(f"{name} batch {batch} {precision}: {err}") from None
-        choices = rt.prepared().values()
-        # The way's name says the launcher where it is not the runtime's default.
-        tag = "ours" if launcher == DEFAULT_LAUNCHER else f"ours[{launcher}]"
-        ways[tag], runtimes[tag] = ours, rt
-        compiled[f"{tag}+compile"] = torch.compile(ours)
-        if graphs:
-            compiled[f"{tag}+compile+graphs"] = torch.compile(ours, mode="reduce-overhead")
-        plans[tag] = f"{sum(c.exact for c in choices)}/{len(choices)}"
-    if layers_to is not None:  # before any compiled way runs, as the eager ways are timed
-        from autotune.bench.model_layers import write_layers
+        # The eager ways are measured first, before any compiled way leaves its state in the
+        # process (Dynamo's caches, CUDA-graph memory pools), as a user running eagerly has none.
+        ways = {"eager": model}
+        compiled = {"compile": torch.compile(model)}
+        if graphs:  # no host time per call left: the kernels' own speed against PyTorch's
+            compiled["compile+graphs"] = torch.compile(model, mode="reduce-overhead")
+        plans, runtimes = {}, {}
+        for launcher in launchers:
+            rt = Runtime(database, launcher=launcher)  # a runtime of this model's calls alone
+            try:
+                ours = optimize(copy.deepcopy(model), x, runtime_=rt)
+            except (LookupMiss, CallError) as err:
+                raise click.ClickException(f"{name} batch {batch} {precision}: {err}") from None
+            choices = rt.prepared().values()
+            # The way's name says the launcher where it is not the runtime's default.
+            tag = "ours" if launcher == DEFAULT_LAUNCHER else f"ours[{launcher}]"
+            ways[tag], runtimes[tag] = ours, rt
+            compiled[f"{tag}+compile"] = torch.compile(ours)
+            if graphs:
+                compiled[f"{tag}+compile+graphs"] = torch.compile(ours, mode="reduce-overhead")
+            plans[tag] = f"{sum(c.exact for c in choices)}/{len(choices)}"
+        if layers_to is not None:  # before any compiled way runs, as the eager ways are timed
+            from autotune.bench.model_layers import write_layers
 
-        tag = next(iter(runtimes))  # the first launcher's way
-        title = f"{name} batch {batch} {precision}, {tag}"
-        say(f"autotune: {title}: each convolution's time in the model ...")
-        table = _layer_rows(torch, model, ways[tag], runtimes[tag], x, repeats)
-        write_layers(table, layers_to / f"layers_{name}_b{batch}_{precision}", title)
-    ways.update(compiled)
-    rows, eager_top1, eager_ms = [], None, None
-    for way, forward in ways.items():
-        say(f"autotune: {name} batch {batch} {precision} {way} ...")
-        with torch.no_grad():
-            logits = forward(x).clone()  # a CUDA graph's output is overwritten by its next run
-        ms, host_ms = _median_ms(torch, forward, x, warmup, repeats)
-        top1 = logits.argmax(dim=1)
-        if eager_top1 is None:
-            eager_top1, eager_ms = top1, ms
-        rows.append(
-            {
-                "model": name,
-                "batch": batch,
-                "precision": precision + (" channels-last" if precision == "bf16" else ""),
-                "way": way,
-                "median_ms": f"{ms:.3f}",
-                "host_ms": f"{host_ms:.3f}",
-                "rel_error": f"{_rel_error(torch, logits, reference):.2e}",
-                "top1_agree": f"{(top1 == eager_top1).float().mean().item():.3f}",
-                "speedup": f"{eager_ms / ms:.2f}",
-                # How many of the model's distinct convolutions ran a plan tuned on their own
-                # shape (the others borrowed the nearest stored shape's: runtime/lookup.py).
-                "exact_plans": plans.get(way.split("+")[0], ""),
-            }
-        )
-        torch._dynamo.reset()
+            tag = next(iter(runtimes))  # the first launcher's way
+            title = f"{name} batch {batch} {precision}, {tag}"
+            say(f"autotune: {title}: each convolution's time in the model ...")
+            table = _layer_rows(torch, model, ways[tag], runtimes[tag], x, repeats)
+            write_layers(table, layers_to / f"layers_{name}_b{batch}_{precision}", title)
+        ways.update(compiled)
+        rows, eager_top1, eager_ms = [], None, None
+        for way, forward in ways.items():
+            say(f"autotune: {name} batch {batch} {precision} {way} ...")
+            with torch.no_grad():
+                logits = forward(x).clone()  # a CUDA graph's output is overwritten by its next run
+            ms, host_ms = _median_ms(torch, forward, x, warmup, repeats)
+            top1 = logits.argmax(dim=1)
+            if eager_top1 is None:
+                eager_top1, eager_ms = top1, ms
+            rows.append(
+                {
+                    "model": name,
+                    "batch": batch,
+                    "precision": precision + LABELS.get(precision, ""),
+                    "way": way,
+                    "median_ms": f"{ms:.3f}",
+                    "host_ms": f"{host_ms:.3f}",
+                    "rel_error": f"{_rel_error(torch, logits, reference):.2e}",
+                    "top1_agree": f"{(top1 == eager_top1).float().mean().item():.3f}",
+                    "speedup": f"{eager_ms / ms:.2f}",
+                    # How many of the model's distinct convolutions ran a plan tuned on their own
+                    # shape (the others borrowed the nearest stored shape's: runtime/lookup.py).
+                    "exact_plans": plans.get(way.split("+")[0], ""),
+                }
+            )
+            torch._dynamo.reset()
     return rows
 
 
@@ -263,7 +270,13 @@ def write_plot(rows, output: Path) -> Path:
     help="Batch size (repeatable). Default: 1 and 32.",
 )
 @click.option(
-    "--precision", "precisions", multiple=True, type=click.Choice(PRECISIONS), help="Default: all."
+    "--precision",
+    "precisions",
+    multiple=True,
+    type=click.Choice(PRECISIONS),
+    help="fp32 (TF32 off), tf32, bf16 (the model and input channels-last) or amp (the fp32 "
+    "model and NCHW input under torch.autocast('cuda', bfloat16), as PyTorch's mixed precision "
+    "runs them; optimize() called inside it). Default: fp32, tf32 and bf16.",
 )
 @count_option("--warmup", 5, 1000, "Forwards before timing each way (compiles included).")
 @count_option("--repeats", 30, 10_000, "Timed forwards per way; the median is reported.")
@@ -307,7 +320,7 @@ def model(models, batches, precisions, warmup, repeats, graphs, launchers, layer
     rows = []
     for name in models or MODELS:
         for batch in batches or BATCHES:
-            for precision in precisions or PRECISIONS:
+            for precision in precisions or DEFAULT_PRECISIONS:
                 rows += bench_one(
                     torch,
                     torchvision,

@@ -6,14 +6,16 @@ from __future__ import annotations
 import csv
 import math
 
+import pytest
 from click.testing import CliRunner
 
 from autotune.bench.model import COLUMNS, write_plot, write_table
 from autotune.cli.app import main
 
 
-def test_bench_model_is_refused_in_one_line_without_a_gpu(tmp_path):
-    result = CliRunner().invoke(main, ["bench", "model", "--output", str(tmp_path)])
+@pytest.mark.parametrize("precision", [[], ["--precision", "amp"]], ids=["default", "amp"])
+def test_bench_model_is_refused_in_one_line_without_a_gpu(tmp_path, precision):
+    result = CliRunner().invoke(main, ["bench", "model", *precision, "--output", str(tmp_path)])
     assert result.exit_code == 1
     (line,) = result.output.strip().splitlines()
     assert "bench model needs" in line
