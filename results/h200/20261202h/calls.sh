@@ -107,4 +107,28 @@ PY
     CAP=200 gpu_tests test_gpu_pool
     clocks
     pack ;;
+5)  # New: torch.autocast. Until now a layer under autocast("cuda", bfloat16) computed in the
+    # dtype it was given: an fp32 model stayed fp32 (TF32) in our convolutions, where PyTorch's
+    # run bf16, and a bf16 input meeting an fp32 layer was refused. Conv2d, autotune.conv2d and
+    # optimize() now take autocast's lower precision as PyTorch's conv2d does (Conv2d casts its
+    # weight and bias once). The runtime's GPU tests (four new: both 16-bit dtypes, a 16-bit
+    # input into an fp32 layer, the function, torch.compile fullgraph) and the pooling's, then
+    # both models as mixed-precision users run them: `bench model --precision amp` (the fp32
+    # NCHW model under autocast, optimize() inside it) over session 75's store.
+    # Predicted: every test passes; ours 2.5-3x eager under autocast on ResNet-50 (host-bound
+    # here) and 2-2.3x on VGG-16 (eager autocast runs cuDNN on NCHW bf16 and ReLUs unfused;
+    # ours converts to channels-last once and runs the bf16 plans tuned in session 75).
+    install || exit 1
+    restore_db
+    clocks
+    CAP=240 gpu_tests test_runtime_precision test_gpu_pool
+    bench_model resnet50 32 amp
+    bench_model vgg16 32 amp
+    clocks
+    pack ;;
+6)  # autotune.conv2d (dispatch.py) now casts under torch.autocast: the runtime's other GPU
+    # tests, CuPy arrays and tensors through the function and the layer. Predicted: all pass.
+    install || exit 1
+    CAP=200 gpu_tests test_runtime
+    pack ;;
 esac
