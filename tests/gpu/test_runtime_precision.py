@@ -514,3 +514,41 @@ def test_under_autocast_the_model_compiles_fullgraph(tuned):
     torch.cuda.synchronize()
     assert compiled.dtype is torch.bfloat16
     assert torch.allclose(compiled.float(), eager.float(), rtol=2e-2, atol=2e-2)
+
+
+def test_optimize_inside_autocast_prepares_the_plans_of_its_dtype(tuned, monkeypatch):
+    import autotune.runtime.dispatch as dispatch
+    from autotune.runtime import Runtime
+    from autotune.runtime.model_tuning import tune_model
+    from autotune.runtime.models import optimize
+
+    families = ["tc_wgmma", "tc_implicit_gemm"]
+    rt = Runtime(
+        tuned.database, families=families, cache_dir=tuned.cache_dir, launcher=tuned.launcher
+    )
+    model = (
+        torch.nn.Sequential(
+            torch.nn.Conv2d(16, 32, 3, padding=1),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(32, 32, 3, padding=1),
+        )
+        .cuda()
+        .eval()
+    )
+    x = inputs(SHAPES[0], "float32", "NCHW", 17)[0]  # fp32 NCHW, as a mixed-precision user has
+    tune_model(model, x, "bf16", database=rt.database, budget=4, families=families)
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        expected = model(x)
+        run = optimize(model, x, runtime_=rt)
+
+        def no_build(*args, **kwargs):
+            raise AssertionError("a plan was built at the first forward")
+
+        monkeypatch.setattr(dispatch, "build_entry", no_build)
+        y = run(x)
+    torch.cuda.synchronize()
+    calls = list(rt.prepared())
+    assert calls and all((c.storage, c.layout) == ("bfloat16", "NHWC") for c in calls)
+    assert y.dtype is torch.bfloat16 and y.is_contiguous()  # the caller's format back
+    err = torch.linalg.vector_norm((y - expected).float()) / torch.linalg.vector_norm(expected)
+    assert err.item() <= 2e-2

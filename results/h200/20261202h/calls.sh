@@ -140,4 +140,11 @@ PY
     restore_db
     script amp_compile $HERE/amp_compile.py
     pack ;;
+8)  # optimize() called inside autocast had run only in `bench model --precision amp`: a test of
+    # its own (an fp32 NCHW model, its bf16 plans tuned, optimize() inside the forward's
+    # autocast, the first forward building nothing). Predicted: passes with both launchers.
+    install || exit 1
+    s=$SECONDS; timeout -k 5 $(( $(left) - 10 )) python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_runtime_precision.py -k "autocast" > "$OUT/test_autocast.log" 2>&1
+    say "test_runtime_precision -k autocast: rc=$? $((SECONDS - s)) s: $(tail -1 "$OUT/test_autocast.log")"
+    pack ;;
 esac
