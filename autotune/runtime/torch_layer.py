@@ -141,20 +141,21 @@ class Conv2d(torch.nn.Module):
                 "autotune.Conv2d is forward only: run it under torch.no_grad() or "
                 "torch.inference_mode(), or on an input that does not require a gradient"
             )
+        eager = not fx and not torch.compiler.is_compiling() and x.is_cuda
+        if eager and self._rounded_version != self.weight._version:  # written in place since
+            self._round_weight()
         weight, bias = self._weight_for(x), self.bias
         cast = None if fx else autocast_dtype(x)
         if cast is not None:  # under torch.autocast: its lower precision, as nn.Conv2d's
             x, residual = cast_to(x, cast), cast_to(residual, cast)
             weight, bias = self._cast_parameters(cast)
-        if not fx and not torch.compiler.is_compiling() and x.is_cuda:
+        if eager:
             # Run eagerly, the layer calls the runtime itself: the custom op's dispatch costs
             # about as much host time as the call it wraps (20 us against 15 us for the op's
             # CPU body, measured on the 2-core machine), once per convolution of a model. The
             # bias goes with the call: a plan that fuses epilogues adds it in its store, which
             # saves a launch and a pass over the output.
             rt = runtime_named(self._runtime_key)  # the runtime the op would call
-            if self._rounded_version != self.weight._version:  # written in place since
-                self._round_weight()
             return rt.conv2d(
                 x, weight, self.stride, self.padding, self.on_miss, bias, residual, self.activation
             )
