@@ -86,6 +86,10 @@ class PoolLaunches:
         self._lock = threading.Lock()
         self._directory: tempfile.TemporaryDirectory | None = None
 
+    def prepared(self, pooling: Pooling, device: int) -> bool:
+        """Whether `pooling` has its launch on `device` (then nothing is compiled or loaded)."""
+        return (device, pooling) in self._launches
+
     def run(self, pooling: Pooling, device: int, x: int, y: int, stream: int) -> None:
         """Queue `pooling` of the input at address x into the output at y on `stream`."""
         with self._lock:

@@ -44,7 +44,7 @@ def max_pool2d_nhwc(x: torch.Tensor, kernel, stride, padding) -> torch.Tensor | 
     x's device and current stream (capturable in a CUDA graph once its shape has run); None
     where the kernel does not serve x (not on a GPU, not channels-last, a pixel not whole
     16-byte chunks, a dtype other than float32, bfloat16 and float16, an address off 16
-    bytes)."""
+    bytes, a shape not yet run while a CUDA graph is being captured)."""
     storage = STORAGES.get(x.dtype)
     if not x.is_cuda or storage is None or x.dim() != 4 or layout_of(x) != "NHWC":
         return None
@@ -54,8 +54,10 @@ def max_pool2d_nhwc(x: torch.Tensor, kernel, stride, padding) -> torch.Tensor | 
     pooling = Pooling(storage, b, c, h, w, _pair(kernel), _pair(stride or kernel), _pair(padding))
     if pooling.refusal() is not None:
         return None
-    y = empty_like_layout(x, (b, c, *pooling.out_size), "NHWC")
     device = x.get_device()
+    if torch.cuda.is_current_stream_capturing() and not POOL_LAUNCHES.prepared(pooling, device):
+        return None  # preparing compiles and loads, never in a capture: PyTorch's pooling then
+    y = empty_like_layout(x, (b, c, *pooling.out_size), "NHWC")
     if device == torch.cuda.current_device():
         POOL_LAUNCHES.run(pooling, device, x.data_ptr(), y.data_ptr(), current_stream(device))
     else:

@@ -99,6 +99,19 @@ def test_the_kernel_runs_in_a_captured_cuda_graph():
     assert torch.equal(out, F.max_pool2d(fresh, 3, 2, 1))
 
 
+def test_a_shape_not_yet_run_is_pytorchs_pooling_in_a_capture():
+    pool = MaxPool2d.from_torch(torch.nn.MaxPool2d(3, 2, 1))
+    static = channels_last(1, 24, 19, torch.float16, 8)  # a shape no other test runs
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = pool(static)  # nothing compiled or loaded while capturing: PyTorch's kernel
+    fresh = channels_last(1, 24, 19, torch.float16, 9)
+    static.copy_(fresh)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, F.max_pool2d(fresh, 3, 2, 1))
+
+
 def test_under_torch_compile_the_pooling_is_compiles_own():
     pool = MaxPool2d.from_torch(torch.nn.MaxPool2d(2))
     x = channels_last(2, 32, 14, torch.float16, 6)

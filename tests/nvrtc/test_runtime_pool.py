@@ -70,3 +70,13 @@ def test_a_large_pooling_is_capped_at_a_grid_the_threads_stride_over():
 def test_what_the_kernel_refuses_is_said(change, why):
     assert why in pooling(**change).refusal()
     assert pooling().refusal() is None
+
+
+def test_a_pooling_is_prepared_once_a_device():
+    from autotune.runtime.pool_launch import PoolLaunches
+
+    launches = PoolLaunches()
+    assert not launches.prepared(pooling(), 0)
+    launches._launches[(0, pooling())] = object()  # what run() keeps after its first call
+    assert launches.prepared(pooling(), 0) and not launches.prepared(pooling(), 1)
+    assert not launches.prepared(pooling(side=56), 0)
