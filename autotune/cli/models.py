@@ -46,7 +46,10 @@ def torchvision_model(name: str):
 @count_option("--budget", 60, 100_000, "Evaluations per (family, shape); a run again resumes.")
 @click.option("--family", "families", multiple=True, help="Tune only these families (repeatable).")
 @gpu_option
-@time_limit_option("Stop after this many seconds (the same command resumes).")
+@time_limit_option(
+    "Stop tuning after this many seconds of it (the GPU worker's start and the device's "
+    "measurements come before the tuning and are not counted); the same command resumes."
+)
 @storage_option
 @friendly_errors
 def tune_model_command(model_name, batch, dtype, budget, families, gpu, time_limit, storage):
