@@ -405,32 +405,38 @@ def test_optimize_over_a_store_without_this_device_says_to_tune_first(tmp_path):
         optimize(model, x, database=str(tmp_path / "empty.db"))
 
 
-def test_an_nchw_model_served_by_nhwc_plans_runs_channels_last_inside(tuned):
-    from autotune.runtime import Runtime
-    from autotune.runtime.model_tuning import tune_model
-    from autotune.runtime.models import optimize
+# Only the tensor-core families (NHWC): an NCHW call would copy its layout at every layer.
+TENSOR_CORE_FAMILIES = ["tc_wgmma", "tc_implicit_gemm"]
 
-    # Only the tensor-core families (NHWC): an NCHW call would copy its layout at every layer.
-    # The store fixture tuned fp32 first, so its tf32 calls found fp32 stored and tuned no tf32:
-    # tune this model's shapes in tf32 as a user would.
-    families = ["tc_wgmma", "tc_implicit_gemm"]
+
+def tensor_core_runtime_and_model(tuned):
+    """A runtime over the store of `tuned` with the tensor-core families only, and an fp32
+    NCHW model of two convolutions with a ReLU between them."""
+    from autotune.runtime import Runtime
+
     rt = Runtime(
         tuned.database,
-        families=families,
+        families=TENSOR_CORE_FAMILIES,
         cache_dir=tuned.cache_dir,
         launcher=tuned.launcher,
     )
-    model = (
-        torch.nn.Sequential(
-            torch.nn.Conv2d(16, 32, 3, padding=1),
-            torch.nn.ReLU(),
-            torch.nn.Conv2d(32, 32, 3, padding=1),
-        )
-        .cuda()
-        .eval()
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(16, 32, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(32, 32, 3, padding=1),
     )
+    return rt, model.cuda().eval()
+
+
+def test_an_nchw_model_served_by_nhwc_plans_runs_channels_last_inside(tuned):
+    from autotune.runtime.model_tuning import tune_model
+    from autotune.runtime.models import optimize
+
+    # The store fixture tuned fp32 first, so its tf32 calls found fp32 stored and tuned no tf32:
+    # tune this model's shapes in tf32 as a user would.
+    rt, model = tensor_core_runtime_and_model(tuned)
     x = inputs(SHAPES[0], "float32", "NCHW", 13)[0]
-    tune_model(model, x, "tf32", database=rt.database, budget=4, families=families)
+    tune_model(model, x, "tf32", database=rt.database, budget=4, families=TENSOR_CORE_FAMILIES)
     with allow_tf32(True), torch.no_grad():
         ref = model.double()(x.double()).float()
         model.float()
@@ -518,25 +524,12 @@ def test_under_autocast_the_model_compiles_fullgraph(tuned):
 
 def test_optimize_inside_autocast_prepares_the_plans_of_its_dtype(tuned, monkeypatch):
     import autotune.runtime.dispatch as dispatch
-    from autotune.runtime import Runtime
     from autotune.runtime.model_tuning import tune_model
     from autotune.runtime.models import optimize
 
-    families = ["tc_wgmma", "tc_implicit_gemm"]
-    rt = Runtime(
-        tuned.database, families=families, cache_dir=tuned.cache_dir, launcher=tuned.launcher
-    )
-    model = (
-        torch.nn.Sequential(
-            torch.nn.Conv2d(16, 32, 3, padding=1),
-            torch.nn.ReLU(),
-            torch.nn.Conv2d(32, 32, 3, padding=1),
-        )
-        .cuda()
-        .eval()
-    )
+    rt, model = tensor_core_runtime_and_model(tuned)
     x = inputs(SHAPES[0], "float32", "NCHW", 17)[0]  # fp32 NCHW, as a mixed-precision user has
-    tune_model(model, x, "bf16", database=rt.database, budget=4, families=families)
+    tune_model(model, x, "bf16", database=rt.database, budget=4, families=TENSOR_CORE_FAMILIES)
     with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
         expected = model(x)
         run = optimize(model, x, runtime_=rt)
