@@ -12,11 +12,17 @@ from autotune import package_path
 from autotune.families.plan import Launch, cdiv
 
 POOL_SOURCE = package_path("autotune.runtime", "pool.cu")
-POOL_ENTRIES = {
+POOL_ENTRIES = {  # a storage type's entry, which walks any window at run time
     "float32": "max_pool_nhwc_f32",
     "bfloat16": "max_pool_nhwc_bf16",
     "float16": "max_pool_nhwc_f16",
 }
+UNROLLED_WINDOWS = ((2, 2), (3, 3))  # windows with entries of their own (entry + "_3x3")
+ALL_ENTRIES = tuple(
+    entry + suffix
+    for entry in POOL_ENTRIES.values()
+    for suffix in ("", *(f"_{kh}x{kw}" for kh, kw in UNROLLED_WINDOWS))
+)
 ELEMENT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 CHUNK_BYTES = 16  # what a thread reads of a pixel: 8 16-bit or 4 FP32 channels
 POOL_BLOCK = 256
@@ -66,6 +72,13 @@ class Pooling:
             return "too large for 32-bit indices"
         return None
 
+    @property
+    def entry(self) -> str:
+        """The kernel's entry: the window's own where it has one (its loads all issued at once)."""
+        if self.kernel in UNROLLED_WINDOWS:
+            return f"{POOL_ENTRIES[self.storage]}_{self.kernel[0]}x{self.kernel[1]}"
+        return POOL_ENTRIES[self.storage]
+
     def launch(self, sm_count: int) -> Launch:
         """The kernel's launch: buffers "x" (input) and "y" (output), a thread an output chunk."""
         out_h, out_w = self.out_size
@@ -73,7 +86,7 @@ class Pooling:
         grid = (max(1, min(cdiv(total, POOL_BLOCK), BLOCKS_PER_SM * sm_count)), 1, 1)
         args = ("x", "y", self.height, self.width, self.chunks, out_h, out_w)
         args += (*self.kernel, *self.stride, *self.padding, total)
-        return Launch(POOL_ENTRIES[self.storage], grid, (POOL_BLOCK, 1, 1), args)
+        return Launch(self.entry, grid, (POOL_BLOCK, 1, 1), args)
 
 
 class PoolLaunches:
@@ -115,8 +128,7 @@ class PoolLaunches:
                 compiler.stop_pool()
                 if self._directory is None:
                     self._directory = tempfile.TemporaryDirectory(prefix="autotune-pool-")
-                entries = tuple(POOL_ENTRIES.values())
-                _, functions = load_module(compiled.cubin, entries, self._directory.name, False)
+                _, functions = load_module(compiled.cubin, ALL_ENTRIES, self._directory.name, False)
                 self._functions[device] = functions
             spec = pooling.launch(device_limits(device).SM_COUNT)
             return LAUNCHERS[DEFAULT_LAUNCHER][0](functions[spec.kernel], spec)

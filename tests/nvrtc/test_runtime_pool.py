@@ -9,6 +9,7 @@ pytest.importorskip("cupy")
 
 from autotune.gpu.compiler import Compiler  # noqa: E402
 from autotune.runtime.pool_launch import (  # noqa: E402
+    ALL_ENTRIES,
     POOL_BLOCK,
     POOL_ENTRIES,
     POOL_SOURCE,
@@ -24,8 +25,24 @@ def pooling(storage="bfloat16", channels=64, side=112, kernel=3, stride=2, paddi
 
 def test_every_pooling_entry_is_in_the_cubin(tmp_path):
     compiled = Compiler(arch="sm_90", cache_dir=tmp_path).compile_source(POOL_SOURCE, ())
-    for entry in POOL_ENTRIES.values():
+    assert len(ALL_ENTRIES) == 9  # three storage types, each with windows 2 x 2, 3 x 3 and any
+    for entry in ALL_ENTRIES:
         assert entry.encode() in compiled.cubin, entry
+
+
+@pytest.mark.parametrize(
+    "kernel, entry",
+    [
+        ((3, 3), "max_pool_nhwc_bf16_3x3"),
+        ((2, 2), "max_pool_nhwc_bf16_2x2"),
+        ((3, 2), "max_pool_nhwc_bf16"),
+        ((4, 4), "max_pool_nhwc_bf16"),
+    ],
+)
+def test_a_2x2_or_3x3_window_has_its_own_entry_and_any_other_the_general_one(kernel, entry):
+    p = Pooling("bfloat16", 2, 64, 13, 13, kernel, (2, 2), (1, 1))
+    assert p.entry == entry
+    assert p.launch(sm_count=132).kernel == entry
 
 
 @pytest.mark.parametrize(
@@ -44,7 +61,7 @@ def test_the_launch_is_a_thread_a_chunk_of_output(storage, channels, chunks):
     p = pooling(storage=storage, channels=channels, side=13, kernel=3, stride=2, padding=1, batch=3)
     launch = p.launch(sm_count=132)
     total = 3 * 7 * 7 * chunks
-    assert launch.kernel == POOL_ENTRIES[storage]
+    assert launch.kernel == POOL_ENTRIES[storage] + "_3x3"
     assert launch.args == ("x", "y", 13, 13, chunks, 7, 7, 3, 3, 2, 2, 1, 1, total)
     assert launch.block == (POOL_BLOCK, 1, 1)
     assert launch.grid[0] * POOL_BLOCK >= total
