@@ -72,4 +72,30 @@ case "${1:?1}" in
     script host_vgg16 $HERE/host_profile.py --model vgg16
     clocks
     pack ;;
+4)  # Call 3: ResNet-50's eager forward of ours took 2.45 ms of host time (GPU 0.96 ms), about
+    # 45 us a convolution, with no one function holding it under cProfile. call_cost.py times
+    # one convolution's call piece by piece (the layer, its forward, the runtime's call, the
+    # tensor call, the prepared entry's launch, its driver launches alone, the key, the
+    # output's allocation) beside PyTorch's own calls, on two of ResNet-50's layers. Then the
+    # runtime's GPU tests on this session's last runtime code (the pooling's entries).
+    # Predicted: the layer called 35-45 us; the driver launches alone 5-8 us, the allocation
+    # 3-5 us, an empty module 2-4 us, cuDNN's conv2d with its bias 15-25 us; the tensor call
+    # 20-30 us, so that our Python above the launch and the allocation is 15-25 us of it.
+    # Tests: all pass (165, 35, 17).
+    install || exit 1
+    restore_db
+    clocks
+    script call_cost $HERE/call_cost.py
+    CAP=200 gpu_tests test_gpu_pool test_runtime_precision test_runtime
+    clocks
+    pack ;;
+5)  # Call 4's call_cost.py stopped at the first layer (conv1, whose entry has a workspace its
+    # driver launches alone were not given); its tests passed (35, 165, 17). It now takes two
+    # layers whose entries read and write the call's buffers alone. Predicted as call 4.
+    install || exit 1
+    restore_db
+    clocks
+    script call_cost $HERE/call_cost.py
+    clocks
+    pack ;;
 esac
