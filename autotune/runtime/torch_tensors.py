@@ -214,11 +214,15 @@ def apply_epilogue(y, bias=None, residual=None, activation: str = ""):
     return y
 
 
+# PyTorch's own getter of the current stream's handle, looked up once (an attribute of
+# torch._C costs about 1 us a lookup); None in a build without CUDA.
+_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
 def current_stream(device: int) -> int:
     """The caller's current stream on `device`, as a cudaStream_t handle."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(device)
+    if _RAW_STREAM is not None:
+        return _RAW_STREAM(device)
     return torch.cuda.current_stream(device).cuda_stream
 
 

@@ -168,6 +168,38 @@ def test_a_layer_keeps_its_fp32_weight_rounded_to_tf32_as_the_weight_changes(dat
     assert layer._weight_for(torch.randn(1, 3, 5, 5)) is layer.weight
 
 
+def test_an_eager_call_reads_the_parameters_the_layer_holds_now(database):
+    from autotune.runtime.torch_layer import _rounded_if_tf32
+
+    layer = Conv2d(3, 4, 3, bias=False, database=database)
+    assert "bias" in layer._parameters  # a parameter of None, as torch.nn.Conv2d's
+    assert layer._held() == (layer.weight, None) and layer._held()[0] is layer.weight
+    layer._adopt(torch.ones(4, 3, 3, 3), torch.zeros(4))  # replaced: the new ones are read
+    assert layer._held()[0] is layer.weight and layer._held()[1] is layer.bias
+    layer._adopt(torch.ones(4, 3, 3, 3), None)
+    assert layer._held()[1] is None and "bias" not in dict(layer.named_parameters())
+
+    class Doubled(torch.nn.Module):
+        def forward(self, w):
+            return 2 * w
+
+    # Parametrized, the weight is computed on each read: the attribute, not the dictionary.
+    torch.nn.utils.parametrize.register_parametrization(layer, "weight", Doubled())
+    assert torch.equal(layer._held()[0], 2 * torch.ones(4, 3, 3, 3))
+    x32, x16 = torch.randn(1, 3, 5, 5), torch.randn(1, 3, 5, 5, dtype=torch.bfloat16)
+    w, rounded = torch.randn(4, 3, 3, 3), torch.zeros(4, 3, 3, 3)
+    allowed = torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cudnn.allow_tf32 = True
+        assert _rounded_if_tf32(x32, w, rounded) is rounded
+        assert _rounded_if_tf32(x16, w, rounded) is w
+        assert _rounded_if_tf32(x32, w, None) is w
+        torch.backends.cudnn.allow_tf32 = False
+        assert _rounded_if_tf32(x32, w, rounded) is w
+    finally:
+        torch.backends.cudnn.allow_tf32 = allowed
+
+
 def test_a_layers_autocast_casts_are_made_once_and_follow_its_weight(database):
     layer = Conv2d(8, 4, 3, database=database).to(memory_format=torch.channels_last)
     weight, bias = layer._cast_parameters(torch.bfloat16)
