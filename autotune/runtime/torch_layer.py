@@ -193,9 +193,10 @@ class Conv2d(torch.nn.Module):
 
     def _held(self) -> tuple:
         """(weight, bias) as the module holds them. Read from its parameters' dictionary where
-        both are plain parameters: nn.Module's attribute lookup costs about 1 us a read, and
-        with these reads ResNet-50's eager forward of ours took 2-6% less host time on the
-        H200's host (results/h200/20261202i, call 7). A parametrized or swapped-in weight or
+        both are plain parameters: nn.Module's attribute lookup costs about 1 us a read. With
+        these reads (and the stream's getter looked up once, torch_tensors.py) ResNet-50's
+        eager forward of ours took 2-6% less host time on the H200's host
+        (results/h200/20261202i, call 7). A parametrized or swapped-in weight or
         bias (torch.nn.utils.parametrize, functional_call) is read as an attribute, as PyTorch's
         own layers read theirs."""
         held = self._parameters
