@@ -41,7 +41,7 @@ __device__ __forceinline__ void take(const uint4& chunk, bool& any, T (&best)[LA
 // compares as. With the window's size known at compile time (KH, KW > 0: the 2 x 2 and 3 x 3 of
 // VGG and ResNet) the window's chunks are all loaded before the first comparison, so that a
 // thread waits for memory once instead of once a pixel (the runtime loop's loads were serial):
-// 10-22% faster on VGG-16's and ResNet-50's poolings on the H200 (results/h200/20261202i).
+// 11-22% less time on VGG-16's and ResNet-50's poolings on the H200 (results/h200/20261202i).
 template <typename T, int LANES, float (*VALUE)(T), int KH, int KW>
 __device__ __forceinline__ void pool_chunks(const uint4* __restrict__ x, uint4* __restrict__ y,
                                             int height, int width, int chunks, int out_h,
