@@ -103,11 +103,14 @@ __device__ __forceinline__ void pool_chunks(const uint4* __restrict__ x, uint4* 
 
 // An entry a storage type and window: _KHxKW where the window is unrolled, none where it is
 // walked at run time (the launcher picks; pool_launch.py names them).
-#define POOL_ENTRY(name, T, LANES, VALUE, KH, KW)                                                   \
-    extern "C" __global__ void name(POOL_PARAMS) { pool_chunks<T, LANES, VALUE, KH, KW>(POOL_ARGS); }
-#define POOL_ENTRIES(name, T, LANES, VALUE)                                                         \
-    POOL_ENTRY(name, T, LANES, VALUE, 0, 0)                                                        \
-    POOL_ENTRY(name##_2x2, T, LANES, VALUE, 2, 2)                                                  \
+#define POOL_ENTRY(name, T, LANES, VALUE, KH, KW)                                          \
+    extern "C" __global__ void name(POOL_PARAMS)                                               \
+    {                                                                                          \
+        pool_chunks<T, LANES, VALUE, KH, KW>(POOL_ARGS);                                       \
+    }
+#define POOL_ENTRIES(name, T, LANES, VALUE)                                                    \
+    POOL_ENTRY(name, T, LANES, VALUE, 0, 0)                                                    \
+    POOL_ENTRY(name##_2x2, T, LANES, VALUE, 2, 2)                                              \
     POOL_ENTRY(name##_3x3, T, LANES, VALUE, 3, 3)
 
 POOL_ENTRIES(max_pool_nhwc_f32, float, 4, lane_value)
