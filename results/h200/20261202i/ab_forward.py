@@ -3,8 +3,8 @@ ResNet-50 (bf16 channels-last, batch 32) through `optimize()` from the store, it
 timed on the host (synchronized) with Conv2d's forward and the stream getter as they are, then
 as session 76 had them (copied below: the weight, bias and rounded weight read as attributes,
 PyTorch's stream getter looked up on torch._C each call), rounds alternating, medians. Call 6
-timed the new code on another start of the machine, whose host ran PyTorch's own calls 10-45%
-faster than call 5's: no comparison across starts.
+timed the new code on another start of the machine, whose host ran PyTorch's own calls in
+17-62% less time than call 5's: no comparison across starts.
 
     python3 ab_forward.py [--storage URL] [--rounds 15] [--forwards 20] > out.md
 """
