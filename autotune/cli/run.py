@@ -298,6 +298,10 @@ def tune(request: RunRequest, say: Say = say_on_stderr, on_progress=None) -> Run
             outcome = tuner.run(studies, request.budget, request.time_limit_s, campaign.skipped)
     finally:
         campaign.stop()
+    # The summary reads the tuned families' current code only, as `autotune best` does: a
+    # faster row of a kernel's older text is no result of this run's code.
+    runner = tuner.runner
+    campaign.store.read_current({s.family.name: runner.kernel_digest(s.family) for s in studies})
     table = best_table(campaign.store, device=campaign.info.name, family=None)
     tuned = {(s.study.family.name, s.study.problem.key) for s in outcome.studies}
     table = table[[(f, k) in tuned for f, k in zip(table["family"], table["shape"], strict=True)]]

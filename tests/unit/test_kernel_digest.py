@@ -127,3 +127,33 @@ def test_backfill_gives_old_rows_their_familys_digest_once(tmp_path) -> None:
     assert store.backfill_digests({"direct_naive": "d1"}) == 1  # b already has a d1 row
     assert store.best()["evaluations"].tolist() == [2]
     assert store.backfill_digests({"direct_naive": "d1"}) == 0
+
+
+def test_a_runs_closing_table_shows_its_current_code_not_a_faster_old_row(
+    tmp_path, monkeypatch
+) -> None:
+    # On the H200 (2026-12-03) `autotune run` closed with a configuration of tc_wgmma's text of
+    # days before, measured once and faster, as its best; `autotune best` left it out.
+    import autotune.gpu.evaluator
+    from click.testing import CliRunner
+
+    from autotune.cli.app import main
+    from tests.conftest import SyntheticEvaluator
+
+    evaluator = SyntheticEvaluator(lambda defines: 1.0)
+    monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: evaluator)
+    db = str(tmp_path / "r.db")
+    (study,), _ = plan_studies([(DirectNaive(), PROBLEM)], DeviceLimits())
+    with Store(db) as store:  # one row of older code, ten times faster than today's
+        device = store.register_device(evaluator.device)
+        run = store.start_run(device, "before", {})
+        old = Measurement.from_samples([0.1] * 3)
+        config = study.space.configs[0]
+        store.record(run, device, "direct_naive", PROBLEM, config, old, 1, kernel_digest="0" * 16)
+    args = ["run", "--family", "direct_naive", "--shape", "N=29,K=5,C=7,F=9", "--budget", "2"]
+    args += ["--no-baseline", "--storage", db, "--cache-dir", str(tmp_path / "cubins")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    (row,) = [line for line in result.output.splitlines() if line.startswith("| direct_naive")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert "1.0" in cells and "0.1" not in cells
