@@ -6,6 +6,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from click.testing import CliRunner
+
+import autotune.gpu.evaluator
+from autotune.cli.app import main
 from autotune.families import kernel_digests, with_directories
 from autotune.families.direct_naive import DirectNaive
 from autotune.families.files import INCLUDE_DIR, KERNEL_DIR, SPACE_DIR
@@ -16,6 +20,7 @@ from autotune.store import Store
 from autotune.tuning.runners import GpuRunner
 from autotune.tuning.studies import plan_studies
 from autotune.tuning.tuner import Tuner
+from tests.conftest import SyntheticEvaluator
 
 PROBLEM = ConvProblem(N=29, K=5, C=7, F=9)
 
@@ -134,12 +139,6 @@ def test_a_runs_closing_table_shows_its_current_code_not_a_faster_old_row(
 ) -> None:
     # On the H200 (2026-12-03) `autotune run` closed with a configuration of tc_wgmma's text of
     # days before, measured once and faster, as its best; `autotune best` left it out.
-    import autotune.gpu.evaluator
-    from click.testing import CliRunner
-
-    from autotune.cli.app import main
-    from tests.conftest import SyntheticEvaluator
-
     evaluator = SyntheticEvaluator(lambda defines: 1.0)
     monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: evaluator)
     db = str(tmp_path / "r.db")
