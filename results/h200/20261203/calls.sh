@@ -149,4 +149,58 @@ case "${1:?1}" in
     say "run again: rc=$? $((SECONDS - s)) s"; grep -E "new evaluations|^\| tc_wgmma" "$OUT/run_again.log" | cut -c1-400 >> "$OUT/summary.txt"
     python3 -m autotune best --family tc_wgmma --dtype bf16 --columns shape,config,time_ms,measurements 2>&1 | grep "N=12,K=3,C=1024,F=1024" | cut -c1-400 >> "$OUT/summary.txt"
     pack ;;
+6)  # Call 4: cuDNN's kernel on bf16's 7x7 C = 512 F = 2048 (128 x 224 tiles, 112 of them, 4
+    # stages, clusters of 4) is 11% faster warm than our pick (128 x 112, persistent). Our own
+    # 128 x 224 tiles are slower still (0.0134 ms stored by TMA at 3 stages, 0.0161-0.0166 from
+    # registers at 3-5), so the stages are not it. Nsight Compute, warp states and schedulers
+    # included, on ours at 128 x 224 (3 stages, TMA store), our pick and cuDNN's.
+    # Predicted: at the same clock, ours at 128 x 224 has its consumer warps waiting on the
+    # slots' mbarriers (the loads) for most of their stalls, and issues more instructions a tile
+    # than cuDNN's; cuDNN's L2 sectors read a tile fewer (its clusters share an operand).
+    install || exit 1
+    NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+    "$NCU" --query-metrics --chip gh100 2>&1 | grep -i -E "stall|issue_active|inst_executed.sum " | cut -c1-140 > "$OUT/ncu_stall_names.txt"
+    SECTIONS="--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section LaunchStats --section InstructionStats"
+    MORE="--metrics sm__cycles_elapsed.avg.per_second,smsp__inst_executed.sum,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_gmma.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_gmma.sum"
+    W224='{"BM":128,"BN":224,"C_OUTER":1,"GEMM_1X1":1,"L1_CACHE":0,"MULTICAST":0,"MULTICAST_BLOCKS":2,"PERSISTENT":0,"PINGPONG":0,"PRODUCER":1,"SPLIT_CLUSTER":0,"SPLIT_K":1,"STAGES":3,"STAGING":1,"STORE_TMA":1,"STREAM_K":0,"TILES_PER_BLOCK":1,"TMA":1,"WG":2}'
+    C7='{"BM":128,"BN":112,"C_OUTER":1,"GEMM_1X1":1,"L1_CACHE":0,"MULTICAST":0,"MULTICAST_BLOCKS":2,"PERSISTENT":1,"PINGPONG":0,"PRODUCER":1,"SPLIT_CLUSTER":0,"SPLIT_K":1,"STAGES":6,"STAGING":1,"STORE_TMA":1,"STREAM_K":0,"TILES_PER_BLOCK":1,"TMA":1,"WG":2}'
+    for v in w224 pick; do
+        c=$W224; [ $v = pick ] && c=$C7
+        s=$SECONDS; timeout -k 5 120 "$NCU" --target-processes all --kernel-name regex:^tc_wgmma\$ --launch-skip 3 --launch-count 1 --cache-control none --clock-control none --print-details all $SECTIONS $MORE \
+            python3 results/h200/20261201/placement.py --shape N=7,K=1,C=512,F=2048,B=32 --dtype bf16 --config "$c" --repeats 5 > "$OUT/ncu_ours_$v.txt" 2>&1
+        say "ncu ours $v: rc=$? $((SECONDS - s)) s"
+    done
+    s=$SECONDS; timeout -k 5 120 "$NCU" --target-processes all --profile-from-start off --cache-control none --clock-control none --print-details all $SECTIONS $MORE \
+        python3 results/h200/20261202b/cudnn_flushed.py 7 1 512 2048 32 1 bf16 > "$OUT/ncu_cudnn.txt" 2>&1
+    say "ncu cudnn: rc=$? $((SECONDS - s)) s"
+    for f in "$OUT"/ncu_ours_*.txt "$OUT"/ncu_cudnn.txt; do
+        say "== $(basename $f): $(grep -E "Duration|SM Frequency|Compute \(SM\) Throughput|Executed Instructions |Issue Slots Busy|No Eligible|Warp Cycles Per Issued|lts__t_sectors|smsp__inst_executed.sum|Stall|stall" "$f" | sed 's/  */ /g' | head -30 | tr '\n' ';')"
+    done
+    pack ;;
+7)  # Call 6: warm, cuDNN's kernel on bf16's 7x7 C = 512 F = 2048 reads 499k L2 sectors where
+    # ours at 128 x 224 reads 760k and our pick 1,216k, and issues 644k instructions to our
+    # 1,119k / 1,393k; all three at 1.76-1.80 GHz. Its clusters of four share an operand. Ours
+    # in clusters of four lost at 128 x 224 (0.0195 ms) because 130 tiles in clusters of four
+    # do not fit at once: an H200 holds 30 such clusters (120 blocks; session 65), and the grid
+    # is also rounded up to whole clusters. cuDNN's 112 tiles are 28 clusters. In our
+    # orientation 256 x 128 tiles make 7 x 16 = 112 too (two consumer warpgroups of two m64
+    # rows), and no search of the stores ever measured a 256-pixel tile on these layers.
+    # wide256.toml, exhaustively, on the four 16-bit 1x1 layers below cuDNN in both dtypes,
+    # then both sides on them.
+    # Predicted: on 7x7 C = 512 F = 2048, 256 x 128 in clusters of four sharing the input
+    # (MULTICAST = 1) is the pick in both dtypes, 5-10% under the current pick (12.35 us in
+    # bf16), at 1.0x cuDNN or more; on 14x14 C = 1024 F = 512 (100 tiles, 25 clusters) 2-5%
+    # faster; on the other two (196 and 50 tiles, neither whole clusters of four along F)
+    # no new pick.
+    install || exit 1
+    restore_db
+    mark
+    W16="--shape N=7,K=1,C=512,F=2048,B=32 --shape N=14,K=1,C=1024,F=512,B=32 --shape N=14,K=1,C=1024,F=256,B=32 --shape N=28,K=1,C=512,F=256,B=32"
+    for d in bf16 fp16; do
+        s=$SECONDS; timeout -k 5 200 python3 -m autotune run --family tc_wgmma $W16 --layout NHWC --dtype $d --subspace $HERE/wide256.toml --exhaustive --no-baseline --time-limit 180 > "$OUT/sweep_$d.log" 2>&1
+        say "sweep wide256 $d: rc=$? $((SECONDS - s)) s: $(grep 'new evaluations' "$OUT/sweep_$d.log")"
+        grep "^| tc_wgmma" "$OUT/sweep_$d.log" | cut -c1-330 >> "$OUT/summary.txt"
+    done
+    for d in bf16 fp16; do both_sides $d 3 $W16; done
+    delta; pack ;;
 esac
