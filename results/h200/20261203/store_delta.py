@@ -8,10 +8,11 @@ with the older evaluations that new repeats belong to (merge matches those by th
 keys and skips them) and the runs those rows name. The returned file is a fraction of the
 store, which is larger than a call brings back comfortably.
 
-`autotune data pack --since TIME` makes such a file too, for a call that only adds runs (calls
-1 and 2 here). It packs each run with its own evaluations and leaves out the repeats a run made
-of older ones, as a committed campaign file should, so a call of `remeasure --again` (session
-74's 1,472 repeats) would come back without its measurements: this script keeps them.
+`autotune data pack --since TIME` makes such a file too where a call measures nothing stored
+before it (calls 1, 2 and 7 here: their two repeats are of call 1's own evaluation). It packs
+each run with its own evaluations and leaves out the repeats a run made of older ones, as a
+committed campaign file should, so a call of `remeasure --again` (session 74's 1,472 repeats)
+would come back without its measurements: this script keeps them.
 """
 
 import json
