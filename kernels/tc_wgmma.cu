@@ -47,7 +47,8 @@
 // without im2col addressing.
 //
 // STORE_TMA = 1 (with TMA, SPLIT_K = 1): each consumer warpgroup writes its rows of the finished
-// tile (after the epilogue, in the storage type) into shared memory, in 128-byte-wide panels in
+// tile (after the epilogue, in the storage type; 16-bit outputs without an epilogue by stmatrix,
+// four 8 x 8 blocks a warp's instruction) into shared memory, in 128-byte-wide panels in
 // the 128-byte swizzle, and one thread stores each panel by a tensor-memory copy through a tiled
 // map of the output: whole 128-byte rows, clipped by the hardware at the output's edges, and
 // issued asynchronously, so that the next tile's main loop runs while it drains (the staging
@@ -1076,6 +1077,19 @@ __device__ __forceinline__ void stage_pair(unsigned stage, int r, int c, float v
 #endif
 }
 
+#if STORAGE != 0
+// Four 8 x 8 matrices of 16-bit outputs into the staging tile by one stmatrix: this lane's
+// registers hold its pair (row lane / 4, columns 2 (lane % 4) and + 1) of each matrix, as
+// wgmma's accumulators hold an 8 x 8 block, and `at` is where row lane % 8 of matrix lane / 8
+// goes. One instruction a warp stores what 4 st.shared a thread did: a 16-bit 128 x 224 tile's
+// staging took 0.97 us that way, issuing (results/h200/20261203b).
+__device__ __forceinline__ void stage_matrices(unsigned at, unsigned m0, unsigned m1, unsigned m2, unsigned m3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(m0), "r"(m1),
+                 "r"(m2), "r"(m3));
+}
+#endif
+
 #if RESIDUAL_TMA
 // The residual pair staged where outputs c and c + 1 of row r go, as FP32.
 __device__ __forceinline__ EpiPair staged_residual(unsigned stage, int r, int c)
@@ -1185,6 +1199,22 @@ __device__ __forceinline__ void store_tile_tma(
                     stage_pair(stage, r, c, v0, v1);
                 }
         }
+    }
+#elif STORAGE != 0
+    // No epilogue, 16-bit outputs: the accumulators as they are (the map's edges clip the rows
+    // and columns past the output), two column groups of both row halves a stmatrix.
+    static_assert((BN / 8) % 2 == 0, "whole pairs of 8-column groups");
+    (void)row0;
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi) {
+        const int j = lane / 8;  // the matrix this lane addresses a row of: row half j % 2, group g + j / 2
+        const int r = mi * 64 + 16 * q + 8 * (j % 2) + lane % 8;
+#pragma unroll
+        for (int g = 0; g < BN / 8; g += 2)
+            stage_matrices(staged_at(stage, r, 8 * (g + j / 2)), to_storage2(acc[mi][4 * g], acc[mi][4 * g + 1]),
+                           to_storage2(acc[mi][4 * g + 2], acc[mi][4 * g + 3]),
+                           to_storage2(acc[mi][4 * g + 4], acc[mi][4 * g + 5]),
+                           to_storage2(acc[mi][4 * g + 6], acc[mi][4 * g + 7]));
     }
 #else
 #pragma unroll
