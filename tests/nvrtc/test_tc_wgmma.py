@@ -742,6 +742,13 @@ COMPILE_SAMPLE = [
         "fp16",
         tma(192, 96, 3, 4, store=1, staging=2, persistent=1),
     ),
+    # 16-bit outputs without an epilogue staged by stmatrix: two m64 rows a warpgroup, a
+    # tail panel after the whole one, clusters of four sharing the input.
+    (
+        ConvProblem(N=7, K=1, C=512, F=2048, B=32),
+        "fp16",
+        tma(256, 96, 2, 3, store=1, gemm_1x1=1, multicast=1, group=4),
+    ),
     # Deep pipelines taking tiles in turn, the output stored from registers (7 and 8 stages).
     (
         ConvProblem(N=28, K=3, C=512, F=512, B=32),
