@@ -71,6 +71,13 @@ class LookupMiss(LookupError):
     """Nothing stored can serve the shape (the message says why)."""
 
 
+# A miss whose shapes the store measured only with a kernel's previous code.
+OLDER_CODE = (
+    "of a previous version of the kernels' code, which changed since: `autotune remeasure` "
+    "times them with the current code, without searching again"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Stored:
     """One stored best: a family's fastest verified configuration of one shape."""
@@ -102,8 +109,12 @@ class Catalogue:
         copy_gbps: float | None = None,
         families: Mapping[str, Family] | None = None,
         ranking: Ranking = by_evidence,
+        older: Iterable[str] = (),
     ) -> None:
         self.families = dict(FAMILIES if families is None else families)
+        # Plain problems' keys stored only as measurements of a kernel's previous code, which
+        # a miss names: `autotune remeasure` times them again, where tuning would search anew.
+        self.older = frozenset(older)
         self.copy_gbps = copy_gbps
         self.ranking = ranking
         self.problems: dict[str, ConvProblem] = {}
@@ -154,7 +165,13 @@ class Catalogue:
             rows.append((problem, Stored(family, config, float(time_ms), float(gflops))))
         ceilings = store.ceilings(device=device, protocol=protocol)
         copy = ceilings[ceilings["name"] == "copy_bandwidth"]["value"]
-        return cls(rows, float(copy.iloc[0]) if len(copy) else None, families)
+        older = []
+        for values in store.older_code_shapes(device, "conv2d", protocol):
+            try:
+                older.append(replace(problem_from_dict(values, "conv2d"), epilogue="").key)
+            except (ProblemError, TypeError, ValueError):
+                continue  # a row this version cannot read
+        return cls(rows, float(copy.iloc[0]) if len(copy) else None, families, older=older)
 
     def rows(self) -> Iterator[tuple[ConvProblem, Stored]]:
         """Every stored best it holds, as it was given."""
@@ -312,9 +329,13 @@ class Catalogue:
     def miss_reason(self, problem: ConvProblem, on_miss: str) -> str:
         if problem.key in self.best:
             return f"no stored configuration of {problem.key} can be called at run time"
+        if replace(problem, epilogue="").key in self.older:
+            return f"the store's verified configurations of {problem.key} are all {OLDER_CODE}"
         if on_miss == "tune":
             return f"tuning {problem.key} stored no verified configuration"
         if not self.problems:
+            if self.older:
+                return f"the store's verified 2D convolutions on this device are all {OLDER_CODE}"
             return "the store holds no verified 2D convolution for this device and protocol"
         if on_miss == "error":
             return f"nothing stored for {problem.key} (on_miss='error')"

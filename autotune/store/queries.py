@@ -3,6 +3,7 @@ commands read (the devices, ceilings and baselines: measured.py)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -264,6 +265,22 @@ class Queries(StoreBase):
             .order_by(d.name, e.family)
         )
         return self._frame(query, "cannot read summary")
+
+    def older_code_shapes(
+        self, device: str, kind: str, protocol: int | None = None
+    ) -> list[dict[str, object]]:
+        """The shapes (problem fields) of `device`'s studies of `kind` whose verified
+        configurations are all of a family's previous code: none where the store reads every
+        code (no read_current)."""
+        if not self.kernels:
+            return []
+        current = set(self.best(device=device, kind=kind, protocol=protocol)["problem_key"])
+        every = self.best(device=device, kind=kind, protocol=protocol, kernels={})
+        return [
+            json.loads(shape) if isinstance(shape, str) else shape
+            for key, shape in zip(every["problem_key"], every["shape"], strict=True)
+            if key not in current
+        ]
 
     def _current(self, kernels: Kernels | None) -> list[sa.ColumnElement[bool]]:
         """The evaluations of the current code of the families in kernels (the store's unless

@@ -45,11 +45,13 @@ class Synthetic:
         if copy_gbps:
             self.store.record_ceiling(self.device_id, "copy_bandwidth", copy_gbps, "GB/s", "")
 
-    def record(self, family, problem, config, time_ms, status=Status.OK, protocol=None):
+    def record(self, family, problem, config, time_ms, status=Status.OK, protocol=None, digest=""):
         m = Measurement(status, time_ms=time_ms, samples_ms=(time_ms,), error="")
         if protocol is not None:
             m = Measurement(status, time_ms=time_ms, samples_ms=(time_ms,), protocol=protocol)
-        self.store.record(self.run_id, self.device_id, family, problem, config, m, problem.flops)
+        self.store.record(
+            self.run_id, self.device_id, family, problem, config, m, problem.flops, digest
+        )
 
     def catalogue(self, **kwargs) -> Catalogue:
         return Catalogue.from_store(self.store, DEVICE, **kwargs)
@@ -206,6 +208,34 @@ def test_an_empty_store_is_a_miss_for_every_policy(synthetic):
     for policy in ("nearest", "error"):
         assert list(resolve(catalogue, NEW, LIMITS, policy)[1]) == []
     assert "no verified" in catalogue.miss_reason(NEW, "nearest")
+
+
+def test_a_shape_measured_only_with_a_kernels_previous_code_is_a_miss_that_says_remeasure(
+    synthetic,
+):
+    # A store tuned before the kernel changed, read as the runtime reads it (current code only).
+    fused = replace(A, dtype="bf16", layout="NHWC", epilogue="bias_relu")
+    synthetic.record("implicit_gemm", A, config_of("implicit_gemm", A), 0.020, digest="old")
+    synthetic.record("tc_wgmma", fused, config_of("tc_wgmma", fused), 0.010, digest="old")
+    synthetic.store.read_current({"implicit_gemm": "new", "tc_wgmma": "new"})
+    catalogue = synthetic.catalogue()
+    assert list(resolve(catalogue, A, LIMITS, "error")[1]) == []
+    for problem in (A, fused, replace(fused, epilogue="")):
+        assert "`autotune remeasure`" in catalogue.miss_reason(problem, "nearest"), problem
+    assert "remeasure" in catalogue.miss_reason(NEW, "nearest")  # nothing current at all
+    # Once a shape has a measurement of the current code, the others still say remeasure.
+    synthetic.record("implicit_gemm", A, config_of("implicit_gemm", A), 0.025, digest="new")
+    catalogue = synthetic.catalogue()
+    assert [c.family for c in catalogue.stored(A)] == ["implicit_gemm"]
+    assert "`autotune remeasure`" in catalogue.miss_reason(fused, "nearest")
+    assert "remeasure" not in catalogue.miss_reason(NEW, "error")
+
+
+def test_a_store_read_whole_never_says_remeasure(synthetic):
+    synthetic.record("implicit_gemm", A, config_of("implicit_gemm", A), 0.020, digest="old")
+    catalogue = synthetic.catalogue()  # no read_current: every code's rows count
+    assert [c.family for c in catalogue.stored(A)] == ["implicit_gemm"]
+    assert "remeasure" not in catalogue.miss_reason(NEW, "error")
 
 
 def test_which_families_the_runtime_can_call():
