@@ -4,7 +4,8 @@
 // ordered (ky, kx, c) so that it is contiguous in C for the NHWC input (B, S, S, C) and the FKKC
 // filters alike. Both operands are K-major tiles in shared memory, one 128-byte row deep (BK = 64
 // 16-bit or 32 FP32 elements), laid out in the 128-byte swizzle that wgmma's matrix descriptors
-// read: the 16-byte chunk j of row r sits at chunk j ^ (r % 8), each 8-row group 1024 bytes. A
+// read: the 16-byte chunk j of row r sits at chunk j ^ (r % 8), each 8-row group 1024 bytes
+// (with TMA, STEP_BYTES = 64: one 64-byte row deep, in the 64-byte swizzle). A
 // block computes BM pixels x BN filters with WG consumer warpgroups, each MI = BM / (64 WG) m64
 // tiles of wgmma per 32-byte-deep step (m64nBNk16 for 16-bit storage, m64nBNk8 TF32 for FP32
 // storage: the tensor cores read the FP32 bits and ignore their low 13 mantissa bits, so no
@@ -129,7 +130,7 @@
 //
 // Defines: B C N K F STRIDE, PAD and TAIL (problem), STORAGE (0 fp32/tf32, 1 fp16, 2 bf16), BM
 // BN WG STAGES SPLIT_K PRODUCER C_OUTER L1_CACHE TILES_PER_BLOCK TMA STORE_TMA GEMM_1X1
-// STAGING PINGPONG STREAM_K MULTICAST MULTICAST_BLOCKS SPLIT_CLUSTER (and HALF_BLOCK and STREAM_K_BLOCKS, the plan's); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
+// STAGING PINGPONG STREAM_K MULTICAST MULTICAST_BLOCKS SPLIT_CLUSTER STEP_BYTES (and HALF_BLOCK and STREAM_K_BLOCKS, the plan's); with a fused epilogue, EPILOGUE and the EPI_ defines of epilogue.cuh: applied where
 // the output is stored (store_tile, or with SPLIT_K > 1 tc_wgmma_reduce), whose kernel then
 // takes the epilogue's inputs after y.
 
@@ -172,7 +173,14 @@ typedef u16 out_t;
 #define S_IN ((N - 1) * STRIDE + K + TAIL)
 #define KG (K * K * C)
 #define M_ALL (B * N * N)
-#define BK (128 / ELEM_BYTES)  // reduction elements a step: one 128-byte row
+// Bytes of the reduction a step, a row of each tile: 128 (the 128-byte swizzle) or, with TMA,
+// 64 (the 64-byte swizzle: half the slot, so twice the stages in the same shared memory, and
+// 16-bit C = 96 in three whole steps where 128-byte ones take a full and a half one; cuDNN's
+// kernels step 32 16-bit elements on OverFeat's C = 96 and VGG-16's 224x224 C = 64).
+#ifndef STEP_BYTES
+#define STEP_BYTES 128
+#endif
+#define BK (STEP_BYTES / ELEM_BYTES)  // reduction elements a step: one row of a tile
 #define K_STEP (32 / ELEM_BYTES)  // reduction elements a wgmma: 32 bytes
 #define CHUNK_ELEMS (16 / ELEM_BYTES)  // elements a 16-byte chunk
 // 16-byte copies: C a whole number of chunks, so that none straddles a filter tap.
@@ -189,6 +197,9 @@ typedef u16 out_t;
 #endif
 #if TMA && !(PRODUCER && C_OUTER)
 #error "TMA copies are issued by the producer warpgroup, a tap of a channel block each (C_OUTER)"
+#endif
+#if STEP_BYTES != 128 && !(STEP_BYTES == 64 && TMA)
+#error "STEP_BYTES: 128, or 64 with TMA (the gathers copy 8 chunks a row)"
 #endif
 #if WG == 3 && !TMA
 #error "three consumer warpgroups (WG = 3) take TMA-loaded tiles: the gathers' producer needs more registers"
@@ -287,8 +298,8 @@ typedef u16 out_t;
 #define ROW_STEP (LOADERS / CHUNK_COLS)
 #define A_ROWS (BM / ROW_STEP)
 #define B_ROWS (BN / ROW_STEP)
-#define A_BYTES (BM * 128)
-#define STAGE_BYTES ((BM + BN) * 128)
+#define A_BYTES (BM * STEP_BYTES)
+#define STAGE_BYTES ((BM + BN) * STEP_BYTES)
 #ifndef HALF_BLOCK
 #define HALF_BLOCK 0
 #endif
@@ -898,8 +909,8 @@ __device__ __forceinline__ void row_bases(int (&a_base)[A_ROWS], int m0, int row
 #define PARTIAL_STEPS (C % BK != 0)
 #define LAST_SLICES ((C % BK + K_STEP - 1) / K_STEP)
 #define SHORT_STEP(kt) ((kt) / (K * K) == C / BK)
-#if HALF_BLOCK && !(TMA && PARTIAL_STEPS && C % BK <= BK / 2)
-#error "HALF_BLOCK: TMA copies of a last channel block at most half full"
+#if HALF_BLOCK && !(TMA && STEP_BYTES == 128 && PARTIAL_STEPS && C % BK <= BK / 2)
+#error "HALF_BLOCK: TMA copies of a last channel block at most half full, of 128-byte steps"
 #endif
 #else
 #define PARTIAL_STEPS (KG % BK != 0)
@@ -908,9 +919,9 @@ __device__ __forceinline__ void row_bases(int (&a_base)[A_ROWS], int m0, int row
 #endif
 
 // The first SLICES wgmmas along K of a step of consumer warpgroup cwg on the tiles in `slot`:
-// tiles of ROW-byte rows, 128 in the 128-byte swizzle or (HALF_BLOCK's steps) 64 in the 64-byte
-// swizzle, the B tile after A's BM rows.
-template <int SLICES, int ROW = 128>
+// tiles of ROW-byte rows, 128 in the 128-byte swizzle or 64 (STEP_BYTES = 64, or HALF_BLOCK's
+// steps) in the 64-byte swizzle, the B tile after A's BM rows.
+template <int SLICES, int ROW = STEP_BYTES>
 __device__ __forceinline__ void mma_slices(float (&acc)[MI][BN / 2], unsigned slot, int cwg)
 {
     wgmma_fence();
@@ -937,7 +948,7 @@ __device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot
 {
 #if PARTIAL_STEPS
     if (SHORT_STEP(kt)) {
-        mma_slices<LAST_SLICES, HALF_BLOCK ? HALF_ROW : 128>(acc, slot, cwg);
+        mma_slices<LAST_SLICES, HALF_BLOCK ? HALF_ROW : STEP_BYTES>(acc, slot, cwg);
         return;
     }
 #endif
@@ -1343,11 +1354,11 @@ __device__ __forceinline__ void produce_steps(
         const bool short_step = SHORT_STEP(kt);
         const tensor_map_t* xm = short_step ? xh_map : x_map;
         const tensor_map_t* wm = short_step ? wh_map : w_map;
-        const unsigned row = short_step ? HALF_ROW : 128;
+        const unsigned row = short_step ? HALF_ROW : STEP_BYTES;
 #else
         const tensor_map_t* xm = x_map;
         const tensor_map_t* wm = w_map;
-        const unsigned row = 128;
+        const unsigned row = STEP_BYTES;
 #endif
         // Both tiles land in every block: a part of the shared one from each block of the group.
         mbar_arrive_expect_tx(bar, (BM + BN) * row);

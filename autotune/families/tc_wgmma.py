@@ -15,13 +15,13 @@ from autotune.model.problem import ConvProblem
 from autotune.model.space import Config
 
 # The kernel indexes input, filters and output with 32-bit integers.
-ROW_BYTES = 128  # a step of the reduction: one 128-byte swizzle row of K
+ROW_BYTES = 128  # an output panel's row, and a step's row of K unless STEP_BYTES says 64
 SWIZZLE_ALIGN = 1024  # the 128-byte swizzle repeats every 8 rows; the slots start aligned to it
 WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
     "TMA", "STORE_TMA", "GEMM_1X1", "STAGING", "PINGPONG", "STREAM_K", "MULTICAST",
-    "MULTICAST_BLOCKS", "SPLIT_CLUSTER",
+    "MULTICAST_BLOCKS", "SPLIT_CLUSTER", "STEP_BYTES",
 )  # fmt: skip
 # Threads a block of the space-to-depth rewrite (S2D_BLOCK in the kernel): a 16-byte chunk each.
 S2D_BLOCK = 256
@@ -59,9 +59,17 @@ def tile_count(problem: ConvProblem, config: Config) -> int:
     return tiles_f * tiles_m
 
 
-def reduction_step(problem: ConvProblem) -> int:
-    """Reduction elements a step (BK): 64 16-bit or 32 FP32 values."""
-    return ROW_BYTES // problem.precision.bytes
+def step_bytes(config: Config | None) -> int:
+    """Bytes of the reduction a step, each tile row's (the kernel's STEP_BYTES): 128, or with
+    TMA 64 (the 64-byte swizzle)."""
+    values = {} if config is None else config.as_dict()  # a config stored before it: 128
+    return int(values.get("STEP_BYTES", ROW_BYTES))
+
+
+def reduction_step(problem: ConvProblem, config: Config | None = None) -> int:
+    """Reduction elements a step (BK): 64 16-bit or 32 FP32 values, half that with 64-byte
+    steps."""
+    return step_bytes(config) // problem.precision.bytes
 
 
 def space_to_depth(problem: ConvProblem) -> ConvProblem | None:
@@ -96,10 +104,17 @@ def half_block(problem: ConvProblem, config: Config) -> bool:
     configurations in each 16-bit dtype, with and without it, on two machines), by 14-23%
     (results/h200/20261201h, calls 5 and 6); through the full box the zeros cost as much to
     copy as data. Left out of stream-K at 256 filters a tile (128
-    accumulators a thread), where its second path spilled 8-24 bytes in 16 bits."""
+    accumulators a thread), where its second path spilled 8-24 bytes in 16 bits, and of 64-byte
+    steps (whose half would be 32-byte rows)."""
     rest = problem.C % reduction_step(problem)
     spills = int(config["STREAM_K"]) and int(config["BN"]) == 256
-    return bool(int(config["TMA"])) and not spills and 0 < rest <= reduction_step(problem) // 2
+    narrow = step_bytes(config) != ROW_BYTES
+    return (
+        bool(int(config["TMA"]))
+        and not spills
+        and not narrow
+        and 0 < rest <= reduction_step(problem) // 2
+    )
 
 
 def tensor_maps(
@@ -128,7 +143,7 @@ def tensor_maps(
     # lies outside the image.
     lower, upper = -p.padding, p.padding + 1 - p.K - p.tail
     # A copy's pixels and filters: the tile's, or a block's part of the tile a group shares.
-    step, pixels, filters = reduction_step(p), int(config["BM"]), int(config["BN"])
+    step, pixels, filters = reduction_step(p, config), int(config["BM"]), int(config["BN"])
     multicast = int(config["MULTICAST"])
     if multicast == 1:
         pixels //= cluster(config)
@@ -168,7 +183,7 @@ def tensor_maps(
         )
         return x_map, w_map
 
-    maps = input_maps(step, ROW_BYTES)
+    maps = input_maps(step, step_bytes(config))
     if half_block(p, config):  # the last channel block's: half the box, 64-byte rows
         maps += input_maps(step // 2, ROW_BYTES // 2)
     if not int(config["STORE_TMA"]):
@@ -201,7 +216,7 @@ def shared_bytes(config: Config, elem_bytes: int) -> int:
     producer's mbarriers (a full and an empty one a slot, and with STORE_TMA one a consumer
     warpgroup and staging tile for a residual loaded into it)."""
     stages, bm, bn = int(config["STAGES"]), int(config["BM"]), int(config["BN"])
-    slots = stages * (bm + bn) * ROW_BYTES
+    slots = stages * (bm + bn) * step_bytes(config)
     staged = int(config["STORE_TMA"]) * int(config["STAGING"])
     barriers = 16 * stages * int(config["PRODUCER"]) + 8 * int(config["WG"]) * staged
     staging_tile = int(config["WG"]) * warpgroup_rows(config) * bn * elem_bytes
@@ -213,7 +228,8 @@ class TcWgmma(Family):
     description = (
         "implicit GEMM, (B*N*N pixels) x F = gathered NHWC input rows x FKKC filters, on wgmma "
         "(m64nBNk16 BF16/FP16, m64nBNk8 TF32 on the FP32 bits) with both operands in "
-        "128-byte-swizzled shared memory (matrix descriptors) and FP32 accumulators; a multi-stage "
+        "128-byte-swizzled shared memory (matrix descriptors; with TMA, optionally 64-byte steps "
+        "of the reduction in the 64-byte swizzle) and FP32 accumulators; a multi-stage "
         "cp.async pipeline (16-byte chunks where C fills whole ones, an element gather otherwise; "
         "a strided layer whose C does not, as a first layer's C = 3, is rewritten as "
         "space-to-depth first and computed at stride 1), one or two consumer warpgroups (or, with "
@@ -243,7 +259,7 @@ class TcWgmma(Family):
     # Configs stored before the TMA path loaded by cp.async.
     later_tunables = MappingProxyType(
         dict(TMA=0, STORE_TMA=0, GEMM_1X1=0, STAGING=1, PINGPONG=0, PERSISTENT=0, STREAM_K=0)
-        | dict(MULTICAST=0, MULTICAST_BLOCKS=2, SPLIT_CLUSTER=0)
+        | dict(MULTICAST=0, MULTICAST_BLOCKS=2, SPLIT_CLUSTER=0, STEP_BYTES=ROW_BYTES)
     )
     # Asked first by a cold search (made valid for the shape: GEMM_1X1 only where the input is a
     # matrix, PERSISTENT only past a wave of tiles). Four are the greedy choice over 114
@@ -257,6 +273,7 @@ class TcWgmma(Family):
         dict(BM=bm, BN=bn, WG=2, STAGES=stages, SPLIT_K=1, PRODUCER=1, C_OUTER=1, L1_CACHE=0)
         | dict(TILES_PER_BLOCK=1, TMA=1, STORE_TMA=1, GEMM_1X1=gemm, STAGING=staging, PINGPONG=0)
         | dict(PERSISTENT=persistent, STREAM_K=0, MULTICAST=0, MULTICAST_BLOCKS=2, SPLIT_CLUSTER=0)
+        | dict(STEP_BYTES=ROW_BYTES)
         for bm, bn, stages, gemm, persistent, staging in (
             (128, 128, 4, 1, 1, 1),
             (128, 64, 6, 1, 1, 1),

@@ -13,7 +13,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from autotune.families import get_family
-from autotune.families.tc_wgmma import half_block, reduction_step, space_to_depth
+from autotune.families.tc_wgmma import (
+    ROW_BYTES,
+    half_block,
+    reduction_step,
+    space_to_depth,
+    step_bytes,
+)
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.launch import device_grid
 from autotune.gpu.session import GpuSession, TimingPolicy
@@ -120,6 +126,19 @@ def some_of_each(studies, kind, rng: random.Random, most: int) -> list:
         assert chosen, study.label
         picks += [(study, c) for c in rng.sample(chosen, min(most, len(chosen)))]
     return picks
+
+
+def missing_kinds(studies, picks, kind, rng: random.Random) -> list:
+    """One (study, config) of each kind (`kind(config)`; None: none of these) that some study's
+    space holds and the picks lack, drawn by `rng`: a draw over a space that grows must not
+    lose a case."""
+    have = {kind(c) for _, c in picks}
+    found = {}
+    for study in studies:
+        for c in study.space.configs:
+            if kind(c) is not None and kind(c) not in have:
+                found.setdefault(kind(c), []).append((study, c))
+    return [rng.choice(found[k]) for k in sorted(found)]
 
 
 def compiled_failures(tuner, picks) -> list[str]:
@@ -350,9 +369,15 @@ def test_clusters_sharing_a_tile_by_multicast_are_correct(tuner, evaluator, dtyp
             if int(c["MULTICAST"])
             else None
         ),
-        random.Random(f"multicast-{dtype}"),
+        rng := random.Random(f"multicast-{dtype}"),
         6,
     )
+
+    # Every sharing kind at least once, whatever the draws (the spaces must hold each).
+    def shared(c):
+        return (int(c["MULTICAST"]), int(c["MULTICAST_BLOCKS"])) if int(c["MULTICAST"]) else None
+
+    picks += missing_kinds(studies, picks, shared, rng)
     assert {(int(c["MULTICAST"]), int(c["MULTICAST_BLOCKS"])) for _, c in picks} == {
         (1, 2),
         (1, 4),
@@ -382,7 +407,7 @@ def test_tiles_of_112_and_224_filters_are_correct(tuner, evaluator, dtype):
             if int(c["BN"]) in (112, 224)
             else None
         ),
-        random.Random(f"wide-{dtype}"),
+        random.Random(f"narrow64-{dtype}"),
         4,
     )
     assert {int(c["BN"]) for _, c in picks} == {112, 224}
@@ -496,7 +521,7 @@ def test_a_half_full_last_channel_block_copied_at_half_width_is_correct(tuner, e
         lambda c: (
             (int(c["WG"]), int(c["PINGPONG"]), int(c["MULTICAST"]), int(c["PERSISTENT"]))
             + (int(c["STREAM_K"]), int(c["SPLIT_K"]) > 1, int(c["STORE_TMA"]), int(c["GEMM_1X1"]))
-            if int(c["TMA"])
+            if int(c["TMA"]) and step_bytes(c) == ROW_BYTES  # 64-byte steps: no half block
             else None
         ),
         random.Random(f"half-{dtype}"),
@@ -511,6 +536,50 @@ def test_a_half_full_last_channel_block_copied_at_half_width_is_correct(tuner, e
         assert any(int(c[name]) for _, c in picks) or name == "GEMM_1X1" and dtype == "tf32", name
     assert {int(c["WG"]) for _, c in picks} == {1, 2, 3}
     assert any(int(c["SPLIT_K"]) > 1 for _, c in picks)
+    failed = compiled_failures(tuner, picks)
+    assert not failed, "\n".join(failed)
+
+
+# 64-byte steps of the reduction (STEP_BYTES = 64: 32 16-bit or 16 FP32 elements a step, the
+# 64-byte swizzle): C = 96 in whole steps in 16 bits, C = 40, 72, 24 and 104 with a last step
+# part full (one wgmma of two, or in tf32 one of two again: 40 = 2 x 16 + 8), C = 8 in tf32
+# (half a step); batch 1, 3 and 21, N = 7, 13, 29 and 37, strides 2 and 4, padding, a 1x1
+# input as a matrix, a fused residual; one to three consumer warpgroups, tiles in turn,
+# clusters, persistent grids, stream-K, split-K.
+NARROWED = [
+    ConvProblem(N=7, K=5, C=96, F=72, B=1, padding=2),
+    ConvProblem(N=13, K=3, C=40, F=100, B=3),
+    ConvProblem(N=37, K=1, C=72, F=104, B=3),
+    ConvProblem(N=13, K=5, C=24, F=64, B=3, stride=4, padding=1),
+    ConvProblem(N=7, K=3, C=104, F=40, B=3, stride=2),
+    ConvProblem(N=13, K=3, C=8, F=33, B=3),
+    ConvProblem(N=29, K=3, C=72, F=200, B=21, stride=2, padding=1),  # past a wave of tiles
+]
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_64_byte_steps_are_correct(tuner, evaluator, dtype):
+    studies = planned(NARROWED, dtype, evaluator.limits, fused=2)
+    picks = some_of_each(
+        studies,
+        lambda c: (
+            (int(c["WG"]), int(c["PINGPONG"]), int(c["MULTICAST"]), int(c["PERSISTENT"]))
+            + (int(c["STREAM_K"]), int(c["SPLIT_K"]) > 1, int(c["STORE_TMA"]), int(c["GEMM_1X1"]))
+            if step_bytes(c) == 64
+            else None
+        ),
+        random.Random(f"narrow64-{dtype}"),
+        4,
+    )
+    assert {int(c["TMA"]) for _, c in picks} == {1} and not any(
+        half_block(s.problem, c) for s, c in picks
+    )
+    for name in ("PINGPONG", "MULTICAST", "PERSISTENT", "STREAM_K", "STORE_TMA", "GEMM_1X1"):
+        assert any(int(c[name]) for _, c in picks), name
+    assert {int(c["WG"]) for _, c in picks} == {1, 2, 3}
+    assert any(int(c["SPLIT_K"]) > 1 for _, c in picks) and any(s.problem.fused for s, _ in picks)
+    # A last step part full (the short step's path) in every dtype.
+    assert any(s.problem.C % reduction_step(s.problem, c) for s, c in picks)
     failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)
 

@@ -23,6 +23,7 @@ from autotune.families.tc_wgmma import (
     reduction_step,
     shared_bytes,
     space_to_depth,
+    step_bytes,
     tensor_maps,
     threads,
     tile_count,
@@ -70,19 +71,20 @@ def bound(problem: ConvProblem):
 def cfg(
     bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0, gemm_1x1=0,
     staging=1, pingpong=0, persistent=0, stream_k=0, multicast=0, split_cluster=0, group=2,
+    step=128,
 ) -> Config:  # fmt: skip
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
         | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma, STORE_TMA=store)
         | dict(GEMM_1X1=gemm_1x1, STAGING=staging, PINGPONG=pingpong, PERSISTENT=persistent)
         | dict(STREAM_K=stream_k, MULTICAST=multicast, MULTICAST_BLOCKS=group)
-        | dict(SPLIT_CLUSTER=split_cluster)
+        | dict(SPLIT_CLUSTER=split_cluster, STEP_BYTES=step)
     )
 
 
 def tma(
     bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0, staging=1, pingpong=0,
-    persistent=0, stream_k=0, multicast=0, split_cluster=0, group=2,
+    persistent=0, stream_k=0, multicast=0, split_cluster=0, group=2, step=128,
 ) -> Config:  # fmt: skip
     """A configuration loading by TMA: from the producer warpgroup, in channel-block order;
     with `store`, storing its output by TMA too (through `staging` staging tiles); with
@@ -90,11 +92,12 @@ def tma(
     tiles in turn; with `persistent`, one block a multiprocessor; with `stream_k`, the last
     wave's reduction steps shared; with `multicast`, clusters of `group` blocks (two or four)
     sharing the input (1) or the filter tile (2); with `split_cluster`, a split tile's blocks as
-    one cluster."""
+    one cluster; with `step` = 64, 64-byte steps of the reduction."""
     return cfg(
         bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store,
         gemm_1x1=gemm_1x1, staging=staging, pingpong=pingpong, persistent=persistent,
         stream_k=stream_k, multicast=multicast, split_cluster=split_cluster, group=group,
+        step=step,
     )  # fmt: skip
 
 
@@ -115,7 +118,8 @@ def test_only_tensor_core_nhwc_problems_are_computed() -> None:
 
 def test_the_kernel_and_the_module_agree_on_its_constants() -> None:
     source = FAMILY.source_path.read_text()
-    assert "#define BK (128 / ELEM_BYTES)" in source and ROW_BYTES == 128
+    assert "#define STEP_BYTES 128" in source and ROW_BYTES == 128
+    assert "#define BK (STEP_BYTES / ELEM_BYTES)" in source
     assert "#define ELEM_BYTES 4" in source and "#define ELEM_BYTES 2" in source
     conv3 = ConvProblem(N=13, K=3, C=192, F=384, B=128)
     assert {d: reduction_step(nhwc(conv3, d)) for d in ("tf32", "bf16", "fp16")} == {
@@ -126,7 +130,7 @@ def test_the_kernel_and_the_module_agree_on_its_constants() -> None:
     assert f"#define REDUCE_BLOCK {REDUCE_BLOCK}\n" in source
     assert f"#define S2D_BLOCK {S2D_BLOCK}\n" in source
     assert "#define THREADS (128 * (WG + PRODUCER))" in source and WARPGROUP == 128
-    assert "#define STAGE_BYTES ((BM + BN) * 128)" in source
+    assert "#define STAGE_BYTES ((BM + BN) * STEP_BYTES)" in source
     # One wgmma wrapper for every tile width the space offers.
     widths = {int(w) for w in re.findall(r"#(?:el)?if BN == (\d+)", source)}
     (bn,) = [p for p in FAMILY.load_space().parameters if p.name == "BN"]
@@ -157,10 +161,12 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
             assert config["C_OUTER"] == 0 and config["TMA"] == 0
         if config["TMA"]:
             assert (producer, config["C_OUTER"], config["L1_CACHE"]) == (1, 1, 0)
+        else:
+            assert step_bytes(config) == ROW_BYTES  # the gathers copy 128-byte rows
         in_cluster = bool(config["SPLIT_CLUSTER"])  # the splits add up in their cluster
         if in_cluster:
             assert split > 1 and config["TMA"] and not config["MULTICAST"]
-            assert int(config["STAGES"]) * (bm + bn) * ROW_BYTES >= 4 * bm * bn  # accumulators
+            assert int(config["STAGES"]) * (bm + bn) * step_bytes(config) >= 4 * bm * bn
         if config["STORE_TMA"]:  # rows 16-byte aligned, no partial sums
             assert config["TMA"] and (split == 1 or in_cluster)
             assert problem.F * problem.precision.bytes % 16 == 0
@@ -197,7 +203,7 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
         if split == 1 or in_cluster:
             assert len(launches) == 1
         else:
-            assert split * 4 * reduction_step(problem) <= layer.C * layer.K**2
+            assert split * 4 * reduction_step(problem, config) <= layer.C * layer.K**2
             assert plan.scratch == (*rewrite_scratch, ("y_split", (split, pixels, problem.F)))
             (reduce,) = launches[1:]
             assert reduce.args == ("y_split", "y")
@@ -481,7 +487,9 @@ def test_stream_k_is_offered_where_a_wave_is_part_full_and_declares_its_partial_
         tma(64, 128, 1, 4, stream_k=1)
     )
     one_step = bound(nhwc(ConvProblem(N=14, K=1, C=64, F=256, B=32)))
-    assert {int(c["STREAM_K"]) for c in one_step} == {0}
+    assert {int(c["STREAM_K"]) for c in one_step if step_bytes(c) == 128} == {0}
+    # 64-byte steps make it two.
+    assert {int(c["STREAM_K"]) for c in one_step if step_bytes(c) == 64} == {0, 1}
     assert {
         int(c["STREAM_K"]) for c in bound(nhwc(ConvProblem(N=14, K=1, C=64, F=256, B=32), "tf32"))
     } == {0, 1}
@@ -996,3 +1004,74 @@ def test_a_half_full_last_channel_block_is_copied_at_half_width(compiler) -> Non
         problem = nhwc(shape, dtype)
         assert not half_block(problem, other)
         assert "HALF_BLOCK" not in dict(FAMILY.plan(problem, other).defines)
+
+
+def test_64_byte_steps_are_offered_with_tma_and_copy_half_rows() -> None:
+    """STEP_BYTES = 64: a step of 32 16-bit or 16 FP32 elements, both tiles' rows 64 bytes in
+    the 64-byte swizzle; OverFeat's C = 96 in three whole steps a tap, so no half block."""
+    overfeat = nhwc(ConvProblem(N=20, K=5, C=96, F=256, B=128))
+    space = bound(overfeat)
+    assert {int(c["STEP_BYTES"]) for c in space if c["TMA"]} == {64, 128}
+    assert {int(c["STEP_BYTES"]) for c in space if not c["TMA"]} == {128}
+    narrow = tma(128, 128, 2, 8, store=1, multicast=1, step=64)
+    assert space.is_valid(narrow) and not half_block(overfeat, narrow)
+    assert not space.is_valid(cfg(128, 128, 2, 4, producer=1, step=64))  # the gather: 128 only
+    assert reduction_step(overfeat, narrow) == 32
+    assert reduction_step(nhwc(overfeat, "tf32"), narrow) == 16
+    x_map, w_map, y_map = tensor_maps(overfeat, narrow)
+    assert (x_map.box, x_map.swizzle_bytes) == ((32, 64), 64)  # a pair shares the pixels
+    assert (w_map.box, w_map.swizzle_bytes) == ((32, 1, 128), 64)
+    assert (y_map.box, y_map.swizzle_bytes) == ((64, 64), 128)  # the output's panels as before
+    plan = FAMILY.plan(overfeat, narrow)
+    defines = dict(plan.defines)
+    assert defines["STEP_BYTES"] == 64 and "HALF_BLOCK" not in defines
+    # Half the slot: eight stages of 128 x 128 take what four of 128-byte steps take.
+    wide = tma(128, 128, 2, 4, store=1, multicast=1)
+    assert shared_bytes(narrow, 2) == shared_bytes(wide, 2) + 16 * 4  # four more slots' mbarriers
+    # A stored config (no STEP_BYTES) reads as 128-byte steps and builds the same defines.
+    stored = Config.of({k: v for k, v in wide.as_dict().items() if k != "STEP_BYTES"})
+    assert FAMILY.plan(overfeat, stored).defines == FAMILY.plan(overfeat, wide).defines
+
+
+# 64-byte steps compiled: the multiply's descriptors in the 64-byte swizzle, two wgmmas a step
+# along K (one in a short step), in both operand types, alone and in clusters, persistent and
+# stream-K, a 1x1 input as a matrix, a fused epilogue, and a last channel block part full
+# (C = 40 in 16 bits: 32 + 8, the short step's one wgmma).
+NARROW_SAMPLE = [
+    (
+        ConvProblem(N=20, K=5, C=96, F=256, B=128),
+        "bf16",
+        tma(128, 128, 2, 8, store=1, multicast=1, persistent=1, step=64),
+    ),
+    (ConvProblem(N=20, K=5, C=96, F=256, B=128), "fp16", tma(192, 128, 3, 6, store=1, step=64)),
+    (
+        ConvProblem(N=224, K=3, C=64, F=64, B=32),
+        "bf16",
+        tma(256, 64, 2, 8, store=1, persistent=1, staging=2, step=64),
+    ),
+    (
+        ConvProblem(N=28, K=3, C=512, F=512, B=32),
+        "tf32",
+        tma(128, 128, 2, 8, store=1, stream_k=1, step=64),
+    ),
+    (
+        ConvProblem(N=7, K=1, C=512, F=2048, B=32),
+        "fp16",
+        tma(128, 112, 2, 8, store=1, gemm_1x1=1, multicast=2, step=64),
+    ),
+    (
+        ConvProblem(N=13, K=3, C=40, F=100, B=3),
+        "bf16",
+        tma(64, 64, 1, 6, split=2, split_cluster=1, step=64),
+    ),
+    (
+        ConvProblem(N=28, K=1, C=512, F=256, B=32, epilogue="bias_add_relu"),
+        "bf16",
+        tma(128, 128, 2, 8, store=1, gemm_1x1=1, staging=2, persistent=1, step=64),
+    ),
+]
+
+
+@pytest.mark.parametrize(("problem", "dtype", "config"), NARROW_SAMPLE, ids=str)
+def test_64_byte_steps_compile_for_sm90a_without_spills(compiler, problem, dtype, config):
+    test_sampled_configs_compile_for_sm90a_without_spills(compiler, problem, dtype, config)
