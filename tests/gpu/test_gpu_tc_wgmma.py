@@ -407,7 +407,7 @@ def test_tiles_of_112_and_224_filters_are_correct(tuner, evaluator, dtype):
             if int(c["BN"]) in (112, 224)
             else None
         ),
-        random.Random(f"narrow64-{dtype}"),
+        random.Random(f"wide-{dtype}"),
         4,
     )
     assert {int(c["BN"]) for _, c in picks} == {112, 224}
