@@ -534,8 +534,13 @@ def test_tf32_steps_are_32_deep() -> None:
     assert {int(c["C_OUTER"]) for c in bound(nhwc(c12, "bf16"))} == {0}
     # C*K*K = 256: 8 splits of 32 FP32 elements are 8 steps of one each; 2 of 128 are 4 each.
     small = ConvProblem(N=7, K=1, C=256, F=64, B=1)
-    assert {int(c["SPLIT_K"]) for c in bound(nhwc(small, "tf32"))} == {1, 2}
-    assert {int(c["SPLIT_K"]) for c in bound(nhwc(small, "bf16"))} == {1}
+
+    def splits(dtype: str, step: int) -> set[int]:
+        return {int(c["SPLIT_K"]) for c in bound(nhwc(small, dtype)) if step_bytes(c) == step}
+
+    assert splits("tf32", 128) == {1, 2} and splits("bf16", 128) == {1}
+    # 64-byte steps (16 FP32 or 32 16-bit elements) make twice the steps to share.
+    assert splits("tf32", 64) == {1, 2, 4} and splits("bf16", 64) == {1, 2}
     # The shared slots do not depend on the element size: a 128-byte row either way.
     big = cfg(128, 256, 2, 4, producer=1)
     conv3 = ConvProblem(N=13, K=3, C=192, F=384, B=128)
