@@ -85,6 +85,16 @@ REGION_PATIENCE = 3
 # left; the PRIOR_TOP unvisited configs the prior ranks best join every ask's candidates.
 PRIOR_TOP = 64
 PRIOR_RIDGE = 1.0
+# A parameter that no result so far varies leaves the marginal likelihood equal at every length,
+# and the tie goes to the first, the shortest (for a constant off zero, to whichever length its
+# rounding favours): its untried values then read as the results' mean, and expected
+# improvement never reaches them. That is how a kernel's later tunables
+# (Family.later_tunables) go unsearched: a study's stored results, and the seeds from its
+# neighbours' bests, all predate them or hold them at one value. For the parameters named by
+# new_parameters the longest length is taken instead while no result varies them, so that an
+# untried value reads as its tried twin. Not for every constant parameter: on Kernel Tuner's
+# published spaces (which have no later tunables) that cost the warm default 0.007-0.008 of the
+# optimum at 50-100 evaluations (results/h200/20261203c/README.md, section 5).
 
 
 class SurrogateSearch:
@@ -123,6 +133,18 @@ class SurrogateSearch:
         self._radius = max(1, round(REGION_START * self._region_full))
         self._stalled = 0  # results in a row since the last new best
         self._best_y = math.inf
+        self._new: list[int] = []  # groups of the parameters named by new_parameters
+
+    def new_parameters(self, names: Iterable[str]) -> None:
+        """Parameters that the results so far may hold at one value because they are new to
+        the kernel: each at the longest length while no result varies it (from ARD_MIN
+        results on)."""
+        wanted = set(names)
+        coords = self._coords
+        varied = [n for n, p in zip(coords.names, coords.positions, strict=True) if len(p) > 1]
+        if len(varied) != len(self._groups):
+            return  # a space of one config: nothing to search
+        self._new = [g for g, n in enumerate(varied) if n in wanted]
 
     def use_prior(self, prior: np.ndarray) -> None:
         """A score per config of the space (lower: expected faster; NaN: unknown) that the
@@ -306,6 +328,9 @@ class SurrogateSearch:
         for _ in range(ARD_PASSES):
             for g in range(len(self._groups)):
                 self._lengths[g] = max(ARD_LENGTHS, key=lambda length: likelihood(g, length))
+        for g in self._new:
+            if np.ptp(x[:, self._groups[g]], axis=0).max() == 0:
+                self._lengths[g] = ARD_LENGTHS[-1]
 
 
 def features(coords: Coordinates) -> tuple[np.ndarray, list[np.ndarray]]:

@@ -203,6 +203,8 @@ class Tuner:
             strategy = GivenConfigs(list(study.configs))
         else:
             strategy = make_strategy(self.strategy, study.space, self.seed)
+            if hasattr(strategy, "new_parameters"):  # the surrogate's: see its docstring
+                strategy.new_parameters(study.family.later_tunables)
             # Transfer: start at the stored best configs of this family's nearest other shapes.
             strategy = warm_start(
                 strategy,

@@ -12,6 +12,7 @@ from autotune.model.records import Measurement, Status
 from autotune.model.space import Config, DeviceLimits
 from autotune.replay.recording import Outcome, RecordedStudy, load_recording, save_recording
 from autotune.store import Store
+from autotune.strategies.surrogate import SurrogateSearch
 from autotune.tuning.runners import GpuRunner
 from autotune.tuning.studies import plan_studies
 from autotune.tuning.tuner import Tuner
@@ -106,3 +107,16 @@ def test_a_recording_predating_a_tunable_is_pinned_to_its_old_value(tmp_path) ->
     (again,) = load_recording(save_recording([loaded], tmp_path / "new.jsonl.gz"))
     assert again.pins == loaded.pins and list(again.outcomes) == list(loaded.outcomes)
     assert ImplicitGemm().later_tunables == {"OFFSET_TABLE": 0, "GATHER_ROWS": 1}
+
+
+def test_the_tuner_names_a_familys_later_tunables_to_the_default_search(
+    tmp_path, compiler, synthetic_evaluator, monkeypatch
+) -> None:
+    # Its stored results and its neighbours' seeds may all hold them at one value: the
+    # surrogate then keeps them searchable (SurrogateSearch.new_parameters).
+    named = []
+    monkeypatch.setattr(SurrogateSearch, "new_parameters", lambda self, n: named.append(tuple(n)))
+    studies, _ = plan_studies([(NaiveWithLaterConst(), PROBLEM)], DeviceLimits())
+    store = Store(str(tmp_path / "t.db"))
+    Tuner(GpuRunner(compiler, synthetic_evaluator), store, strategy="surrogate").run(studies, 1)
+    assert named == [("FILTER_IN_CONST",)]

@@ -8,9 +8,16 @@ import math
 import numpy as np
 import pytest
 
-from autotune.model.space import BoundSpace, DeviceLimits, SearchSpace
+from autotune.model.space import BoundSpace, Config, DeviceLimits, SearchSpace
 from autotune.strategies.local import Coordinates
-from autotune.strategies.surrogate import ARD_LENGTHS, ARD_MIN, N_INIT, SurrogateSearch, features
+from autotune.strategies.surrogate import (
+    ARD_LENGTHS,
+    ARD_MIN,
+    N_INIT,
+    REFIT,
+    SurrogateSearch,
+    features,
+)
 
 SPACE = SearchSpace.from_dict(
     "surrogate",
@@ -197,3 +204,41 @@ def test_a_cold_search_asks_near_its_best_and_a_warm_one_anywhere(space: BoundSp
     for strategy, anywhere in ((warm, True), (cold, False)):
         differ = (rows[strategy._candidates(order)] != rows[order[0]]).sum(axis=1)
         assert (differ > 1).any() == anywhere
+
+
+def test_a_new_parameter_no_result_varies_takes_the_longest_length_when_named(
+    space: BoundSpace,
+) -> None:
+    """A tunable added to the kernel after the stored results, all at its old value (OFFSET 0
+    here, LAYOUT nhwc): the likelihood is the same at every length and the tie gives the
+    shortest (a constant column off zero: whichever length its rounding favours), so that its
+    other values read as the mean of all results. Named as new, it takes the longest while no
+    result varies it (its other values read as their tried twins) and they are asked at once
+    beside the best; then the fit decides as for any other."""
+
+    def time_ms(config) -> float:
+        d = config.as_dict()
+        fast = 0.8 if d["OFFSET"] == 2 else 1.0  # the new value is the better one
+        return fast * math.exp(0.3 * (math.log2(d["BLOCK"]) - 4) ** 2 + 0.1 * d["TILE"])
+
+    def run(new: list[str]) -> tuple[SurrogateSearch, Config]:
+        strategy = SurrogateSearch(space, seed=0)
+        strategy.new_parameters(new)
+        old = [c for c in space.configs if c["OFFSET"] == 0 and c["LAYOUT"] == "nhwc"]
+        for config in old[::2]:
+            strategy.tell(config, time_ms(config))
+        strategy.start_from([])  # warm, as the tuner starts it: no random configs
+        return strategy, strategy.ask()
+
+    offset = 2  # the groups: BLOCK, TILE, OFFSET, LAYOUT
+    tie, _ = run([])
+    assert tie._lengths[offset] == ARD_LENGTHS[0]
+    named, first = run(["OFFSET", "NOT_A_PARAMETER"])
+    assert named._lengths[offset] == ARD_LENGTHS[-1]
+    assert first["OFFSET"] != 0
+    # Once a result varies it, the fit decides its length as it does unnamed.
+    for strategy in (named, tie):
+        strategy.tell(first, time_ms(first))
+        strategy._since_fit = REFIT  # refit at the next ask
+        strategy.ask()
+    assert named._lengths.tolist() == tie._lengths.tolist()
