@@ -368,10 +368,6 @@ typedef u16 out_t;
 // store_tile_tma's runs: column pairs with every row of a lane, 8 residual pairs a run (4 where
 // a tile's BN / 8 column groups are not whole runs of 4 / MI: 112 filters, 14 groups).
 #define EPI_COLUMN_RUN ((BN / 8) % (4 / MI) == 0 ? 4 / MI : 2)
-// store_tile_tma's 16-bit outputs of a fused epilogue staged by stmatrix, a column group's two
-// row halves at a time; but with a residual on 128 accumulators a thread, where the pair stores
-// leave no register to spare (the heaviest epilogue spilled 28 bytes at 128 x 256).
-#define EPI_MATRICES (STORAGE != 0 && !(RESIDUAL_TMA && MI * BN >= 256))
 #if STORE_TMA && EPILOGUE && EPI_RESIDUAL
 #define RESIDUAL_TMA 1
 #else
@@ -1103,12 +1099,6 @@ __device__ __forceinline__ void stage_matrices(unsigned at, unsigned m0, unsigne
     asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(m0), "r"(m1),
                  "r"(m2), "r"(m3));
 }
-
-// Two of them (lanes 0-15's addresses): a fused epilogue's column group, both row halves.
-__device__ __forceinline__ void stage_matrices2(unsigned at, unsigned m0, unsigned m1)
-{
-    asm volatile("stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};\n" ::"r"(at), "r"(m0), "r"(m1));
-}
 #endif
 
 #if RESIDUAL_TMA
@@ -1202,17 +1192,13 @@ __device__ __forceinline__ void store_tile_tma(
 #endif
                 }
         }
-
 #pragma unroll
         for (int j = 0; j < EPI_COLUMN_RUN; ++j) {
             const int g = g0 + j;
             const int c = 8 * g + 2 * (lane % 4);
             const int f = f0 + c;
 #pragma unroll
-            for (int mi = 0; mi < MI; ++mi) {
-#if EPI_MATRICES
-                unsigned pairs[2];  // both row halves' pair, staged by one stmatrix (x2)
-#endif
+            for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int r = mi * 64 + 16 * q + lane / 4 + 8 * h;
@@ -1221,17 +1207,8 @@ __device__ __forceinline__ void store_tile_tma(
                         if (f < F) v0 = epi_apply_columns(acc[mi][4 * g + 2 * h], col[j], in[j][mi][h], 0);
                         if (f + 1 < F) v1 = epi_apply_columns(acc[mi][4 * g + 2 * h + 1], col[j], in[j][mi][h], 1);
                     }
-#if EPI_MATRICES
-                    pairs[h] = to_storage2(v0, v1);
-#else
                     stage_pair(stage, r, c, v0, v1);
-#endif
                 }
-#if EPI_MATRICES
-                // The run's residuals were read above (into `in`), so its stores may cover them.
-                stage_matrices2(staged_at(stage, mi * 64 + 16 * q + 8 * (lane / 8 % 2) + lane % 8, 8 * g), pairs[0], pairs[1]);
-#endif
-            }
         }
     }
 #elif STORAGE != 0
