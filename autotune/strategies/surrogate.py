@@ -85,16 +85,13 @@ REGION_PATIENCE = 3
 # left; the PRIOR_TOP unvisited configs the prior ranks best join every ask's candidates.
 PRIOR_TOP = 64
 PRIOR_RIDGE = 1.0
-# A parameter that no result so far varies leaves the marginal likelihood equal at every length,
-# and the tie goes to the first, the shortest (for a constant off zero, to whichever length its
-# rounding favours): its untried values then read as the results' mean, and expected
-# improvement never reaches them. That is how a kernel's later tunables
-# (Family.later_tunables) go unsearched: a study's stored results, and the seeds from its
-# neighbours' bests, all predate them or hold them at one value. For the parameters named by
-# new_parameters the longest length is taken instead while no result varies them, so that an
-# untried value reads as its tried twin. Not for every constant parameter: on Kernel Tuner's
-# published spaces (which have no later tunables) that cost the warm default 0.007-0.008 of the
-# optimum at 50-100 evaluations (results/h200/20261203c/README.md, section 5).
+# A parameter no result varies ties the likelihood at every length; the tie's length (the
+# shortest, or whatever rounding favours) reads its untried values as the results' mean, so
+# expected improvement never reaches them: a kernel's later tunables, held at one value by a
+# study's stored results and its seeds, went unsearched. Those named by new_parameters keep the
+# longest length while constant (an untried value reads as its tried twin); every constant
+# parameter so treated cost the warm default 0.007-0.008 on Kernel Tuner's spaces at 50-100
+# evaluations (results/h200/20261203c/README.md, section 5).
 
 
 class SurrogateSearch:
@@ -133,14 +130,11 @@ class SurrogateSearch:
         self._radius = max(1, round(REGION_START * self._region_full))
         self._stalled = 0  # results in a row since the last new best
         self._best_y = math.inf
-        self._new: list[int] = []  # groups of the parameters named by new_parameters
+        self._new: list[int] = []  # groups named by new_parameters
 
     def new_parameters(self, names: Iterable[str]) -> None:
-        """Parameters that the results so far may hold at one value because they are new to
-        the kernel: each at the longest length while no result varies it (from ARD_MIN
-        results on)."""
-        wanted = set(names)
-        coords = self._coords
+        """Parameters new to the kernel: the longest length while no result varies them."""
+        wanted, coords = set(names), self._coords
         varied = [n for n, p in zip(coords.names, coords.positions, strict=True) if len(p) > 1]
         if len(varied) != len(self._groups):
             return  # a space of one config: nothing to search
