@@ -2,7 +2,8 @@
 # The helpers of a session's GPU calls (sourced by its calls.sh, from the checkout root on the
 # GPU machine, with LIMIT and OUT set): the time left of the call's LIMIT seconds, the summary
 # line (`say`), the wheels installed into /tmp/site (`install`), GPU test files run under a cap
-# (`gpu_tests`, CAP seconds each), the store carried between calls (`restore_db`, `save_db`),
+# (`gpu_tests`, CAP seconds each), the store carried between calls (`restore_db`, `save_db`), the
+# previous code's best configurations measured again (`remeasure`),
 # a model tuned and benched (`tune`, `bench_model`), Kernel Tuner's examples beside Kernel
 # Tuner (`kt_suite`), a table's layers as shape options (`table_layers`) and the logs packed
 # (`pack`). The calls of earlier sessions (results/h200/2026*/calls.sh) keep their own copy,
@@ -33,6 +34,14 @@ restore_db() {
 save_db() {
     python3 -c "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('PRAGMA wal_checkpoint(TRUNCATE)')" "$AUTOTUNE_DB"
     gzip -c "$AUTOTUNE_DB" > "$OUT/autotune.db.gz"
+}
+remeasure() {  # DTYPE TOP SECONDS SHAPE-ARGS...: the previous code's top configurations of
+    # tc_wgmma in $AUTOTUNE_DB measured with the current code
+    local d=$1 top=$2 t=$3 s=$SECONDS; shift 3
+    [ "$t" -gt $(( $(left) - 20 )) ] && t=$(( $(left) - 20 ))
+    [ "$t" -lt 20 ] && { say "remeasure $d: not run (time)"; return; }
+    timeout -k 5 $(( t + 30 )) python3 -m autotune remeasure --top $top --no-baseline --family tc_wgmma "$@" --dtype $d --layout NHWC --time-limit $t > "$OUT/remeasure_${d}_$top.md" 2> "$OUT/remeasure_${d}_$top.log"
+    say "remeasure $d top $top: rc=$? $((SECONDS - s)) s: $(tail -1 "$OUT/remeasure_${d}_$top.log")"
 }
 tune() {  # model dtype [more options]
     local m=$1 d=$2; shift 2

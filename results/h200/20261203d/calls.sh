@@ -22,13 +22,6 @@ delta() {  # STORE NAME: what this call added to STORE, as $OUT/NAME.db.gz
     python3 $DELTA cut "$1" "$1.marks.json" /tmp/delta.db | sed "s/^/$2 /" | tee -a "$OUT/summary.txt"
     gzip -c /tmp/delta.db > "$OUT/$2.db.gz"
 }
-remeasure() {  # DTYPE TOP SECONDS SHAPE-ARGS...: the previous code's top configurations, now
-    local d=$1 top=$2 t=$3 s=$SECONDS; shift 3
-    [ "$t" -gt $(( $(left) - 20 )) ] && t=$(( $(left) - 20 ))
-    [ "$t" -lt 20 ] && { say "remeasure $d: not run (time)"; return; }
-    timeout -k 5 $(( t + 30 )) python3 -m autotune remeasure --top $top --no-baseline --family tc_wgmma "$@" --dtype $d --layout NHWC --time-limit $t > "$OUT/remeasure_${d}_$top.md" 2> "$OUT/remeasure_${d}_$top.log"
-    say "remeasure $d top $top: rc=$? $((SECONDS - s)) s: $(tail -1 "$OUT/remeasure_${d}_$top.log")"
-}
 both_sides() {  # NAME DTYPE REPEATS SHAPE-ARGS...: ours (the store's best) and cuDNN, in turns
     local n=$1 d=$2 r=$3 s=$SECONDS t=$(( $(left) - 15 )); shift 3
     [ "$t" -lt 30 ] && { say "both_sides $n: not run (time)"; return; }
