@@ -5,8 +5,9 @@
 # ../20261201k/call3/store.db.gz with the store deltas of 20261202 through 20261203d merged in;
 # `.dbcarry/models.db.gz` the models' store, ../20261202g/call2/store.db.gz with
 # ../20261203c/call3/models_delta.db.gz and ../20261203d/call1/models_delta.db.gz merged in).
-# Sent with the tracked results files over 250 KB moved out of the checkout, which is otherwise
-# larger than one call carries.
+# Call 4 carries `.head` too: `.head/tc_wgmma.cu` the kernel's text at 070d519 (the fused
+# epilogues' 16-bit outputs staged by stmatrix). Sent with the tracked results files over 250 KB
+# moved out of the checkout, which is otherwise larger than one call carries.
 set -u
 . "$(dirname "$0")/../calls_lib.sh"
 HERE=results/h200/20261204
@@ -49,6 +50,14 @@ cudnn() {  # NAME DTYPE N K C F B STRIDE: cuDNN's kernels of the last flushed ro
 P14='{"BM":192,"BN":64,"C_OUTER":1,"GEMM_1X1":1,"L1_CACHE":0,"MULTICAST":0,"MULTICAST_BLOCKS":2,"PERSISTENT":0,"PINGPONG":0,"PRODUCER":1,"SPLIT_CLUSTER":0,"SPLIT_K":1,"STAGES":6,"STAGING":1,"STEP_BYTES":128,"STORE_TMA":1,"STREAM_K":0,"TILES_PER_BLOCK":1,"TMA":1,"WG":3}'
 P28='{"BM":128,"BN":128,"C_OUTER":1,"GEMM_1X1":1,"L1_CACHE":0,"MULTICAST":0,"MULTICAST_BLOCKS":2,"PERSISTENT":1,"PINGPONG":0,"PRODUCER":1,"SPLIT_CLUSTER":0,"SPLIT_K":1,"STAGES":6,"STAGING":1,"STEP_BYTES":128,"STORE_TMA":1,"STREAM_K":0,"TILES_PER_BLOCK":1,"TMA":1,"WG":2}'
 P12='{"BM":128,"BN":128,"C_OUTER":1,"GEMM_1X1":0,"L1_CACHE":0,"MULTICAST":1,"MULTICAST_BLOCKS":2,"PERSISTENT":1,"PINGPONG":1,"PRODUCER":1,"SPLIT_CLUSTER":0,"SPLIT_K":1,"STAGES":6,"STAGING":1,"STEP_BYTES":128,"STORE_TMA":0,"STREAM_K":0,"TILES_PER_BLOCK":1,"TMA":1,"WG":2}'
+# The models' fused picks timed text against text in sessions 80 and 81 (ResNet-50's four,
+# VGG-16's 224x224), as ../20261203d/calls.sh names them.
+P1F='{"BM":128,"BN":128,"C_OUTER":1,"GEMM_1X1":0,"L1_CACHE":0,"MULTICAST":0,"MULTICAST_BLOCKS":2,"PERSISTENT":1,"PINGPONG":0,"PRODUCER":1,"SPLIT_CLUSTER":0,"SPLIT_K":1,"STAGES":5,"STAGING":2,"STORE_TMA":1,"STREAM_K":0,"TILES_PER_BLOCK":1,"TMA":1,"WG":2}'
+P2F='{"BM":64,"BN":128,"C_OUTER":1,"GEMM_1X1":0,"L1_CACHE":0,"MULTICAST":1,"MULTICAST_BLOCKS":2,"PERSISTENT":0,"PINGPONG":1,"PRODUCER":1,"SPLIT_CLUSTER":0,"SPLIT_K":1,"STAGES":8,"STAGING":1,"STORE_TMA":1,"STREAM_K":0,"TILES_PER_BLOCK":4,"TMA":1,"WG":2}'
+P3F='{"BM":128,"BN":128,"C_OUTER":1,"GEMM_1X1":0,"L1_CACHE":0,"MULTICAST":0,"MULTICAST_BLOCKS":2,"PERSISTENT":1,"PINGPONG":0,"PRODUCER":1,"SPLIT_CLUSTER":0,"SPLIT_K":1,"STAGES":6,"STAGING":1,"STORE_TMA":1,"STREAM_K":0,"TILES_PER_BLOCK":1,"TMA":1,"WG":2}'
+P4F='{"BM":128,"BN":64,"C_OUTER":1,"GEMM_1X1":1,"L1_CACHE":0,"MULTICAST":0,"MULTICAST_BLOCKS":2,"PERSISTENT":1,"PINGPONG":1,"PRODUCER":1,"SPLIT_CLUSTER":0,"SPLIT_K":1,"STAGES":6,"STAGING":2,"STORE_TMA":1,"STREAM_K":0,"TILES_PER_BLOCK":1,"TMA":1,"WG":2}'
+P5F='{"BM":128,"BN":64,"C_OUTER":1,"GEMM_1X1":0,"L1_CACHE":0,"MULTICAST":0,"MULTICAST_BLOCKS":2,"PERSISTENT":1,"PINGPONG":1,"PRODUCER":1,"SPLIT_CLUSTER":0,"SPLIT_K":1,"STAGES":8,"STAGING":1,"STORE_TMA":1,"STREAM_K":0,"TILES_PER_BLOCK":1,"TMA":1,"WG":2}'
+PICKS=("N=56,K=1,C=64,F=256,B=32,epilogue=bias_add_relu|$P1F" "N=7,K=1,C=512,F=2048,B=32,epilogue=bias_add_relu|$P2F" "N=28,K=1,C=512,F=256,B=32,epilogue=bias_relu|$P3F" "N=56,K=1,C=64,F=64,B=32,epilogue=bias_relu|$P4F" "N=224,K=3,C=64,F=64,B=32,padding=1,epilogue=bias_relu|$P5F")
 case "${1:?1}" in
 1)  # What bounds the four layers below cuDNN in session 81's tables (bf16 28x28 C = 512 F = 256
     # 0.998x, 14x14 C = 1024 F = 256 0.996x, fp16 14x14 0.992x, tf32 12x12 C = 512 F = 1024
@@ -108,5 +117,41 @@ case "${1:?1}" in
         timeout -k 5 $t python3 $BOTH "$AUTOTUNE_DB" --dtype $d --repeats 3 $(table_layers $TABLE $d all) $(table_layers $TABLE $d first) > "$OUT/tables_$d.md" 2> "$OUT/tables_$d.log"
         say "tables $d x3: rc=$? $((SECONDS - local_s)) s"; grep -E "geometric|C > 3 at" "$OUT/tables_$d.md" >> "$OUT/summary.txt"
     done
+    clocks; pack ;;
+4)  # Session 81's text-against-text harnesses read an A/A 0.5-3.9% apart, the bias following
+    # the module load and the arrays, which stayed put for a whole measurement. ab_rounds.py
+    # draws both afresh each round (modules loaded again, the first-loaded text swapped, the
+    # arrays behind a different pad) and takes the median of the rounds' ratios. An A/A on
+    # two fused picks, then the stmatrix staging of fused 16-bit outputs (.head, 070d519)
+    # against the pair staging (the current text) on session 80's five fused picks.
+    # Predicted: the A/A within 0.5% on both picks, its rounds spread over 1-4%; stmatrix
+    # within 1.5% of pair on every pick, slower on the three with a residual or VGG-16's
+    # 224x224 (session 80's signs), faster on the two 1x1 layers without one.
+    install || exit 1
+    clocks
+    s=$SECONDS
+    for a in "N=28,K=1,C=512,F=256,B=32,epilogue=bias_relu|$P3F" "N=224,K=3,C=64,F=64,B=32,padding=1,epilogue=bias_relu|$P5F"; do
+        timeout -k 5 90 python3 $HERE/ab_rounds.py --same --rounds ${ROUNDS:-16} --runs 30 --shape "${a%%|*}" --config "${a#*|}" >> "$OUT/ab.md" 2>> "$OUT/ab.log"
+    done
+    for a in "${PICKS[@]}"; do
+        timeout -k 5 90 python3 $HERE/ab_rounds.py --baseline-source .head/tc_wgmma.cu --rounds ${ROUNDS:-16} --runs 30 --shape "${a%%|*}" --config "${a#*|}" >> "$OUT/ab.md" 2>> "$OUT/ab.log"
+    done
+    say "ab_rounds: rc=$? $((SECONDS - s)) s"; cat "$OUT/ab.md" >> "$OUT/summary.txt"
+    clocks; pack ;;
+5)  # Call 4 (16 rounds, then 64): the A/A's median within 0.1% on both picks, but its rounds
+    # spread -4.5% to +4.2% on 28x28 (one round's draw of modules and arrays). Which of the two
+    # moves a round? The A/A on 28x28 and on 7x7 C = 512 F = 2048 with only the modules drawn
+    # afresh each round, with only the arrays' addresses, and with both.
+    # Predicted: the arrays' addresses carry the spread (a standard deviation of 1.5-2.5% on
+    # 28x28), the modules alone under 0.5%.
+    install || exit 1
+    clocks
+    s=$SECONDS
+    for v in modules arrays both; do
+        for a in "N=28,K=1,C=512,F=256,B=32,epilogue=bias_relu|$P3F" "N=7,K=1,C=512,F=2048,B=32,epilogue=bias_add_relu|$P2F"; do
+            timeout -k 5 90 python3 $HERE/ab_rounds.py --same --vary $v --rounds 32 --runs 30 --shape "${a%%|*}" --config "${a#*|}" >> "$OUT/ab.md" 2>> "$OUT/ab.log"
+        done
+    done
+    say "ab_rounds --vary: rc=$? $((SECONDS - s)) s"; cat "$OUT/ab.md" >> "$OUT/summary.txt"
     clocks; pack ;;
 esac
