@@ -286,7 +286,15 @@ typedef u16 out_t;
 // cwg's rows of the tile start at ROW_GROUP(cwg) * MI * 64.
 #define ROW_GROUPS (PINGPONG ? 1 : WG)
 #define ROW_GROUP(cwg) (PINGPONG ? 0 : (cwg))
-#define MI (BM / (64 * ROW_GROUPS))
+// FILTERS_M: the filters on wgmma's M, 64 a consumer warpgroup (BN = 64 WG), and the tile's BM
+// pixels on its N, which takes any multiple of 8: a pixel tile need not be whole m64 tiles
+// (cuDNN's one wave of 96-pixel tiles on ResNet-50's 14x14 C = 1024 F = 256).
+#ifndef FILTERS_M
+#define FILTERS_M 0
+#endif
+#define MI (FILTERS_M ? 1 : BM / (64 * ROW_GROUPS))
+// A wgmma's N, of which a thread holds ACC_N / 2 accumulators an m64 tile.
+#define ACC_N (FILTERS_M ? BM : BN)
 // Reduction steps: KG in BK pieces, or (C_OUTER) every filter tap of one BK-channel block after
 // another, so that consecutive steps gather overlapping input windows (L1 hits with L1_CACHE).
 #if C_OUTER
@@ -311,19 +319,21 @@ typedef u16 out_t;
 #define HALF_MAPS
 #define HALF_MAP_PARAMS
 #endif
-// STORE_TMA's staging tile, after the slots (1024-aligned: (BM + BN) * 128 is a multiple of 4096):
+// STORE_TMA's staging tile, after the slots (1024-aligned: (BM + BN) * 128 is a multiple of 1024):
 // each consumer warpgroup's WG_ROWS rows in PANELS panels of WG_ROWS x 128 bytes, then where
 // BN leaves TAIL_COLS columns over, a tail panel of WG_ROWS dense rows of TAIL_BYTES (with
-// PINGPONG, each warpgroup's a whole tile of its own). Each part starts 1024-aligned: WG_ROWS is
-// a multiple of 64 and a row of BN outputs a multiple of 16 bytes.
+// PINGPONG, each warpgroup's a whole tile of its own; with FILTERS_M, each warpgroup's 64
+// filters of every pixel row). Each part starts 1024-aligned: WG_ROWS is a multiple of 8 and a
+// row of BN outputs a multiple of 16 bytes.
 #define PANEL_COLS (128 / ELEM_BYTES)
-#define PANELS (BN / PANEL_COLS)
-#define TAIL_COLS (BN % PANEL_COLS)
+#define WG_COLS (FILTERS_M ? 64 : BN)  // a consumer warpgroup's columns (filters) of a tile
+#define PANELS (WG_COLS / PANEL_COLS)
+#define TAIL_COLS (WG_COLS % PANEL_COLS)
 #define TAIL_BYTES (TAIL_COLS * ELEM_BYTES)
 #define STORE_TAIL (STORE_TMA && TAIL_COLS)
-#define WG_ROWS (MI * 64)
+#define WG_ROWS (FILTERS_M ? BM : MI * 64)
 #define PANEL_BYTES (WG_ROWS * 128)
-#define WG_STAGE_BYTES (WG_ROWS * BN * ELEM_BYTES)  // a consumer warpgroup's part of a staging tile
+#define WG_STAGE_BYTES (WG_ROWS * WG_COLS * ELEM_BYTES)  // a consumer warpgroup's part of a staging tile
 #define STAGING_BYTES (WG * WG_STAGE_BYTES)         // one staging tile
 #if STORE_TAIL
 #define Y_TAIL_PARAM , const tensor_map_t *yt_map
@@ -345,6 +355,10 @@ typedef u16 out_t;
 #define EPI_PARAMS
 #define EPI_ARGS
 #define EPI(v, f, i) (v)
+#endif
+#if FILTERS_M && !(TMA && STORE_TMA && !EPILOGUE && SPLIT_K == 1 && !STREAM_K && !PINGPONG && STAGING == 1 && \
+                   STEP_BYTES == 128 && !HALF_BLOCK && BN == 64 * WG && BM % 16 == 0)
+#error "FILTERS_M: TMA loads and stores, no epilogue, split, stream-K or tiles in turn, 64 filters a warpgroup"
 #endif
 // The GEMM kernel applies it only where it stores the output itself; split-K's partial sums get
 // it in tc_wgmma_reduce.
@@ -421,9 +435,10 @@ __device__ __forceinline__ u64 smem_desc64(unsigned addr)
     return (u64)((addr & 0x3FFFF) >> 4) | ((u64)1 << 16) | ((u64)(512 >> 4) << 32) | ((u64)2 << 62);
 }
 
-// The m64nBNk16 wgmma with both operands from shared memory (descriptors), D += A * B^T.
-#if BN == 64
-__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+// The m64nNk16 wgmma (N = ACC_N: the filters, or with FILTERS_M the pixels) with both operands
+// from shared memory (descriptors), D += A * B^T.
+#if ACC_N == 64
+__device__ __forceinline__ void wgmma_tile(float (&d)[ACC_N / 2], unsigned long long da, unsigned long long db)
 {
     asm volatile(
         "{\n.reg .pred p;\n"
@@ -439,8 +454,8 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
           "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
         : "l"(da), "l"(db), "r"(1));
 }
-#elif BN == 96
-__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+#elif ACC_N == 96
+__device__ __forceinline__ void wgmma_tile(float (&d)[ACC_N / 2], unsigned long long da, unsigned long long db)
 {
     asm volatile(
         "{\n.reg .pred p;\n"
@@ -459,8 +474,8 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
           "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
         : "l"(da), "l"(db), "r"(1));
 }
-#elif BN == 112
-__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+#elif ACC_N == 112
+__device__ __forceinline__ void wgmma_tile(float (&d)[ACC_N / 2], unsigned long long da, unsigned long long db)
 {
     asm volatile(
         "{\n.reg .pred p;\n"
@@ -481,8 +496,8 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
         : "l"(da), "l"(db), "r"(1));
 }
-#elif BN == 128
-__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+#elif ACC_N == 128
+__device__ __forceinline__ void wgmma_tile(float (&d)[ACC_N / 2], unsigned long long da, unsigned long long db)
 {
     asm volatile(
         "{\n.reg .pred p;\n"
@@ -504,8 +519,8 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
         : "l"(da), "l"(db), "r"(1));
 }
-#elif BN == 192
-__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+#elif ACC_N == 192
+__device__ __forceinline__ void wgmma_tile(float (&d)[ACC_N / 2], unsigned long long da, unsigned long long db)
 {
     asm volatile(
         "{\n.reg .pred p;\n"
@@ -533,8 +548,8 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
           "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
         : "l"(da), "l"(db), "r"(1));
 }
-#elif BN == 224
-__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+#elif ACC_N == 224
+__device__ __forceinline__ void wgmma_tile(float (&d)[ACC_N / 2], unsigned long long da, unsigned long long db)
 {
     asm volatile(
         "{\n.reg .pred p;\n"
@@ -565,8 +580,8 @@ __device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long lon
           "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])
         : "l"(da), "l"(db), "r"(1));
 }
-#elif BN == 256
-__device__ __forceinline__ void wgmma_tile(float (&d)[BN / 2], unsigned long long da, unsigned long long db)
+#elif ACC_N == 256
+__device__ __forceinline__ void wgmma_tile(float (&d)[ACC_N / 2], unsigned long long da, unsigned long long db)
 {
     asm volatile(
         "{\n.reg .pred p;\n"
@@ -918,7 +933,7 @@ __device__ __forceinline__ void row_bases(int (&a_base)[A_ROWS], int m0, int row
 // tiles of ROW-byte rows, 128 in the 128-byte swizzle or 64 (STEP_BYTES = 64, or HALF_BLOCK's
 // steps) in the 64-byte swizzle, the B tile after A's BM rows.
 template <int SLICES, int ROW = STEP_BYTES>
-__device__ __forceinline__ void mma_slices(float (&acc)[MI][BN / 2], unsigned slot, int cwg)
+__device__ __forceinline__ void mma_slices(float (&acc)[MI][ACC_N / 2], unsigned slot, int cwg)
 {
     wgmma_fence();
     // Each wgmma's descriptors are the slot's plus their offset >> 4 in the start address's
@@ -929,18 +944,23 @@ __device__ __forceinline__ void mma_slices(float (&acc)[MI][BN / 2], unsigned sl
     const u64 d0 = ROW == 128 ? smem_desc(slot) : smem_desc64(slot);
 #pragma unroll
     for (int ks = 0; ks < SLICES; ++ks) {
+#if FILTERS_M
+        // This warpgroup's 64 filter rows of the B tile as wgmma's A, the BM pixel rows as its B.
+        wgmma_tile(acc[0], d0 + ((BM * ROW + cwg * 64 * ROW + ks * 32) >> 4), d0 + ((ks * 32) >> 4));
+#else
         const u64 db = d0 + ((BM * ROW + ks * 32) >> 4);  // 32 bytes of K a wgmma
 #pragma unroll
         for (int mi = 0; mi < MI; ++mi) {
             const u64 da = d0 + (((ROW_GROUP(cwg) * MI + mi) * 64 * ROW + ks * 32) >> 4);
             wgmma_tile(acc[mi], da, db);
         }
+#endif
     }
     wgmma_commit();
 }
 
 // Reduction step kt's MMAs of consumer warpgroup cwg on the tiles in `slot`.
-__device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot, int cwg, int kt)
+__device__ __forceinline__ void mma_step(float (&acc)[MI][ACC_N / 2], unsigned slot, int cwg, int kt)
 {
 #if PARTIAL_STEPS
     if (SHORT_STEP(kt)) {
@@ -953,12 +973,12 @@ __device__ __forceinline__ void mma_step(float (&acc)[MI][BN / 2], unsigned slot
 
 // The accumulators are the asynchronous wgmma's until its wait: each is tied to the wait (a
 // memory clobber) so that no read of one moves above it.
-__device__ __forceinline__ void after_wgmma_wait(float (&acc)[MI][BN / 2])
+__device__ __forceinline__ void after_wgmma_wait(float (&acc)[MI][ACC_N / 2])
 {
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int i = 0; i < BN / 2; ++i) asm volatile("" : "+f"(acc[mi][i])::"memory");
+        for (int i = 0; i < ACC_N / 2; ++i) asm volatile("" : "+f"(acc[mi][i])::"memory");
 }
 
 // What the GEMM kernel writes: the output in the storage type, or with SPLIT_SUMS a split's FP32
@@ -976,7 +996,7 @@ typedef float gemm_out_t;
 // holds rows 16q..16q+15; register i of a lane is row lane/4 + 8*((i/2)%2), column
 // 8*(i/4) + 2*(lane%4) + i%2.
 __device__ __forceinline__ void store_tile(
-    float (&acc)[MI][BN / 2], gemm_out_t* __restrict__ y, int m0, int f0, int ctid, int cwg
+    float (&acc)[MI][ACC_N / 2], gemm_out_t* __restrict__ y, int m0, int f0, int ctid, int cwg
     GEMM_EPI_PARAMS)
 {
     after_wgmma_wait(acc);
@@ -1099,6 +1119,16 @@ __device__ __forceinline__ void stage_matrices(unsigned at, unsigned m0, unsigne
     asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(m0), "r"(m1),
                  "r"(m2), "r"(m3));
 }
+
+#if FILTERS_M
+// The same, each matrix transposed: memory row i of matrix j (at lane 8j + i's `at`) gets
+// column i of the lanes' 8 x 8 block, so filter-row accumulators land as pixel rows.
+__device__ __forceinline__ void stage_matrices_t(unsigned at, unsigned m0, unsigned m1, unsigned m2, unsigned m3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "r"(m0),
+                 "r"(m1), "r"(m2), "r"(m3));
+}
+#endif
 #endif
 
 #if RESIDUAL_TMA
@@ -1144,7 +1174,7 @@ __device__ __forceinline__ void load_residual(
 // and each output replaces its residual; with two staging tiles, the next tile's residual (at
 // next_m0, next_f0; none where next_m0 < 0) is first issued into the other one, `next_staging`.
 __device__ __forceinline__ void store_tile_tma(
-    float (&acc)[MI][BN / 2], unsigned staging, const tensor_map_t* y_map, int m0, int f0, int ctid,
+    float (&acc)[MI][ACC_N / 2], unsigned staging, const tensor_map_t* y_map, int m0, int f0, int ctid,
     int cwg, unsigned residual_bar, unsigned parity, unsigned next_staging,
     const tensor_map_t* r_map, unsigned next_bar, int next_m0, int next_f0 Y_TAIL_PARAM R_TAIL_PARAM GEMM_EPI_PARAMS)
 {
@@ -1153,7 +1183,10 @@ __device__ __forceinline__ void store_tile_tma(
     const int q = (ctid % 128) / 32;
     const bool leader = ctid % 128 == 0;
     const unsigned stage = staging + cwg * WG_STAGE_BYTES;
-    const int row0 = m0 + ROW_GROUP(cwg) * WG_ROWS;
+    // The warpgroup's part of the tile: its rows of every filter, or (FILTERS_M) its 64 filters
+    // of every pixel.
+    const int row0 = m0 + (FILTERS_M ? 0 : ROW_GROUP(cwg) * WG_ROWS);
+    const int col0 = f0 + (FILTERS_M ? 64 * cwg : 0);
 #if RESIDUAL_TMA
 #if STAGING == 2
     // The other staging tile held the last tile's output: load_residual waits for its stores'
@@ -1167,7 +1200,35 @@ __device__ __forceinline__ void store_tile_tma(
     if (leader) bulk_wait_read<STAGING - 1>();
     warpgroup_sync(cwg);
 #endif
-#if EPILOGUE
+#if FILTERS_M
+    // The accumulators are 64 filters (warp q's rows 16q..16q+15) x BM pixels, the staging tile
+    // pixel rows of filters: each 8 x 8 block goes in transposed (the map's edges clip what lies
+    // past the output). 16-bit: four blocks a stmatrix, filter halves h of pixel groups g, g + 1;
+    // FP32: one value a store.
+    (void)row0;
+#if STORAGE != 0
+    {
+        const int j = lane / 8;  // the block this lane addresses a pixel row of: h = j % 2, group g + j / 2
+        const int c = 16 * q + 8 * (j % 2);
+#pragma unroll
+        for (int g = 0; g < BM / 8; g += 2)
+            stage_matrices_t(staged_at(stage, 8 * (g + j / 2) + lane % 8, c),
+                             to_storage2(acc[0][4 * g], acc[0][4 * g + 1]),
+                             to_storage2(acc[0][4 * g + 2], acc[0][4 * g + 3]),
+                             to_storage2(acc[0][4 * g + 4], acc[0][4 * g + 5]),
+                             to_storage2(acc[0][4 * g + 6], acc[0][4 * g + 7]));
+    }
+#else
+#pragma unroll
+    for (int g = 0; g < BM / 8; ++g)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int r = 8 * g + 2 * (lane % 4) + i % 2;  // the pixel
+            const int c = 16 * q + 8 * (i / 2) + lane / 4;  // the filter
+            asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(staged_at(stage, r, c)), "f"(FINAL(acc[0][4 * g + i])));
+        }
+#endif
+#elif EPILOGUE
     static_assert((BN / 8) % EPI_COLUMN_RUN == 0, "a tile's column pairs are whole runs");
     // In runs of EPI_COLUMN_RUN column pairs: a run's scale and bias pairs, and its residual
     // pairs of every row this thread stores (read from the staging tile), loaded first, so that
@@ -1252,9 +1313,9 @@ __device__ __forceinline__ void store_tile_tma(
     warpgroup_sync(cwg);
     if (leader) {
 #pragma unroll
-        for (int p = 0; p < PANELS; ++p) tma_store2(y_map, stage + p * PANEL_BYTES, f0 + p * PANEL_COLS, row0);
+        for (int p = 0; p < PANELS; ++p) tma_store2(y_map, stage + p * PANEL_BYTES, col0 + p * PANEL_COLS, row0);
 #if STORE_TAIL
-        tma_store2(yt_map, stage + PANELS * PANEL_BYTES, f0 + PANELS * PANEL_COLS, row0);
+        tma_store2(yt_map, stage + PANELS * PANEL_BYTES, col0 + PANELS * PANEL_COLS, row0);
 #endif
         bulk_commit();
     }
@@ -1275,12 +1336,12 @@ __device__ __forceinline__ void turn_pass(int k)
 }
 #endif
 
-__device__ __forceinline__ void zero(float (&acc)[MI][BN / 2])
+__device__ __forceinline__ void zero(float (&acc)[MI][ACC_N / 2])
 {
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
-        for (int i = 0; i < BN / 2; ++i) acc[mi][i] = 0.0f;
+        for (int i = 0; i < ACC_N / 2; ++i) acc[mi][i] = 0.0f;
 }
 
 #define TILES_F ((F + BN - 1) / BN)
@@ -1407,7 +1468,7 @@ __device__ __forceinline__ float4* sk_slot(float* partials, const StreamK& sk, i
     return (float4*)(partials + ((long long)(2 * block + which) * WG + cwg) * (MI * 64 * BN));
 }
 
-__device__ __forceinline__ void sk_store(const float (&acc)[MI][BN / 2], float4* slot, int lane)
+__device__ __forceinline__ void sk_store(const float (&acc)[MI][ACC_N / 2], float4* slot, int lane)
 {
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
@@ -1422,7 +1483,7 @@ __device__ __forceinline__ void sk_store(const float (&acc)[MI][BN / 2], float4*
 
 // Another block's partial sums added in, read from L2 (cg: this multiprocessor's L1 may hold
 // the slot's lines from an earlier read).
-__device__ __forceinline__ void sk_add(float (&acc)[MI][BN / 2], const float4* slot, int lane)
+__device__ __forceinline__ void sk_add(float (&acc)[MI][ACC_N / 2], const float4* slot, int lane)
 {
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
@@ -1479,7 +1540,7 @@ __device__ __forceinline__ unsigned add_acq_rel(unsigned* p, unsigned v)
 // after the others' (at the start of theirs): it looks at the counter first, and where every
 // other share is in, adds theirs without storing its own.
 __device__ __forceinline__ bool sk_gather(
-    float (&acc)[MI][BN / 2], const StreamK& sk, int r, int k0, float* partials, unsigned* counters,
+    float (&acc)[MI][ACC_N / 2], const StreamK& sk, int r, int k0, float* partials, unsigned* counters,
     int ctid, int cwg)
 {
     const int first = sk_block_of(sk, r * KTILES);
@@ -1530,7 +1591,7 @@ __device__ __forceinline__ bool sk_gather(
 // other block stores its accumulators in its own slots (as float4s, thread-major within each, so
 // that a warp's stores are conflict-free), and the first adds them in, reading them across the
 // cluster, before either side goes on. True in the first block.
-__device__ __forceinline__ bool split_gather(float (&acc)[MI][BN / 2], unsigned base, int ctid)
+__device__ __forceinline__ bool split_gather(float (&acc)[MI][ACC_N / 2], unsigned base, int ctid)
 {
     after_wgmma_wait(acc);
     const unsigned rank = cluster_rank();
@@ -1627,7 +1688,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1) CLUSTER_DIMS tc_wgmma(
     const StreamK sk = stream_k_schedule();
     const int dp_end = sk.dp_end;
 
-    float acc[MI][BN / 2];
+    float acc[MI][ACC_N / 2];
 
 #if PRODUCER
     // Warp-specialised: warpgroup 0 loads (cp.async completing on the slot's `full` barrier),

@@ -21,7 +21,7 @@ WARPGROUP = 128
 TUNABLES = (
     "BM", "BN", "WG", "STAGES", "SPLIT_K", "PRODUCER", "C_OUTER", "L1_CACHE", "TILES_PER_BLOCK",
     "TMA", "STORE_TMA", "GEMM_1X1", "STAGING", "PINGPONG", "STREAM_K", "MULTICAST",
-    "MULTICAST_BLOCKS", "SPLIT_CLUSTER", "STEP_BYTES",
+    "MULTICAST_BLOCKS", "SPLIT_CLUSTER", "STEP_BYTES", "FILTERS_M",
 )  # fmt: skip
 # Threads a block of the space-to-depth rewrite (S2D_BLOCK in the kernel): a 16-byte chunk each.
 S2D_BLOCK = 256
@@ -32,10 +32,18 @@ STREAM_K_BLOCKS = 132
 
 
 def warpgroup_rows(config: Config) -> int:
-    """Output rows a consumer warpgroup computes of a tile: its share of BM, or (PINGPONG, the
-    warpgroups taking tiles in turn) all of them."""
+    """Output rows (pixels) a consumer warpgroup computes of a tile: its share of BM, or all of
+    them with PINGPONG (the warpgroups taking tiles in turn) or FILTERS_M (each its 64 filters
+    of every pixel)."""
     bm = int(config["BM"])
-    return bm if int(config["PINGPONG"]) else bm // int(config["WG"])
+    whole = int(config["PINGPONG"]) or filters_m(config)
+    return bm if whole else bm // int(config["WG"])
+
+
+def filters_m(config: Config | None) -> bool:
+    """Whether the filters are wgmma's M and the pixels its N (the kernel's FILTERS_M)."""
+    values = {} if config is None else config.as_dict()  # a config stored before it: no
+    return bool(int(values.get("FILTERS_M", 0)))
 
 
 def cluster(config: Config) -> int:
@@ -104,8 +112,9 @@ def half_block(problem: ConvProblem, config: Config) -> bool:
     configurations in each 16-bit dtype, with and without it, on two machines), by 14-23%
     (results/h200/20261201h, calls 5 and 6); through the full box the zeros cost as much to
     copy as data. Left out of stream-K at 256 filters a tile (128
-    accumulators a thread), where its second path spilled 8-24 bytes in 16 bits, and of 64-byte
-    steps (whose half would be 32-byte rows)."""
+    accumulators a thread), where its second path spilled 8-24 bytes in 16 bits, of 64-byte
+    steps (whose half would be 32-byte rows) and of FILTERS_M (whose short step reads the
+    full-width slot)."""
     rest = problem.C % reduction_step(problem)
     spills = int(config["STREAM_K"]) and int(config["BN"]) == 256
     narrow = step_bytes(config) != ROW_BYTES
@@ -113,6 +122,7 @@ def half_block(problem: ConvProblem, config: Config) -> bool:
         bool(int(config["TMA"]))
         and not spills
         and not narrow
+        and not filters_m(config)
         and 0 < rest <= reduction_step(problem) // 2
     )
 
@@ -219,7 +229,7 @@ def shared_bytes(config: Config, elem_bytes: int) -> int:
     slots = stages * (bm + bn) * step_bytes(config)
     staged = int(config["STORE_TMA"]) * int(config["STAGING"])
     barriers = 16 * stages * int(config["PRODUCER"]) + 8 * int(config["WG"]) * staged
-    staging_tile = int(config["WG"]) * warpgroup_rows(config) * bn * elem_bytes
+    staging_tile = bm * bn * elem_bytes * (1 + int(config["PINGPONG"]))
     return slots + staged * staging_tile + SWIZZLE_ALIGN + barriers
 
 
@@ -238,8 +248,10 @@ class TcWgmma(Family):
         "splits over distributed shared memory) or (TMA) stream-K sharing of the last wave's "
         "reduction steps, or (TMA) tensor-memory copies of both tiles through an im2col-mode (or, "
         "for a 1x1 filter at stride 1, a plain tiled) and a tiled tensor map, optionally in "
-        "clusters of two or four blocks sharing one operand's tile by multicast copies; output "
-        "in the storage type (BF16/FP16 rounded, FP32 rounded to TF32), after the problem's fused "
+        "clusters of two or four blocks sharing one operand's tile by multicast copies, and "
+        "(TMA, unfused) optionally the filters as wgmma's M and the pixels as its N, for pixel "
+        "tiles of any width wgmma takes (96, 112, 224); output in the storage type (BF16/FP16 "
+        "rounded, FP32 rounded to TF32), after the problem's fused "
         "epilogue if it has one (scale, bias, residual, activation)"
     )
     paper = "issue 20 (tensor cores), Hopper's wgmma path"
@@ -259,7 +271,7 @@ class TcWgmma(Family):
     # Configs stored before the TMA path loaded by cp.async.
     later_tunables = MappingProxyType(
         dict(TMA=0, STORE_TMA=0, GEMM_1X1=0, STAGING=1, PINGPONG=0, PERSISTENT=0, STREAM_K=0)
-        | dict(MULTICAST=0, MULTICAST_BLOCKS=2, SPLIT_CLUSTER=0, STEP_BYTES=ROW_BYTES)
+        | dict(MULTICAST=0, MULTICAST_BLOCKS=2, SPLIT_CLUSTER=0, STEP_BYTES=ROW_BYTES, FILTERS_M=0)
     )
     # Asked first by a cold search (made valid for the shape: GEMM_1X1 only where the input is a
     # matrix, PERSISTENT only past a wave of tiles). Four are the greedy choice over 114
@@ -273,7 +285,7 @@ class TcWgmma(Family):
         dict(BM=bm, BN=bn, WG=2, STAGES=stages, SPLIT_K=1, PRODUCER=1, C_OUTER=1, L1_CACHE=0)
         | dict(TILES_PER_BLOCK=1, TMA=1, STORE_TMA=1, GEMM_1X1=gemm, STAGING=staging, PINGPONG=0)
         | dict(PERSISTENT=persistent, STREAM_K=0, MULTICAST=0, MULTICAST_BLOCKS=2, SPLIT_CLUSTER=0)
-        | dict(STEP_BYTES=ROW_BYTES)
+        | dict(STEP_BYTES=ROW_BYTES, FILTERS_M=0)
         for bm, bn, stages, gemm, persistent, staging in (
             (128, 128, 4, 1, 1, 1),
             (128, 64, 6, 1, 1, 1),

@@ -168,7 +168,7 @@ class ConvProblem(_Problem):
 
     def fields(self) -> dict[str, int]:
         """Names a search-space constraint may use (integers only): the sizes, S the input side,
-        ELEM_BYTES the storage size, TENSOR_CORE and NHWC as 0 or 1."""
+        ELEM_BYTES the storage size, TENSOR_CORE, NHWC and FUSED (an epilogue) as 0 or 1."""
         sizes = {name: getattr(self, name) for name in self.sizes}
         return {
             **sizes,
@@ -177,6 +177,7 @@ class ConvProblem(_Problem):
             "ELEM_BYTES": self.precision.bytes,
             "TENSOR_CORE": int(self.precision.tensor_core),
             "NHWC": int(self.nhwc),
+            "FUSED": int(self.fused is not None),
         }
 
     def as_dict(self) -> dict[str, int | str]:

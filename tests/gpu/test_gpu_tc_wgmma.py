@@ -606,7 +606,7 @@ def test_three_consumer_warpgroups_are_correct(tuner, evaluator, dtype):
             (int(c["BN"]), int(c["STORE_TMA"]), int(c["STAGING"]), int(c["PERSISTENT"]))
             + (int(c["STREAM_K"]), int(c["MULTICAST"]), int(c["SPLIT_K"]) > 1)
             + (int(c["GEMM_1X1"]),)
-            if int(c["WG"]) == 3
+            if int(c["WG"]) == 3 and not int(c["FILTERS_M"])
             else None
         ),
         random.Random(f"three-{dtype}"),
@@ -620,7 +620,7 @@ def test_three_consumer_warpgroups_are_correct(tuner, evaluator, dtype):
     # 192 x 192 tiles (96 accumulators a consumer thread), stored from registers: two a study
     # where F allows them.
     def wide_kind(c):
-        if int(c["WG"]) == 3 and int(c["BN"]) == 192:
+        if int(c["WG"]) == 3 and int(c["BN"]) == 192 and not int(c["FILTERS_M"]):
             return tuple(int(c[n]) for n in ("PERSISTENT", "STREAM_K", "MULTICAST", "SPLIT_K"))
         return None
 
@@ -688,5 +688,44 @@ def test_strided_layers_rewritten_as_space_to_depth_are_correct(tuner, evaluator
         assert any(int(c[name]) for _, c in picks), name
     assert any(int(c["SPLIT_K"]) > 1 for _, c in picks)
     assert any(not int(c["C_OUTER"]) for _, c in picks)  # the reduction order's copies
+    failed = compiled_failures(tuner, picks)
+    assert not failed, "\n".join(failed)
+
+
+# The filters as wgmma's M (FILTERS_M) and the pixels its N, stored transposed through the
+# staging tile: pixel tiles of 64 to 256 among them 96, 112 and 224 (not whole m64 tiles), one
+# to three consumer warpgroups of 64 filters, pixel and filter tiles part full (B*N*N = 507,
+# 1,369, 147, 75; F = 104, 200, 72), C not a whole step (40), padding, strides 2 and 4, batch 1
+# and 3, a 1x1 input as a matrix, persistent grids and pairs sharing the pixel tile.
+FILTERS_ON_M = [
+    ConvProblem(N=14, K=1, C=1024, F=256, B=32),
+    ConvProblem(N=13, K=3, C=40, F=104, B=3, stride=2),
+    ConvProblem(N=37, K=3, C=64, F=200, B=1, padding=1),
+    ConvProblem(N=7, K=5, C=96, F=72, B=3, padding=2),
+    ConvProblem(N=5, K=11, C=16, F=64, B=3, stride=4, padding=2),
+]
+
+
+@pytest.mark.parametrize("dtype", ["tf32", "bf16", "fp16"])
+def test_the_filters_on_wgmmas_m_are_correct(tuner, evaluator, dtype):
+    studies = planned(FILTERS_ON_M, dtype, evaluator.limits)
+    picks = some_of_each(
+        studies,
+        lambda c: (
+            (int(c["BM"]), int(c["WG"]), int(c["MULTICAST"]) > 0, int(c["PERSISTENT"]))
+            if int(c["FILTERS_M"])
+            else None
+        ),
+        random.Random(f"filters-m-{dtype}"),
+        6,
+    )
+    picks += missing_kinds(
+        studies, picks, lambda c: int(c["BM"]) if int(c["FILTERS_M"]) else None,
+        random.Random(f"filters-m-widths-{dtype}"),
+    )  # fmt: skip
+    assert {int(c["BM"]) for _, c in picks} == {64, 96, 112, 128, 192, 224, 256}
+    assert {int(c["WG"]) for _, c in picks} == {1, 2, 3}
+    assert any(int(c["MULTICAST"]) for _, c in picks)
+    assert any(int(c["PERSISTENT"]) for _, c in picks)
     failed = compiled_failures(tuner, picks)
     assert not failed, "\n".join(failed)

@@ -71,20 +71,20 @@ def bound(problem: ConvProblem):
 def cfg(
     bm, bn, wg, stages, split=1, producer=0, c_outer=0, l1=0, tiles=1, tma=0, store=0, gemm_1x1=0,
     staging=1, pingpong=0, persistent=0, stream_k=0, multicast=0, split_cluster=0, group=2,
-    step=128,
+    step=128, filters_m=0,
 ) -> Config:  # fmt: skip
     return Config.of(
         dict(BM=bm, BN=bn, WG=wg, STAGES=stages, SPLIT_K=split, PRODUCER=producer)
         | dict(C_OUTER=c_outer, L1_CACHE=l1, TILES_PER_BLOCK=tiles, TMA=tma, STORE_TMA=store)
         | dict(GEMM_1X1=gemm_1x1, STAGING=staging, PINGPONG=pingpong, PERSISTENT=persistent)
         | dict(STREAM_K=stream_k, MULTICAST=multicast, MULTICAST_BLOCKS=group)
-        | dict(SPLIT_CLUSTER=split_cluster, STEP_BYTES=step)
+        | dict(SPLIT_CLUSTER=split_cluster, STEP_BYTES=step, FILTERS_M=filters_m)
     )
 
 
 def tma(
     bm, bn, wg, stages, split=1, tiles=1, store=0, gemm_1x1=0, staging=1, pingpong=0,
-    persistent=0, stream_k=0, multicast=0, split_cluster=0, group=2, step=128,
+    persistent=0, stream_k=0, multicast=0, split_cluster=0, group=2, step=128, filters_m=0,
 ) -> Config:  # fmt: skip
     """A configuration loading by TMA: from the producer warpgroup, in channel-block order;
     with `store`, storing its output by TMA too (through `staging` staging tiles); with
@@ -92,13 +92,20 @@ def tma(
     tiles in turn; with `persistent`, one block a multiprocessor; with `stream_k`, the last
     wave's reduction steps shared; with `multicast`, clusters of `group` blocks (two or four)
     sharing the input (1) or the filter tile (2); with `split_cluster`, a split tile's blocks as
-    one cluster; with `step` = 64, 64-byte steps of the reduction."""
+    one cluster; with `step` = 64, 64-byte steps of the reduction; with `filters_m`, the filters
+    as wgmma's M and the pixels as its N."""
     return cfg(
         bm, bn, wg, stages, split, producer=1, c_outer=1, tiles=tiles, tma=1, store=store,
         gemm_1x1=gemm_1x1, staging=staging, pingpong=pingpong, persistent=persistent,
         stream_k=stream_k, multicast=multicast, split_cluster=split_cluster, group=group,
-        step=step,
+        step=step, filters_m=filters_m,
     )  # fmt: skip
+
+
+def filters_m(bm, wg, stages, **options) -> Config:
+    """A configuration with the filters as wgmma's M: 64 a consumer warpgroup, BM pixels as N,
+    stored by TMA."""
+    return tma(bm, 64 * wg, wg, stages, store=1, filters_m=1, **options)
 
 
 def test_only_tensor_core_nhwc_problems_are_computed() -> None:
@@ -131,10 +138,11 @@ def test_the_kernel_and_the_module_agree_on_its_constants() -> None:
     assert f"#define S2D_BLOCK {S2D_BLOCK}\n" in source
     assert "#define THREADS (128 * (WG + PRODUCER))" in source and WARPGROUP == 128
     assert "#define STAGE_BYTES ((BM + BN) * STEP_BYTES)" in source
-    # One wgmma wrapper for every tile width the space offers.
-    widths = {int(w) for w in re.findall(r"#(?:el)?if BN == (\d+)", source)}
-    (bn,) = [p for p in FAMILY.load_space().parameters if p.name == "BN"]
-    assert widths == set(bn.values)
+    # One wgmma wrapper for every N the space offers: a tile's filters, or with FILTERS_M its
+    # pixels.
+    widths = {int(w) for w in re.findall(r"#(?:el)?if ACC_N == (\d+)", source)}
+    params = {p.name: set(p.values) for p in FAMILY.load_space().parameters}
+    assert widths == params["BN"] | params["BM"]
 
 
 @pytest.mark.parametrize("problem", SHAPES, ids=str)
@@ -151,10 +159,15 @@ def test_every_config_plans_what_the_kernel_assumes(problem: ConvProblem) -> Non
     for config in space:
         bm, bn, wg = int(config["BM"]), int(config["BN"]), int(config["WG"])
         split, producer = int(config["SPLIT_K"]), int(config["PRODUCER"])
-        sharing = 1 if config["PINGPONG"] else wg  # warpgroups that share a tile's rows
-        mi = bm // (64 * sharing)
-        assert mi in (1, 2) and mi * 64 * sharing == bm
-        assert mi * bn // 2 <= 128  # accumulators a thread
+        if config["FILTERS_M"]:  # each warpgroup 64 filters of every pixel, stored by TMA
+            assert bn == 64 * wg and bm % 16 == 0 and bm // 2 <= 128
+            assert config["STORE_TMA"] and problem.fused is None
+            assert warpgroup_rows(config) == bm and not half_block(problem, config)
+        else:
+            sharing = 1 if config["PINGPONG"] else wg  # warpgroups that share a tile's rows
+            mi = bm // (64 * sharing)
+            assert mi in (1, 2) and mi * 64 * sharing == bm
+            assert mi * bn // 2 <= 128  # accumulators a thread
         loaders = WARPGROUP * (1 if producer else wg)
         assert bm % (loaders // 8) == 0 and bn % (loaders // 8) == 0  # whole rows a thread
         if layer.C % (16 // problem.precision.bytes):  # C not whole 16-byte chunks
@@ -300,8 +313,12 @@ def test_three_consumer_warpgroups_make_192_pixel_tiles_that_fill_whole_waves() 
         (launch,) = FAMILY.plan(problem, config).launches
         assert launch.grid == (132, 1, 1) and launch.block == (512, 1, 1)
     space = bound(nhwc(ConvProblem(N=14, K=1, C=1024, F=512, B=32)))
-    three = [c for c in space if int(c["WG"]) == 3]
+    three = [c for c in space if int(c["WG"]) == 3 and not int(c["FILTERS_M"])]
     assert {int(c["BM"]) for c in three} == {192} and {int(c["TMA"]) for c in three} == {1}
+    # With the filters as wgmma's M, three warpgroups are 192 filters of up to 128 pixels.
+    swapped = [c for c in space if int(c["WG"]) == 3 and int(c["FILTERS_M"])]
+    assert {int(c["BM"]) for c in swapped} == {64, 96, 112, 128}
+    assert {int(c["BN"]) for c in swapped} == {192}
     assert {int(c["BN"]) for c in three} == {64, 96, 112, 128, 192}
     # 96 accumulators a thread spilled in the TMA stores' epilogue: 192 x 192 stores from registers.
     assert {int(c["STORE_TMA"]) for c in three if int(c["BN"]) == 192} == {0}
@@ -1079,4 +1096,67 @@ NARROW_SAMPLE = [
 
 @pytest.mark.parametrize(("problem", "dtype", "config"), NARROW_SAMPLE, ids=str)
 def test_64_byte_steps_compile_for_sm90a_without_spills(compiler, problem, dtype, config):
+    test_sampled_configs_compile_for_sm90a_without_spills(compiler, problem, dtype, config)
+
+
+def test_the_filters_as_wgmmas_m_make_pixel_tiles_of_any_wgmma_width() -> None:
+    """FILTERS_M: the filters on wgmma's M, 64 a consumer warpgroup, and BM pixels on its N, so
+    that a pixel tile need not be whole m64 tiles: 128 filters x 96 pixels are one wave of 132
+    tiles on ResNet-50's 14x14 C = 1024 F = 256, as cuDNN's kernel tiles that layer."""
+    layer = nhwc(ConvProblem(N=14, K=1, C=1024, F=256, B=32))
+    space = bound(layer)
+    swapped = [c for c in space if c["FILTERS_M"]]
+    assert {int(c["BM"]) for c in swapped} == {64, 96, 112, 128, 192, 224, 256}
+    assert {int(c["BM"]) for c in space if not c["FILTERS_M"]} == {64, 128, 192, 256}
+    for c in swapped:
+        assert int(c["BN"]) == 64 * int(c["WG"]) and c["STORE_TMA"] and not c["PINGPONG"]
+        assert not c["STREAM_K"] and int(c["SPLIT_K"]) == 1 and int(c["STEP_BYTES"]) == 128
+    wave = filters_m(96, 2, 6, gemm_1x1=1, multicast=1)
+    assert space.is_valid(wave) and tile_count(layer, wave) == 132
+    # Each warpgroup stores its 64 filters of all 96 pixels: one 128-byte panel of 96 rows in
+    # 16 bits, two of 32 FP32 filters.
+    *_, y_map = tensor_maps(layer, wave)
+    assert y_map.box == (64, 96) and warpgroup_rows(wave) == 96
+    *_, y32 = tensor_maps(nhwc(layer, "tf32"), wave)
+    assert y32.box == (32, 96)
+    assert shared_bytes(wave, 2) == 6 * (96 + 128) * 128 + 96 * 128 * 2 + 1024 + 16 * 6 + 8 * 2
+    assert dict(FAMILY.plan(layer, wave).defines)["FILTERS_M"] == 1
+    # Not with a fused epilogue, tiles in turn, stores from registers or 64-byte steps; and
+    # 96 pixels only with it.
+    assert not bound(dataclasses.replace(layer, epilogue="bias_relu")).is_valid(wave)
+    assert not space.is_valid(tma(96, 128, 2, 6, store=1, gemm_1x1=1))
+    many = bound(nhwc(ConvProblem(N=28, K=1, C=512, F=256, B=32)))
+    assert many.is_valid(filters_m(96, 2, 6, persistent=1))
+    assert not many.is_valid(filters_m(96, 2, 6, pingpong=1, persistent=1))
+    assert not space.is_valid(tma(96, 128, 2, 6, gemm_1x1=1, filters_m=1))
+    assert not space.is_valid(filters_m(96, 2, 6, step=64))
+    # A config stored before FILTERS_M reads as pixels on M, with the same defines.
+    plain = tma(192, 64, 3, 6, store=1, gemm_1x1=1)
+    stored = Config.of({k: v for k, v in plain.as_dict().items() if k != "FILTERS_M"})
+    assert FAMILY.plan(layer, stored).defines == FAMILY.plan(layer, plain).defines
+
+
+# FILTERS_M compiled: every dtype, 1x1 layers as matrices alone, in pairs sharing the pixel
+# tile and persistent, the im2col path at an odd shape with a part-full channel block, and
+# three consumer warpgroups.
+FILTERS_M_SAMPLE = [
+    (
+        ConvProblem(N=14, K=1, C=1024, F=256, B=32),
+        "bf16",
+        filters_m(96, 2, 7, gemm_1x1=1, multicast=1),
+    ),
+    (ConvProblem(N=28, K=1, C=512, F=256, B=32), "fp16", filters_m(192, 2, 4, persistent=1)),
+    (
+        ConvProblem(N=7, K=1, C=512, F=2048, B=32),
+        "tf32",
+        filters_m(112, 2, 5, gemm_1x1=1, multicast=1),
+    ),
+    (ConvProblem(N=13, K=3, C=40, F=104, B=3, stride=2), "bf16", filters_m(224, 1, 4)),
+    (ConvProblem(N=37, K=3, C=64, F=200, B=1), "tf32", filters_m(64, 3, 4)),
+    (ConvProblem(N=37, K=3, C=64, F=200, B=1), "fp16", filters_m(128, 3, 4)),
+]
+
+
+@pytest.mark.parametrize(("problem", "dtype", "config"), FILTERS_M_SAMPLE, ids=str)
+def test_filters_on_m_compile_for_sm90a_without_spills(compiler, problem, dtype, config):
     test_sampled_configs_compile_for_sm90a_without_spills(compiler, problem, dtype, config)
