@@ -33,17 +33,15 @@ STREAM_K_BLOCKS = 132
 
 def warpgroup_rows(config: Config) -> int:
     """Output rows (pixels) a consumer warpgroup computes of a tile: its share of BM, or all of
-    them with PINGPONG (the warpgroups taking tiles in turn) or FILTERS_M (each its 64 filters
-    of every pixel)."""
+    them with PINGPONG (tiles in turn) or FILTERS_M (each its 64 filters of every pixel)."""
     bm = int(config["BM"])
-    whole = int(config["PINGPONG"]) or filters_m(config)
-    return bm if whole else bm // int(config["WG"])
+    return bm if int(config["PINGPONG"]) or filters_m(config) else bm // int(config["WG"])
 
 
-def filters_m(config: Config | None) -> bool:
-    """Whether the filters are wgmma's M and the pixels its N (the kernel's FILTERS_M)."""
-    values = {} if config is None else config.as_dict()  # a config stored before it: no
-    return bool(int(values.get("FILTERS_M", 0)))
+def filters_m(config: Config) -> bool:
+    """Whether the filters are wgmma's M and the pixels its N (the kernel's FILTERS_M); a
+    config stored before it: no."""
+    return bool(int(config.as_dict().get("FILTERS_M", 0)))
 
 
 def cluster(config: Config) -> int:
@@ -113,8 +111,7 @@ def half_block(problem: ConvProblem, config: Config) -> bool:
     (results/h200/20261201h, calls 5 and 6); through the full box the zeros cost as much to
     copy as data. Left out of stream-K at 256 filters a tile (128
     accumulators a thread), where its second path spilled 8-24 bytes in 16 bits, of 64-byte
-    steps (whose half would be 32-byte rows) and of FILTERS_M (whose short step reads the
-    full-width slot)."""
+    steps (whose half would be 32-byte rows) and of FILTERS_M (not built with it)."""
     rest = problem.C % reduction_step(problem)
     spills = int(config["STREAM_K"]) and int(config["BN"]) == 256
     narrow = step_bytes(config) != ROW_BYTES

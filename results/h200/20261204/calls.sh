@@ -29,6 +29,14 @@ gaps() {  # DTYPE REPEATS SHAPE-ARGS...: both sides under CUPTI (ours the store'
     python3 results/h200/20261202b/sample_runs.py /tmp/trace_$d.csv "$OUT/sides_$d.md" > "$OUT/runs_$d.md" 2>> "$OUT/sides_$d.log"
     sed -n '/ours kernel us/,$p' "$OUT/runs_$d.md" >> "$OUT/summary.txt"
 }
+# The 16-bit 1x1 layers FILTERS_M was built for (calls 6 and 7).
+L1X1="--shape N=14,K=1,C=1024,F=256,B=32 --shape N=28,K=1,C=512,F=256,B=32 --shape N=7,K=1,C=512,F=2048,B=32"
+sweep_filters_m() {  # DTYPE SECONDS: filters_m.toml exhaustively on them, the picks' rows kept
+    local d=$1 s=$SECONDS
+    timeout -k 5 $(( $2 + 10 )) python3 -m autotune run --family tc_wgmma $L1X1 --layout NHWC --dtype $d --subspace $HERE/filters_m.toml --exhaustive --no-baseline --time-limit $2 > "$OUT/sweep_$d.log" 2>&1
+    say "sweep $d: rc=$? $((SECONDS - s)) s: $(grep 'new evaluations' "$OUT/sweep_$d.log")"
+    grep -E "^\| tc_wgmma" "$OUT/sweep_$d.log" | cut -c1-330 >> "$OUT/summary.txt"
+}
 # Nsight Compute after protocol 2's flush, application replay (each pass a fresh process, so
 # the flush precedes the profiled kernel every pass; kernel replay's restore warms L2, session
 # 71), its own cache control off, clocks left alone.
@@ -171,13 +179,8 @@ case "${1:?1}" in
     s=$SECONDS; timeout -k 5 220 python3 -m pytest -q -m gpu -p no:cacheprovider --durations=5 tests/gpu/test_gpu_tc_wgmma.py -k "filters_on_wgmmas or odd_shapes or tail_panels" > "$OUT/test_filters_m.log" 2>&1
     rc=$?; say "test_gpu_tc_wgmma -k 'filters_on_wgmmas or odd_shapes or tail_panels': rc=$rc $((SECONDS - s)) s: $(tail -1 "$OUT/test_filters_m.log")"
     [ $rc -eq 0 ] || { grep -E "FAILED|Error|error" "$OUT/test_filters_m.log" | head -20 >> "$OUT/summary.txt"; pack; exit 0; }
-    L1X1="--shape N=14,K=1,C=1024,F=256,B=32 --shape N=28,K=1,C=512,F=256,B=32 --shape N=7,K=1,C=512,F=2048,B=32"
     for d in bf16 fp16; do remeasure $d 3 40 $L1X1; done
-    for d in bf16 fp16; do
-        s=$SECONDS; timeout -k 5 130 python3 -m autotune run --family tc_wgmma $L1X1 --layout NHWC --dtype $d --subspace $HERE/filters_m.toml --exhaustive --no-baseline --time-limit 120 > "$OUT/sweep_$d.log" 2>&1
-        say "sweep $d: rc=$? $((SECONDS - s)) s: $(grep 'new evaluations' "$OUT/sweep_$d.log")"
-        grep -E "^\| tc_wgmma" "$OUT/sweep_$d.log" | cut -c1-330 >> "$OUT/summary.txt"
-    done
+    for d in bf16 fp16; do sweep_filters_m $d 120; done
     for d in bf16 fp16; do
         s=$SECONDS; t=$(( $(left) - 10 )); [ "$t" -lt 30 ] && { say "both sides $d: not run (time)"; continue; }
         timeout -k 5 $t python3 $BOTH "$AUTOTUNE_DB" --dtype $d --repeats 5 $L1X1 > "$OUT/both_$d.md" 2> "$OUT/both_$d.log"
@@ -196,13 +199,8 @@ case "${1:?1}" in
     DELTA=results/h200/20261203/store_delta.py
     python3 $DELTA mark "$AUTOTUNE_DB" > /tmp/marks.json
     clocks
-    L1X1="--shape N=14,K=1,C=1024,F=256,B=32 --shape N=28,K=1,C=512,F=256,B=32 --shape N=7,K=1,C=512,F=2048,B=32"
     for d in bf16 fp16; do remeasure $d 3 30 $L1X1; done
-    for d in bf16 fp16; do
-        s=$SECONDS; timeout -k 5 60 python3 -m autotune run --family tc_wgmma $L1X1 --layout NHWC --dtype $d --subspace $HERE/filters_m.toml --exhaustive --no-baseline --time-limit 50 > "$OUT/sweep_$d.log" 2>&1
-        say "sweep $d: rc=$? $((SECONDS - s)) s: $(grep 'new evaluations' "$OUT/sweep_$d.log")"
-        grep -E "^\| tc_wgmma" "$OUT/sweep_$d.log" | cut -c1-330 >> "$OUT/summary.txt"
-    done
+    for d in bf16 fp16; do sweep_filters_m $d 50; done
     python3 $DELTA cut "$AUTOTUNE_DB" /tmp/marks.json /tmp/delta.db | sed "s/^/store_delta /" | tee -a "$OUT/summary.txt"
     gzip -c /tmp/delta.db > "$OUT/store_delta.db.gz"
     t=$(( $(left) - 10 ))
