@@ -216,9 +216,10 @@ def remeasure(
 ) -> None:
     """Bring stored results to the current timing protocol and the current kernels without
     searching again: for each study of this GPU measured under an older protocol, or of a
-    family's previous code (its kernel source changed since), check and time its TOP fastest
-    stored configurations under the current protocol with the current code, and measure the
-    studies' libraries and the device ceilings likewise; then each study's best is measured
+    family's previous code (its kernel source changed since; the latest other version that
+    study has), check and time its TOP fastest stored configurations under the current
+    protocol with the current code, and measure the studies' libraries and the device
+    ceilings likewise; then each study's best is measured
     again, as a run confirms it. Old measurements stay (they keep their protocol and code);
     rerunning resumes. Follow with `autotune run` where the best may have moved. With
     --again, the current protocol's and code's TOP configurations are measured again instead."""
@@ -326,18 +327,22 @@ def remeasure(
         if len(table):
             click.echo(f"Best GFlop/s under protocol {old} and {TIMING_PROTOCOL}:")
             click.echo(format_table(table, "markdown"))
-    for name, digest in previous.items():
-        table = protocol_comparison(
-            store,
-            info.name,
-            [s for s in studies if s.family.name == name],
-            TIMING_PROTOCOL,
-            old_kernels={name: digest},
-            new_kernels=current,
-        )
-        if len(table):
-            click.echo(f"Best GFlop/s of {name}'s previous code ({digest}) and its current:")
-            click.echo(format_table(table, "markdown"))
+    for name, digests in previous.items():
+        left = [s for s in studies if s.family.name == name]
+        for digest in reversed(digests):  # the latest first: each study beside its own previous
+            table = protocol_comparison(
+                store,
+                info.name,
+                left,
+                TIMING_PROTOCOL,
+                old_kernels={name: digest},
+                new_kernels=current,
+            )
+            if len(table):
+                click.echo(f"Best GFlop/s of {name}'s previous code ({digest}) and its current:")
+                click.echo(format_table(table, "markdown"))
+                shown = set(table["shape"])
+                left = [s for s in left if s.problem.key not in shown]
     if outcome.interrupted:
         sys.exit(exit_code(signals))
 

@@ -224,10 +224,12 @@ class Queries(StoreBase):
         frame.insert(where_samples, "samples_ms", column)
         return frame
 
-    def previous_kernels(self, device: str, kernels: Kernels) -> dict[str, str]:
+    def previous_kernels(self, device: str, kernels: Kernels) -> dict[str, tuple[str, ...]]:
         """Per family of `kernels` (family -> its current digest) with evaluations of other code
-        on `device`: the digest of the latest of those, the code before the current one's
-        (rows stored before digests, "", are not a version)."""
+        on `device`: the digests of those versions, oldest first by their latest evaluation, so
+        that a study's previous code is the last of them it has (a store that merged another
+        machine's measurements may hold one version for some studies and an older for the
+        rest). Rows stored before digests, "", are not a version."""
         e, d = evaluations_table.c, devices_table.c
         other = [sa.and_(e.family == f, e.kernel_digest != k) for f, k in kernels.items()]
         if not other:
@@ -240,7 +242,10 @@ class Queries(StoreBase):
         )
         with self._errors("cannot read kernel versions"), self._engine.connect() as conn:
             rows = sorted(conn.execute(query).all(), key=lambda r: r.latest)
-        return {r.family: r.kernel_digest for r in rows}  # the latest of each family last
+        versions: dict[str, tuple[str, ...]] = {}
+        for r in rows:
+            versions[r.family] = (*versions.get(r.family, ()), r.kernel_digest)
+        return versions
 
     def summary(self, protocol: int | None = None) -> pd.DataFrame:
         """Per device and family, under one timing protocol: studies, evaluations, OK ones and

@@ -44,11 +44,13 @@ def remeasure_studies(
     current digest) whose code changed, of its previous code under any protocol, fastest
     first, as a Study that evaluates exactly those (made valid for the family's current space;
     the ones no longer in it are left out); `again`: those of `protocol` and the current code
-    instead, for measure_again. Returns the studies, the ones that cannot run here (Skipped)
+    instead, for measure_again. A study's previous code is the latest other version it has
+    (store.previous_kernels). Returns the studies, the ones that cannot run here (Skipped)
     and a line for each stored study this version cannot read (an unknown family or shape)."""
     families, problem_keys = set(families), set(problem_keys)
     dtypes, layouts = set(dtypes), set(layouts)
     kernels = store.kernels if kernels is None else kernels
+    versions: dict[tuple[str, str], int] = {}  # (family, previous digest) -> its age, oldest 0
     if again:
         frames = [store.best(device=device, protocol=protocol, top=top, kernels=kernels)]
     else:
@@ -56,15 +58,18 @@ def remeasure_studies(
             store.best(device=device, protocol=p, top=top, kernels=kernels)
             for p in range(1, protocol)
         ]
-        for name, digest in store.previous_kernels(device, kernels).items():
-            frames += [
-                store.best(device, name, protocol=p, top=top, kernels={name: digest})
-                for p in range(1, protocol + 1)
-            ]
+        for name, digests in store.previous_kernels(device, kernels).items():
+            for place, digest in enumerate(digests):
+                versions[name, digest] = place
+                frames += [
+                    store.best(device, name, protocol=p, top=top, kernels={name: digest})
+                    for p in range(1, protocol + 1)
+                ]
     frames = [frame for frame in frames if len(frame)]
     if not frames:
         return [], [], []
     rows = pd.concat(frames, ignore_index=True).sort_values("time_ms", kind="stable")
+    rows = _own_previous_code(rows, versions)
     studies, skipped, unreadable = [], [], []
     for (name, key), group in rows.groupby(["family", "problem_key"], sort=False):
         if (families and name not in families) or (problem_keys and key not in problem_keys):
@@ -93,6 +98,20 @@ def remeasure_studies(
             continue
         studies.append(Study(study.family, problem, study.space, configs=valid))
     return studies, skipped, unreadable
+
+
+def _own_previous_code(rows: pd.DataFrame, versions: dict[tuple[str, str], int]) -> pd.DataFrame:
+    """The rows with each study's previous code cut to its latest version: a study measured
+    under two earlier versions brings over the later one's bests only. Rows of the current code
+    (an older protocol's) stay."""
+    if not versions:
+        return rows
+    place = pd.Series(
+        [versions.get(v, -1) for v in zip(rows["family"], rows["kernel_digest"], strict=True)],
+        index=rows.index,
+    )
+    latest = place.groupby([rows["family"], rows["problem_key"]]).transform("max")
+    return rows[(place < 0) | (place == latest)]
 
 
 # What `remeasure --again` adds to each configuration: two measurements, so that one that had

@@ -222,7 +222,7 @@ def test_remeasure_times_the_previous_codes_top_configs_with_the_current_code(
         times[config] = result
     device = synthetic_evaluator.device.name
     kernels = {"direct_naive": current}
-    assert store.previous_kernels(device, kernels) == {"direct_naive": previous}
+    assert store.previous_kernels(device, kernels) == {"direct_naive": (previous,)}
     assert store.previous_kernels(device, {"direct_naive": previous}) == {}
     found, skipped, _ = remeasure_studies(store, device, DeviceLimits(), 3, kernels=kernels)
     assert not skipped and [s.problem.key for s in found] == [PROBLEM.key]
@@ -242,6 +242,42 @@ def test_remeasure_times_the_previous_codes_top_configs_with_the_current_code(
     assert table["old_ms"].iloc[0] == pytest.approx(min(times.values()), rel=1e-3)
     # No protocol-1 rows: an empty comparison, as the command asks for one per older protocol
     assert len(protocol_comparison(store, device, found, 1, old_kernels=kernels)) == 0
+
+
+def test_remeasure_brings_each_study_from_its_own_previous_code(store, synthetic_evaluator) -> None:
+    # Two studies measured under an older version; one of them measured again later under a
+    # newer one that is itself not current (a merged delta of another machine's session). Both
+    # are the previous code's: each study's own latest version is brought over, not the
+    # store's latest version only (which left every study without it behind).
+    older, newer, current = "0123456789abcdef", "fedcba9876543210", DirectNaive().kernel_digest()
+    run, dev = _device(store, synthetic_evaluator.device.name)
+    configs = {}
+    for problem in (PROBLEM, OTHER):
+        space = plan_studies([(DirectNaive(), problem)], DeviceLimits())[0][0].space
+        ok = []
+        for config in space.configs:
+            result = synthetic_evaluator.cost(dict(DirectNaive().plan(problem, config).defines))
+            if not isinstance(result, Status):
+                ok.append((result, config))
+            if len(ok) == 4:
+                break
+        configs[problem.key] = ok
+        for t, config in ok:
+            m = Measurement.from_samples([t] * 3)
+            store.record(run, dev, "direct_naive", problem, config, m, problem.flops, older)
+    # The newer version measured OTHER's slowest config only, at a time faster than any older.
+    t, newest = configs[OTHER.key][-1]
+    m = Measurement.from_samples([t / 10] * 3)
+    store.record(run, dev, "direct_naive", OTHER, newest, m, OTHER.flops, newer)
+    device = synthetic_evaluator.device.name
+    kernels = {"direct_naive": current}
+    assert store.previous_kernels(device, kernels) == {"direct_naive": (older, newer)}
+    found, skipped, _ = remeasure_studies(store, device, DeviceLimits(), 3, kernels=kernels)
+    by_key = {s.problem.key: list(s.configs) for s in found}
+    assert not skipped and set(by_key) == {PROBLEM.key, OTHER.key}
+    fastest_older = [c for _, c in sorted(configs[PROBLEM.key], key=lambda tc: tc[0])][:3]
+    assert by_key[PROBLEM.key] == fastest_older  # only the older version measured it
+    assert by_key[OTHER.key] == [newest]  # its own latest version, not the older one's bests
 
 
 # ---------------------------------------------------------------------------------------------
