@@ -286,3 +286,40 @@ def test_remeasure_again_with_nothing_of_the_current_protocol_says_so(tmp_path, 
     result = CliRunner().invoke(main, [*args, "--cache-dir", str(tmp_path / "cubins")])
     assert result.exit_code == 1
     assert "nothing to measure again" in result.output and "Traceback" not in result.output
+
+
+def test_remeasure_shows_each_study_beside_its_own_previous_code(tmp_path, monkeypatch) -> None:
+    # Two earlier versions: PROBLEM measured under the older only, OTHER under both (a merged
+    # delta of a later text). Both are brought over, and each comparison table holds the
+    # studies whose previous code it names.
+    import autotune.gpu.evaluator
+
+    other_problem = ConvProblem(N=17, K=3, C=5, F=4)
+    older, newer = "0123456789abcdef", "fedcba9876543210"
+    study, configs = _given(2)
+    db = str(tmp_path / "versions.db")
+    with Store(db) as seeded:
+        device_id = seeded.register_device(SyntheticEvaluator(Times({})).device)
+        run = seeded.start_run(device_id, "earlier", {})
+        for problem, digest in ((PROBLEM, older), (other_problem, older), (other_problem, newer)):
+            (planned,), _ = plan_studies([(DirectNaive(), problem)], DeviceLimits())
+            for config in planned.space.configs[:2]:
+                m = Measurement.from_samples([1.0] * 3)
+                seeded.record(run, device_id, "direct_naive", problem, config, m, 1, digest)
+    evaluator = SyntheticEvaluator(Times({c: [0.5] for c in configs}))
+    monkeypatch.setattr(autotune.gpu.evaluator, "GpuEvaluator", lambda index=0: evaluator)
+    args = ["remeasure", "--top", "2", "--no-baseline", "--storage", db]
+    result = CliRunner().invoke(main, [*args, "--cache-dir", str(tmp_path / "cubins")])
+    assert result.exit_code == 0, result.output
+    with Store(db) as store:
+        measured = set(store.best()["problem_key"])
+    assert measured == {PROBLEM.key, other_problem.key}
+    tables = {
+        digest: section
+        for digest, section in re.findall(
+            r"previous code \((\w+)\) and its current:\n(.*?)(?=\nBest|\Z)", result.output, re.S
+        )
+    }
+    assert set(tables) == {older, newer}
+    assert PROBLEM.key in tables[older] and other_problem.key not in tables[older]
+    assert other_problem.key in tables[newer] and PROBLEM.key not in tables[newer]
