@@ -13,13 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from autotune.families import get_family
-from autotune.families.tc_wgmma import (
-    ROW_BYTES,
-    half_block,
-    reduction_step,
-    space_to_depth,
-    step_bytes,
-)
+from autotune.families.tc_wgmma import space_to_depth
+from autotune.families.tc_wgmma_memory import ROW_BYTES, half_block, reduction_step, step_bytes
 from autotune.gpu.compiler import Compiler
 from autotune.gpu.launch import device_grid
 from autotune.gpu.session import GpuSession, TimingPolicy

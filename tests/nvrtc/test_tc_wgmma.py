@@ -12,21 +12,23 @@ import pytest
 from autotune.families import UnsupportedProblem, get_family
 from autotune.families.plan import REDUCE_BLOCK, TensorMap, check_tensor_map
 from autotune.families.tc_wgmma import (
-    ROW_BYTES,
     S2D_BLOCK,
     S2D_BUFFERS,
     STREAM_K_BLOCKS,
     WARPGROUP,
-    cluster,
     computed,
+    space_to_depth,
+    threads,
+    tile_count,
+)
+from autotune.families.tc_wgmma_memory import (
+    ROW_BYTES,
+    cluster,
     half_block,
     reduction_step,
     shared_bytes,
-    space_to_depth,
     step_bytes,
     tensor_maps,
-    threads,
-    tile_count,
     warpgroup_rows,
 )
 from autotune.gpu.compiler import CompileError, Compiler
