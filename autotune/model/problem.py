@@ -1,9 +1,10 @@
-"""Problem definitions: shapes, FLOP counts, minimum bytes and shape keys."""
+"""Problem definitions: shapes, FLOP counts, minimum bytes and shape keys (what every kind
+shares, its error and bases, in problem_base.py)."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Union
 
 from autotune.model.epilogue import DEFAULT_EPILOGUE, Epilogue, EpilogueError, epilogue_of
@@ -17,43 +18,9 @@ from autotune.model.precision import (
     check_layout,
     precision_of,
 )
+from autotune.model.problem_base import ProblemError, _check_sizes, _Problem, _UnknownWork
 
 FLOAT32_BYTES = 4
-
-
-class ProblemError(ValueError):
-    """A problem description that cannot be a valid problem of its kind."""
-
-
-def _check_sizes(problem: object, names: tuple[str, ...] | None = None) -> None:
-    """Every size field is a positive integer (bool is refused: True is not a size)."""
-    for name in names or [f.name for f in fields(problem)]:  # type: ignore[arg-type]
-        value = getattr(problem, name)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ProblemError(f"{name} must be an integer, got {value!r}")
-        if value < 1:
-            raise ProblemError(f"{name} must be at least 1, got {value}")
-
-
-class _Problem:
-    """What every problem kind says the same way, unless it overrides it: its fields are sizes
-    (positive integers), the names a search-space constraint may use, its dict; its key is its
-    text."""
-
-    __slots__ = ()
-
-    def __post_init__(self) -> None:
-        _check_sizes(self)  # every field a size, unless a kind checks its own way
-
-    def fields(self) -> dict[str, int]:
-        """Names a search-space constraint may use."""
-        return asdict(self)
-
-    def as_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-    def __str__(self) -> str:
-        return self.key
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,21 +292,6 @@ class Conv3dProblem(_Problem):
     @property
     def key(self) -> str:
         return f"D={self.D},R={self.R},Cc={self.Cc},Kd={self.Kd},Kr={self.Kr},Kc={self.Kc}"
-
-
-class _UnknownWork(_Problem):
-    """A problem known by its sizes only, not by the work it does: a recording from elsewhere
-    carries times, a user's kernel no FLOP count (GFlop/s shows 0)."""
-
-    __slots__ = ()
-
-    @property
-    def flops(self) -> int:
-        return 0
-
-    @property
-    def min_bytes(self) -> int:
-        return 0
 
 
 @dataclass(frozen=True, slots=True)
