@@ -27,8 +27,7 @@ import click
 from autotune.cli.options import count_option, output_option, precision_option, storage_option
 from autotune.cli.values import file_stem
 from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
-from autotune.model.problem import ConvProblem
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.shapes import named_shapes
 from autotune.runtime.calls import DEFAULT_LAUNCHER, LAUNCHER_NAMES
 

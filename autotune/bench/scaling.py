@@ -19,7 +19,7 @@ import click
 
 from autotune.cli.options import writing
 from autotune.cli.values import RegularFile, StrictIntRange
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import ProblemError
 from autotune.strategies import STRATEGIES
 
 DEFAULT_OUTPUT = Path("results/bench")

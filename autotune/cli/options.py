@@ -34,7 +34,7 @@ from autotune.model.precision import (
     check_layout,
     family_precisions,
 )
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import ProblemError
 from autotune.model.quoting import one_line, quoted
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.shapes import ShapeSelection, shape_set_names

@@ -12,8 +12,7 @@ import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
-from autotune.model.problem import RecordedProblem
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import ProblemError, RecordedProblem
 from autotune.model.records import Status
 from autotune.model.space import Config, SpaceError
 from autotune.replay.recorded import tunables_of

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 
 from autotune import package_path
 from autotune.model.parsing import parse_shape
-from autotune.model.problem import Problem
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import Problem, ProblemError
 from autotune.model.shapes import read_toml
 
 if sys.version_info >= (3, 11):

@@ -13,8 +13,8 @@ from autotune.model.problem import (
     PROBLEM_TYPES,
     REQUIRED_FIELDS,
     Problem,
+    ProblemError,
 )
-from autotune.model.problem_base import ProblemError
 from autotune.model.quoting import quoted
 
 

@@ -13,8 +13,7 @@ from pathlib import Path
 from autotune import package_path
 from autotune.model.parsing import check_kind, guess_kind, parse_shape, problem_from_dict
 from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
-from autotune.model.problem import ConvProblem, Problem
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import ConvProblem, Problem, ProblemError
 
 if sys.version_info >= (3, 11):
     import tomllib

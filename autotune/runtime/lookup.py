@@ -53,8 +53,7 @@ from dataclasses import dataclass, replace
 
 from autotune.families import FAMILIES, Family
 from autotune.model.parsing import problem_from_dict
-from autotune.model.problem import ConvProblem
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.records import TIMING_PROTOCOL
 from autotune.model.space import BoundSpace, Config, DeviceLimits
 from autotune.runtime.calls import Request

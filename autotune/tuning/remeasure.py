@@ -15,7 +15,7 @@ import pandas as pd
 from autotune.families import UnknownFamily, get_family
 from autotune.model.parsing import problem_from_dict
 from autotune.model.precision import DEFAULT_DTYPE, DEFAULT_LAYOUT
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL, Status
 from autotune.model.space import Config, DeviceLimits
 from autotune.store import Store

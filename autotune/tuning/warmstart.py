@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from autotune.model.parsing import problem_from_dict
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import ProblemError
 from autotune.model.records import TIMING_PROTOCOL, Status
 from autotune.model.space import Config
 from autotune.store import Store

@@ -11,8 +11,7 @@ import pytest
 from autotune.families import conv2d
 from autotune.model.epilogue import EPILOGUES, GRAMMAR, EpilogueError, check_epilogue, epilogue_of
 from autotune.model.parsing import parse_shape, problem_from_dict
-from autotune.model.problem import ConvProblem
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.shapes import collect_shapes, in_precisions, shapes_from_file
 
 PLAIN = ConvProblem(N=13, K=3, C=40, F=33, B=3, dtype="bf16", layout="NHWC")

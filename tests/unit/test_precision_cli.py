@@ -11,8 +11,7 @@ from autotune.cli.app import main
 from autotune.families import FAMILIES
 from autotune.families.files import KERNEL_DIR, SPACE_DIR
 from autotune.families.implicit_gemm import ImplicitGemm
-from autotune.model.problem import ConvProblem
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import ConvProblem, ProblemError
 from autotune.model.shapes import ShapeSelection, collect_shapes, in_precisions, named_shapes
 from autotune.tuning.campaign import RunRequest, family_precisions, pair_request
 

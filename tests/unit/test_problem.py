@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 
 from autotune.model.parsing import parse_shape, problem_from_dict
-from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem, ProblemError
 
 
 def test_flops_count_one_multiply_add_as_two():

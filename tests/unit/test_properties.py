@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from autotune.model.expression import Expression, SpaceError
 from autotune.model.parsing import parse_shape
-from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem, ProblemError
 
 # Modest example counts: the whole file stays within a few seconds on two CI cores.
 FEW = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem
-from autotune.model.problem_base import ProblemError
+from autotune.model.problem import Conv3dProblem, ConvProblem, GemmProblem, ProblemError
 from autotune.model.shapes import (
     collect_shapes,
     named_shapes,
