@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import click
 
@@ -14,7 +15,7 @@ from autotune.cli.options import (
     kernels_option,
     precision_option,
 )
-from autotune.cli.values import StrictIntRange
+from autotune.cli.values import RegularFile, StrictIntRange
 from autotune.families import get_family, with_directories
 from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.parsing import parse_shape
@@ -99,11 +100,22 @@ def shapes(name) -> None:
     "The shape's layout, unless it names one. Default: the family's first (NCHW where it reads "
     "NCHW).",
 )
+@click.option(
+    "--subspace",
+    type=RegularFile(path_type=Path),
+    default=None,
+    help="A TOML of pinned value lists per family, as `run --subspace` takes: the size and "
+    "samples of FAMILY's space cut to its table's values.",
+)
 @kernels_option
 @friendly_errors
-def space(family_name, shape_text, arch, samples, do_compile, dtype, layout, kernel_dirs) -> None:
+def space(
+    family_name, shape_text, arch, samples, do_compile, dtype, layout, subspace, kernel_dirs
+) -> None:
     """Size of a family's valid space for one shape, with sample configurations."""
     import random
+
+    from autotune.replay.subspaces import load_pins, restrict
 
     family = get_family(family_name, with_directories(kernel_dirs))
     dtypes, layouts = family_precisions(
@@ -113,13 +125,21 @@ def space(family_name, shape_text, arch, samples, do_compile, dtype, layout, ker
     problem = in_precisions([parse_shape(shape_text)], dtypes[:1], layouts[:1], named)[0]
     family.check(problem)
     search_space = family.load_space()
+    cut = ""
+    if subspace is not None:
+        # A file without FAMILY's table would leave the whole space, as `run` tunes it.
+        pins = load_pins(subspace).get(family.name)
+        if not pins:
+            fail(f"{subspace} pins nothing of {family.name}: it has no [{family.name}] table", 2)
+        search_space = restrict(search_space, pins)
+        cut = f" of the subspace {subspace.name}"
     fields = family.space_fields(problem)
     start = time.perf_counter()
     bound = search_space.bind(fields, ARCH_LIMITS[arch])
     took = time.perf_counter() - start
     click.echo(
         f"{family.name} {problem.key} on {arch}: {len(bound)} valid of "
-        f"{search_space.cartesian_size} configurations (enumerated in {took * 1e3:.1f} ms)"
+        f"{search_space.cartesian_size} configurations{cut} (enumerated in {took * 1e3:.1f} ms)"
     )
     own = problem.fields()
     if fields != own:  # the kernels compute another layer for it (a rewrite)

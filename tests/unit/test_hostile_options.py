@@ -134,6 +134,7 @@ CASES = [
     (["space", "direct_naive", "--shape", SHAPE], "--samples", NUMBERS),
     (["space", "direct_naive", "--shape", SHAPE], "--dtype", choice_junk()),
     (["space", "direct_naive", "--shape", SHAPE], "--layout", choice_junk()),
+    (["space", "direct_naive", "--shape", SHAPE], "--subspace", IN_FILES),
     (["space", "direct_naive", "--shape", SHAPE], "--kernels", IN_DIRS),
     (["space", "--shape", SHAPE], None, JUNK),  # FAMILY
     (["bench", "search"], "--recordings", IN_FILES),

@@ -194,3 +194,58 @@ def test_a_chained_comparison_short_circuits_as_python_does() -> None:
     assert bool(Expression("1 <= A <= 3")({"A": 2}))
     with pytest.raises(SpaceError, match="division by zero"):
         Expression("A / A < 1")({"A": 0})  # where Python would divide, so does the evaluator
+
+
+def test_space_command_sizes_a_subspace_as_run_would_tune_it(tmp_path) -> None:
+    """`autotune space --subspace` counts the configurations `run --subspace` would search: the
+    family's space cut to the file's values, bound to the shape."""
+    from click.testing import CliRunner
+
+    from autotune.cli.app import main
+    from autotune.families import get_family
+    from autotune.model.parsing import parse_shape
+    from autotune.model.space import ARCH_LIMITS
+    from autotune.replay.subspaces import restrict
+
+    shape = "N=64,K=3,C=16,F=32,B=2"
+    sub = tmp_path / "sub.toml"
+    sub.write_text("[direct_naive]\nBLOCK_X = [8, 16]\n")
+    result = CliRunner().invoke(
+        main, ["space", "direct_naive", "--shape", shape, "--subspace", str(sub), "--samples", "3"]
+    )
+    assert result.exit_code == 0, result.output
+    family = get_family("direct_naive")
+    problem = parse_shape(shape)
+    whole = family.load_space().bind(family.space_fields(problem), ARCH_LIMITS["sm_90"])
+    cut = restrict(family.load_space(), {"BLOCK_X": (8, 16)})
+    expected = cut.bind(family.space_fields(problem), ARCH_LIMITS["sm_90"])
+    assert 0 < len(expected) < len(whole)
+    assert f": {len(expected)} valid of {cut.cartesian_size} configurations of the subspace" in (
+        result.output
+    )
+    samples = [line for line in result.output.splitlines() if line.startswith("  ")]
+    assert len(samples) == 3 and all(re.search(r"\bBLOCK_X=(8|16)\b", line) for line in samples)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[sgemm]\nBM = [64]\n", "pins nothing of direct_naive: it has no [direct_naive] table"),
+        ("[direct_naive]\nNOPE = [1]\n", "pinned parameter(s) NOPE unknown"),
+        ("[direct_naive]\nBLOCK_X = [3]\n", "BLOCK_X has no value(s) [3]"),
+        ("[direct_naive\n", "malformed TOML"),
+    ],
+)
+def test_space_command_refuses_a_subspace_it_cannot_apply(tmp_path, text, message) -> None:
+    from click.testing import CliRunner
+
+    from autotune.cli.app import main
+
+    sub = tmp_path / "sub.toml"
+    sub.write_text(text)
+    result = CliRunner().invoke(
+        main, ["space", "direct_naive", "--shape", "N=9,K=3,C=16,F=32", "--subspace", str(sub)]
+    )
+    assert result.exit_code == 2
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
