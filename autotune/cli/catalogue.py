@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import click
 
@@ -14,8 +13,9 @@ from autotune.cli.options import (
     friendly_errors,
     kernels_option,
     precision_option,
+    subspace_option,
 )
-from autotune.cli.values import RegularFile, StrictIntRange
+from autotune.cli.values import StrictIntRange
 from autotune.families import get_family, with_directories
 from autotune.gpu.compiler import CompileError, Compiler
 from autotune.model.parsing import parse_shape
@@ -100,12 +100,9 @@ def shapes(name) -> None:
     "The shape's layout, unless it names one. Default: the family's first (NCHW where it reads "
     "NCHW).",
 )
-@click.option(
-    "--subspace",
-    type=RegularFile(path_type=Path),
-    default=None,
-    help="A TOML of pinned value lists per family, as `run --subspace` takes: the size and "
-    "samples of FAMILY's space cut to its table's values.",
+@subspace_option(
+    "A TOML of pinned value lists per family, as `run --subspace` takes: the size and "
+    "samples of FAMILY's space cut to its table's values."
 )
 @kernels_option
 @friendly_errors

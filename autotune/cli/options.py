@@ -222,6 +222,14 @@ def seed_option(help: str):
     )
 
 
+def subspace_option(help: str):
+    """--subspace, a Path or None: a TOML of pinned value lists per family
+    (replay/subspaces.py), read by the command."""
+    return click.option(
+        "--subspace", type=RegularFile(path_type=Path), default=None, metavar="FILE", help=help
+    )
+
+
 def output_option(
     help: str | None = None,
     required: bool = False,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from autotune.cli.options import (
@@ -16,9 +14,9 @@ from autotune.cli.options import (
     protocol_option,
     reading_store,
     storage_option,
+    subspace_option,
     writing,
 )
-from autotune.cli.values import RegularFile
 from autotune.families import get_family
 from autotune.model.shapes import collect_shapes
 
@@ -28,12 +26,9 @@ from autotune.model.shapes import collect_shapes
 @click.option("--shape", "shapes", multiple=True, metavar=SHAPE_METAVAR, help="Only these shapes.")
 @precision_options(*PRECISION_HELP)
 @click.option("--device", default=None, help="Only this device (name as stored).")
-@click.option(
-    "--subspace",
-    type=RegularFile(path_type=Path),
-    default=None,
-    help="Recording subspaces (TOML of pinned value lists per family), as given to `run`: only "
-    "evaluations inside them are kept, and exhaustiveness is judged against them.",
+@subspace_option(
+    "Recording subspaces (TOML of pinned value lists per family), as given to `run`: only "
+    "evaluations inside them are kept, and exhaustiveness is judged against them."
 )
 @output_option(
     "The recording to write (gzip'd JSON lines, e.g. results/recordings/h100.jsonl.gz).",

@@ -26,6 +26,7 @@ from autotune.cli.options import (
     seed_option,
     shape_options,
     storage_option,
+    subspace_option,
     time_limit_option,
 )
 from autotune.cli.progress import ProgressPrinter, format_duration, time_limit_note
@@ -146,12 +147,9 @@ class RunResult:
     help="Answer from a recording (file or directory) instead of the GPU: no GPU, no NVRTC, "
     "no baselines; results go to --storage if given, else to memory.",
 )
-@click.option(
-    "--subspace",
-    type=RegularFile(path_type=Path),
-    default=None,
-    help="TOML of pinned value lists per family (autotune/data/recording/h100.toml): tune "
-    "each family's space cut to those values (for exhaustive recordings).",
+@subspace_option(
+    "TOML of pinned value lists per family (autotune/data/recording/h100.toml): tune "
+    "each family's space cut to those values (for exhaustive recordings)."
 )
 @storage_option
 @click.option(
